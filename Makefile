@@ -1,0 +1,159 @@
+# baton: the one entry point.
+#
+#   make            library (build/lib), tools and examples (build/bin), device object if nvcc exists
+#   make test       unit + multi-rank tests (threads and processes), tool tests, lesson tests
+#   make test-tsan  the protocol and collective tests under ThreadSanitizer
+#   make bench      the allreduce sweep of docs/perf.md (2 processes, 8 B .. 256 MiB)
+#   make stress     long runs: jitter mode, 8 ranks, repeated sweeps (not part of `make test`)
+#   make lessons    run every lesson's example
+#   make deps       install the Debian packages baton needs (tools/install-deps.sh)
+#
+# Variables: BUILD=build, CXX=g++, NVCC=auto-detected, SANITIZE=thread|address.
+
+BUILD    ?= build
+CXX      ?= g++
+OBJ      := $(BUILD)/obj$(if $(SANITIZE),-$(SANITIZE))
+LIBDIR   := $(BUILD)/lib$(if $(SANITIZE),-$(SANITIZE))
+BINDIR   := $(BUILD)/bin
+TESTDIR  := $(BUILD)/tests$(if $(SANITIZE),-$(SANITIZE))
+
+# ---- dependencies: say what was found; install what is missing when we can -------------------
+DEPS_OK := $(shell tools/install-deps.sh --check >/dev/null 2>&1 && echo yes)
+ifneq ($(DEPS_OK),yes)
+  ifeq ($(shell id -u),0)
+    ifneq ($(shell command -v apt-get),)
+      $(info baton: installing missing Debian packages with tools/install-deps.sh)
+      DEPS_RUN := $(shell tools/install-deps.sh >&2; echo $$?)
+      ifneq ($(DEPS_RUN),0)
+        $(error tools/install-deps.sh failed; see its output above)
+      endif
+    endif
+  else
+    $(warning baton: some packages are missing; run: sudo tools/install-deps.sh  (or see tools/install-deps.sh --print))
+  endif
+endif
+
+NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+NVIDIA_NCCL_H := $(wildcard $(CUDA_HOME)/include/nccl.h)
+MPICXX ?= $(shell command -v mpicxx 2>/dev/null)
+ifeq ($(MAKELEVEL),0)
+  $(info baton: g++ $(shell $(CXX) -dumpfullversion); nvcc: $(if $(NVCC),$(NVCC),none); NVIDIA nccl.h: $(if $(NVIDIA_NCCL_H),$(NVIDIA_NCCL_H),none); mpicxx: $(if $(MPICXX),$(MPICXX),none))
+endif
+
+# ---- flags -----------------------------------------------------------------------------------
+# -Wno-restrict: g++ 12 reports false positives inside std::string at -O3 (GCC bug 105329).
+WARN     := -Wall -Wextra -Werror -Wno-restrict
+OPT      ?= -O3
+SANFLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer,)
+CPPFLAGS := -Iinclude -Isrc -Ialgorithms -Itransports -Itransports/shm
+CXXFLAGS := -std=c++20 $(OPT) -g $(WARN) -fPIC -pthread -fvisibility=hidden $(SANFLAGS)
+LDFLAGS  := -pthread $(SANFLAGS)
+
+LIB_SRCS := $(wildcard src/*.cc src/cpu_kernels/*.cc transports/*.cc transports/*/*.cc)
+LIB_OBJS := $(LIB_SRCS:%.cc=$(OBJ)/%.o)
+SO       := $(LIBDIR)/libnccl.so.2
+ARCHIVE  := $(LIBDIR)/libnccl_static.a
+
+.PHONY: all lib tools examples tests test test-tsan bench stress lessons deps clean device
+all: lib tools examples device
+
+lib: $(SO) $(LIBDIR)/libnccl.so $(ARCHIVE)
+
+$(OBJ)/%.o: %.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -MMD -MP -c $< -o $@
+
+$(SO): $(LIB_OBJS) src/libnccl.map
+	@mkdir -p $(dir $@)
+	$(CXX) -shared -Wl,-soname,libnccl.so.2 -Wl,--version-script=src/libnccl.map -Wl,--no-undefined \
+	  -o $@ $(LIB_OBJS) $(LDFLAGS) -lrt
+$(LIBDIR)/libnccl.so: $(SO)
+	ln -sf libnccl.so.2 $@
+$(ARCHIVE): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $(LIB_OBJS)
+
+# ---- device code under nvcc ------------------------------------------------------------------
+DEVICE_OBJ := $(BUILD)/obj/algorithms_device.o
+ifneq ($(NVCC),)
+device: $(DEVICE_OBJ)
+$(DEVICE_OBJ): algorithms/device_check.cu $(wildcard algorithms/*.h)
+	@mkdir -p $(dir $@)
+	$(NVCC) -std=c++20 -arch=sm_90 -Ialgorithms -Werror all-warnings -c $< -o $@
+else
+device:
+	@echo "baton: nvcc not found: device code not compiled (CPU backend only)"
+endif
+
+# ---- tools and examples ----------------------------------------------------------------------
+PROGRAM_LIBS := -L$(LIBDIR) -Wl,-rpath,'$$ORIGIN/../lib' -lnccl
+tools: $(BINDIR)/baton-run $(BINDIR)/baton-perf
+
+$(BINDIR)/baton-run: $(wildcard tools/baton-run/*.cc tools/baton-run/*.h)
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++20 $(OPT) $(WARN) $(filter %.cc,$^) -o $@
+
+PERF_SRCS := $(wildcard tools/baton-perf/*.cc)
+PERF_OBJS := $(PERF_SRCS:%.cc=$(OBJ)/%.o)
+$(BINDIR)/baton-perf: $(PERF_OBJS) $(SO) $(LIBDIR)/libnccl.so
+	@mkdir -p $(dir $@)
+	$(CXX) -o $@ $(PERF_OBJS) $(PROGRAM_LIBS) $(LDFLAGS)
+
+EXAMPLE_SRCS := $(wildcard examples/*/*.c)
+EXAMPLES := $(patsubst examples/%.c,$(BINDIR)/examples/%,$(EXAMPLE_SRCS))
+examples: $(EXAMPLES)
+$(BINDIR)/examples/%: examples/%.c include/nccl.h $(SO) $(LIBDIR)/libnccl.so
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 $(WARN) -Iinclude $< -o $@ -L$(LIBDIR) -Wl,-rpath,'$$ORIGIN/../../lib' -lnccl -pthread
+
+# ---- tests -----------------------------------------------------------------------------------
+GTEST_LIBS := -lgtest -lgtest_main -pthread
+UNIT_SRCS  := $(wildcard tests/unit/*.cc)
+COLL_SRCS  := $(wildcard tests/collectives/*.cc)
+TEST_OBJS_U := $(UNIT_SRCS:%.cc=$(OBJ)/%.o)
+TEST_OBJS_C := $(COLL_SRCS:%.cc=$(OBJ)/%.o)
+# A program compiled against NVIDIA's own nccl.h (from the CUDA toolkit), run against baton.
+ABI_TEST := $(if $(NVIDIA_NCCL_H),$(TESTDIR)/nvidia_header_test,)
+TEST_BINS := $(TESTDIR)/unit_tests $(TESTDIR)/collective_tests $(TESTDIR)/rank_worker
+tests: $(TEST_BINS) tools examples $(ABI_TEST)
+
+$(OBJ)/tests/%.o: CPPFLAGS += -Itests
+$(TESTDIR)/unit_tests: $(TEST_OBJS_U) $(ARCHIVE)
+	@mkdir -p $(dir $@)
+	$(CXX) -o $@ $(TEST_OBJS_U) $(ARCHIVE) $(GTEST_LIBS) $(LDFLAGS) -lrt
+$(TESTDIR)/collective_tests: $(TEST_OBJS_C) $(ARCHIVE)
+	@mkdir -p $(dir $@)
+	$(CXX) -o $@ $(TEST_OBJS_C) $(ARCHIVE) $(GTEST_LIBS) $(LDFLAGS) -lrt
+$(TESTDIR)/rank_worker: $(OBJ)/tests/process/rank_worker.o $(OBJ)/tests/process/coll_check.o $(SO) $(LIBDIR)/libnccl.so
+	@mkdir -p $(dir $@)
+	$(CXX) -o $@ $(OBJ)/tests/process/rank_worker.o $(OBJ)/tests/process/coll_check.o -L$(LIBDIR) -Wl,-rpath,$(abspath $(LIBDIR)) -lnccl $(LDFLAGS)
+
+$(TESTDIR)/nvidia_header_test: tests/abi/nvidia_header_test.cc $(SO) $(LIBDIR)/libnccl.so
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 -O2 -Wall -Werror -I$(CUDA_HOME)/include $< -o $@ -L$(LIBDIR) -lnccl -pthread
+
+test: all tests
+	BATON_BUILD=$(BUILD) TESTDIR=$(TESTDIR) NVIDIA_HEADER_TEST=$(ABI_TEST) tests/run_all.sh
+
+test-tsan:
+	$(MAKE) SANITIZE=thread OPT=-O1 $(BUILD)/tests-thread/collective_tests
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" $(BUILD)/tests-thread/collective_tests --gtest_filter='$(TSAN_FILTER)'
+TSAN_FILTER ?= Protocol*:Threads*Quick*
+
+bench: all
+	tools/bench.sh
+
+stress: all tests
+	BATON_BUILD=$(BUILD) TESTDIR=$(TESTDIR) tests/stress.sh
+
+lessons: all
+	tests/lessons/run_lessons.sh $(BUILD)
+
+deps:
+	tools/install-deps.sh
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,177 @@
+// The execution model: everything device code in algorithms/ may use, and nothing more.
+//
+// Computes nothing itself. It defines, for both backends, the block's thread ids and barrier,
+// acquire/release loads and stores of 64-bit flags, the system fence, the bounded wait and the copy
+// loop. Introduced in lesson 01 (docs/lessons/01-naive-allreduce.md).
+//
+// Backends:
+//   CPU (g++):  a "block" is one worker thread (tid 0 of 1); atomics are std::atomic_ref; waits spin
+//               briefly, then yield, then sleep with backoff, so eight ranks on two cores progress.
+//   CUDA (nvcc): a block is a CUDA block; atomics are cuda::atomic_ref at system scope; waits spin
+//               with __nanosleep. Compiled in CI (build/obj/algorithms_device.o), not run here.
+//
+// Memory-ordering contract: a producer writes payload with plain stores, then publishes it with
+// storeRelease() of a step counter; a consumer observes the counter with loadAcquire() and only then
+// reads the payload. No other ordering is assumed anywhere in algorithms/.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#ifdef __CUDACC__
+#include <cuda/atomic>
+#else
+#include <atomic>
+#endif
+#ifndef BATON_HD
+#ifdef __CUDACC__
+#define BATON_HD __host__ __device__ __forceinline__
+#else
+#define BATON_HD inline
+#endif
+#endif
+
+namespace baton {
+
+// ---- atomics on 64-bit flag words ---------------------------------------------------------------
+#if defined(__CUDA_ARCH__)
+using AtomicRef64 = cuda::atomic_ref<uint64_t, cuda::thread_scope_system>;
+#define BATON_MO(x) cuda::std::memory_order_##x
+#else
+using AtomicRef64 = std::atomic_ref<uint64_t>;
+#define BATON_MO(x) std::memory_order_##x
+#endif
+
+BATON_HD uint64_t loadAcquire(const uint64_t* p) {
+  return AtomicRef64(*const_cast<uint64_t*>(p)).load(BATON_MO(acquire));
+}
+BATON_HD uint64_t loadRelaxed(const uint64_t* p) {
+  return AtomicRef64(*const_cast<uint64_t*>(p)).load(BATON_MO(relaxed));
+}
+BATON_HD void storeRelease(uint64_t* p, uint64_t v) { AtomicRef64(*p).store(v, BATON_MO(release)); }
+BATON_HD void storeRelaxed(uint64_t* p, uint64_t v) { AtomicRef64(*p).store(v, BATON_MO(relaxed)); }
+
+// ---- why a wait gave up -------------------------------------------------------------------------
+enum WaitResult : int { kWaitOk = 0, kWaitAborted = 1, kWaitTimeout = 2 };
+
+struct WaitFailure {
+  int result = kWaitOk;  // WaitResult
+  int rank = -1, peer = -1, channel = -1;
+  const char* what = nullptr;  // which counter, e.g. "recv tail"
+  uint64_t expected = 0, observed = 0;
+};
+
+// Per-block context handed to every algorithm. On the GPU it lives in shared memory, so `failed`
+// (written by the thread that waits, read by all after a barrier) is one flag per block; thread
+// ids then come from threadIdx/blockDim, not from these fields.
+struct ExecCtx {
+  int tid = 0;       // CPU backend only: use threadId(ctx)
+  int nthreads = 1;  // CPU backend only: use threadCount(ctx)
+  int rank = 0;
+  int channel = 0;
+  const volatile int* abortFlag = nullptr;  // set by ncclCommAbort / a failing peer
+  uint64_t timeoutNs = 0;                   // 0: wait forever (still honours abortFlag)
+  int jitter = 0;                           // CPU only: random short sleeps before flag stores
+  uint32_t jitterState = 1;
+  bool failed = false;                      // a wait gave up: the rest of the work drains as no-ops
+  WaitFailure failure;
+};
+
+// ---- block-level primitives ---------------------------------------------------------------------
+#if defined(__CUDA_ARCH__)
+__device__ __forceinline__ void blockBarrier() { __syncthreads(); }
+__device__ __forceinline__ int threadId(const ExecCtx&) { return threadIdx.x; }
+__device__ __forceinline__ int threadCount(const ExecCtx&) { return blockDim.x; }
+#else
+inline void blockBarrier() {}
+inline int threadId(const ExecCtx& ctx) { return ctx.tid; }
+inline int threadCount(const ExecCtx& ctx) { return ctx.nthreads; }
+#endif
+
+// Host-side helpers live in exec_model_host.cc; declared here so algorithms can call them.
+#if !defined(__CUDA_ARCH__)
+uint64_t nowNs();
+void waitBackoff(uint32_t& iteration);  // spin, then yield, then sleep with backoff
+void jitterSleep(ExecCtx& ctx);
+#endif
+
+// Wait until `*word >= target` (a monotonically increasing step counter), the abort flag is set, or
+// the timeout passes. On failure records who/what/expected/observed in ctx.failure and returns false.
+BATON_HD bool waitAtLeast(ExecCtx& ctx, const uint64_t* word, uint64_t target, int peer,
+                          const char* what) {
+  if (ctx.failed) return false;
+  uint64_t v = loadAcquire(word);
+  if (v >= target) return true;
+#if defined(__CUDA_ARCH__)
+  uint64_t spins = 0;
+  uint64_t start = 0;
+  while (true) {
+    v = loadAcquire(word);
+    if (v >= target) return true;
+    __nanosleep(64);
+    if (++spins % 10000 == 0) {
+      int reason = kWaitOk;
+      if (ctx.abortFlag && *ctx.abortFlag) reason = kWaitAborted;
+      uint64_t t;
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+      if (start == 0) start = t;
+      if (ctx.timeoutNs && t - start > ctx.timeoutNs) reason = kWaitTimeout;
+      if (reason != kWaitOk) {
+        ctx.failed = true;
+        ctx.failure = {reason, ctx.rank, peer, ctx.channel, what, target, v};
+        return false;
+      }
+    }
+  }
+#else
+  uint32_t it = 0;
+  uint64_t start = 0;
+  while (true) {
+    waitBackoff(it);
+    v = loadAcquire(word);
+    if (v >= target) return true;
+    if ((it & 63) == 0) {
+      int reason = kWaitOk;
+      if (ctx.abortFlag && *ctx.abortFlag) reason = kWaitAborted;
+      uint64_t t = nowNs();
+      if (start == 0) start = t;
+      if (ctx.timeoutNs && t - start > ctx.timeoutNs) reason = kWaitTimeout;
+      if (reason != kWaitOk) {
+        ctx.failed = true;
+        ctx.failure = {reason, ctx.rank, peer, ctx.channel, what, target, v};
+        return false;
+      }
+    }
+  }
+#endif
+}
+
+// Publish a step counter. On the CPU the jitter mode sleeps first, so a consumer that reads payload
+// before the flag (a missing acquire) sees stale data in tests instead of passing by luck.
+BATON_HD void publish(ExecCtx& ctx, uint64_t* word, uint64_t value) {
+#if !defined(__CUDA_ARCH__)
+  if (ctx.jitter) jitterSleep(ctx);
+#else
+  (void)ctx;
+#endif
+  storeRelease(word, value);
+}
+
+// Byte copy split across the block's threads.
+BATON_HD void copyBytes(const ExecCtx& ctx, void* dst, const void* src, size_t bytes) {
+#if defined(__CUDA_ARCH__)
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+  for (size_t i = threadId(ctx); i < bytes; i += threadCount(ctx)) d[i] = s[i];
+#else
+  (void)ctx;
+  if (bytes && dst != src) std::memcpy(dst, src, bytes);
+#endif
+}
+
+BATON_HD size_t divUp(size_t a, size_t b) { return (a + b - 1) / b; }
+BATON_HD size_t alignUp(size_t a, size_t b) { return divUp(a, b) * b; }
+BATON_HD size_t minSize(size_t a, size_t b) { return a < b ? a : b; }
+
+}  // namespace baton

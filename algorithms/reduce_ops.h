@@ -1,0 +1,134 @@
+// Reduction operators and the reduce-copy loop every primitive uses.
+//
+// Computes out[i] = post(op(recv[i], pre(src[i]))) for sum, prod, max, min, PreMulSum (pre = x*scalar)
+// and SumPostDiv (avg: post = x/nranks), in the type's compute type (float for 16/8-bit floats).
+// Introduced in lesson 01 (docs/lessons/01-naive-allreduce.md).
+//
+// Memory-ordering contract: none; reduceCopy reads and writes plain memory that the caller has
+// already acquired (see connector.h) and will publish afterwards.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "datatypes.h"
+#include "exec_model.h"
+
+namespace baton {
+
+// Which operator a work item carries (runtime form; the kernels take the typed functors below).
+enum RedOpKind : int { kOpSum = 0, kOpProd, kOpMax, kOpMin, kOpPreMulSum, kOpSumPostDiv, kOpCount };
+
+// Integer arithmetic wraps like the GPU's: do signed sums and products in the unsigned type.
+template <typename C>
+BATON_HD C wrapAdd(C a, C b) {
+  if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) {
+    using U = std::make_unsigned_t<C>;
+    return static_cast<C>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+  } else {
+    return static_cast<C>(a + b);
+  }
+}
+template <typename C>
+BATON_HD C wrapMul(C a, C b) {
+  if constexpr (std::is_integral_v<C>) {
+    using U = std::conditional_t<(sizeof(C) < sizeof(unsigned)), unsigned, std::make_unsigned_t<C>>;
+    return static_cast<C>(static_cast<U>(a) * static_cast<U>(b));
+  } else {
+    return a * b;
+  }
+}
+
+template <typename T>
+struct OpSum {
+  using C = typename TypeTraits<T>::Compute;
+  static constexpr bool kPreIdentity = true, kPostIdentity = true;
+  BATON_HD C pre(C x) const { return x; }
+  BATON_HD C operator()(C a, C b) const { return wrapAdd(a, b); }
+  BATON_HD C post(C x) const { return x; }
+};
+template <typename T>
+struct OpProd {
+  using C = typename TypeTraits<T>::Compute;
+  static constexpr bool kPreIdentity = true, kPostIdentity = true;
+  BATON_HD C pre(C x) const { return x; }
+  BATON_HD C operator()(C a, C b) const { return wrapMul(a, b); }
+  BATON_HD C post(C x) const { return x; }
+};
+template <typename T>
+struct OpMax {
+  using C = typename TypeTraits<T>::Compute;
+  static constexpr bool kPreIdentity = true, kPostIdentity = true;
+  BATON_HD C pre(C x) const { return x; }
+  BATON_HD C operator()(C a, C b) const { return a < b ? b : a; }
+  BATON_HD C post(C x) const { return x; }
+};
+template <typename T>
+struct OpMin {
+  using C = typename TypeTraits<T>::Compute;
+  static constexpr bool kPreIdentity = true, kPostIdentity = true;
+  BATON_HD C pre(C x) const { return x; }
+  BATON_HD C operator()(C a, C b) const { return b < a ? b : a; }
+  BATON_HD C post(C x) const { return x; }
+};
+// ncclRedOpCreatePreMulSum: every rank's input is multiplied by the scalar before the sum.
+template <typename T>
+struct OpPreMulSum {
+  using C = typename TypeTraits<T>::Compute;
+  static constexpr bool kPreIdentity = false, kPostIdentity = true;
+  C scalar;
+  BATON_HD C pre(C x) const { return wrapMul(x, scalar); }
+  BATON_HD C operator()(C a, C b) const { return wrapAdd(a, b); }
+  BATON_HD C post(C x) const { return x; }
+};
+// ncclAvg: sum, then divide by the number of ranks once, on the final value. (NCCL pre-multiplies
+// floating inputs by 1/n; baton divides at the end for every type so integer-valued data stays exact.)
+template <typename T>
+struct OpSumPostDiv {
+  using C = typename TypeTraits<T>::Compute;
+  static constexpr bool kPreIdentity = true, kPostIdentity = false;
+  C divisor;
+  BATON_HD C pre(C x) const { return x; }
+  BATON_HD C operator()(C a, C b) const { return wrapAdd(a, b); }
+  BATON_HD C post(C x) const { return static_cast<C>(x / divisor); }
+};
+
+// The one loop behind every primitive. Inputs: `recv` (already reduced upstream) when HasRecv and
+// `src` (this rank's user input, `pre` applied when PreSrc) when HasSrc. Outputs: `dst0` and/or
+// `dst1`, both receiving post(value) when ApplyPost. The flags are template parameters so each
+// combination compiles to a branch-free loop the compiler can vectorise.
+template <typename T, typename Op, bool HasRecv, bool HasSrc, bool PreSrc, bool HasDst0, bool HasDst1,
+          bool ApplyPost>
+BATON_HD void reduceCopy(const ExecCtx& ctx, const Op& op, const T* __restrict__ recv,
+                         const T* src, T* dst0, T* dst1,
+                         size_t n) {
+  static_assert(HasRecv || HasSrc, "reduceCopy needs an input");
+  using Tr = TypeTraits<T>;
+  constexpr bool kPre = HasSrc && PreSrc && !Op::kPreIdentity;
+  constexpr bool kPost = ApplyPost && !Op::kPostIdentity;
+  if constexpr (!(HasRecv && HasSrc) && !kPre && !kPost) {
+    // A pure copy: let the backend's copy loop (memcpy on the CPU) do it.
+    const T* in = HasRecv ? recv : src;
+    if constexpr (HasDst0) copyBytes(ctx, dst0, in, n * sizeof(T));
+    if constexpr (HasDst1) copyBytes(ctx, dst1, in, n * sizeof(T));
+    return;
+  } else {
+    for (size_t i = threadId(ctx); i < n; i += threadCount(ctx)) {
+      typename Op::C v;
+      if constexpr (HasSrc) {
+        v = Tr::load(src[i]);
+        if constexpr (kPre) v = op.pre(v);
+        if constexpr (HasRecv) v = op(Tr::load(recv[i]), v);
+      } else {
+        v = Tr::load(recv[i]);
+      }
+      if constexpr (kPost) v = op.post(v);
+      const T out = Tr::store(v);
+      if constexpr (HasDst0) dst0[i] = out;
+      if constexpr (HasDst1) dst1[i] = out;
+    }
+  }
+}
+
+}  // namespace baton

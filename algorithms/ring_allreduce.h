@@ -1,0 +1,61 @@
+// Ring AllReduce = reduce-scatter then all-gather around a ring, pipelined in chunks.
+//
+// Computes recvbuff[i] = op over ranks of sendbuff[i]. Each loop cuts the channel's part into k
+// chunks; rank r sends chunk r-1, adds what arrives into chunk r-2, r-3, ... until it owns the full
+// sum of chunk r (reduce-scatter), then passes finished chunks around once more (all-gather). Each
+// rank sends 2(k-1)/k of the data: the bus-bandwidth factor. Introduced in lesson 02
+// (docs/lessons/02-ring-allreduce.md).
+//
+// Memory-ordering contract: only through the primitives (primitives_simple.h): each slice's tail
+// store releases it to the next rank; each head store returns the slot.
+#pragma once
+
+#include "coll_args.h"
+#include "primitives_simple.h"
+
+namespace baton {
+
+template <typename T, typename Op>
+BATON_HD void runRingAllReduce(ExecCtx& ctx, const CollArgs& a, const Op& op) {
+  const T* src = static_cast<const T*>(a.sendbuff);
+  T* dst = static_cast<T*>(a.recvbuff);
+  const int k = a.ring.nRanks;
+  size_t lo, chanCount;
+  channelRange(a.count, a.channel, a.nChannels, grainElems<T>(), &lo, &chanCount);
+  if (k == 1) {  // nothing to exchange: the reduction of one input is the input (post-op applied)
+    reduceCopy<T, Op, false, true, true, true, false, true>(ctx, op, nullptr, src + lo, dst + lo, nullptr, chanCount);
+    return;
+  }
+  PrimitivesSimple<T, Op> prims(ctx, a.ring.recv, a.ring.send, op);
+  const size_t chunkMax = a.chunkSteps * a.ring.send->stepBytes / sizeof(T);
+  const size_t align = 64 / sizeof(T) ? 64 / sizeof(T) : 1;
+  const int r = a.ring.index;
+  for (size_t done = 0; done < chanCount;) {
+    const size_t remaining = chanCount - done;
+    const size_t chunk = minSize(chunkMax, alignUp(divUp(remaining, k), align));
+    auto at = [&](int pos, size_t* off) {  // element offset and count of chunk `pos` in this loop
+      const int c = ((pos % k) + k) % k;
+      const size_t o = minSize((size_t)c * chunk, remaining);
+      *off = lo + done + o;
+      return minSize(chunk, remaining - o);
+    };
+    size_t off, n;
+    n = at(r - 1, &off);
+    prims.send(src + off, n);
+    for (int j = 2; j < k; ++j) {
+      n = at(r - j, &off);
+      prims.recvReduceSend(src + off, n);
+    }
+    n = at(r, &off);
+    prims.recvReduceCopySend(src + off, dst + off, n, /*postOp=*/true);
+    for (int j = 1; j < k - 1; ++j) {
+      n = at(r - j, &off);
+      prims.recvCopySend(dst + off, n);
+    }
+    n = at(r + 1, &off);
+    prims.recv(dst + off, n);
+    done += minSize(remaining, chunk * k);
+  }
+}
+
+}  // namespace baton

@@ -1,0 +1,143 @@
+// Bootstrap between ranks: check-in with the root, then tagged send/recv, allGather and barrier.
+#include "bootstrap.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "bootstrap_wire.h"
+#include "debug.h"
+#include "exec_model.h"
+
+namespace baton {
+
+ncclResult_t Bootstrap::create(const BootstrapHandle& handle, int rank, int nranks, const volatile int* abortFlag,
+                               std::unique_ptr<Bootstrap>* out) {
+  std::unique_ptr<Bootstrap> b(new Bootstrap());
+  b->rank_ = rank;
+  b->nranks_ = nranks;
+  b->magic_ = handle.magic;
+  b->abortFlag_ = abortFlag;
+  const uint64_t deadline = bootstrapDeadline();
+
+  // With NCCL_COMM_ID nobody called ncclGetUniqueId's root: rank 0 starts it at the given address.
+  if (handle.magic == kNcclMagic && rank == 0) {
+    BootstrapHandle h = handle;
+    BATON_CHECK(bootstrapStartRoot(&h, true));
+  }
+  SocketAddress listen{};
+  BATON_CHECK(chooseBindAddress(&handle.addr, &listen, nullptr));
+  BATON_CHECK(socketListen(&listen, &b->listenFd_));
+
+  int fd = -1;
+  BATON_CHECK(socketConnect(handle.addr, handle.magic, kSocketBootstrap, deadline, abortFlag, &fd));
+  uint32_t len = sizeof(CheckIn);
+  CheckIn ci{rank, nranks, listen};
+  ncclResult_t res = socketSendAll(fd, &len, sizeof len, deadline);
+  if (res == ncclSuccess) res = socketSendAll(fd, &ci, sizeof ci, deadline);
+  CheckInReply reply{};
+  if (res == ncclSuccess) res = socketRecvAll(fd, &reply, sizeof reply, deadline, abortFlag);
+  if (res != ncclSuccess) {
+    socketClose(fd);
+    return batonError(res, "rank %d: bootstrap rendezvous with root %s failed: %s", rank,
+                      addressToString(handle.addr).c_str(), lastError());
+  }
+  if (reply.status != ncclSuccess) {
+    socketClose(fd);
+    reply.message[sizeof reply.message - 1] = 0;
+    return batonError((ncclResult_t)reply.status, "rank %d: bootstrap rendezvous failed: %s", rank, reply.message);
+  }
+  b->peers_.resize(nranks);
+  res = socketRecvAll(fd, b->peers_.data(), nranks * sizeof(SocketAddress), deadline, abortFlag);
+  socketClose(fd);
+  BATON_CHECK(res);
+  BATON_INFO(kSubBootstrap, "rank %d/%d: bootstrap done, listening on %s", rank, nranks,
+             addressToString(listen).c_str());
+  *out = std::move(b);
+  return ncclSuccess;
+}
+
+Bootstrap::~Bootstrap() { socketClose(listenFd_); }
+
+ncclResult_t Bootstrap::send(int peer, uint64_t tag, const void* data, size_t size) {
+  const uint64_t deadline = bootstrapDeadline();
+  int fd = -1;
+  BATON_CHECK(socketConnect(peers_[peer], magic_, kSocketBootstrap, deadline, abortFlag_, &fd));
+  PeerHeader h{rank_, 0, tag, size};
+  ncclResult_t res = socketSendAll(fd, &h, sizeof h, deadline);
+  if (res == ncclSuccess && size) res = socketSendAll(fd, data, size, deadline);
+  socketClose(fd);
+  if (res != ncclSuccess)
+    return batonError(res, "rank %d: bootstrap send to rank %d (tag 0x%llx) failed: %s", rank_, peer,
+                      (unsigned long long)tag, lastError());
+  return ncclSuccess;
+}
+
+ncclResult_t Bootstrap::recv(int peer, uint64_t tag, void* data, size_t size) {
+  std::lock_guard<std::mutex> lk(recvMu_);
+  auto deliver = [&](const std::vector<char>& payload) -> ncclResult_t {
+    if (payload.size() != size)
+      return batonError(ncclInternalError, "rank %d: bootstrap message from rank %d (tag 0x%llx) has %zu bytes, expected %zu",
+                        rank_, peer, (unsigned long long)tag, payload.size(), size);
+    if (size) memcpy(data, payload.data(), size);
+    return ncclSuccess;
+  };
+  for (auto it = parked_.begin(); it != parked_.end(); ++it) {
+    if (it->peer == peer && it->tag == tag) {
+      ncclResult_t res = deliver(it->data);
+      parked_.erase(it);
+      return res;
+    }
+  }
+  const uint64_t deadline = bootstrapDeadline();
+  while (true) {
+    int fd = -1;
+    ncclResult_t res = socketAccept(listenFd_, deadline, abortFlag_, &fd);
+    if (res != ncclSuccess)
+      return batonError(res, "rank %d: waiting for bootstrap message from rank %d (tag 0x%llx): %s", rank_, peer,
+                        (unsigned long long)tag, lastError());
+    const uint64_t connDeadline = std::min<uint64_t>(deadline, nowNs() + 5000000000ull);
+    PeerHeader h{};
+    if (!socketCheckHandshake(fd, magic_, kSocketBootstrap, connDeadline) ||
+        socketRecvAll(fd, &h, sizeof h, connDeadline, abortFlag_) != ncclSuccess || h.srcRank < 0 ||
+        h.srcRank >= nranks_ || h.size > kMaxBootstrapMessage) {
+      BATON_INFO(kSubBootstrap, "rank %d: dropped a malformed bootstrap message (src %d, size %llu)", rank_, h.srcRank,
+                 (unsigned long long)h.size);
+      socketClose(fd);
+      continue;
+    }
+    Parked p{h.srcRank, h.tag, std::vector<char>(h.size)};
+    res = h.size ? socketRecvAll(fd, p.data.data(), h.size, connDeadline, abortFlag_) : ncclSuccess;
+    socketClose(fd);
+    if (res != ncclSuccess) continue;  // truncated: drop it, keep serving
+    if (p.peer == peer && p.tag == tag) return deliver(p.data);
+    parked_.push_back(std::move(p));
+  }
+}
+
+ncclResult_t Bootstrap::allGather(void* all, size_t size) {
+  char* base = static_cast<char*>(all);
+  const uint64_t tag = nextCollTag();
+  const int next = (rank_ + 1) % nranks_, prev = (rank_ + nranks_ - 1) % nranks_;
+  for (int step = 0; step < nranks_ - 1; ++step) {
+    const int sendBlock = (rank_ - step + nranks_) % nranks_;
+    const int recvBlock = (rank_ - step - 1 + nranks_) % nranks_;
+    BATON_CHECK(send(next, tag + step, base + sendBlock * size, size));
+    BATON_CHECK(recv(prev, tag + step, base + recvBlock * size, size));
+  }
+  return ncclSuccess;
+}
+
+// Dissemination barrier: log2(n) rounds, in round k talk to rank +/- 2^k.
+ncclResult_t Bootstrap::barrier() {
+  const uint64_t tag = nextCollTag();
+  char token = 0;
+  for (int dist = 1, round = 0; dist < nranks_; dist <<= 1, ++round) {
+    BATON_CHECK(send((rank_ + dist) % nranks_, tag + round, &token, 1));
+    BATON_CHECK(recv((rank_ - dist % nranks_ + nranks_) % nranks_, tag + round, &token, 1));
+  }
+  return ncclSuccess;
+}
+
+}  // namespace baton

@@ -1,0 +1,71 @@
+// Bootstrap: how ranks that know only a unique id find each other, over TCP.
+//
+// ncclGetUniqueId starts a root thread and writes {magic, root address} into the id. Each rank
+// checks in with the root (its rank, nranks and the address of its own listener); when all have,
+// the root hands everyone the table of listener addresses and exits. After that, ranks talk
+// directly: send/recv of tagged messages (one short TCP connection each, as NCCL does), and on top
+// of them allGather and barrier. Every wait is bounded by BATON_BOOTSTRAP_TIMEOUT and the abort flag.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "nccl.h"
+#include "socket.h"
+
+namespace baton {
+
+// What ncclUniqueId holds (the rest of the 128 bytes are zero).
+struct BootstrapHandle {
+  uint64_t magic;
+  SocketAddress addr;
+};
+static_assert(sizeof(BootstrapHandle) <= sizeof(ncclUniqueId), "handle fits in ncclUniqueId");
+
+// Fills `id`: with NCCL_COMM_ID, its address and NCCL's constant magic (rank 0 starts the root
+// during init); otherwise a fresh random magic and the address of a root thread started now.
+ncclResult_t bootstrapGetUniqueId(ncclUniqueId* id);
+// Always a fresh random magic and a new root thread (CommSplit's children), ignoring NCCL_COMM_ID.
+ncclResult_t bootstrapGetUniqueIdFresh(ncclUniqueId* id);
+// Validates the bytes of an id a caller passed (family, port, zero padding).
+ncclResult_t bootstrapParseId(const ncclUniqueId* id, BootstrapHandle* out);
+// Starts a root thread that serves one rendezvous of `nranks` ranks (0: learnt from the first).
+ncclResult_t bootstrapStartRoot(BootstrapHandle* handle, bool bindToGivenAddress);
+
+class Bootstrap {
+ public:
+  static ncclResult_t create(const BootstrapHandle& handle, int rank, int nranks,
+                             const volatile int* abortFlag, std::unique_ptr<Bootstrap>* out);
+  ~Bootstrap();
+
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
+
+  ncclResult_t send(int peer, uint64_t tag, const void* data, size_t size);
+  ncclResult_t recv(int peer, uint64_t tag, void* data, size_t size);
+  // `all` holds nranks blocks of `size` bytes; this rank's block must be filled in.
+  ncclResult_t allGather(void* all, size_t size);
+  ncclResult_t barrier();
+  // Tags for collective calls are derived from a sequence number all ranks advance in step.
+  uint64_t nextCollTag() { return (++collSeq_) << 20; }
+
+ private:
+  Bootstrap() = default;
+  struct Parked {
+    int peer;
+    uint64_t tag;
+    std::vector<char> data;
+  };
+  int rank_ = 0, nranks_ = 0;
+  uint64_t magic_ = 0;
+  int listenFd_ = -1;
+  std::vector<SocketAddress> peers_;
+  std::vector<Parked> parked_;
+  std::mutex recvMu_;
+  uint64_t collSeq_ = 0;
+  const volatile int* abortFlag_ = nullptr;
+};
+
+}  // namespace baton

@@ -1,0 +1,143 @@
+// The bootstrap root: a thread that collects every rank's listener address and hands out the table.
+//
+// It serves exactly one rendezvous, then exits. It drops connections whose handshake or length is
+// wrong (a port scanner, a stale rank from another job) and keeps serving; it fails the whole
+// rendezvous, telling every rank why, on an inconsistent nranks or a duplicate rank; and it gives
+// up after BATON_BOOTSTRAP_TIMEOUT.
+#include <unistd.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bootstrap.h"
+#include "bootstrap_wire.h"
+#include "debug.h"
+#include "exec_model.h"
+
+namespace baton {
+namespace {
+
+void replyAll(const std::vector<int>& fds, ncclResult_t status, const std::string& msg,
+              const std::vector<SocketAddress>* table, uint64_t deadline) {
+  CheckInReply r{};
+  r.status = status;
+  snprintf(r.message, sizeof r.message, "%s", msg.c_str());
+  for (int fd : fds) {
+    if (fd < 0) continue;
+    if (socketSendAll(fd, &r, sizeof r, deadline) != ncclSuccess) continue;
+    if (table) socketSendAll(fd, table->data(), table->size() * sizeof(SocketAddress), deadline);
+  }
+}
+
+void rootThread(int listenFd, uint64_t magic) {
+  const uint64_t deadline = bootstrapDeadline();
+  int nranks = 0, arrived = 0;
+  std::vector<int> fds;
+  std::vector<SocketAddress> table;
+  std::string failure;
+  while (true) {
+    int fd = -1;
+    if (socketAccept(listenFd, deadline, nullptr, &fd) != ncclSuccess) {
+      failure = "bootstrap root: only " + std::to_string(arrived) + " of " + std::to_string(nranks) +
+                " ranks checked in within BATON_BOOTSTRAP_TIMEOUT";
+      break;
+    }
+    // A legitimate rank sends its check-in right after connecting; give a stranger 2 s at most.
+    const uint64_t connDeadline = std::min<uint64_t>(deadline, nowNs() + 2000000000ull);
+    uint32_t len = 0;
+    CheckIn ci{};
+    if (!socketCheckHandshake(fd, magic, kSocketBootstrap, connDeadline) ||
+        socketRecvAll(fd, &len, sizeof len, connDeadline, nullptr) != ncclSuccess || len != sizeof(CheckIn) ||
+        socketRecvAll(fd, &ci, sizeof ci, connDeadline, nullptr) != ncclSuccess) {
+      BATON_INFO(kSubBootstrap, "bootstrap root: dropped a malformed check-in (length %u)", len);
+      socketClose(fd);
+      continue;
+    }
+    if (nranks == 0) {
+      if (ci.nranks < 1 || ci.nranks > (1 << 20)) { socketClose(fd); continue; }
+      nranks = ci.nranks;
+      fds.assign(nranks, -1);
+      table.resize(nranks);
+    }
+    if (ci.nranks != nranks) {
+      failure = "mismatched nranks: rank " + std::to_string(ci.rank) + " called with nranks=" +
+                std::to_string(ci.nranks) + " but an earlier rank with nranks=" + std::to_string(nranks);
+      fds.push_back(fd);
+      break;
+    }
+    if (ci.rank < 0 || ci.rank >= nranks) { socketClose(fd); continue; }
+    if (fds[ci.rank] >= 0) {
+      failure = "duplicate rank " + std::to_string(ci.rank) + ": two processes used the same rank with one unique id";
+      fds.push_back(fd);
+      break;
+    }
+    fds[ci.rank] = fd;
+    table[ci.rank] = ci.listen;
+    if (++arrived == nranks) break;
+  }
+  if (failure.empty()) {
+    replyAll(fds, ncclSuccess, "", &table, deadline);
+  } else {
+    BATON_WARN("%s", failure.c_str());
+    replyAll(fds, ncclInvalidUsage, failure, nullptr, deadline);
+  }
+  for (int& fd : fds) socketClose(fd);
+  close(listenFd);
+}
+
+}  // namespace
+
+ncclResult_t bootstrapStartRoot(BootstrapHandle* handle, bool bindToGivenAddress) {
+  SocketAddress addr{};
+  if (bindToGivenAddress) addr = handle->addr;
+  else BATON_CHECK(chooseBindAddress(nullptr, &addr, nullptr));
+  int fd = -1;
+  BATON_CHECK(socketListen(&addr, &fd));
+  handle->addr = addr;
+  std::thread(rootThread, fd, handle->magic).detach();
+  BATON_INFO(kSubBootstrap, "bootstrap root listening on %s", addressToString(addr).c_str());
+  return ncclSuccess;
+}
+
+ncclResult_t bootstrapGetUniqueId(ncclUniqueId* id) {
+  memset(id, 0, sizeof *id);
+  if (const char* env = getenv("NCCL_COMM_ID")) {
+    BootstrapHandle h{};
+    BATON_CHECK(parseAddress(env, &h.addr));
+    h.magic = kNcclMagic;  // rank 0 starts the root at that address during init
+    memcpy(id, &h, sizeof h);
+    return ncclSuccess;
+  }
+  return bootstrapGetUniqueIdFresh(id);
+}
+
+ncclResult_t bootstrapGetUniqueIdFresh(ncclUniqueId* id) {
+  memset(id, 0, sizeof *id);
+  BootstrapHandle h{};
+  std::random_device rd;
+  h.magic = (uint64_t(rd()) << 32) ^ rd();
+  if (h.magic == kNcclMagic || h.magic == 0) h.magic ^= 1;
+  BATON_CHECK(bootstrapStartRoot(&h, false));
+  memcpy(id, &h, sizeof h);
+  return ncclSuccess;
+}
+
+ncclResult_t bootstrapParseId(const ncclUniqueId* id, BootstrapHandle* out) {
+  memcpy(out, id, sizeof *out);
+  const unsigned char* bytes = reinterpret_cast<const unsigned char*>(id);
+  bool padZero = true;
+  for (size_t i = sizeof *out; i < sizeof *id; ++i) padZero &= bytes[i] == 0;
+  const int fam = out->addr.sa.sa_family;
+  const int port = fam == AF_INET ? ntohs(out->addr.sin.sin_port) : fam == AF_INET6 ? ntohs(out->addr.sin6.sin6_port) : 0;
+  if ((fam != AF_INET && fam != AF_INET6) || port == 0 || !padZero || out->magic == 0)
+    return batonError(ncclInvalidArgument,
+                      "commId is not a valid ncclUniqueId (address family %d, port %d, magic 0x%llx%s): was it "
+                      "produced by ncclGetUniqueId and copied whole?",
+                      fam, port, (unsigned long long)out->magic, padZero ? "" : ", non-zero padding");
+  return ncclSuccess;
+}
+
+}  // namespace baton

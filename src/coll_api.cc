@@ -1,0 +1,207 @@
+// The collective and point-to-point entry points: validate, queue in the group, and (outside a
+// group) end the implicit group of one. AlltoAll, Gather and Scatter are grouped sends/receives.
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "api.h"
+#include "argcheck.h"
+#include "comm.h"
+#include "debug.h"
+#include "group.h"
+
+namespace baton {
+namespace {
+
+// Queue `tasks` for comm: inside a group they wait for ncclGroupEnd; otherwise they run now.
+ncclResult_t submit(ncclComm* comm, const std::vector<Task>& tasks) {
+  const bool implicit = !inGroup();
+  if (implicit) groupStart();
+  for (const Task& t : tasks) groupAddTask(comm, t);
+  return implicit ? groupEnd() : ncclSuccess;
+}
+
+// Validation failures inside a group also fail the group, as NCCL does.
+#define ARGCHECK(call)                                                             \
+  do {                                                                             \
+    ncclResult_t r_ = (call);                                                      \
+    if (r_ != ncclSuccess) return groupRecordError(r_);                           \
+  } while (0)
+
+ncclResult_t collective(int func, const char* fn, const void* sendbuff, void* recvbuff, size_t count,
+                        ncclDataType_t type, ncclRedOp_t op, int root, ncclComm* comm) {
+  ARGCHECK(checkCommReady(comm, fn));
+  ARGCHECK(checkDatatype(type, fn));
+  Task t;
+  t.kind = Task::kColl;
+  t.func = func;
+  t.sendbuff = sendbuff;
+  t.recvbuff = recvbuff;
+  t.count = count;
+  t.type = type;
+  t.root = root;
+  const bool reduces = func == kFuncAllReduce || func == kFuncReduce || func == kFuncReduceScatter;
+  if (reduces) ARGCHECK(resolveOp(comm, op, type, fn, &t.op));
+  if (func == kFuncBroadcast || func == kFuncReduce) ARGCHECK(checkRoot(comm, root, fn));
+  const size_t factor = (func == kFuncAllGather || func == kFuncReduceScatter) ? comm->nRanks : 1;
+  ARGCHECK(checkCount(count, type, factor, fn, func == kFuncAllGather ? "sendcount" : func == kFuncReduceScatter ? "recvcount" : "count"));
+  const bool rootOnlyRecv = func == kFuncReduce && comm->rank != root;
+  const bool rootOnlySend = func == kFuncBroadcast && comm->rank != root;
+  if (!rootOnlySend) ARGCHECK(checkPtr(sendbuff, count, fn, "sendbuff"));
+  if (!rootOnlyRecv) ARGCHECK(checkPtr(recvbuff, count, fn, "recvbuff"));
+  return submit(comm, {t});
+}
+
+Task p2pTask(Task::Kind kind, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t type, int peer) {
+  Task t;
+  t.kind = kind;
+  t.sendbuff = sendbuff;
+  t.recvbuff = recvbuff;
+  t.count = count;
+  t.type = type;
+  t.peer = peer;
+  return t;
+}
+
+ncclResult_t checkP2p(const char* fn, const void* buf, size_t count, ncclDataType_t type, int peer, ncclComm* comm,
+                      const char* bufName) {
+  BATON_CHECK(checkCommReady(comm, fn));
+  BATON_CHECK(checkDatatype(type, fn));
+  BATON_CHECK(checkRoot(comm, peer, fn, "peer"));
+  BATON_CHECK(checkCount(count, type, 1, fn));
+  return checkPtr(buf, count, fn, bufName);
+}
+
+}  // namespace
+}  // namespace baton
+
+using namespace baton;
+
+NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                            ncclComm_t comm, cudaStream_t) {
+  return collective(kFuncAllReduce, "ncclAllReduce", sendbuff, recvbuff, count, datatype, op, 0, comm);
+}
+
+NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                         int root, ncclComm_t comm, cudaStream_t) {
+  return collective(kFuncReduce, "ncclReduce", sendbuff, recvbuff, count, datatype, op, root, comm);
+}
+
+NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         int root, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                            ncclComm_t comm, cudaStream_t) {
+  return collective(kFuncBroadcast, "ncclBroadcast", sendbuff, recvbuff, count, datatype, ncclSum, root, comm);
+}
+
+NCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+         cudaStream_t stream);
+ncclResult_t pncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t) {
+  return collective(kFuncBroadcast, "ncclBcast", buff, buff, count, datatype, ncclSum, root, comm);
+}
+
+NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+         ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+                            ncclComm_t comm, cudaStream_t) {
+  return collective(kFuncAllGather, "ncclAllGather", sendbuff, recvbuff, sendcount, datatype, ncclSum, 0, comm);
+}
+
+NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
+         ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
+                                ncclRedOp_t op, ncclComm_t comm, cudaStream_t) {
+  return collective(kFuncReduceScatter, "ncclReduceScatter", sendbuff, recvbuff, recvcount, datatype, op, 0, comm);
+}
+
+NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
+         ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                       cudaStream_t) {
+  ARGCHECK(checkP2p("ncclSend", sendbuff, count, datatype, peer, comm, "sendbuff"));
+  return submit(comm, {p2pTask(Task::kSend, sendbuff, nullptr, count, datatype, peer)});
+}
+
+NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+         cudaStream_t stream);
+ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                       cudaStream_t) {
+  ARGCHECK(checkP2p("ncclRecv", recvbuff, count, datatype, peer, comm, "recvbuff"));
+  return submit(comm, {p2pTask(Task::kRecv, nullptr, recvbuff, count, datatype, peer)});
+}
+
+NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                           ncclComm_t comm, cudaStream_t) {
+  const char* fn = "ncclAlltoAll";
+  ARGCHECK(checkCommReady(comm, fn));
+  ARGCHECK(checkDatatype(datatype, fn));
+  ARGCHECK(checkCount(count, datatype, comm->nRanks, fn));
+  ARGCHECK(checkPtr(sendbuff, count, fn, "sendbuff"));
+  ARGCHECK(checkPtr(recvbuff, count, fn, "recvbuff"));
+  const size_t block = count * typeSize(datatype);
+  const char* src = static_cast<const char*>(sendbuff);
+  if (sendbuff == recvbuff && block) {
+    // In place: every block is both read and overwritten, so send from a snapshot, which must
+    // outlive the operation: hence only for calls that complete before returning.
+    if (!comm->blocking || inGroup())
+      return groupRecordError(batonError(ncclInvalidUsage,
+                                         "%s: in-place AlltoAll (sendbuff == recvbuff) is supported only outside a "
+                                         "group on a blocking communicator",
+                                         fn));
+    static thread_local std::vector<char> snapshot;
+    snapshot.assign(src, src + block * comm->nRanks);
+    src = snapshot.data();
+  }
+  std::vector<Task> tasks;
+  for (int r = 0; r < comm->nRanks; ++r) {
+    tasks.push_back(p2pTask(Task::kSend, src + r * block, nullptr, count, datatype, r));
+    tasks.push_back(p2pTask(Task::kRecv, nullptr, static_cast<char*>(recvbuff) + r * block, count, datatype, r));
+  }
+  return submit(comm, tasks);
+}
+
+NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         int root, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                         ncclComm_t comm, cudaStream_t) {
+  const char* fn = "ncclGather";
+  ARGCHECK(checkCommReady(comm, fn));
+  ARGCHECK(checkDatatype(datatype, fn));
+  ARGCHECK(checkRoot(comm, root, fn));
+  ARGCHECK(checkCount(count, datatype, comm->nRanks, fn));
+  ARGCHECK(checkPtr(sendbuff, count, fn, "sendbuff"));
+  if (comm->rank == root) ARGCHECK(checkPtr(recvbuff, count, fn, "recvbuff"));
+  const size_t block = count * typeSize(datatype);
+  std::vector<Task> tasks{p2pTask(Task::kSend, sendbuff, nullptr, count, datatype, root)};
+  if (comm->rank == root)
+    for (int r = 0; r < comm->nRanks; ++r)
+      tasks.push_back(p2pTask(Task::kRecv, nullptr, static_cast<char*>(recvbuff) + r * block, count, datatype, r));
+  return submit(comm, tasks);
+}
+
+NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         int root, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                          ncclComm_t comm, cudaStream_t) {
+  const char* fn = "ncclScatter";
+  ARGCHECK(checkCommReady(comm, fn));
+  ARGCHECK(checkDatatype(datatype, fn));
+  ARGCHECK(checkRoot(comm, root, fn));
+  ARGCHECK(checkCount(count, datatype, comm->nRanks, fn));
+  if (comm->rank == root) ARGCHECK(checkPtr(sendbuff, count, fn, "sendbuff"));
+  ARGCHECK(checkPtr(recvbuff, count, fn, "recvbuff"));
+  const size_t block = count * typeSize(datatype);
+  std::vector<Task> tasks;
+  if (comm->rank == root)
+    for (int r = 0; r < comm->nRanks; ++r)
+      tasks.push_back(p2pTask(Task::kSend, static_cast<const char*>(sendbuff) + r * block, nullptr, count, datatype, r));
+  tasks.push_back(p2pTask(Task::kRecv, nullptr, recvbuff, count, datatype, root));
+  return submit(comm, tasks);
+}

@@ -1,0 +1,106 @@
+// The communicator: what one rank owns (bootstrap, peers, channels and their connections, workers)
+// and the knobs it was created with. `struct ncclComm` is the object behind ncclComm_t.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "bootstrap.h"
+#include "channel_worker.h"
+#include "coll_args.h"
+#include "nccl.h"
+#include "transport.h"
+
+namespace baton {
+
+constexpr uint64_t kCommMagic = 0x6261746f6e636f6dull;  // "batoncom"
+constexpr int kMaxChannels = 64;                         // MAXCHANNELS
+constexpr int kMaxRedOps = 64;                           // PreMulSum slots per communicator
+
+// One channel: a ring (position, order, connectors to next and from previous) and its worker.
+struct Channel {
+  int id = 0;
+  std::vector<int> ringUserRanks;  // position -> user rank
+  int ringIndex = 0;
+  std::unique_ptr<Connection> sendConn, recvConn;
+  ConnDev ringSend, ringRecv;
+  ChannelWorker worker;
+};
+
+// A PreMulSum operator created by ncclRedOpCreatePreMulSum.
+struct RedOpSlot {
+  bool used = false;
+  ncclDataType_t type = ncclFloat;
+  ncclScalarResidence_t residence = ncclScalarHostImmediate;
+  unsigned char value[8] = {};  // the scalar, copied at creation (host-immediate)
+  const void* ptr = nullptr;    // the scalar's address, read when the operation runs (device residence)
+};
+
+// Knobs read once at init (docs/env.md).
+struct Tunables {
+  size_t stepBytes = 512 << 10;     // NCCL_BUFFSIZE / NCCL_STEPS
+  size_t p2pStepBytes = 128 << 10;  // NCCL_P2P_NET_CHUNKSIZE-like: p2p FIFO step
+  int fifoDepth = kSteps;           // BATON_FIFO_DEPTH: slots a sender may fill ahead (lesson 03)
+  int chunkSteps = 4;               // FIFO steps per ring chunk (NCCL's CHUNKSTEPS)
+  int allreduceAlgo = kAlgoRing;    // BATON_ALLREDUCE_ALGO=naive|ring (lesson 01's stage 0)
+  size_t minChannelBytes = 64 << 10;  // BATON_MIN_CHANNEL_BYTES: below this per channel, use fewer
+  uint64_t waitTimeoutNs = 0;       // BATON_WAIT_TIMEOUT seconds (0: no timeout)
+  int jitter = 0;                   // BATON_JITTER
+};
+
+}  // namespace baton
+
+struct ncclComm {
+  uint64_t magic = baton::kCommMagic;
+  int rank = 0;
+  int nRanks = 0;
+  int cudaDev = 0;
+  bool blocking = true;
+  ncclConfig_t config{};
+  uint64_t commHash = 0;
+  baton::BootstrapHandle id{};
+  baton::Tunables tun;
+
+  std::unique_ptr<baton::Bootstrap> bootstrap;
+  std::vector<baton::PeerInfo> peers;
+  int nChannels = 1;
+  std::vector<std::unique_ptr<baton::Channel>> channels;
+
+  // Direct peer-to-peer connectors (ncclSend/ncclRecv, the naive allreduce), made on first use.
+  std::vector<std::unique_ptr<baton::Connection>> p2pSendConn, p2pRecvConn;
+  std::vector<baton::ConnDev> p2pSend, p2pRecv;
+
+  int abortFlag = 0;                            // read by every wait (exec_model.h)
+  std::atomic<int> initState{ncclInProgress};   // ncclSuccess once usable, or the init error
+  std::atomic<int> asyncError{ncclSuccess};     // first failure of an operation
+  std::atomic<int> inflight{0};                 // submitted parts not finished yet
+  std::thread initThread;                       // non-blocking init
+  std::atomic<bool> finalized{false};
+  uint64_t opCount = 0;
+
+  std::mutex redOpMu;
+  baton::RedOpSlot redOps[baton::kMaxRedOps];
+};
+
+namespace baton {
+
+// Live communicators, so a destroyed or foreign pointer is an error instead of a crash.
+void registerComm(ncclComm* comm);
+void unregisterComm(ncclComm* comm);
+// Validates `comm` for API function `fn`: NULL, not live, aborted, still initialising, failed.
+ncclResult_t checkCommReady(ncclComm* comm, const char* fn);
+ncclResult_t checkCommLive(ncclComm* comm, const char* fn);
+
+// Init steps (init.cc), shared by CommInitRank, CommInitAll and CommSplit.
+ncclResult_t commAlloc(ncclComm** out, int nranks, int rank, const ncclConfig_t* config, const char* fn);
+ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id);  // the collective part
+// Makes sure direct connectors exist towards these peers (both sides call it with mirrored lists).
+ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& sendPeers, const std::vector<int>& recvPeers);
+void commFree(ncclComm* comm);  // stops workers, releases connections and segments
+void commSetError(ncclComm* comm, ncclResult_t err);
+
+}  // namespace baton

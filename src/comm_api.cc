@@ -1,0 +1,248 @@
+// Communicator lifecycle and queries: GetVersion, GetUniqueId, CommInit*, CommSplit, Finalize,
+// Destroy, Abort, Count, UserRank, CuDevice, GetAsyncError, GetErrorString, GetLastError.
+#include <algorithm>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "api.h"
+#include "comm.h"
+#include "debug.h"
+#include "group.h"
+
+using namespace baton;
+
+namespace baton {
+void resetLogConfig();
+
+// Init a communicator: now, on a thread (non-blocking), or at ncclGroupEnd (inside a group).
+static ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId* commId, int rank,
+                             const ncclConfig_t* config, const char* fn, int cudaDev) {
+  if (!commId) return batonError(ncclInvalidArgument, "%s: commId is NULL", fn);
+  BootstrapHandle id;
+  BATON_CHECK(bootstrapParseId(commId, &id));
+  ncclComm* comm = nullptr;
+  BATON_CHECK(commAlloc(&comm, nranks, rank, config, fn));
+  comm->cudaDev = cudaDev;
+  *out = comm;
+  auto job = [comm, id] { return commInitJob(comm, id); };
+  if (inGroup()) {
+    groupAddInitJob(comm, job);
+    return comm->blocking ? ncclSuccess : ncclInProgress;
+  }
+  ncclResult_t res = runInitJob(comm, job);
+  if (res != ncclSuccess && res != ncclInProgress) {
+    // A failed blocking init leaves nothing behind: the caller gets the error, not a half comm.
+    commFree(comm);
+    *out = nullptr;
+  }
+  return res;
+}
+
+// The devices ranks use in host mode: InitAll's devlist, otherwise 0 (there is no CUDA device).
+static int defaultDevice() { return 0; }
+
+}  // namespace baton
+
+NCCL_API(ncclResult_t, ncclGetVersion, int* version);
+ncclResult_t pncclGetVersion(int* version) {
+  if (!version) return batonError(ncclInvalidArgument, "ncclGetVersion: version is NULL");
+  *version = NCCL_VERSION_CODE;
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId);
+ncclResult_t pncclGetUniqueId(ncclUniqueId* uniqueId) {
+  if (!uniqueId) return batonError(ncclInvalidArgument, "ncclGetUniqueId: uniqueId is NULL");
+  return bootstrapGetUniqueId(uniqueId);
+}
+
+NCCL_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank);
+ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  return initRank(comm, nranks, &commId, rank, nullptr, "ncclCommInitRank", defaultDevice());
+}
+
+NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+         ncclConfig_t* config);
+ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                                     ncclConfig_t* config) {
+  return initRank(comm, nranks, &commId, rank, config, "ncclCommInitRankConfig", defaultDevice());
+}
+
+NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* devlist);
+ncclResult_t pncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  const char* fn = "ncclCommInitAll";
+  if (!comms) return batonError(ncclInvalidArgument, "%s: comms is NULL", fn);
+  if (ndev < 1) return batonError(ncclInvalidArgument, "%s: ndev %d must be at least 1", fn, ndev);
+  ncclUniqueId id;
+  BATON_CHECK(pncclGetUniqueId(&id));
+  std::fill(comms, comms + ndev, nullptr);
+  pncclGroupStart();
+  ncclResult_t res = ncclSuccess;
+  for (int i = 0; i < ndev && res == ncclSuccess; ++i)
+    res = initRank(&comms[i], ndev, &id, i, nullptr, fn, devlist ? devlist[i] : i);
+  ncclResult_t end = pncclGroupEnd();
+  if (res == ncclSuccess) res = end;
+  if (res != ncclSuccess) {
+    for (int i = 0; i < ndev; ++i)
+      if (comms[i]) commFree(comms[i]), comms[i] = nullptr;
+  }
+  return res;
+}
+
+NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm);
+ncclResult_t pncclCommFinalize(ncclComm_t comm) {
+  BATON_CHECK(checkCommLive(comm, "ncclCommFinalize"));
+  if (comm->initThread.joinable() && comm->initState.load() != ncclInProgress) comm->initThread.join();
+  if (!comm->blocking && comm->inflight.load() > 0) {
+    comm->finalized.store(true);
+    return ncclInProgress;
+  }
+  while (comm->inflight.load() > 0) std::this_thread::yield();
+  comm->finalized.store(true);
+  return (ncclResult_t)comm->asyncError.load();
+}
+
+NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm);
+ncclResult_t pncclCommDestroy(ncclComm_t comm) {
+  if (!comm) return ncclSuccess;  // NCCL accepts NULL here
+  BATON_CHECK(checkCommLive(comm, "ncclCommDestroy"));
+  if (comm->initThread.joinable()) comm->initThread.join();
+  uint32_t it = 0;
+  while (comm->inflight.load() > 0) waitBackoff(it);  // a comm in error drains: its waits see the abort flag
+  commFree(comm);
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm);
+ncclResult_t pncclCommAbort(ncclComm_t comm) {
+  if (!comm) return ncclSuccess;
+  BATON_CHECK(checkCommLive(comm, "ncclCommAbort"));
+  __atomic_store_n(&comm->abortFlag, 1, __ATOMIC_RELEASE);
+  if (comm->initThread.joinable()) comm->initThread.join();
+  uint32_t it = 0;
+  while (comm->inflight.load() > 0) waitBackoff(it);
+  commFree(comm);
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config);
+ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
+  const char* fn = "ncclCommSplit";
+  BATON_CHECK(checkCommReady(comm, fn));
+  if (!newcomm) return batonError(ncclInvalidArgument, "%s: newcomm is NULL", fn);
+  if (color < 0 && color != NCCL_SPLIT_NOCOLOR)
+    return batonError(ncclInvalidArgument, "%s: color %d must be >= 0 or NCCL_SPLIT_NOCOLOR", fn, color);
+  *newcomm = nullptr;
+  ncclConfig_t cfg = comm->config;  // NULL config: inherit the parent's
+  if (config) cfg = *config;
+  // Everything is collective over the parent, so the whole split runs as one init job.
+  struct SplitInfo { int32_t color, key, rank; };
+  auto* result = new ncclComm*(nullptr);
+  auto job = [comm, color, key, cfg, newcomm, result]() -> ncclResult_t {
+    std::unique_ptr<ncclComm*> own(result);
+    std::vector<SplitInfo> all(comm->nRanks);
+    all[comm->rank] = {color, key, comm->rank};
+    BATON_CHECK(comm->bootstrap->allGather(all.data(), sizeof(SplitInfo)));
+    if (color == NCCL_SPLIT_NOCOLOR) return ncclSuccess;
+    std::vector<SplitInfo> mine;
+    for (auto& s : all)
+      if (s.color == color) mine.push_back(s);
+    std::stable_sort(mine.begin(), mine.end(), [](const SplitInfo& a, const SplitInfo& b) {
+      return a.key != b.key ? a.key < b.key : a.rank < b.rank;
+    });
+    int newRank = 0;
+    for (size_t i = 0; i < mine.size(); ++i)
+      if (mine[i].rank == comm->rank) newRank = (int)i;
+    // The new rank 0 creates a root and sends the id to the others over the parent's bootstrap.
+    ncclUniqueId id;
+    const uint64_t tag = comm->bootstrap->nextCollTag();
+    if (newRank == 0) {
+      BATON_CHECK(bootstrapGetUniqueIdFresh(&id));
+      for (size_t i = 1; i < mine.size(); ++i) BATON_CHECK(comm->bootstrap->send(mine[i].rank, tag, &id, sizeof id));
+    } else {
+      BATON_CHECK(comm->bootstrap->recv(mine[0].rank, tag, &id, sizeof id));
+    }
+    BootstrapHandle h;
+    BATON_CHECK(bootstrapParseId(&id, &h));
+    ncclComm* child = nullptr;
+    BATON_CHECK(commAlloc(&child, (int)mine.size(), newRank, &cfg, "ncclCommSplit"));
+    child->cudaDev = comm->cudaDev;
+    child->blocking = true;  // the child's init runs inside this job
+    ncclResult_t res = commInitJob(child, h);
+    child->initState.store(res);
+    child->blocking = cfg.blocking == 0 ? false : true;
+    if (res != ncclSuccess) {
+      commFree(child);
+      return res;
+    }
+    *newcomm = child;
+    return ncclSuccess;
+  };
+  if (inGroup()) {
+    // Runs at ncclGroupEnd, concurrently with the other ranks' splits driven by this thread.
+    groupAddInitJob(comm, job);
+    return ncclSuccess;
+  }
+  return job();
+}
+
+NCCL_API(ncclResult_t, ncclCommCount, const ncclComm_t comm, int* count);
+ncclResult_t pncclCommCount(const ncclComm_t comm, int* count) {
+  BATON_CHECK(checkCommLive(comm, "ncclCommCount"));
+  if (!count) return batonError(ncclInvalidArgument, "ncclCommCount: count is NULL");
+  *count = comm->nRanks;
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank);
+ncclResult_t pncclCommUserRank(const ncclComm_t comm, int* rank) {
+  BATON_CHECK(checkCommLive(comm, "ncclCommUserRank"));
+  if (!rank) return batonError(ncclInvalidArgument, "ncclCommUserRank: rank is NULL");
+  *rank = comm->rank;
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device);
+ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int* device) {
+  BATON_CHECK(checkCommLive(comm, "ncclCommCuDevice"));
+  if (!device) return batonError(ncclInvalidArgument, "ncclCommCuDevice: device is NULL");
+  *device = comm->cudaDev;
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError);
+ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  BATON_CHECK(checkCommLive(comm, "ncclCommGetAsyncError"));
+  if (!asyncError) return batonError(ncclInvalidArgument, "ncclCommGetAsyncError: asyncError is NULL");
+  const int init = comm->initState.load();
+  if (init != ncclSuccess) {
+    *asyncError = (ncclResult_t)init;
+    return ncclSuccess;
+  }
+  const int err = comm->asyncError.load();
+  if (err != ncclSuccess) *asyncError = (ncclResult_t)err;
+  else *asyncError = comm->inflight.load() > 0 ? ncclInProgress : ncclSuccess;
+  return ncclSuccess;
+}
+
+NCCL_API(const char*, ncclGetErrorString, ncclResult_t result);
+const char* pncclGetErrorString(ncclResult_t result) {
+  switch (result) {
+    case ncclSuccess: return "no error";
+    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case ncclInternalError: return "internal error - please report this issue to the NCCL developers";
+    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case ncclRemoteError: return "remote process exited or there was a network error";
+    case ncclInProgress: return "NCCL operation in progress";
+    default: return "unknown result code";
+  }
+}
+
+NCCL_API(const char*, ncclGetLastError, ncclComm_t comm);
+const char* pncclGetLastError(ncclComm_t) { return lastError(); }
+
+NCCL_API(void, ncclResetDebugInit);
+void pncclResetDebugInit() { resetLogConfig(); }

@@ -1,0 +1,148 @@
+// NCCL_DEBUG / NCCL_DEBUG_SUBSYS logging and the process-wide last-error message.
+#include "debug.h"
+
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <strings.h>
+
+namespace baton {
+namespace {
+
+struct LogConfig {
+  int level = kLogNone;
+  uint64_t mask = kSubInit | kSubBootstrap | kSubEnv;
+  FILE* out = stdout;
+  char host[64] = "";
+};
+
+uint64_t subsysBit(const char* name) {
+  static const struct { const char* n; uint64_t b; } kNames[] = {
+      {"INIT", kSubInit}, {"COLL", kSubColl}, {"P2P", kSubP2p}, {"SHM", kSubShm}, {"NET", kSubNet},
+      {"GRAPH", kSubGraph}, {"TUNING", kSubTuning}, {"ENV", kSubEnv}, {"ALLOC", kSubAlloc},
+      {"CALL", kSubCall}, {"PROXY", kSubProxy}, {"NVLS", 0x800}, {"BOOTSTRAP", kSubBootstrap},
+      {"REG", 0x2000}, {"PROFILE", 0x4000}, {"RAS", 0x8000}, {"ALL", kSubAll}};
+  for (auto& e : kNames)
+    if (strcasecmp(e.n, name) == 0) return e.b;
+  return 0;
+}
+
+LogConfig readConfig() {
+  LogConfig c;
+  if (const char* lv = getenv("NCCL_DEBUG")) {
+    if (!strcasecmp(lv, "VERSION")) c.level = kLogVersion;
+    else if (!strcasecmp(lv, "WARN")) c.level = kLogWarn;
+    else if (!strcasecmp(lv, "INFO")) c.level = kLogInfo;
+    else if (!strcasecmp(lv, "ABORT")) c.level = kLogAbort;
+    else if (!strcasecmp(lv, "TRACE")) c.level = kLogTrace;
+  }
+  if (const char* s = getenv("NCCL_DEBUG_SUBSYS")) {
+    bool invert = s[0] == '^';
+    uint64_t m = 0;
+    std::string list(invert ? s + 1 : s);
+    size_t pos = 0;
+    while (pos <= list.size()) {
+      size_t comma = list.find(',', pos);
+      if (comma == std::string::npos) comma = list.size();
+      m |= subsysBit(list.substr(pos, comma - pos).c_str());
+      pos = comma + 1;
+    }
+    c.mask = invert ? ~m : m;
+  }
+  if (const char* f = getenv("NCCL_DEBUG_FILE")) {
+    std::string path;
+    for (const char* p = f; *p; ++p) {  // %h host, %p pid, as NCCL
+      if (p[0] == '%' && p[1] == 'h') { char h[64]; gethostname(h, sizeof h); path += h; ++p; }
+      else if (p[0] == '%' && p[1] == 'p') { path += std::to_string(getpid()); ++p; }
+      else path += *p;
+    }
+    if (FILE* fp = fopen(path.c_str(), "w")) c.out = fp;
+  }
+  gethostname(c.host, sizeof c.host - 1);
+  return c;
+}
+
+std::mutex gConfigMu;
+LogConfig* gConfig = nullptr;
+
+LogConfig& config() {
+  std::lock_guard<std::mutex> lk(gConfigMu);
+  if (!gConfig) gConfig = new LogConfig(readConfig());
+  return *gConfig;
+}
+
+std::mutex gErrMu;
+char gLastError[1024] = "";
+
+}  // namespace
+
+void resetLogConfig() {
+  std::lock_guard<std::mutex> lk(gConfigMu);
+  delete gConfig;
+  gConfig = nullptr;
+}
+
+bool logEnabled(LogLevel level, uint64_t subsys) {
+  LogConfig& c = config();
+  return c.level >= level && (level <= kLogWarn || (c.mask & subsys));
+}
+
+static void vlog(LogLevel level, const char* file, int line, const char* fmt, va_list ap) {
+  LogConfig& c = config();
+  char msg[1024];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  const char* tag = level == kLogWarn ? "WARN" : level == kLogTrace ? "TRACE" : "INFO";
+  const long tid = syscall(SYS_gettid);
+  if (level == kLogWarn) {
+    const char* base = strrchr(file, '/');
+    fprintf(c.out, "\n%s:%d:%ld [baton] NCCL %s %s:%d %s\n", c.host, getpid(), tid, tag,
+            base ? base + 1 : file, line, msg);
+  } else {
+    fprintf(c.out, "%s:%d:%ld [baton] NCCL %s %s\n", c.host, getpid(), tid, tag, msg);
+  }
+  fflush(c.out);
+}
+
+void logMessage(LogLevel level, uint64_t subsys, const char* file, int line, const char* fmt, ...) {
+  if (!logEnabled(level, subsys)) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vlog(level, file, line, fmt, ap);
+  va_end(ap);
+}
+
+ncclResult_t batonErrorAt(ncclResult_t code, const char* file, int line, const char* fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  {
+    std::lock_guard<std::mutex> lk(gErrMu);
+    snprintf(gLastError, sizeof gLastError, "%s", msg);
+  }
+  logMessage(kLogWarn, kSubAll, file, line, "%s", msg);
+  return code;
+}
+
+const char* lastError() {
+  // The message is copied per thread so a caller can keep the pointer while others fail.
+  thread_local char copy[1024];
+  std::lock_guard<std::mutex> lk(gErrMu);
+  memcpy(copy, gLastError, sizeof copy);
+  return copy;
+}
+
+void clearLastError() {
+  std::lock_guard<std::mutex> lk(gErrMu);
+  gLastError[0] = 0;
+}
+
+}  // namespace baton

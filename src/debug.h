@@ -1,0 +1,53 @@
+// Logging (NCCL_DEBUG, NCCL_DEBUG_SUBSYS) and the last-error message behind ncclGetLastError.
+//
+// Every fallible host path ends in batonError(code, fmt, ...): it records a message that names the
+// argument and the value, logs it at WARN, and returns the code so callers can write
+//   return batonError(ncclInvalidArgument, "ncclAllReduce: count %zu overflows", count);
+#pragma once
+
+#include <cstdint>
+
+#include "nccl.h"
+
+namespace baton {
+
+enum LogLevel { kLogNone = 0, kLogVersion = 1, kLogWarn = 2, kLogInfo = 3, kLogAbort = 4, kLogTrace = 5 };
+
+// NCCL's subsystem bits, so NCCL_DEBUG_SUBSYS strings mean what users expect.
+enum LogSubsys : uint64_t {
+  kSubInit = 0x1, kSubColl = 0x2, kSubP2p = 0x4, kSubShm = 0x8, kSubNet = 0x10, kSubGraph = 0x20,
+  kSubTuning = 0x40, kSubEnv = 0x80, kSubAlloc = 0x100, kSubCall = 0x200, kSubProxy = 0x400,
+  kSubBootstrap = 0x1000, kSubAll = ~0ull,
+};
+
+bool logEnabled(LogLevel level, uint64_t subsys);
+void logMessage(LogLevel level, uint64_t subsys, const char* file, int line, const char* fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+// Records the message as the process's last error, logs it at WARN, returns `code`.
+ncclResult_t batonErrorAt(ncclResult_t code, const char* file, int line, const char* fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+const char* lastError();
+void clearLastError();
+
+}  // namespace baton
+
+#define BATON_INFO(subsys, ...)                                                             \
+  do {                                                                                      \
+    if (::baton::logEnabled(::baton::kLogInfo, (subsys)))                                   \
+      ::baton::logMessage(::baton::kLogInfo, (subsys), __FILE__, __LINE__, __VA_ARGS__);    \
+  } while (0)
+#define BATON_WARN(...) ::baton::logMessage(::baton::kLogWarn, ::baton::kSubAll, __FILE__, __LINE__, __VA_ARGS__)
+#define BATON_TRACE(subsys, ...)                                                            \
+  do {                                                                                      \
+    if (::baton::logEnabled(::baton::kLogTrace, (subsys)))                                  \
+      ::baton::logMessage(::baton::kLogTrace, (subsys), __FILE__, __LINE__, __VA_ARGS__);   \
+  } while (0)
+#define batonError(code, ...) ::baton::batonErrorAt((code), __FILE__, __LINE__, __VA_ARGS__)
+
+// Propagate a failing ncclResult_t (ncclInProgress is not a failure).
+#define BATON_CHECK(call)                                                   \
+  do {                                                                      \
+    ncclResult_t baton_res_ = (call);                                       \
+    if (baton_res_ != ncclSuccess && baton_res_ != ncclInProgress) return baton_res_; \
+  } while (0)

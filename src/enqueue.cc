@@ -1,0 +1,154 @@
+// The planner: turns a group's tasks for one communicator into work items on its channel workers.
+//
+// A collective is cut into one part per channel (fewer for small messages); each part runs the
+// algorithm's kernel on that channel's worker. All point-to-point tasks of the group become one
+// batch on channel 0's worker (p2p_executor.cc), after the group's collectives.
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include "comm.h"
+#include "completion.h"
+#include "cpu_kernels/coll_kernel.h"
+#include "debug.h"
+#include "group.h"
+#include "p2p_executor.h"
+
+namespace baton {
+
+static ncclResult_t failureResult(const ExecCtx& ctx, ncclComm* comm, const char* what) {
+  const WaitFailure& f = ctx.failure;
+  const bool aborted = f.result == kWaitAborted && __atomic_load_n(&comm->abortFlag, __ATOMIC_ACQUIRE);
+  ncclResult_t code = f.result == kWaitTimeout ? ncclSystemError : ncclInvalidUsage;
+  if (aborted && f.what && std::string(f.what).find("size") == std::string::npos)
+    return batonError(ncclInvalidUsage, "%s: rank %d channel %d stopped: communicator aborted", what, f.rank, f.channel);
+  return batonError(code, "%s: rank %d channel %d %s waiting for %s of peer %d: expected %llu, observed %llu", what,
+                    f.rank, f.channel, f.result == kWaitTimeout ? "timed out (BATON_WAIT_TIMEOUT)" : "failed",
+                    f.what ? f.what : "?", f.peer, (unsigned long long)f.expected, (unsigned long long)f.observed);
+}
+
+ExecCtx makeCtx(ncclComm* comm, int channel) {
+  ExecCtx ctx;
+  ctx.rank = comm->rank;
+  ctx.channel = channel;
+  ctx.abortFlag = &comm->abortFlag;
+  ctx.timeoutNs = comm->tun.waitTimeoutNs;
+  ctx.jitter = comm->tun.jitter;
+  ctx.jitterState = 0x9e3779b9u * (comm->rank + 1) + channel;
+  return ctx;
+}
+
+// Runs a work item's body on a worker and reports to the completion and the communicator.
+static std::function<void()> wrapWork(ncclComm* comm, std::shared_ptr<Completion> done,
+                                      std::function<ncclResult_t()> body) {
+  return [comm, done, body] {
+    ncclResult_t res = ncclSuccess;
+    if (!__atomic_load_n(&comm->abortFlag, __ATOMIC_ACQUIRE)) res = body();
+    else res = ncclInvalidUsage;
+    if (res != ncclSuccess) commSetError(comm, res);
+    comm->inflight.fetch_sub(1);
+    done->done(res);
+  };
+}
+
+static int channelsFor(ncclComm* comm, const Task& t, size_t bytes) {
+  if (t.func == kFuncAllReduce && comm->tun.allreduceAlgo == kAlgoNaive) return 1;
+  const size_t want = std::max<size_t>(1, bytes / std::max<size_t>(comm->tun.minChannelBytes, 1));
+  return (int)std::min<size_t>(comm->nChannels, want);
+}
+
+ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_ptr<Completion>* out) {
+  std::vector<const Task*> colls, p2p;
+  for (const Task& t : tasks) (t.kind == Task::kColl ? colls : p2p).push_back(&t);
+  struct Part {
+    int channel;
+    std::function<ncclResult_t()> body;
+  };
+  std::vector<Part> parts;
+  for (const Task* tp : colls) {
+    const Task t = *tp;
+    // AllGather and Broadcast move bytes: their kernels count in bytes, whatever the datatype.
+    const bool bytesOnly = t.func == kFuncAllGather || t.func == kFuncBroadcast;
+    const size_t count = bytesOnly ? t.count * typeSize(t.type) : t.count;
+    const size_t totalBytes = t.count * typeSize(t.type) * ((t.func == kFuncAllGather || t.func == kFuncReduceScatter) ? comm->nRanks : 1);
+    const int nch = channelsFor(comm, t, totalBytes);
+    const int algo = t.func == kFuncAllReduce ? comm->tun.allreduceAlgo : kAlgoRing;
+    const uint64_t opCount = comm->opCount++;
+    BATON_INFO(kSubColl,
+               "%s: opCount %llx sendbuff %p recvbuff %p count %zu datatype %s op %s root %d comm %p [nranks=%d] "
+               "algorithm %s protocol Simple channels %d",
+               funcName(t.func), (unsigned long long)opCount, t.sendbuff, t.recvbuff, t.count, typeName(t.type),
+               opName(t.op.kind), t.root, (void*)comm, comm->nRanks, algo == kAlgoNaive ? "Naive" : "Ring", nch);
+    if (t.count == 0) continue;
+    CollKernel kernel = collKernel(t.func, t.type, t.op.kind);
+    if (!kernel) return batonError(ncclInternalError, "no kernel for %s/%s/%s", funcName(t.func), typeName(t.type), opName(t.op.kind));
+    if (algo == kAlgoNaive && comm->nRanks > 1) {
+      Channel& ch = *comm->channels[0];
+      parts.push_back({0, [comm, t, kernel, &ch] {
+        std::vector<int> peers;
+        if (comm->rank == 0) for (int p = 1; p < comm->nRanks; ++p) peers.push_back(p);
+        else peers.push_back(0);
+        BATON_CHECK(connectPeers(comm, peers, peers));
+        CollArgs a;
+        a.func = t.func;
+        a.algo = kAlgoNaive;
+        a.sendbuff = t.sendbuff;
+        a.recvbuff = t.recvbuff;
+        a.count = t.count;
+        a.rank = comm->rank;
+        a.nRanks = comm->nRanks;
+        a.peerSend = comm->p2pSend.data();
+        a.peerRecv = comm->p2pRecv.data();
+        a.ring.nRanks = comm->nRanks;
+        a.ring.userRanks = ch.ringUserRanks.data();
+        ExecCtx ctx = makeCtx(comm, 0);
+        kernel(ctx, a, t.op);
+        return ctx.failed ? failureResult(ctx, comm, "AllReduce(naive)") : ncclSuccess;
+      }});
+      continue;
+    }
+    for (int c = 0; c < nch; ++c) {
+      Channel& ch = *comm->channels[c];
+      parts.push_back({c, [comm, t, kernel, &ch, c, nch, count] {
+        CollArgs a;
+        a.func = t.func;
+        a.algo = kAlgoRing;
+        a.sendbuff = t.sendbuff;
+        a.recvbuff = t.recvbuff;
+        a.count = count;
+        a.root = t.root;
+        a.rank = comm->rank;
+        a.nRanks = comm->nRanks;
+        a.channel = c;
+        a.nChannels = nch;
+        a.chunkSteps = comm->tun.chunkSteps;
+        a.ring.nRanks = comm->nRanks;
+        a.ring.index = ch.ringIndex;
+        a.ring.userRanks = ch.ringUserRanks.data();
+        a.ring.send = &ch.ringSend;
+        a.ring.recv = &ch.ringRecv;
+        ExecCtx ctx = makeCtx(comm, c);
+        kernel(ctx, a, t.op);
+        return ctx.failed ? failureResult(ctx, comm, funcName(t.func)) : ncclSuccess;
+      }});
+    }
+  }
+  if (!p2p.empty()) {
+    std::vector<Task> batch;
+    for (const Task* t : p2p) batch.push_back(*t);
+    parts.push_back({0, [comm, batch] {
+      ExecCtx ctx = makeCtx(comm, 0);
+      ncclResult_t res = runP2pBatch(comm, batch, ctx);
+      if (res == ncclSuccess && ctx.failed) res = failureResult(ctx, comm, "Send/Recv");
+      return res;
+    }});
+  }
+  if (parts.empty()) return ncclSuccess;
+  auto done = std::make_shared<Completion>((int)parts.size());
+  comm->inflight.fetch_add((int)parts.size());
+  for (Part& p : parts) comm->channels[p.channel]->worker.submit(wrapWork(comm, done, std::move(p.body)));
+  *out = done;
+  return ncclSuccess;
+}
+
+}  // namespace baton

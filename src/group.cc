@@ -1,0 +1,131 @@
+#include "group.h"
+
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "api.h"
+#include "completion.h"
+#include "debug.h"
+
+namespace baton {
+namespace {
+
+struct InitJob {
+  ncclComm* comm;
+  std::function<ncclResult_t()> job;
+};
+
+struct GroupState {
+  int depth = 0;
+  ncclResult_t error = ncclSuccess;
+  std::vector<InitJob> initJobs;
+  std::vector<ncclComm*> comms;  // in first-use order
+  std::vector<std::vector<Task>> tasks;
+};
+
+thread_local GroupState tGroup;
+
+void resetGroup() {
+  tGroup.error = ncclSuccess;
+  tGroup.initJobs.clear();
+  tGroup.comms.clear();
+  tGroup.tasks.clear();
+}
+
+}  // namespace
+
+bool inGroup() { return tGroup.depth > 0; }
+
+ncclResult_t groupStart() {
+  ++tGroup.depth;
+  return ncclSuccess;
+}
+
+void groupAddTask(ncclComm* comm, const Task& task) {
+  for (size_t i = 0; i < tGroup.comms.size(); ++i) {
+    if (tGroup.comms[i] == comm) {
+      tGroup.tasks[i].push_back(task);
+      return;
+    }
+  }
+  tGroup.comms.push_back(comm);
+  tGroup.tasks.push_back({task});
+}
+
+void groupAddInitJob(ncclComm* comm, std::function<ncclResult_t()> job) {
+  tGroup.initJobs.push_back({comm, std::move(job)});
+}
+
+ncclResult_t groupRecordError(ncclResult_t err) {
+  if (inGroup() && tGroup.error == ncclSuccess) tGroup.error = err;
+  return err;
+}
+
+ncclResult_t runInitJob(ncclComm* comm, std::function<ncclResult_t()> job) {
+  if (comm->blocking) {
+    ncclResult_t res = job();
+    comm->initState.store(res);
+    return res;
+  }
+  comm->initThread = std::thread([comm, job] { comm->initState.store(job()); });
+  return ncclInProgress;
+}
+
+ncclResult_t groupEnd() {
+  if (tGroup.depth == 0)
+    return batonError(ncclInvalidUsage, "ncclGroupEnd: not inside a group (ncclGroupStart was not called)");
+  if (--tGroup.depth > 0) return ncclSuccess;
+  if (tGroup.error != ncclSuccess) {
+    ncclResult_t err = tGroup.error;
+    resetGroup();
+    return err;
+  }
+  std::vector<InitJob> jobs = std::move(tGroup.initJobs);
+  std::vector<ncclComm*> comms = std::move(tGroup.comms);
+  std::vector<std::vector<Task>> tasks = std::move(tGroup.tasks);
+  resetGroup();
+
+  ncclResult_t result = ncclSuccess;
+  bool inProgress = false;
+  // Init jobs of one group rendezvous with each other, so they must run at the same time.
+  if (!jobs.empty()) {
+    std::vector<ncclResult_t> res(jobs.size(), ncclSuccess);
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      if (!jobs[i].comm->blocking) {
+        res[i] = runInitJob(jobs[i].comm, jobs[i].job);
+        continue;
+      }
+      threads.emplace_back([&, i] { res[i] = runInitJob(jobs[i].comm, jobs[i].job); });
+    }
+    for (auto& t : threads) t.join();
+    for (ncclResult_t r : res) {
+      if (r == ncclInProgress) inProgress = true;
+      else if (r != ncclSuccess && result == ncclSuccess) result = r;
+    }
+  }
+  std::vector<std::shared_ptr<Completion>> waits;
+  for (size_t i = 0; i < comms.size(); ++i) {
+    std::shared_ptr<Completion> done;
+    ncclResult_t r = launchTasks(comms[i], tasks[i], &done);
+    if (r != ncclSuccess && result == ncclSuccess) result = r;
+    if (!done) continue;
+    if (comms[i]->blocking) waits.push_back(done);
+    else inProgress = true;
+  }
+  for (auto& w : waits) {
+    ncclResult_t r = w->wait();
+    if (r != ncclSuccess && result == ncclSuccess) result = r;
+  }
+  if (result != ncclSuccess) return result;
+  return inProgress ? ncclInProgress : ncclSuccess;
+}
+
+}  // namespace baton
+
+NCCL_API(ncclResult_t, ncclGroupStart);
+ncclResult_t pncclGroupStart() { return baton::groupStart(); }
+
+NCCL_API(ncclResult_t, ncclGroupEnd);
+ncclResult_t pncclGroupEnd() { return baton::groupEnd(); }

@@ -1,0 +1,314 @@
+// Communicator creation and teardown: config, bootstrap, peer exchange, rings, connections, workers.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <unordered_set>
+
+#include "comm.h"
+#include "debug.h"
+#include "param.h"
+
+namespace baton {
+namespace {
+
+constexpr uint64_t kTagRing = 1u << 16;  // + channel: ring connect info
+constexpr uint64_t kTagP2p = 2u << 16;   // direct peer connect info
+
+std::mutex gCommsMu;
+std::unordered_set<ncclComm*>& liveComms() {
+  static auto* s = new std::unordered_set<ncclComm*>();
+  return *s;
+}
+
+uint64_t fnv1a(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
+  const unsigned char* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+uint64_t hostHash() {
+  std::string id = envStr("NCCL_HOSTID");
+  if (id.empty()) {
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    std::ifstream boot("/proc/sys/kernel/random/boot_id");
+    std::string bootId;
+    std::getline(boot, bootId);
+    id.assign(host);
+    id.append(bootId);
+  }
+  return fnv1a(id.data(), id.size());
+}
+
+uint64_t pidHash(uint64_t host) {
+  char ns[64] = "";
+  ssize_t n = readlink("/proc/self/ns/pid", ns, sizeof ns - 1);
+  int pid = getpid();
+  uint64_t h = fnv1a(&pid, sizeof pid, host);
+  return n > 0 ? fnv1a(ns, n, h) : h;
+}
+
+// Values every rank must agree on; rank 0's win.
+struct SharedParams {
+  int32_t nChannels;
+  int32_t fifoDepth;
+  int32_t chunkSteps;
+  int32_t allreduceAlgo;
+  uint64_t stepBytes;
+  uint64_t p2pStepBytes;
+  uint64_t minChannelBytes;
+};
+
+int intOrUndef(int v, int def) { return v == NCCL_CONFIG_UNDEF_INT ? def : v; }
+
+}  // namespace
+
+void registerComm(ncclComm* comm) {
+  std::lock_guard<std::mutex> lk(gCommsMu);
+  liveComms().insert(comm);
+}
+void unregisterComm(ncclComm* comm) {
+  std::lock_guard<std::mutex> lk(gCommsMu);
+  liveComms().erase(comm);
+}
+
+ncclResult_t checkCommLive(ncclComm* comm, const char* fn) {
+  if (!comm) return batonError(ncclInvalidArgument, "%s: comm is NULL", fn);
+  {
+    std::lock_guard<std::mutex> lk(gCommsMu);
+    if (!liveComms().count(comm))
+      return batonError(ncclInvalidArgument,
+                        "%s: comm %p is not a live communicator (destroyed, aborted, or never initialized)", fn,
+                        (void*)comm);
+  }
+  if (comm->magic != kCommMagic) return batonError(ncclInvalidArgument, "%s: comm %p is corrupted", fn, (void*)comm);
+  return ncclSuccess;
+}
+
+ncclResult_t checkCommReady(ncclComm* comm, const char* fn) {
+  BATON_CHECK(checkCommLive(comm, fn));
+  const int st = comm->initState.load();
+  if (st == ncclInProgress)
+    return batonError(ncclInvalidUsage,
+                      "%s: comm %p is still initializing; poll ncclCommGetAsyncError until it returns ncclSuccess", fn,
+                      (void*)comm);
+  if (st != ncclSuccess)
+    return batonError((ncclResult_t)st, "%s: comm %p failed to initialize (%s)", fn, (void*)comm,
+                      ncclGetErrorString((ncclResult_t)st));
+  if (__atomic_load_n(&comm->abortFlag, __ATOMIC_ACQUIRE))
+    return batonError(ncclInvalidUsage, "%s: comm %p has been aborted", fn, (void*)comm);
+  const int err = comm->asyncError.load();
+  if (err != ncclSuccess)
+    return batonError((ncclResult_t)err, "%s: comm %p is in an error state from an earlier operation (%s); abort it",
+                      fn, (void*)comm, ncclGetErrorString((ncclResult_t)err));
+  if (comm->finalized.load())
+    return batonError(ncclInvalidUsage, "%s: comm %p has been finalized; only ncclCommDestroy is allowed", fn,
+                      (void*)comm);
+  return ncclSuccess;
+}
+
+void commSetError(ncclComm* comm, ncclResult_t err) {
+  int expected = ncclSuccess;
+  comm->asyncError.compare_exchange_strong(expected, err);
+  // Let this rank's other channels drain instead of waiting for a peer that will not come.
+  __atomic_store_n(&comm->abortFlag, 1, __ATOMIC_RELEASE);
+}
+
+ncclResult_t commAlloc(ncclComm** out, int nranks, int rank, const ncclConfig_t* config, const char* fn) {
+  if (!out) return batonError(ncclInvalidArgument, "%s: comm (the output pointer) is NULL", fn);
+  if (nranks < 1) return batonError(ncclInvalidArgument, "%s: nranks %d must be at least 1", fn, nranks);
+  if (rank < 0 || rank >= nranks)
+    return batonError(ncclInvalidArgument, "%s: rank %d is outside [0, nranks=%d)", fn, rank, nranks);
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  if (config) {
+    if (config->magic != 0xcafebeef)
+      return batonError(ncclInvalidArgument, "%s: config->magic 0x%x: config was not initialized with NCCL_CONFIG_INITIALIZER",
+                        fn, config->magic);
+    if (config->size < offsetof(ncclConfig_t, blocking) + sizeof(int) || config->size > (1 << 16))
+      return batonError(ncclInvalidArgument, "%s: config->size %zu is not a plausible ncclConfig_t size", fn, config->size);
+    memcpy(&cfg, config, std::min(config->size, sizeof cfg));
+    cfg.size = sizeof cfg;
+  }
+  auto check01 = [&](int v, const char* field) -> ncclResult_t {
+    if (v != NCCL_CONFIG_UNDEF_INT && v != 0 && v != 1)
+      return batonError(ncclInvalidArgument, "%s: config->%s is %d; expected 0 or 1", fn, field, v);
+    return ncclSuccess;
+  };
+  BATON_CHECK(check01(cfg.blocking, "blocking"));
+  BATON_CHECK(check01(cfg.splitShare, "splitShare"));
+  BATON_CHECK(check01(cfg.collnetEnable, "collnetEnable"));
+  BATON_CHECK(check01(cfg.shrinkShare, "shrinkShare"));
+  BATON_CHECK(check01(cfg.nvlinkCentricSched, "nvlinkCentricSched"));
+  if (cfg.minCTAs != NCCL_CONFIG_UNDEF_INT && cfg.minCTAs <= 0)
+    return batonError(ncclInvalidArgument, "%s: config->minCTAs is %d; must be > 0", fn, cfg.minCTAs);
+  if (cfg.maxCTAs != NCCL_CONFIG_UNDEF_INT && cfg.maxCTAs <= 0)
+    return batonError(ncclInvalidArgument, "%s: config->maxCTAs is %d; must be > 0", fn, cfg.maxCTAs);
+  if (cfg.minCTAs != NCCL_CONFIG_UNDEF_INT && cfg.maxCTAs != NCCL_CONFIG_UNDEF_INT && cfg.minCTAs > cfg.maxCTAs)
+    return batonError(ncclInvalidArgument, "%s: config->minCTAs %d > config->maxCTAs %d", fn, cfg.minCTAs, cfg.maxCTAs);
+  if (cfg.CTAPolicy != NCCL_CONFIG_UNDEF_INT && (cfg.CTAPolicy < 0 || cfg.CTAPolicy > 2))
+    return batonError(ncclInvalidArgument, "%s: config->CTAPolicy is %d; expected 0..2", fn, cfg.CTAPolicy);
+  if (cfg.cgaClusterSize != NCCL_CONFIG_UNDEF_INT && cfg.cgaClusterSize < 0)
+    return batonError(ncclInvalidArgument, "%s: config->cgaClusterSize is %d; must be >= 0", fn, cfg.cgaClusterSize);
+
+  ncclComm* comm = new ncclComm();
+  comm->rank = rank;
+  comm->nRanks = nranks;
+  comm->config = cfg;
+  comm->blocking = envInt("NCCL_COMM_BLOCKING", intOrUndef(cfg.blocking, 1)) != 0;
+
+  Tunables& t = comm->tun;
+  const int64_t buff = envSize("NCCL_BUFFSIZE", 4 << 20);
+  t.stepBytes = std::max<int64_t>(buff / kSteps, 4096) / 4096 * 4096;
+  t.p2pStepBytes = std::max<int64_t>(envSize("NCCL_P2P_CHUNKSIZE", 128 << 10), 4096) / 4096 * 4096;
+  t.fifoDepth = (int)std::clamp<int64_t>(envInt("BATON_FIFO_DEPTH", kSteps), 1, kSteps);
+  t.chunkSteps = (int)std::clamp<int64_t>(envInt("BATON_CHUNK_STEPS", 4), 1, kSteps);
+  std::string algo = envStr("BATON_ALLREDUCE_ALGO", "ring");
+  t.allreduceAlgo = (algo == "naive" || algo == "Naive") ? kAlgoNaive : kAlgoRing;
+  t.minChannelBytes = envSize("BATON_MIN_CHANNEL_BYTES", 64 << 10);
+  t.waitTimeoutNs = (uint64_t)envInt("BATON_WAIT_TIMEOUT", 300) * 1000000000ull;
+  t.jitter = (int)envInt("BATON_JITTER", 0);
+
+  int minCh = (int)envInt("NCCL_MIN_NCHANNELS", envInt("NCCL_MIN_CTAS", intOrUndef(cfg.minCTAs, 1)));
+  int maxCh = (int)envInt("NCCL_MAX_NCHANNELS", envInt("NCCL_MAX_CTAS", intOrUndef(cfg.maxCTAs, kMaxChannels)));
+  minCh = std::clamp(minCh, 1, kMaxChannels);
+  maxCh = std::clamp(maxCh, minCh, kMaxChannels);
+  comm->nChannels = std::clamp(2, minCh, maxCh);  // two workers per rank: enough for two cores
+
+  registerComm(comm);
+  *out = comm;
+  return ncclSuccess;
+}
+
+static ncclResult_t connectRing(ncclComm* comm, Channel& ch) {
+  const int n = comm->nRanks;
+  const int next = ch.ringUserRanks[(ch.ringIndex + 1) % n];
+  const int prev = ch.ringUserRanks[(ch.ringIndex + n - 1) % n];
+  const PeerInfo& self = comm->peers[comm->rank];
+  int tr = 0;
+  ConnectInfo info{};
+  BATON_CHECK(selectTransport(self, comm->peers[prev], &tr));
+  BATON_CHECK(transports()[tr]->createRecv(comm->tun.stepBytes, &info, &ch.recvConn));
+  info.transport = tr;
+  BATON_CHECK(comm->bootstrap->send(prev, kTagRing + ch.id, &info, sizeof info));
+  BATON_CHECK(comm->bootstrap->recv(next, kTagRing + ch.id, &info, sizeof info));
+  if (info.transport < 0 || info.transport >= (int)transports().size())
+    return batonError(ncclInternalError, "ring connect info from rank %d names transport %d", next, info.transport);
+  BATON_CHECK(transports()[info.transport]->connectSend(info, &ch.sendConn));
+  ch.ringSend = ConnDev{ch.sendConn->fifo, ch.sendConn->slots, ch.sendConn->stepBytes, 0, next, comm->tun.fifoDepth};
+  ch.ringRecv = ConnDev{ch.recvConn->fifo, ch.recvConn->slots, ch.recvConn->stepBytes, 0, prev, comm->tun.fifoDepth};
+  BATON_INFO(kSubInit, "Channel %02d/%d : %d[%d] -> %d[%d] via %s", ch.id, comm->nChannels, comm->rank, comm->cudaDev,
+             next, comm->peers[next].cudaDev, transports()[info.transport]->name());
+  return ncclSuccess;
+}
+
+ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id) {
+  comm->id = id;
+  comm->commHash = fnv1a(&id, sizeof id);
+  BATON_CHECK(Bootstrap::create(id, comm->rank, comm->nRanks, &comm->abortFlag, &comm->bootstrap));
+
+  // Who is where: same pid hash -> p2p, same host hash -> shm.
+  comm->peers.resize(comm->nRanks);
+  PeerInfo& me = comm->peers[comm->rank];
+  me.rank = comm->rank;
+  me.cudaDev = comm->cudaDev;
+  me.pid = getpid();
+  me.version = NCCL_VERSION_CODE;
+  me.hostHash = hostHash();
+  me.pidHash = pidHash(me.hostHash);
+  BATON_CHECK(comm->bootstrap->allGather(comm->peers.data(), sizeof(PeerInfo)));
+  for (const PeerInfo& p : comm->peers)
+    if (p.version != NCCL_VERSION_CODE)
+      return batonError(ncclInvalidUsage, "Mismatched NCCL version detected: rank %d has %d, rank %d has %d", comm->rank,
+                        NCCL_VERSION_CODE, p.rank, p.version);
+
+  std::vector<SharedParams> params(comm->nRanks);
+  const Tunables& t = comm->tun;
+  params[comm->rank] = {comm->nChannels, t.fifoDepth, t.chunkSteps, t.allreduceAlgo, t.stepBytes, t.p2pStepBytes,
+                        t.minChannelBytes};
+  BATON_CHECK(comm->bootstrap->allGather(params.data(), sizeof(SharedParams)));
+  const SharedParams& p0 = params[0];
+  comm->nChannels = p0.nChannels;
+  comm->tun.fifoDepth = p0.fifoDepth;
+  comm->tun.chunkSteps = p0.chunkSteps;
+  comm->tun.allreduceAlgo = p0.allreduceAlgo;
+  comm->tun.stepBytes = p0.stepBytes;
+  comm->tun.p2pStepBytes = p0.p2pStepBytes;
+  comm->tun.minChannelBytes = p0.minChannelBytes;
+
+  for (int c = 0; c < comm->nChannels; ++c) {
+    auto ch = std::make_unique<Channel>();
+    ch->id = c;
+    ch->ringUserRanks.resize(comm->nRanks);
+    for (int i = 0; i < comm->nRanks; ++i) ch->ringUserRanks[i] = i;  // topology-aware rings: issue 4
+    ch->ringIndex = comm->rank;
+    if (comm->nRanks > 1) BATON_CHECK(connectRing(comm, *ch));
+    comm->channels.push_back(std::move(ch));
+  }
+  if (comm->rank == 0 && logEnabled(kLogInfo, kSubInit)) {
+    std::string order;
+    for (int r : comm->channels[0]->ringUserRanks) {
+      order.push_back(' ');
+      order.append(std::to_string(r));
+    }
+    for (int c = 0; c < comm->nChannels; ++c) BATON_INFO(kSubInit, "Channel %02d/%02d :%s", c, comm->nChannels, order.c_str());
+  }
+  comm->p2pSendConn.resize(comm->nRanks);
+  comm->p2pRecvConn.resize(comm->nRanks);
+  comm->p2pSend.resize(comm->nRanks);
+  comm->p2pRecv.resize(comm->nRanks);
+  for (auto& ch : comm->channels) {
+    char name[16];
+    snprintf(name, sizeof name, "baton r%d c%d", comm->rank, ch->id);
+    ch->worker.start(name);
+  }
+  BATON_CHECK(comm->bootstrap->barrier());
+  BATON_INFO(kSubInit, "comm %p rank %d nRanks %d nChannels %d stepBytes %zu - Init COMPLETE", (void*)comm, comm->rank,
+             comm->nRanks, comm->nChannels, comm->tun.stepBytes);
+  return ncclSuccess;
+}
+
+ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& sendPeers, const std::vector<int>& recvPeers) {
+  const PeerInfo& self = comm->peers[comm->rank];
+  for (int p : recvPeers) {
+    if (p == comm->rank || comm->p2pRecvConn[p]) continue;
+    int tr = 0;
+    ConnectInfo info{};
+    BATON_CHECK(selectTransport(self, comm->peers[p], &tr));
+    BATON_CHECK(transports()[tr]->createRecv(comm->tun.p2pStepBytes, &info, &comm->p2pRecvConn[p]));
+    info.transport = tr;
+    BATON_CHECK(comm->bootstrap->send(p, kTagP2p, &info, sizeof info));
+    Connection& c = *comm->p2pRecvConn[p];
+    comm->p2pRecv[p] = ConnDev{c.fifo, c.slots, c.stepBytes, 0, p, kSteps};
+  }
+  for (int p : sendPeers) {
+    if (p == comm->rank || comm->p2pSendConn[p]) continue;
+    ConnectInfo info{};
+    BATON_CHECK(comm->bootstrap->recv(p, kTagP2p, &info, sizeof info));
+    if (info.transport < 0 || info.transport >= (int)transports().size())
+      return batonError(ncclInternalError, "p2p connect info from rank %d names transport %d", p, info.transport);
+    BATON_CHECK(transports()[info.transport]->connectSend(info, &comm->p2pSendConn[p]));
+    Connection& c = *comm->p2pSendConn[p];
+    comm->p2pSend[p] = ConnDev{c.fifo, c.slots, c.stepBytes, 0, p, comm->tun.fifoDepth};
+    BATON_INFO(kSubP2p, "Channel 00/1 : %d[%d] -> %d[%d] via %s (p2p)", comm->rank, comm->cudaDev, p,
+               comm->peers[p].cudaDev, transports()[info.transport]->name());
+  }
+  return ncclSuccess;
+}
+
+void commFree(ncclComm* comm) {
+  unregisterComm(comm);
+  if (comm->initThread.joinable()) comm->initThread.join();
+  for (auto& ch : comm->channels) ch->worker.stop();
+  comm->channels.clear();
+  comm->p2pSendConn.clear();
+  comm->p2pRecvConn.clear();
+  comm->bootstrap.reset();
+  comm->magic = 0;
+  delete comm;
+}
+
+}  // namespace baton

@@ -1,0 +1,102 @@
+#include "p2p_executor.h"
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+
+#include "debug.h"
+#include "p2p_progress.h"
+
+namespace baton {
+
+ncclResult_t runP2pBatch(ncclComm* comm, const std::vector<Task>& tasks, ExecCtx& ctx) {
+  const int n = comm->nRanks, me = comm->rank;
+  std::vector<int> sendPeers, recvPeers;
+  std::vector<const Task*> selfSends, selfRecvs;
+  for (const Task& t : tasks) {
+    if (t.peer == me) (t.kind == Task::kSend ? selfSends : selfRecvs).push_back(&t);
+    else (t.kind == Task::kSend ? sendPeers : recvPeers).push_back(t.peer);
+  }
+  std::sort(sendPeers.begin(), sendPeers.end());
+  sendPeers.erase(std::unique(sendPeers.begin(), sendPeers.end()), sendPeers.end());
+  std::sort(recvPeers.begin(), recvPeers.end());
+  recvPeers.erase(std::unique(recvPeers.begin(), recvPeers.end()), recvPeers.end());
+  BATON_CHECK(connectPeers(comm, sendPeers, recvPeers));
+
+  // A send to ourselves is a copy into the matching receive (k-th send pairs with k-th receive).
+  if (selfSends.size() != selfRecvs.size())
+    return batonError(ncclInvalidUsage, "rank %d: %zu sends to itself but %zu receives from itself in one group", me,
+                      selfSends.size(), selfRecvs.size());
+  for (size_t i = 0; i < selfSends.size(); ++i) {
+    const Task& s = *selfSends[i];
+    const Task& r = *selfRecvs[i];
+    const size_t sb = s.count * typeSize(s.type), rb = r.count * typeSize(r.type);
+    if (sb != rb)
+      return batonError(ncclInvalidUsage, "rank %d: send to self of %zu bytes but receive from self of %zu bytes", me, sb,
+                        rb);
+    if (sb && s.sendbuff != r.recvbuff) memmove(r.recvbuff, s.sendbuff, sb);
+  }
+
+  // Per peer and direction, transfers run in the order they were issued.
+  std::vector<std::deque<P2pTransfer>> sends(n), recvs(n);
+  size_t pending = 0;
+  for (const Task& t : tasks) {
+    if (t.peer == me) continue;
+    const size_t bytes = t.count * typeSize(t.type);
+    if (bytes == 0) continue;
+    P2pTransfer x;
+    x.bytes = bytes;
+    x.peer = t.peer;
+    if (t.kind == Task::kSend) {
+      x.buf = const_cast<char*>(static_cast<const char*>(t.sendbuff));
+      x.conn = &comm->p2pSend[t.peer];
+      sends[t.peer].push_back(x);
+    } else {
+      x.buf = static_cast<char*>(t.recvbuff);
+      x.conn = &comm->p2pRecv[t.peer];
+      recvs[t.peer].push_back(x);
+    }
+    ++pending;
+  }
+  uint32_t idle = 0;
+  uint64_t idleSince = 0;
+  while (pending && !ctx.failed) {
+    bool progressed = false;
+    for (int p = 0; p < n; ++p) {
+      if (!sends[p].empty() && p2pTrySend(ctx, sends[p].front())) {
+        progressed = true;
+        if (sends[p].front().complete()) sends[p].pop_front(), --pending;
+      }
+      if (!recvs[p].empty() && p2pTryRecv(ctx, recvs[p].front())) {
+        progressed = true;
+        if (recvs[p].front().complete()) recvs[p].pop_front(), --pending;
+      }
+    }
+    if (progressed) {
+      idle = 0;
+      idleSince = 0;
+      continue;
+    }
+    waitBackoff(idle);
+    if ((idle & 63) == 0) {
+      int peer = -1;
+      for (int p = 0; p < n && peer < 0; ++p)
+        if (!sends[p].empty() || !recvs[p].empty()) peer = p;
+      const uint64_t now = nowNs();
+      if (!idleSince) idleSince = now;
+      int reason = kWaitOk;
+      if (__atomic_load_n(&comm->abortFlag, __ATOMIC_ACQUIRE)) reason = kWaitAborted;
+      else if (ctx.timeoutNs && now - idleSince > ctx.timeoutNs) reason = kWaitTimeout;
+      if (reason != kWaitOk) {
+        const bool isSend = peer >= 0 && !sends[peer].empty();
+        const ConnDev* c = isSend ? sends[peer].front().conn : recvs[peer].front().conn;
+        ctx.failed = true;
+        ctx.failure = {reason, me, peer, ctx.channel, isSend ? "send head (credit)" : "recv tail", c->step + 1,
+                       loadAcquire(isSend ? &c->fifo->head : &c->fifo->tail)};
+      }
+    }
+  }
+  return ncclSuccess;
+}
+
+}  // namespace baton

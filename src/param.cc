@@ -1,0 +1,44 @@
+#include "param.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "debug.h"
+
+namespace baton {
+
+static bool parseSize(const char* s, int64_t* out) {
+  errno = 0;
+  char* end = nullptr;
+  long long v = strtoll(s, &end, 0);
+  if (errno || end == s) return false;
+  int64_t mul = 1;
+  if (*end == 'k' || *end == 'K') mul = 1ll << 10, ++end;
+  else if (*end == 'm' || *end == 'M') mul = 1ll << 20, ++end;
+  else if (*end == 'g' || *end == 'G') mul = 1ll << 30, ++end;
+  if (*end) return false;
+  *out = v * mul;
+  return true;
+}
+
+int64_t envInt(const char* name, int64_t def) {
+  const char* s = getenv(name);
+  if (!s || !*s) return def;
+  int64_t v;
+  if (!parseSize(s, &v)) {
+    BATON_WARN("ignoring %s='%s': not an integer; using %lld", name, s, (long long)def);
+    return def;
+  }
+  BATON_INFO(kSubEnv, "%s set by environment to %lld", name, (long long)v);
+  return v;
+}
+
+int64_t envSize(const char* name, int64_t def) { return envInt(name, def); }
+
+std::string envStr(const char* name, const char* def) {
+  const char* s = getenv(name);
+  if (!s || !*s) return def;
+  return s;
+}
+
+}  // namespace baton

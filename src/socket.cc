@@ -1,0 +1,264 @@
+#include "socket.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+#include "debug.h"
+#include "exec_model.h"
+#include "param.h"
+
+namespace baton {
+
+uint64_t bootstrapTimeoutSec() { return (uint64_t)envInt("BATON_BOOTSTRAP_TIMEOUT", 120); }
+uint64_t bootstrapDeadline() { return nowNs() + bootstrapTimeoutSec() * 1000000000ull; }
+
+std::string addressToString(const SocketAddress& a) {
+  char host[INET6_ADDRSTRLEN] = "?";
+  if (a.sa.sa_family == AF_INET) {
+    inet_ntop(AF_INET, &a.sin.sin_addr, host, sizeof host);
+    return std::string(host) + ":" + std::to_string(ntohs(a.sin.sin_port));
+  }
+  if (a.sa.sa_family == AF_INET6) {
+    inet_ntop(AF_INET6, &a.sin6.sin6_addr, host, sizeof host);
+    return "[" + std::string(host) + "]:" + std::to_string(ntohs(a.sin6.sin6_port));
+  }
+  return "<invalid address family " + std::to_string(a.sa.sa_family) + ">";
+}
+
+ncclResult_t parseAddress(const char* text, SocketAddress* out) {
+  std::string s(text ? text : "");
+  size_t colon = s.rfind(':');
+  if (s.empty() || colon == std::string::npos || colon + 1 == s.size())
+    return batonError(ncclInvalidArgument, "address '%s' is not host:port", s.c_str());
+  std::string host = s.substr(0, colon), port = s.substr(colon + 1);
+  if (host.size() > 1 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res);
+  if (rc != 0 || !res)
+    return batonError(ncclInvalidArgument, "cannot resolve address '%s': %s", s.c_str(), gai_strerror(rc));
+  memset(out, 0, sizeof *out);
+  memcpy(out, res->ai_addr, std::min<size_t>(res->ai_addrlen, sizeof *out));
+  freeaddrinfo(res);
+  return ncclSuccess;
+}
+
+static bool isLoopback(const SocketAddress& a) {
+  if (a.sa.sa_family == AF_INET) return (ntohl(a.sin.sin_addr.s_addr) >> 24) == 127;
+  if (a.sa.sa_family == AF_INET6) return IN6_IS_ADDR_LOOPBACK(&a.sin6.sin6_addr);
+  return false;
+}
+
+// NCCL_SOCKET_IFNAME syntax: comma list of prefixes; '^' excludes; '=' means exact names.
+static bool ifnameMatches(const std::string& spec, const char* name) {
+  std::string list = spec;
+  bool exclude = false, exact = false;
+  if (!list.empty() && list[0] == '^') exclude = true, list = list.substr(1);
+  if (!list.empty() && list[0] == '=') exact = true, list = list.substr(1);
+  bool hit = false;
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    size_t comma = list.find(',', pos);
+    if (comma == std::string::npos) comma = list.size();
+    std::string item = list.substr(pos, comma - pos);
+    if (!item.empty() && (exact ? item == name : strncmp(name, item.c_str(), item.size()) == 0)) hit = true;
+    pos = comma + 1;
+  }
+  return exclude ? !hit : hit;
+}
+
+ncclResult_t chooseBindAddress(const SocketAddress* towards, SocketAddress* out, std::string* ifName) {
+  std::string spec = envStr("NCCL_SOCKET_IFNAME");
+  int family = envInt("NCCL_SOCKET_FAMILY", 0) == 6 ? AF_INET6 : AF_INET;
+  if (spec.empty() && towards && isLoopback(*towards)) spec = "=lo";
+  ifaddrs* ifs = nullptr;
+  if (getifaddrs(&ifs) != 0) return batonError(ncclSystemError, "getifaddrs failed: %s", strerror(errno));
+  struct Cand { SocketAddress a; std::string name; int rank; };
+  std::vector<Cand> cands;
+  for (ifaddrs* i = ifs; i; i = i->ifa_next) {
+    if (!i->ifa_addr || !(i->ifa_flags & IFF_UP)) continue;
+    if (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6) continue;
+    if (i->ifa_addr->sa_family == AF_INET6 &&
+        IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr)) continue;
+    if (!spec.empty() && !ifnameMatches(spec, i->ifa_name)) continue;
+    Cand c{};
+    memcpy(&c.a, i->ifa_addr, i->ifa_addr->sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6));
+    c.name = i->ifa_name;
+    // NCCL's automatic order: ib*, then ordinary interfaces, then docker*, then lo, then virbr*.
+    const char* n = i->ifa_name;
+    c.rank = !strncmp(n, "ib", 2) ? 0 : !strncmp(n, "docker", 6) ? 2 : !strncmp(n, "lo", 2) ? 3
+             : !strncmp(n, "virbr", 5) ? 4 : 1;
+    if (c.a.sa.sa_family != family) c.rank += 10;
+    cands.push_back(c);
+  }
+  freeifaddrs(ifs);
+  if (cands.empty())
+    return batonError(ncclSystemError, "no usable network interface%s%s", spec.empty() ? "" : " matches NCCL_SOCKET_IFNAME=",
+                      spec.c_str());
+  const Cand* best = &cands[0];
+  for (auto& c : cands)
+    if (c.rank < best->rank) best = &c;
+  *out = best->a;
+  if (out->sa.sa_family == AF_INET) out->sin.sin_port = 0;
+  else out->sin6.sin6_port = 0;
+  if (ifName) *ifName = best->name;
+  return ncclSuccess;
+}
+
+static socklen_t addrLen(const SocketAddress& a) {
+  return a.sa.sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+}
+
+ncclResult_t socketListen(SocketAddress* addr, int* fd) {
+  int s = socket(addr->sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return batonError(ncclSystemError, "socket() failed: %s", strerror(errno));
+  int one = 1;
+  setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind(s, &addr->sa, addrLen(*addr)) != 0) {
+    int e = errno;
+    close(s);
+    return batonError(ncclSystemError, "cannot bind bootstrap socket to %s: %s", addressToString(*addr).c_str(),
+                      strerror(e));
+  }
+  if (listen(s, SOMAXCONN) != 0) {
+    int e = errno;
+    close(s);
+    return batonError(ncclSystemError, "listen() failed: %s", strerror(e));
+  }
+  socklen_t len = sizeof *addr;
+  getsockname(s, &addr->sa, &len);
+  *fd = s;
+  return ncclSuccess;
+}
+
+static int remainingMs(uint64_t deadlineNs) {
+  if (deadlineNs == 0) return 100;
+  uint64_t now = nowNs();
+  if (now >= deadlineNs) return 0;
+  uint64_t ms = (deadlineNs - now) / 1000000 + 1;
+  return ms > 100 ? 100 : (int)ms;  // wake at least every 100 ms to look at the abort flag
+}
+
+ncclResult_t socketSendAll(int fd, const void* buf, size_t n, uint64_t deadlineNs) {
+  const char* p = static_cast<const char*>(buf);
+  while (n) {
+    ssize_t w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w > 0) { p += w; n -= w; continue; }
+    if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      return batonError(ncclRemoteError, "bootstrap send failed: %s", strerror(errno));
+    if (deadlineNs && nowNs() >= deadlineNs)
+      return batonError(ncclRemoteError, "bootstrap send timed out after %llus (BATON_BOOTSTRAP_TIMEOUT)",
+                        (unsigned long long)bootstrapTimeoutSec());
+    pollfd pfd{fd, POLLOUT, 0};
+    poll(&pfd, 1, remainingMs(deadlineNs));
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t socketRecvAll(int fd, void* buf, size_t n, uint64_t deadlineNs, const volatile int* abortFlag) {
+  char* p = static_cast<char*>(buf);
+  while (n) {
+    ssize_t r = recv(fd, p, n, MSG_DONTWAIT);
+    if (r > 0) { p += r; n -= r; continue; }
+    if (r == 0) return batonError(ncclRemoteError, "bootstrap peer closed the connection (%zu bytes missing)", n);
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      return batonError(ncclRemoteError, "bootstrap recv failed: %s", strerror(errno));
+    if (abortFlag && *abortFlag) return batonError(ncclInvalidUsage, "bootstrap recv interrupted: communicator aborted");
+    if (deadlineNs && nowNs() >= deadlineNs)
+      return batonError(ncclRemoteError, "bootstrap recv timed out after %llus (BATON_BOOTSTRAP_TIMEOUT)",
+                        (unsigned long long)bootstrapTimeoutSec());
+    pollfd pfd{fd, POLLIN, 0};
+    poll(&pfd, 1, remainingMs(deadlineNs));
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t socketConnect(const SocketAddress& addr, uint64_t magic, uint32_t type, uint64_t deadlineNs,
+                           const volatile int* abortFlag, int* fd) {
+  uint32_t delayMs = 1;
+  while (true) {
+    int s = socket(addr.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0) return batonError(ncclSystemError, "socket() failed: %s", strerror(errno));
+    if (connect(s, &addr.sa, addrLen(addr)) == 0) {
+      int one = 1;
+      setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      struct { uint64_t magic; uint32_t type; } __attribute__((packed)) hs{magic, type};
+      ncclResult_t res = socketSendAll(s, &hs, sizeof hs, deadlineNs);
+      if (res != ncclSuccess) { close(s); return res; }
+      *fd = s;
+      return ncclSuccess;
+    }
+    int e = errno;
+    close(s);
+    if (e != ECONNREFUSED && e != ETIMEDOUT && e != ENETUNREACH && e != EHOSTUNREACH && e != EAGAIN && e != EINTR)
+      return batonError(ncclSystemError, "cannot connect to %s: %s", addressToString(addr).c_str(), strerror(e));
+    if (abortFlag && *abortFlag) return batonError(ncclInvalidUsage, "bootstrap connect interrupted: communicator aborted");
+    if (deadlineNs && nowNs() >= deadlineNs)
+      return batonError(ncclSystemError,
+                        "cannot connect to bootstrap peer %s: %s for %llus (BATON_BOOTSTRAP_TIMEOUT); is the process "
+                        "that created the unique id alive and reachable?",
+                        addressToString(addr).c_str(), strerror(e), (unsigned long long)bootstrapTimeoutSec());
+    usleep(delayMs * 1000);
+    delayMs = delayMs < 100 ? delayMs * 2 : 100;
+  }
+}
+
+ncclResult_t socketAccept(int listenFd, uint64_t deadlineNs, const volatile int* abortFlag, int* fd) {
+  while (true) {
+    pollfd pfd{listenFd, POLLIN, 0};
+    int rc = poll(&pfd, 1, remainingMs(deadlineNs));
+    if (rc > 0) {
+      int s = accept4(listenFd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (s >= 0) {
+        int one = 1;
+        setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        *fd = s;
+        return ncclSuccess;
+      }
+      if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+        return batonError(ncclSystemError, "accept() failed: %s", strerror(errno));
+    }
+    if (abortFlag && *abortFlag) return batonError(ncclInvalidUsage, "bootstrap accept interrupted: communicator aborted");
+    if (deadlineNs && nowNs() >= deadlineNs)
+      return batonError(ncclSystemError, "bootstrap: no peer connected within %llus (BATON_BOOTSTRAP_TIMEOUT)",
+                        (unsigned long long)bootstrapTimeoutSec());
+  }
+}
+
+bool socketCheckHandshake(int fd, uint64_t magic, uint32_t type, uint64_t deadlineNs) {
+  struct { uint64_t magic; uint32_t type; } __attribute__((packed)) hs{};
+  char* p = reinterpret_cast<char*>(&hs);
+  size_t n = sizeof hs;
+  while (n) {  // quiet version of socketRecvAll: a stranger is not an error worth a WARN
+    ssize_t r = recv(fd, p, n, MSG_DONTWAIT);
+    if (r > 0) { p += r; n -= r; continue; }
+    if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return false;
+    if (nowNs() >= deadlineNs) return false;
+    pollfd pfd{fd, POLLIN, 0};
+    poll(&pfd, 1, remainingMs(deadlineNs));
+  }
+  if (hs.magic != magic || hs.type != type) {
+    BATON_INFO(kSubBootstrap, "bootstrap: dropped a connection with magic 0x%llx type %u (expected 0x%llx type %u)",
+               (unsigned long long)hs.magic, hs.type, (unsigned long long)magic, type);
+    return false;
+  }
+  return true;
+}
+
+void socketClose(int& fd) {
+  if (fd >= 0) close(fd);
+  fd = -1;
+}
+
+}  // namespace baton

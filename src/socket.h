@@ -1,0 +1,54 @@
+// TCP sockets for the bootstrap: addresses, interface choice, and reads/writes with deadlines.
+//
+// Every connection starts with NCCL's handshake: the 8-byte magic and a 4-byte socket type. An
+// acceptor drops a connection whose magic is wrong and keeps serving.
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "nccl.h"
+
+namespace baton {
+
+// IPv4 or IPv6 address, 28 bytes like NCCL's ncclSocketAddress.
+union SocketAddress {
+  sockaddr sa;
+  sockaddr_in sin;
+  sockaddr_in6 sin6;
+};
+static_assert(sizeof(SocketAddress) == 28, "SocketAddress is NCCL's 28-byte union");
+
+enum SocketType : uint32_t { kSocketUnknown = 0, kSocketBootstrap = 1 };
+constexpr uint64_t kNcclMagic = 0x0280028002800280ull;  // NCCL_MAGIC: used with NCCL_COMM_ID
+
+std::string addressToString(const SocketAddress& a);
+// "host:port", "[v6]:port" or "v6:port" (last colon) -> address. Resolves host names.
+ncclResult_t parseAddress(const char* text, SocketAddress* out);
+// The address to bind for bootstrap traffic: NCCL_SOCKET_IFNAME, or the interface that reaches
+// `towards` (when given), or the first non-loopback interface, else loopback. Port 0.
+ncclResult_t chooseBindAddress(const SocketAddress* towards, SocketAddress* out, std::string* ifName);
+
+// Listen on `addr` (port 0 picks one); `addr` is updated with the bound port.
+ncclResult_t socketListen(SocketAddress* addr, int* fd);
+// Connect with retries until `deadlineNs` (monotonic), then send the handshake.
+ncclResult_t socketConnect(const SocketAddress& addr, uint64_t magic, uint32_t type, uint64_t deadlineNs,
+                           const volatile int* abortFlag, int* fd);
+// Accept one connection, waiting until deadlineNs (0: forever) or the abort flag.
+ncclResult_t socketAccept(int listenFd, uint64_t deadlineNs, const volatile int* abortFlag, int* fd);
+// Read/write exactly `n` bytes before deadlineNs; EOF or timeout is an error.
+ncclResult_t socketRecvAll(int fd, void* buf, size_t n, uint64_t deadlineNs, const volatile int* abortFlag);
+ncclResult_t socketSendAll(int fd, const void* buf, size_t n, uint64_t deadlineNs);
+// Read the handshake; false (and no error) if it is not `magic`/`type` (a stranger's bytes).
+bool socketCheckHandshake(int fd, uint64_t magic, uint32_t type, uint64_t deadlineNs);
+void socketClose(int& fd);
+
+// BATON_BOOTSTRAP_TIMEOUT seconds (default 120) as an absolute monotonic deadline from now.
+uint64_t bootstrapDeadline();
+uint64_t bootstrapTimeoutSec();
+
+}  // namespace baton

@@ -1,0 +1,26 @@
+#include "task.h"
+
+namespace baton {
+
+size_t typeSize(ncclDataType_t t) {
+  static const size_t kSizes[ncclNumTypes] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+  return (int)t >= 0 && (int)t < ncclNumTypes ? kSizes[t] : 1;
+}
+
+const char* typeName(ncclDataType_t t) {
+  static const char* kNames[ncclNumTypes] = {"int8",   "uint8",  "int32",  "uint32",   "int64",  "uint64",
+                                             "half",   "float",  "double", "bfloat16", "f8e4m3", "f8e5m2"};
+  return (int)t >= 0 && (int)t < ncclNumTypes ? kNames[t] : "invalid";
+}
+
+const char* funcName(int f) {
+  static const char* kNames[kFuncCount] = {"AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter"};
+  return f >= 0 && f < kFuncCount ? kNames[f] : "?";
+}
+
+const char* opName(RedOpKind k) {
+  static const char* kNames[kOpCount] = {"sum", "prod", "max", "min", "premulsum", "avg"};
+  return (int)k >= 0 && k < kOpCount ? kNames[k] : "?";
+}
+
+}  // namespace baton

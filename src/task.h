@@ -1,0 +1,38 @@
+// A queued operation: what ncclAllReduce / ncclSend / ... record until their group ends.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "coll_args.h"
+#include "nccl.h"
+#include "reduce_ops.h"
+
+namespace baton {
+
+// The operator as the kernels need it, resolved from ncclRedOp_t when the call is made.
+struct OpParams {
+  RedOpKind kind = kOpSum;
+  unsigned char scalar[8] = {};    // PreMulSum scalar (host-immediate), in the element type
+  const void* scalarPtr = nullptr; // PreMulSum scalar read when the operation runs (ncclScalarDevice)
+  int nRanks = 1;                  // SumPostDiv divisor
+};
+
+struct Task {
+  enum Kind { kColl, kSend, kRecv } kind = kColl;
+  int func = kFuncAllReduce;  // CollFunc, for kColl
+  const void* sendbuff = nullptr;
+  void* recvbuff = nullptr;
+  size_t count = 0;
+  ncclDataType_t type = ncclFloat;
+  OpParams op;
+  int root = 0;
+  int peer = -1;  // kSend / kRecv
+};
+
+size_t typeSize(ncclDataType_t t);
+const char* typeName(ncclDataType_t t);
+const char* funcName(int func);
+const char* opName(RedOpKind k);
+
+}  // namespace baton

@@ -1,0 +1,82 @@
+// p2p transport: ranks that are threads of one process share a heap-allocated FIFO.
+//
+// The receiver allocates the FIFO and sends its address (with its pid, checked by the sender).
+// The block is reference-counted: it is freed when both sides have let go, so either side may be
+// destroyed first.
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "debug.h"
+#include "transport.h"
+
+namespace baton {
+namespace {
+
+struct P2pBlock {
+  std::atomic<int> refs;
+  ConnFifo* fifo;
+};
+
+struct P2pInfo {
+  int32_t pid;
+  P2pBlock* block;
+  uint64_t stepBytes;
+};
+static_assert(sizeof(P2pInfo) <= sizeof(ConnectInfo::data), "fits in ConnectInfo");
+
+class P2pConnection : public Connection {
+ public:
+  explicit P2pConnection(P2pBlock* b, size_t step) : block_(b) {
+    fifo = b->fifo;
+    slots = fifoSlots(fifo);
+    stepBytes = step;
+  }
+  ~P2pConnection() override {
+    if (block_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      free(block_->fifo);
+      delete block_;
+    }
+  }
+
+ private:
+  P2pBlock* block_;
+};
+
+class P2pTransport : public Transport {
+ public:
+  const char* name() const override { return "P2P"; }
+  bool canConnect(const PeerInfo& self, const PeerInfo& peer) const override { return self.pidHash == peer.pidHash; }
+
+  ncclResult_t createRecv(size_t stepBytes, ConnectInfo* info, std::unique_ptr<Connection>* conn) override {
+    const size_t bytes = fifoBytes(stepBytes);
+    void* mem = aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+    if (!mem) return batonError(ncclSystemError, "p2p: cannot allocate a %zu-byte FIFO", bytes);
+    memset(mem, 0, sizeof(ConnFifo));
+    // Two references: ours, and the one the sender takes over when it connects.
+    P2pBlock* b = new P2pBlock{{2}, static_cast<ConnFifo*>(mem)};
+    P2pInfo pi{getpid(), b, stepBytes};
+    memset(info, 0, sizeof *info);
+    memcpy(info->data, &pi, sizeof pi);
+    conn->reset(new P2pConnection(b, stepBytes));
+    return ncclSuccess;
+  }
+
+  ncclResult_t connectSend(const ConnectInfo& info, std::unique_ptr<Connection>* conn) override {
+    P2pInfo pi;
+    memcpy(&pi, info.data, sizeof pi);
+    if (pi.pid != getpid())
+      return batonError(ncclInternalError, "p2p: connect info comes from pid %d, not this process (%d)", pi.pid, getpid());
+    conn->reset(new P2pConnection(pi.block, pi.stepBytes));
+    return ncclSuccess;
+  }
+};
+
+}  // namespace
+
+Transport* makeP2pTransport() { return new P2pTransport(); }
+
+}  // namespace baton

@@ -1,0 +1,67 @@
+// The transport interface: how the receiving side of a connection creates its FIFO and how the
+// sending side attaches to it. Everything above this file sees only ConnFifo (algorithms/connector.h).
+//
+//   receiver: createRecv()  -> FIFO memory + a 256-byte ConnectInfo, sent to the peer by bootstrap
+//   sender:   connectSend() <- that ConnectInfo, maps the same FIFO
+//
+// Transports, in the order they are tried: p2p (same process), shm (same host). NET (other hosts)
+// arrives with the network issue.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "connector.h"
+#include "nccl.h"
+
+namespace baton {
+
+constexpr size_t kConnectInfoBytes = 256;  // NCCL's CONNECT_SIZE
+
+// What a rank tells every other rank about itself at init.
+struct PeerInfo {
+  int32_t rank;
+  int32_t cudaDev;
+  int32_t pid;
+  int32_t version;
+  uint64_t hostHash;  // NCCL_HOSTID or hostname + boot id
+  uint64_t pidHash;   // hostHash + pid: equal means "same process"
+};
+
+struct ConnectInfo {
+  int32_t transport;  // index into transports()
+  char data[kConnectInfoBytes - sizeof(int32_t)];
+};
+
+// One side's mapping of a FIFO. Destroying it releases that side's share of the memory.
+class Connection {
+ public:
+  virtual ~Connection() = default;
+  ConnFifo* fifo = nullptr;
+  char* slots = nullptr;
+  size_t stepBytes = 0;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const char* name() const = 0;
+  virtual bool canConnect(const PeerInfo& self, const PeerInfo& peer) const = 0;
+  virtual ncclResult_t createRecv(size_t stepBytes, ConnectInfo* info, std::unique_ptr<Connection>* conn) = 0;
+  virtual ncclResult_t connectSend(const ConnectInfo& info, std::unique_ptr<Connection>* conn) = 0;
+};
+
+// p2p then shm. Honours NCCL_P2P_DISABLE and NCCL_SHM_DISABLE.
+const std::vector<Transport*>& transports();
+// The transport for self -> peer, or an ncclInvalidUsage error naming both ranks.
+ncclResult_t selectTransport(const PeerInfo& self, const PeerInfo& peer, int* index);
+
+Transport* makeP2pTransport();
+Transport* makeShmTransport();
+
+// Bytes a FIFO occupies: the counters and kSteps slots.
+inline size_t fifoBytes(size_t stepBytes) { return sizeof(ConnFifo) + kSteps * stepBytes; }
+
+}  // namespace baton
