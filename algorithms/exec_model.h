@@ -35,7 +35,7 @@
 namespace baton {
 
 // ---- atomics on 64-bit flag words ---------------------------------------------------------------
-#if defined(__CUDA_ARCH__)
+#if defined(__CUDACC__)  // both of nvcc's passes: cuda::atomic_ref works on host and device
 using AtomicRef64 = cuda::atomic_ref<uint64_t, cuda::thread_scope_system>;
 #define BATON_MO(x) cuda::std::memory_order_##x
 #else
