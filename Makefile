@@ -105,7 +105,7 @@ EXAMPLES := $(patsubst examples/%.c,$(BINDIR)/examples/%,$(EXAMPLE_SRCS))
 examples: $(EXAMPLES)
 $(BINDIR)/examples/%: examples/%.c include/nccl.h $(SO) $(LIBDIR)/libnccl.so
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -O2 $(WARN) -Iinclude $< -o $@ -L$(LIBDIR) -Wl,-rpath,'$$ORIGIN/../../lib' -lnccl -pthread
+	$(CC) -std=c11 -D_POSIX_C_SOURCE=200809L -O2 $(WARN) -Iinclude $< -o $@ -L$(LIBDIR) -Wl,-rpath,'$$ORIGIN/../../../lib' -lnccl -pthread
 
 # ---- tests -----------------------------------------------------------------------------------
 GTEST_LIBS := -lgtest -lgtest_main -pthread

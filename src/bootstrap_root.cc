@@ -38,11 +38,14 @@ void rootThread(int listenFd, uint64_t magic) {
   std::vector<int> fds;
   std::vector<SocketAddress> table;
   std::string failure;
+  ncclResult_t failCode = ncclInvalidUsage;  // inconsistent ranks; a timeout is ncclSystemError
+  quietErrors() = true;  // this thread's failures are reported to the ranks, not as ncclGetLastError
   while (true) {
     int fd = -1;
     if (socketAccept(listenFd, deadline, nullptr, &fd) != ncclSuccess) {
       failure = "bootstrap root: only " + std::to_string(arrived) + " of " + std::to_string(nranks) +
                 " ranks checked in within BATON_BOOTSTRAP_TIMEOUT";
+      failCode = ncclSystemError;
       break;
     }
     // A legitimate rank sends its check-in right after connecting; give a stranger 2 s at most.
@@ -82,7 +85,7 @@ void rootThread(int listenFd, uint64_t magic) {
     replyAll(fds, ncclSuccess, "", &table, deadline);
   } else {
     BATON_WARN("%s", failure.c_str());
-    replyAll(fds, ncclInvalidUsage, failure, nullptr, deadline);
+    replyAll(fds, failCode, failure, nullptr, deadline);
   }
   for (int& fd : fds) socketClose(fd);
   close(listenFd);
@@ -106,7 +109,8 @@ ncclResult_t bootstrapGetUniqueId(ncclUniqueId* id) {
   memset(id, 0, sizeof *id);
   if (const char* env = getenv("NCCL_COMM_ID")) {
     BootstrapHandle h{};
-    BATON_CHECK(parseAddress(env, &h.addr));
+    if (parseAddress(env, &h.addr) != ncclSuccess)
+      return batonError(ncclInvalidArgument, "NCCL_COMM_ID='%s' is not a usable host:port (%s)", env, lastError());
     h.magic = kNcclMagic;  // rank 0 starts the root at that address during init
     memcpy(id, &h, sizeof h);
     return ncclSuccess;

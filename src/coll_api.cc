@@ -48,8 +48,9 @@ ncclResult_t collective(int func, const char* fn, const void* sendbuff, void* re
   ARGCHECK(checkCount(count, type, factor, fn, func == kFuncAllGather ? "sendcount" : func == kFuncReduceScatter ? "recvcount" : "count"));
   const bool rootOnlyRecv = func == kFuncReduce && comm->rank != root;
   const bool rootOnlySend = func == kFuncBroadcast && comm->rank != root;
-  if (!rootOnlySend) ARGCHECK(checkPtr(sendbuff, count, fn, "sendbuff"));
-  if (!rootOnlyRecv) ARGCHECK(checkPtr(recvbuff, count, fn, "recvbuff"));
+  const bool oneBuffer = func == kFuncBroadcast && sendbuff == recvbuff;  // ncclBcast's `buff`
+  if (!rootOnlySend) ARGCHECK(checkPtr(sendbuff, count, fn, oneBuffer ? "buff" : "sendbuff"));
+  if (!rootOnlyRecv) ARGCHECK(checkPtr(recvbuff, count, fn, oneBuffer ? "buff" : "recvbuff"));
   return submit(comm, {t});
 }
 

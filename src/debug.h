@@ -28,6 +28,9 @@ void logMessage(LogLevel level, uint64_t subsys, const char* file, int line, con
 ncclResult_t batonErrorAt(ncclResult_t code, const char* file, int line, const char* fmt, ...)
     __attribute__((format(printf, 4, 5)));
 const char* lastError();
+// Set on a background thread (the bootstrap root) whose errors must not replace the message a
+// caller's thread will read with ncclGetLastError.
+bool& quietErrors();
 void clearLastError();
 
 }  // namespace baton

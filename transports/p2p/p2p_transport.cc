@@ -77,6 +77,9 @@ class P2pTransport : public Transport {
 
 }  // namespace
 
-Transport* makeP2pTransport() { return new P2pTransport(); }
+Transport* makeP2pTransport() {
+  static P2pTransport transport;
+  return &transport;
+}
 
 }  // namespace baton

@@ -82,6 +82,9 @@ class ShmTransport : public Transport {
 
 }  // namespace
 
-Transport* makeShmTransport() { return new ShmTransport(); }
+Transport* makeShmTransport() {
+  static ShmTransport transport;
+  return &transport;
+}
 
 }  // namespace baton

@@ -1,0 +1,42 @@
+/* Lesson 01: the naive AllReduce (docs/lessons/01-naive-allreduce.md).
+ *
+ * Every rank sends its whole buffer to rank 0, rank 0 adds them one peer at a time and sends the
+ * result back to each peer in turn. Run: build/bin/examples/01-naive-allreduce/naive_allreduce [ranks] [MiB]
+ * It selects the stage with BATON_ALLREDUCE_ALGO=naive (read when the communicators are created). */
+#include <string.h>
+
+#include "../common.h"
+
+int main(int argc, char** argv) {
+  int n = argc > 1 ? atoi(argv[1]) : 4;
+  size_t mib = argc > 2 ? (size_t)atol(argv[2]) : 16;
+  size_t count = mib * 1024 * 1024 / sizeof(float);
+  setenv("BATON_ALLREDUCE_ALGO", "naive", 0);
+  ncclComm_t* comms = calloc(n, sizeof *comms);
+  CHECK(ncclCommInitAll(comms, n, NULL)); /* n ranks as threads of this process */
+  float** in = calloc(n, sizeof *in);
+  float** out = calloc(n, sizeof *out);
+  for (int r = 0; r < n; ++r) {
+    in[r] = malloc(count * sizeof(float));
+    out[r] = malloc(count * sizeof(float));
+    for (size_t i = 0; i < count; ++i) in[r][i] = inputValue(r, i);
+  }
+  int wrong = 0;
+  double t = timeAllReduce(comms, n, in, out, count, 5, &wrong);
+  double bytes = (double)count * sizeof(float);
+  /* busbw = algbw * 2(n-1)/n: what each link would carry in an ideal ring (lesson 02). */
+  printf("%s allreduce: %d ranks, %zu MiB: %.2f ms, algbw %.2f GB/s, busbw %.2f GB/s, %s\n",
+         getenv("BATON_ALLREDUCE_ALGO"), n, mib, t * 1e3, bytes / t / 1e9, bytes / t / 1e9 * 2 * (n - 1) / n,
+         wrong ? "WRONG" : "result OK");
+  /* Rank 0 moved 2(n-1) full buffers; every other rank moved 2. */
+  printf("bytes through rank 0: %.0f MiB, through each other rank: %.0f MiB\n", 2.0 * (n - 1) * mib, 2.0 * mib);
+  for (int r = 0; r < n; ++r) {
+    CHECK(ncclCommDestroy(comms[r]));
+    free(in[r]);
+    free(out[r]);
+  }
+  free(in);
+  free(out);
+  free(comms);
+  return wrong != 0;
+}

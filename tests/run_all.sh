@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Runs every test suite of `make test` and ends with one "N passed, N failed" line.
+# Each suite is a command; a suite passes when it exits 0. Output of failing suites is shown.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BATON_BUILD:-build}
+TESTDIR=${TESTDIR:-$BUILD/tests}
+BIN=$BUILD/bin
+export BATON_BUILD=$BUILD TESTDIR
+export BATON_BOOTSTRAP_TIMEOUT=${BATON_BOOTSTRAP_TIMEOUT:-60}
+export BATON_WAIT_TIMEOUT=${BATON_WAIT_TIMEOUT:-120}   # a hang fails the suite instead of stalling CI
+LOGDIR=$BUILD/test-logs
+mkdir -p "$LOGDIR"
+passed=0 failed=0 failures=()
+
+suite() {  # suite NAME TIMEOUT_SECONDS CMD...
+  local name=$1 limit=$2
+  shift 2
+  local log="$LOGDIR/$name.log" start=$SECONDS
+  printf '%-44s ' "$name"
+  if timeout -k 10 "$limit" "$@" >"$log" 2>&1; then
+    echo "ok    ($((SECONDS - start)) s)"
+    passed=$((passed + 1))
+  else
+    local rc=$?
+    echo "FAIL  ($((SECONDS - start)) s, exit $rc; log: $log)"
+    tail -n 40 "$log" | sed 's/^/    | /'
+    failed=$((failed + 1))
+    failures+=("$name")
+  fi
+}
+
+suite unit-tests 300 "$TESTDIR/unit_tests"
+suite collective-tests-threads 900 "$TESTDIR/collective_tests"
+suite baton-run 120 tests/tools/baton_run_test.sh "$BIN/baton-run"
+if [[ -n "${NVIDIA_HEADER_TEST:-}" ]]; then
+  suite nvidia-header-threads 120 env LD_LIBRARY_PATH="$BUILD/lib" "$NVIDIA_HEADER_TEST"
+  suite nvidia-header-processes 120 env LD_LIBRARY_PATH="$BUILD/lib" "$BIN/baton-run" -n 3 "$NVIDIA_HEADER_TEST"
+else
+  echo "nvidia-header tests                          skipped (no nccl.h from a CUDA toolkit on this machine)"
+fi
+suite lessons 300 tests/lessons/run_lessons.sh "$BUILD"
+suite perf-2proc-check 300 "$BIN/baton-run" -n 2 "$BIN/baton-perf" allreduce -b 8 -e 32M -f 4 -n 2 -w 1 -c 1
+suite perf-8threads-16M 120 "$BIN/baton-perf" allreduce -t 8 -b 8 -e 16M -f 2 -n 2 -w 1 -c 1
+suite perf-all-collectives 300 tests/tools/perf_all_collectives.sh "$BIN"
+
+echo
+if ((failed)); then echo "failed suites: ${failures[*]}"; fi
+echo "$passed passed, $failed failed"
+((failed == 0))
