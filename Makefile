@@ -1,5 +1,6 @@
 # baton: the one entry point.
 #
+#   make sweep      build, then an allreduce sweep over 4 local processes (README)
 #   make            library (build/lib), tools and examples (build/bin), device object if nvcc exists
 #   make test       unit + multi-rank tests (threads and processes), tool tests, lesson tests
 #   make test-tsan  the protocol and collective tests under ThreadSanitizer
@@ -55,7 +56,7 @@ LIB_OBJS := $(LIB_SRCS:%.cc=$(OBJ)/%.o)
 SO       := $(LIBDIR)/libnccl.so.2
 ARCHIVE  := $(LIBDIR)/libnccl_static.a
 
-.PHONY: all lib tools examples tests test test-tsan bench stress lessons deps clean device
+.PHONY: all lib tools examples tests test test-tsan sweep bench stress lessons deps clean device
 all: lib tools examples device
 
 lib: $(SO) $(LIBDIR)/libnccl.so $(ARCHIVE)
@@ -140,6 +141,10 @@ test-tsan:
 	$(MAKE) SANITIZE=thread OPT=-O1 $(BUILD)/tests-thread/collective_tests
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" $(BUILD)/tests-thread/collective_tests --gtest_filter='$(TSAN_FILTER)'
 TSAN_FILTER ?= Protocol*:Threads*Quick*
+
+# README's first command: build, then an allreduce sweep over 4 local processes.
+sweep: all
+	$(BINDIR)/baton-run -n 4 $(BINDIR)/baton-perf allreduce -b 8 -e 64M -f 2
 
 bench: all
 	tools/bench.sh

@@ -127,6 +127,13 @@ ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_p
         a.ring.userRanks = ch.ringUserRanks.data();
         a.ring.send = &ch.ringSend;
         a.ring.recv = &ch.ringRecv;
+        // On a closed ring every rank first sends a whole chunk, then must find a free slot for
+        // each slice it forwards before its successor has consumed anything more: with fewer than
+        // chunkSteps + 1 slots every rank waits for the next one, in a cycle. Chains (Broadcast,
+        // Reduce) work with 1 slot; cycles get at least chunkSteps + 1 (lesson 03).
+        const bool cycle = t.func == kFuncAllReduce || t.func == kFuncAllGather || t.func == kFuncReduceScatter;
+        const int minDepth = cycle ? std::min(comm->tun.chunkSteps + 1, kSteps) : 1;
+        ch.ringSend.depth = std::max(comm->tun.fifoDepth, minDepth);
         ExecCtx ctx = makeCtx(comm, c);
         kernel(ctx, a, t.op);
         return ctx.failed ? failureResult(ctx, comm, funcName(t.func)) : ncclSuccess;

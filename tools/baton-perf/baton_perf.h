@@ -1,0 +1,199 @@
+// baton-perf: nccl-tests-style bandwidth sweeps for baton, written only against the public API
+// (nccl.h) and CLI11. Shared declarations of the tool's files:
+//
+//   options.cc      command line (CLI11), sizes with K/M/G suffixes, validation
+//   stages.cc       --compare stage specs and the environment each stage runs under
+//   datatypes.cc    datatype and operator tables; exact small integers as narrow-float bit patterns
+//   data.cc         rank/index/seed-dependent inputs, host-computed expected outputs, bitwise check
+//   collectives.cc  per-collective buffer counts, in-place offsets, bandwidth factors, launch
+//   bench.cc        one local rank's sweep: warm-up, timed loop, check, combining across ranks
+//   report.cc       header, result rows, --compare table and footer, in nccl-tests' format
+//   main.cc         ranks from the environment, memcpy bandwidth, communicators, threads, exit code
+#pragma once
+
+#include <nccl.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace batonperf {
+
+// ---- collectives (collectives.cc) -----------------------------------------------------------------
+
+enum class Coll { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AlltoAll, SendRecv, Gather, Scatter };
+
+struct CollDesc {
+  Coll id;
+  const char* name;       // baton-perf's name: "allreduce"
+  const char* testsName;  // nccl-tests' name: "all_reduce"
+  bool reduces;           // takes a reduction operator
+  bool rooted;            // takes a root
+};
+
+// Buffer geometry of one size, in elements (nccl-tests' getCollByteCount).
+struct Counts {
+  size_t send = 0, recv = 0;  // elements in the send and receive buffers
+  size_t param = 0;           // the count argument of the call
+  size_t sendInplace = 0;     // in place: send = recvbuf + sendInplace * rank
+  size_t recvInplace = 0;     // in place: recv = recvbuf + recvInplace * rank
+};
+
+const CollDesc& collDesc(Coll c);
+// Accepts "allreduce", "all_reduce", "all_reduce_perf", ...; false if unknown.
+bool parseColl(const std::string& s, Coll* out);
+std::string collNameList();
+Counts collCounts(Coll c, size_t count, int nranks);
+// algbw and busbw in GB/s (1 GB = 1e9 B) for `sec` seconds per operation.
+void collBandwidth(Coll c, size_t paramCount, size_t typeSize, double sec, int nranks, double* algbw,
+                   double* busbw);
+ncclResult_t collLaunch(Coll c, const void* send, void* recv, size_t count, ncclDataType_t type,
+                        ncclRedOp_t op, int root, int rank, int nranks, ncclComm_t comm);
+
+// ---- datatypes and operators (datatypes.cc) ------------------------------------------------------
+
+enum class Fmt { Int, Uint, Half, Bf16, E4m3, E5m2, Float, Double };
+
+struct TypeInfo {
+  ncclDataType_t type;
+  const char* name;  // nccl-tests' spelling
+  size_t size;
+  Fmt fmt;
+  int64_t maxExact;  // every integer in [-maxExact, maxExact] (>= 0 for unsigned) is exact
+  int maxTwos;       // 2^maxTwos (and its negative, when signed) is exact and in range
+};
+
+enum class Op { Sum, Prod, Max, Min, Avg, MulSum, None };
+
+const TypeInfo& typeInfo(ncclDataType_t t);
+const std::vector<ncclDataType_t>& allTypes();
+bool parseType(const std::string& s, ncclDataType_t* out);
+const char* opName(Op op);  // "sum" ... "mulsum", "none"
+const std::vector<Op>& allOps();
+bool parseOp(const std::string& s, Op* out);
+bool isSigned(const TypeInfo& t);
+// Bit pattern of the integer x in type t (x must be exactly representable).
+uint64_t encodeInt(const TypeInfo& t, int64_t x);
+
+// ---- inputs and expected outputs (data.cc) -------------------------------------------------------
+
+struct DataSpec {
+  const TypeInfo* type;
+  Op op;  // Op::None: the collective only moves data (inputs are random bit patterns)
+  int nranks;
+  uint64_t seed;
+};
+
+// Rank r's input element idx, as the bit pattern stored in the buffer.
+uint64_t inputBits(const DataSpec& d, int rank, size_t idx);
+// The reduction over all ranks of input element idx, as a bit pattern.
+uint64_t reducedBits(const DataSpec& d, size_t idx);
+void storeBits(void* base, size_t idx, size_t size, uint64_t bits);
+// Rank `rank`'s inputs: send[idx] = inputBits(rank, idx) for idx < c.send.
+void fillInputs(const DataSpec& d, const Counts& c, int rank, void* send);
+// What collective `coll` leaves in rank `rank`'s receive buffer (c.recv elements at `out`). Returns
+// false, leaving `out` alone, where the rank has no defined output (non-roots of reduce and gather).
+bool fillExpected(Coll coll, const DataSpec& d, const Counts& c, int rank, int root, void* out);
+// Fills n bytes with the "never written" sentinel.
+void fillSentinel(void* p, size_t n);
+// Number of elements of `size` bytes in [0, n) whose bytes differ.
+size_t countWrong(const void* actual, const void* expected, size_t n, size_t size);
+
+// ---- options (options.cc, stages.cc) -------------------------------------------------------------
+
+struct Stage {
+  std::string name;                                        // "naive", or the raw spec
+  std::vector<std::pair<std::string, std::string>> env;    // KEY=VAL set before comm init
+};
+
+struct Options {
+  Coll coll = Coll::AllReduce;
+  size_t minBytes = 32u << 20, maxBytes = 32u << 20;
+  size_t stepBytes = 1u << 20;
+  int stepFactor = 1;  // > 1: multiplicative steps (-f)
+  int iters = 20, warmup = 5, check = 1, root = 0, nthreads = 1, blocking = 0, average = 1;
+  std::vector<ncclDataType_t> types;
+  std::vector<Op> ops;
+  std::vector<Stage> stages;  // --compare
+  bool memcpyOnly = false;
+  bool compare() const { return !stages.empty(); }
+};
+
+// Parses argv into *opt. Returns -1 to go on, or the exit code (0 after --help, 2 on bad input).
+int parseOptions(int argc, char** argv, Options* opt);
+std::vector<size_t> sweepSizes(const Options& opt);
+// Parses "naive,ring,KEY=VAL+KEY2=VAL2"; false with *err set if a name is unknown or malformed.
+bool parseStages(const std::string& list, std::vector<Stage>* out, std::string* err);
+// Restores every key any stage sets to its value before the first stage, then sets `s`'s keys.
+void applyStageEnv(const std::vector<Stage>& all, const Stage& s);
+std::string stageEnvText(const Stage& s);
+
+// ---- the sweep (bench.cc) ------------------------------------------------------------------------
+
+struct World {
+  int nprocs = 1, proc = 0, nthreads = 1, nranks = 1, localRank = 0;
+};
+
+struct Half {
+  double timeUs = 0, algbw = 0, busbw = 0;
+  double wrong = 0;
+  bool checked = false;  // false: #wrong is N/A
+};
+
+struct Row {
+  size_t bytes = 0, count = 0;
+  ncclDataType_t type = ncclFloat;
+  Op op = Op::None;
+  int root = -1;
+  Half oop, ip;
+};
+
+// What the "#  Rank ..." header line shows; gathered from every rank (64 bytes, plain bytes).
+struct RankInfo {
+  int32_t pid = 0;
+  int32_t device = 0;
+  char host[56] = {};
+};
+
+// Prints on the rank that reports (report.cc); also sums busbw for "Avg bus bandwidth".
+class Report {
+ public:
+  Report(const Options& opt, const World& w) : opt_(opt), w_(w) {}
+  void header(double memcpyGBs, const std::vector<RankInfo>& ranks) const;
+  void tableHeader() const;
+  void row(const Row& r);
+  void footer(double wrongTotal) const;
+  // --compare: one table, the out-of-place columns of every stage side by side.
+  void compareTable(const std::vector<std::vector<Row>>& rowsPerStage) const;
+
+ private:
+  const Options& opt_;
+  World w_;
+  double bwSum_ = 0;
+  int bwCount_ = 0;
+};
+
+void printMemcpyLine(double gbs);
+
+// One local rank's share of a run.
+struct Worker {
+  int thread = 0, rank = 0;
+  ncclComm_t comm = nullptr;  // benchmarked
+  ncclComm_t ctrl = nullptr;  // barriers and combining times / #wrong (may equal comm)
+  Report* report = nullptr;   // non-null on the rank that prints rows as they come
+  std::vector<Row> rows;      // combined over all ranks
+};
+
+void runSweep(const Options& opt, const World& w, Worker* wk);
+
+// Exits the process after a failed NCCL call, naming the call and baton's last error.
+[[noreturn]] void ncclFail(const char* call, ncclResult_t r, const char* file, int line);
+#define PERFCHECK(call)                                                      \
+  do {                                                                       \
+    ncclResult_t perf_r_ = (call);                                           \
+    if (perf_r_ != ncclSuccess) ::batonperf::ncclFail(#call, perf_r_, __FILE__, __LINE__); \
+  } while (0)
+
+}  // namespace batonperf

@@ -1,0 +1,206 @@
+// One local rank's sweep: for every datatype, operator, root and size, out-of-place then in-place:
+// warm-up calls, a barrier, `iters` timed calls (host monotonic clock), then `check` rounds of
+// refill + one more call + a bitwise comparison of both buffers against host-computed expectations.
+// Times and #wrong are combined over all ranks with baton's own collectives on the control
+// communicator, so every rank ends up with the same rows.
+//
+// The check compares the whole used part of both allocations plus kGuard bytes after it: the output
+// region must hold the expected values, and everything else (the send buffer of an out-of-place
+// call, the rest of the receive buffer, the guard) must still hold what was there before the call.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "baton_perf.h"
+
+namespace batonperf {
+namespace {
+
+constexpr size_t kGuard = 256;
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+unsigned char* allocBuffer(size_t bytes) {
+  void* p = nullptr;
+  if (posix_memalign(&p, 4096, bytes) != 0) {
+    std::fprintf(stderr, "baton-perf: cannot allocate %zu bytes for a buffer\n", bytes);
+    std::fflush(stdout);
+    std::_Exit(3);
+  }
+  fillSentinel(p, bytes);  // also faults the pages in before anything is timed
+  return static_cast<unsigned char*>(p);
+}
+
+uint64_t seedOf(size_t size, ncclDataType_t type, Op op, int root, bool inPlace, int rep) {
+  uint64_t s = 0x6a09e667f3bcc908ull;
+  for (uint64_t v : {uint64_t(size), uint64_t(type), uint64_t(op), uint64_t(root + 1), uint64_t(inPlace),
+                     uint64_t(rep + 1)})
+    s = (s ^ v) * 0x100000001b3ull + (s >> 29);
+  return s;
+}
+
+class Sweep {
+ public:
+  Sweep(const Options& opt, const World& w, Worker* wk) : opt_(opt), w_(w), wk_(wk) {
+    size_t maxBytes = 0;
+    for (size_t s : sweepSizes(opt)) maxBytes = std::max(maxBytes, s);
+    bytes_ = (maxBytes + kGuard + 4095) / 4096 * 4096;
+    send_ = allocBuffer(bytes_);
+    recv_ = allocBuffer(bytes_);
+    if (opt.check) expSend_ = allocBuffer(bytes_), expRecv_ = allocBuffer(bytes_);
+  }
+  ~Sweep() {
+    for (unsigned char* p : {send_, recv_, expSend_, expRecv_}) std::free(p);
+  }
+
+  void run() {
+    const CollDesc& cd = collDesc(opt_.coll);
+    std::vector<int> roots{-1};
+    if (cd.rooted) {
+      roots.clear();
+      if (opt_.root >= 0) roots.push_back(opt_.root);
+      else
+        for (int r = 0; r < w_.nranks; ++r) roots.push_back(r);
+    }
+    for (ncclDataType_t type : opt_.types)
+      for (Op op : opt_.ops) {
+        ncclRedOp_t ncop = makeOp(type, op);
+        for (int root : roots)
+          for (size_t size : sweepSizes(opt_)) {
+            Row row = measureSize(size, type, op, ncop, root);
+            if (wk_->report) wk_->report->row(row);
+            wk_->rows.push_back(row);
+          }
+        if (op == Op::MulSum) PERFCHECK(ncclRedOpDestroy(ncop, wk_->comm));
+      }
+  }
+
+ private:
+  ncclRedOp_t makeOp(ncclDataType_t type, Op op) {
+    switch (op) {
+      case Op::Sum: return ncclSum;
+      case Op::Prod: return ncclProd;
+      case Op::Max: return ncclMax;
+      case Op::Min: return ncclMin;
+      case Op::Avg: return ncclAvg;
+      case Op::None: return ncclSum;
+      case Op::MulSum: break;
+    }
+    uint64_t scalar = encodeInt(typeInfo(type), 2);  // the low typeSize bytes hold 2 in `type`
+    ncclRedOp_t r;
+    PERFCHECK(ncclRedOpCreatePreMulSum(&r, &scalar, type, ncclScalarHostImmediate, wk_->comm));
+    return r;
+  }
+
+  void barrier() {
+    PERFCHECK(ncclAllReduce(&barrierBuf_, &barrierBuf_, 1, ncclFloat32, ncclSum, wk_->ctrl, nullptr));
+  }
+
+  Row measureSize(size_t size, ncclDataType_t type, Op op, ncclRedOp_t ncop, int root) {
+    const TypeInfo& ti = typeInfo(type);
+    const Counts c = collCounts(opt_.coll, size / ti.size, w_.nranks);
+    Row row;
+    row.bytes = std::max(c.send, c.recv) * ti.size;
+    row.count = c.param;
+    row.type = type;
+    row.op = op;
+    row.root = root;
+    row.oop = measure(c, size, ti, op, ncop, root, false);
+    if (!opt_.compare()) row.ip = measure(c, size, ti, op, ncop, root, true);
+
+    // Combine over every rank: time per -a, #wrong summed.
+    double t[2] = {row.oop.timeUs, row.ip.timeUs};
+    ncclRedOp_t tOp = opt_.average == 2 ? ncclMin : opt_.average == 3 ? ncclMax : ncclSum;
+    if (opt_.average == 0 && wk_->rank != 0) t[0] = t[1] = 0;
+    PERFCHECK(ncclAllReduce(t, t, 2, ncclFloat64, tOp, wk_->ctrl, nullptr));
+    if (opt_.average == 1) t[0] /= w_.nranks, t[1] /= w_.nranks;
+    double wrong[2] = {row.oop.wrong, row.ip.wrong};
+    PERFCHECK(ncclAllReduce(wrong, wrong, 2, ncclFloat64, ncclSum, wk_->ctrl, nullptr));
+    Half* halves[2] = {&row.oop, &row.ip};
+    for (int i = 0; i < 2; ++i) {
+      halves[i]->timeUs = t[i];
+      halves[i]->wrong = wrong[i];
+      collBandwidth(opt_.coll, c.param, ti.size, t[i] * 1e-6, w_.nranks, &halves[i]->algbw, &halves[i]->busbw);
+    }
+    return row;
+  }
+
+  Half measure(const Counts& c, size_t size, const TypeInfo& ti, Op op, ncclRedOp_t ncop, int root, bool inPlace) {
+    const int rank = wk_->rank, n = w_.nranks;
+    unsigned char* sendp = inPlace ? recv_ + c.sendInplace * size_t(rank) * ti.size : send_;
+    unsigned char* recvp = inPlace ? recv_ + c.recvInplace * size_t(rank) * ti.size : recv_;
+    auto launch = [&] {
+      const ncclResult_t r =
+          collLaunch(opt_.coll, sendp, recvp, c.param, ti.type, ncop, root < 0 ? 0 : root, rank, n, wk_->comm);
+      if (r != ncclSuccess) {
+        char what[160];
+        std::snprintf(what, sizeof what, "%s of %zu x %s (op %s, root %d, %s) on rank %d", collDesc(opt_.coll).name,
+                      c.param, ti.name, opName(op), root, inPlace ? "in place" : "out of place", rank);
+        ncclFail(what, r, __FILE__, __LINE__);
+      }
+    };
+    // Start from well-formed inputs: garbage could hold denormals, which are slow on CPUs.
+    fillInputs(DataSpec{&ti, op, n, seedOf(size, ti.type, op, root, inPlace, -1)}, c, rank, sendp);
+
+    for (int i = 0; i < opt_.warmup; ++i) launch();
+    barrier();
+    double elapsed = 0;
+    const double t0 = now();
+    for (int i = 0; i < opt_.iters; ++i) {
+      const double ti0 = now();
+      launch();
+      if (opt_.blocking == 3) elapsed += now() - ti0;
+      if (opt_.blocking == 1 || opt_.blocking == 3) barrier();
+    }
+    if (opt_.blocking != 3) elapsed = now() - t0;
+
+    Half h;
+    h.timeUs = elapsed / opt_.iters * 1e6;
+    // nccl-tests does not check in-place sendrecv either: send and receive share one buffer.
+    h.checked = opt_.check > 0 && !(inPlace && opt_.coll == Coll::SendRecv);
+    if (!h.checked) return h;
+    const size_t sendUsed = inPlace ? 0 : c.send * ti.size;
+    const size_t recvUsed = (inPlace ? std::max(c.send, c.recv) : c.recv) * ti.size;
+    const size_t winS = std::min(bytes_, sendUsed + kGuard), winR = std::min(bytes_, recvUsed + kGuard);
+    for (int rep = 0; rep < opt_.check; ++rep) {
+      const DataSpec d{&ti, op, n, seedOf(size, ti.type, op, root, inPlace, rep)};
+      fillSentinel(send_, winS);
+      fillSentinel(recv_, winR);
+      fillInputs(d, c, rank, sendp);
+      std::memcpy(expSend_, send_, winS);
+      std::memcpy(expRecv_, recv_, winR);
+      fillExpected(opt_.coll, d, c, rank, root, expRecv_ + (recvp - recv_));
+      launch();
+      h.wrong += double(countWrong(send_, expSend_, winS, ti.size) + countWrong(recv_, expRecv_, winR, ti.size));
+    }
+    return h;
+  }
+
+  const Options& opt_;
+  const World& w_;
+  Worker* wk_;
+  size_t bytes_ = 0;
+  unsigned char *send_ = nullptr, *recv_ = nullptr, *expSend_ = nullptr, *expRecv_ = nullptr;
+  float barrierBuf_ = 0;
+};
+
+}  // namespace
+
+void runSweep(const Options& opt, const World& w, Worker* wk) {
+  Sweep sweep(opt, w, wk);
+  sweep.run();
+}
+
+[[noreturn]] void ncclFail(const char* call, ncclResult_t r, const char* file, int line) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "baton-perf: %s failed (%s:%d): %s: %s\n", call, file, line, ncclGetErrorString(r),
+               ncclGetLastError(nullptr));
+  std::fflush(stderr);
+  std::_Exit(3);
+}
+
+}  // namespace batonperf

@@ -1,0 +1,191 @@
+// baton-perf's main: ranks from the environment, the memcpy reference, communicators, threads.
+//
+// Ranks = processes x threads. Under baton-run each process has BATON_RANK / BATON_NRANKS and
+// NCCL_COMM_ID, so ncclGetUniqueId returns the same id everywhere without any exchange; alone, one
+// process is rank 0 of 1 and ncclGetUniqueId starts a root of its own. As in nccl-tests, the main
+// thread creates all local communicators inside one group, then one thread per local rank runs the
+// sweep. These "control" communicators also carry barriers, the combining of times and #wrong, and,
+// for --compare, the broadcast of each stage's fresh unique id (the role MPI plays in nccl-tests).
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "baton_perf.h"
+
+using namespace batonperf;
+
+namespace {
+
+bool envInt(const char* name, int def, int* out) {
+  const char* s = std::getenv(name);
+  if (!s || !*s) return *out = def, true;
+  char* end = nullptr;
+  const long v = std::strtol(s, &end, 10);
+  if (*end || v < 0 || v > (1 << 20)) {
+    std::fprintf(stderr, "baton-perf: %s='%s' is not a rank number\n", name, s);
+    return false;
+  }
+  *out = int(v);
+  return true;
+}
+
+// 64 MiB memcpy, one warm-up, median of 5, in GB/s (1e9 B/s).
+double measureMemcpy() {
+  const size_t bytes = size_t(64) << 20;
+  char* src = static_cast<char*>(std::malloc(bytes));
+  char* dst = static_cast<char*>(std::malloc(bytes));
+  if (!src || !dst) return 0.0;
+  std::memset(src, 1, bytes);
+  std::memset(dst, 2, bytes);
+  std::memcpy(dst, src, bytes);
+  std::vector<double> secs;
+  for (int i = 0; i < 5; ++i) {
+    src[i] = char(i);  // keep the copies from being folded together
+    const auto t0 = std::chrono::steady_clock::now();
+    std::memcpy(dst, src, bytes);
+    secs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  volatile char sink = dst[bytes / 2];
+  (void)sink;
+  std::free(src);
+  std::free(dst);
+  std::sort(secs.begin(), secs.end());
+  return double(bytes) / secs[2] / 1e9;
+}
+
+void initComms(std::vector<ncclComm_t>* comms, const ncclUniqueId& id, const World& w) {
+  PERFCHECK(ncclGroupStart());
+  for (int t = 0; t < w.nthreads; ++t)
+    PERFCHECK(ncclCommInitRank(&(*comms)[t], w.nranks, id, w.proc * w.nthreads + t));
+  PERFCHECK(ncclGroupEnd());
+}
+
+void destroyComms(std::vector<ncclComm_t>* comms) {
+  for (ncclComm_t& c : *comms) {
+    PERFCHECK(ncclCommDestroy(c));
+    c = nullptr;
+  }
+}
+
+std::vector<RankInfo> gatherRankInfo(const std::vector<ncclComm_t>& ctrl, const World& w) {
+  std::vector<RankInfo> mine(w.nthreads);
+  std::vector<std::vector<RankInfo>> all(w.nthreads, std::vector<RankInfo>(w.nranks));
+  for (int t = 0; t < w.nthreads; ++t) {
+    mine[t].pid = int32_t(getpid());
+    mine[t].device = w.localRank * w.nthreads + t;
+    gethostname(mine[t].host, sizeof mine[t].host - 1);
+  }
+  PERFCHECK(ncclGroupStart());
+  for (int t = 0; t < w.nthreads; ++t)
+    PERFCHECK(ncclAllGather(&mine[t], all[t].data(), sizeof(RankInfo), ncclUint8, ctrl[t], nullptr));
+  PERFCHECK(ncclGroupEnd());
+  return all[0];
+}
+
+// A fresh unique id made by rank 0 and broadcast over the control communicators.
+ncclUniqueId stageId(const std::vector<ncclComm_t>& ctrl, const World& w) {
+  std::vector<ncclUniqueId> ids(w.nthreads);
+  std::memset(ids.data(), 0, ids.size() * sizeof(ncclUniqueId));
+  if (w.proc == 0) PERFCHECK(ncclGetUniqueId(&ids[0]));
+  PERFCHECK(ncclGroupStart());
+  for (int t = 0; t < w.nthreads; ++t)
+    PERFCHECK(ncclBroadcast(&ids[t], &ids[t], sizeof(ncclUniqueId), ncclUint8, 0, ctrl[t], nullptr));
+  PERFCHECK(ncclGroupEnd());
+  return ids[0];
+}
+
+// Runs the sweep on every local rank; returns rank-local thread 0's rows (the same on every rank).
+std::vector<Row> runThreads(const Options& opt, const World& w, const std::vector<ncclComm_t>& comms,
+                            const std::vector<ncclComm_t>& ctrl, Report* report) {
+  std::vector<Worker> workers(w.nthreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < w.nthreads; ++t) {
+    Worker& wk = workers[t];
+    wk.thread = t;
+    wk.rank = w.proc * w.nthreads + t;
+    wk.comm = comms[t];
+    wk.ctrl = ctrl[t];
+    wk.report = wk.rank == 0 ? report : nullptr;
+    threads.emplace_back([&opt, &w, &wk] { runSweep(opt, w, &wk); });
+  }
+  for (std::thread& th : threads) th.join();
+  return workers[0].rows;
+}
+
+double wrongIn(const std::vector<Row>& rows) {
+  double n = 0;
+  for (const Row& r : rows) n += r.oop.wrong + r.ip.wrong;
+  return n;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt;
+  if (int rc = parseOptions(argc, argv, &opt); rc >= 0) return rc;
+
+  World w;
+  if (!envInt("BATON_NRANKS", 1, &w.nprocs) || !envInt("BATON_RANK", 0, &w.proc) ||
+      !envInt("BATON_LOCAL_RANK", w.proc, &w.localRank))
+    return 2;
+  if (w.nprocs < 1 || w.proc >= w.nprocs) {
+    std::fprintf(stderr, "baton-perf: BATON_RANK=%d is not below BATON_NRANKS=%d\n", w.proc, w.nprocs);
+    return 2;
+  }
+  if (w.nprocs > 1 && !std::getenv("NCCL_COMM_ID")) {
+    std::fprintf(stderr, "baton-perf: BATON_NRANKS=%d but NCCL_COMM_ID is not set; start it with baton-run\n",
+                 w.nprocs);
+    return 2;
+  }
+  w.nthreads = opt.nthreads;
+  w.nranks = w.nprocs * w.nthreads;
+  if (collDesc(opt.coll).rooted && opt.root >= w.nranks) {
+    std::fprintf(stderr, "baton-perf: -r/--root %d is not a rank (nranks %d)\nRun with --help for more information.\n",
+                 opt.root, w.nranks);
+    return 2;
+  }
+  const bool reporter = w.proc == 0;
+
+  const double memcpyGBs = measureMemcpy();
+  if (opt.memcpyOnly) {
+    if (reporter) printMemcpyLine(memcpyGBs);
+    return 0;
+  }
+
+  ncclUniqueId id;
+  PERFCHECK(ncclGetUniqueId(&id));
+  std::vector<ncclComm_t> ctrl(w.nthreads);
+  initComms(&ctrl, id, w);
+  const std::vector<RankInfo> infos = gatherRankInfo(ctrl, w);
+  Report report(opt, w);
+  if (reporter) report.header(memcpyGBs, infos);
+
+  double wrong = 0;
+  if (!opt.compare()) {
+    if (reporter) report.tableHeader();
+    const std::vector<Row> rows = runThreads(opt, w, ctrl, ctrl, reporter ? &report : nullptr);
+    wrong = wrongIn(rows);
+    if (reporter) report.footer(wrong);
+  } else {
+    unsetenv("NCCL_COMM_ID");  // from here on, ncclGetUniqueId makes fresh ids
+    std::vector<std::vector<Row>> perStage;
+    for (const Stage& stage : opt.stages) {
+      const ncclUniqueId sid = stageId(ctrl, w);
+      applyStageEnv(opt.stages, stage);
+      std::vector<ncclComm_t> comms(w.nthreads);
+      initComms(&comms, sid, w);
+      perStage.push_back(runThreads(opt, w, comms, ctrl, nullptr));
+      destroyComms(&comms);
+      wrong += wrongIn(perStage.back());
+    }
+    if (reporter) report.compareTable(perStage);
+  }
+  destroyComms(&ctrl);
+  return wrong > 0 ? 1 : 0;
+}
