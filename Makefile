@@ -56,7 +56,7 @@ LIB_OBJS := $(LIB_SRCS:%.cc=$(OBJ)/%.o)
 SO       := $(LIBDIR)/libnccl.so.2
 ARCHIVE  := $(LIBDIR)/libnccl_static.a
 
-.PHONY: all lib tools examples tests test test-tsan sweep bench stress lessons deps clean device
+.PHONY: all lib tools examples tests test test-tsan tsan-build sweep bench stress lessons deps clean device
 all: lib tools examples device
 
 lib: $(SO) $(LIBDIR)/libnccl.so $(ARCHIVE)
@@ -134,13 +134,19 @@ $(TESTDIR)/nvidia_header_test: tests/abi/nvidia_header_test.cc $(SO) $(LIBDIR)/l
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -O2 -Wall -Werror -I$(CUDA_HOME)/include $< -o $@ -L$(LIBDIR) -lnccl -pthread
 
-test: all tests
-	BATON_BUILD=$(BUILD) TESTDIR=$(TESTDIR) NVIDIA_HEADER_TEST=$(ABI_TEST) tests/run_all.sh
-
-test-tsan:
-	$(MAKE) SANITIZE=thread OPT=-O1 $(BUILD)/tests-thread/collective_tests
-	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" $(BUILD)/tests-thread/collective_tests --gtest_filter='$(TSAN_FILTER)'
+# The ThreadSanitizer build of the protocol and collective tests (its own obj/lib folders).
+TSAN_TESTS := $(BUILD)/tests-thread/collective_tests
 TSAN_FILTER ?= Protocol*:Threads*Quick*
+tsan-build:
+	$(MAKE) SANITIZE=thread OPT=-O1 $(TSAN_TESTS)
+
+test: all tests tsan-build
+	BATON_BUILD=$(BUILD) TESTDIR=$(TESTDIR) NVIDIA_HEADER_TEST=$(ABI_TEST) TSAN_TESTS=$(TSAN_TESTS) \
+	  TSAN_FILTER='$(TSAN_FILTER)' tests/run_all.sh
+
+test-tsan: tsan-build
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" $(TSAN_TESTS) --gtest_filter='$(TSAN_FILTER)'
+
 
 # README's first command: build, then an allreduce sweep over 4 local processes.
 sweep: all

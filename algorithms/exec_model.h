@@ -78,6 +78,16 @@ struct ExecCtx {
   WaitFailure failure;
 };
 
+// The abort flag is an int the host sets with an atomic store; read it atomically too.
+BATON_HD bool abortRequested(const volatile int* flag) {
+  if (!flag) return false;
+#if defined(__CUDA_ARCH__)
+  return *flag != 0;
+#else
+  return __atomic_load_n(const_cast<const int*>(flag), __ATOMIC_ACQUIRE) != 0;
+#endif
+}
+
 // ---- block-level primitives ---------------------------------------------------------------------
 #if defined(__CUDA_ARCH__)
 __device__ __forceinline__ void blockBarrier() { __syncthreads(); }
@@ -112,7 +122,7 @@ BATON_HD bool waitAtLeast(ExecCtx& ctx, const uint64_t* word, uint64_t target, i
     __nanosleep(64);
     if (++spins % 10000 == 0) {
       int reason = kWaitOk;
-      if (ctx.abortFlag && *ctx.abortFlag) reason = kWaitAborted;
+      if (abortRequested(ctx.abortFlag)) reason = kWaitAborted;
       uint64_t t;
       asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
       if (start == 0) start = t;
@@ -133,7 +143,7 @@ BATON_HD bool waitAtLeast(ExecCtx& ctx, const uint64_t* word, uint64_t target, i
     if (v >= target) return true;
     if ((it & 63) == 0) {
       int reason = kWaitOk;
-      if (ctx.abortFlag && *ctx.abortFlag) reason = kWaitAborted;
+      if (abortRequested(ctx.abortFlag)) reason = kWaitAborted;
       uint64_t t = nowNs();
       if (start == 0) start = t;
       if (ctx.timeoutNs && t - start > ctx.timeoutNs) reason = kWaitTimeout;

@@ -50,6 +50,8 @@ struct Tunables {
   size_t minChannelBytes = 64 << 10;  // BATON_MIN_CHANNEL_BYTES: below this per channel, use fewer
   uint64_t waitTimeoutNs = 0;       // BATON_WAIT_TIMEOUT seconds (0: no timeout)
   int jitter = 0;                   // BATON_JITTER
+  bool p2pDisable = false;          // NCCL_P2P_DISABLE
+  bool shmDisable = false;          // NCCL_SHM_DISABLE
 };
 
 }  // namespace baton

@@ -85,6 +85,7 @@ char gLastError[1024] = "";
 
 void resetLogConfig() {
   std::lock_guard<std::mutex> lk(gConfigMu);
+  if (gConfig && gConfig->out != stdout) fclose(gConfig->out);
   delete gConfig;
   gConfig = nullptr;
 }

@@ -171,6 +171,8 @@ ncclResult_t commAlloc(ncclComm** out, int nranks, int rank, const ncclConfig_t*
   t.minChannelBytes = envSize("BATON_MIN_CHANNEL_BYTES", 64 << 10);
   t.waitTimeoutNs = (uint64_t)envInt("BATON_WAIT_TIMEOUT", 300) * 1000000000ull;
   t.jitter = (int)envInt("BATON_JITTER", 0);
+  t.p2pDisable = envInt("NCCL_P2P_DISABLE", 0) != 0;
+  t.shmDisable = envInt("NCCL_SHM_DISABLE", 0) != 0;
 
   int minCh = (int)envInt("NCCL_MIN_NCHANNELS", envInt("NCCL_MIN_CTAS", intOrUndef(cfg.minCTAs, 1)));
   int maxCh = (int)envInt("NCCL_MAX_NCHANNELS", envInt("NCCL_MAX_CTAS", intOrUndef(cfg.maxCTAs, kMaxChannels)));
@@ -190,7 +192,7 @@ static ncclResult_t connectRing(ncclComm* comm, Channel& ch) {
   const PeerInfo& self = comm->peers[comm->rank];
   int tr = 0;
   ConnectInfo info{};
-  BATON_CHECK(selectTransport(self, comm->peers[prev], &tr));
+  BATON_CHECK(selectTransport(self, comm->peers[prev], comm->tun.p2pDisable, comm->tun.shmDisable, &tr));
   BATON_CHECK(transports()[tr]->createRecv(comm->tun.stepBytes, &info, &ch.recvConn));
   info.transport = tr;
   BATON_CHECK(comm->bootstrap->send(prev, kTagRing + ch.id, &info, sizeof info));
@@ -277,7 +279,7 @@ ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& sendPeers, con
     if (p == comm->rank || comm->p2pRecvConn[p]) continue;
     int tr = 0;
     ConnectInfo info{};
-    BATON_CHECK(selectTransport(self, comm->peers[p], &tr));
+    BATON_CHECK(selectTransport(self, comm->peers[p], comm->tun.p2pDisable, comm->tun.shmDisable, &tr));
     BATON_CHECK(transports()[tr]->createRecv(comm->tun.p2pStepBytes, &info, &comm->p2pRecvConn[p]));
     info.transport = tr;
     BATON_CHECK(comm->bootstrap->send(p, kTagP2p, &info, sizeof info));

@@ -174,7 +174,7 @@ ncclResult_t socketRecvAll(int fd, void* buf, size_t n, uint64_t deadlineNs, con
     if (r == 0) return batonError(ncclRemoteError, "bootstrap peer closed the connection (%zu bytes missing)", n);
     if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
       return batonError(ncclRemoteError, "bootstrap recv failed: %s", strerror(errno));
-    if (abortFlag && *abortFlag) return batonError(ncclInvalidUsage, "bootstrap recv interrupted: communicator aborted");
+    if (abortRequested(abortFlag)) return batonError(ncclInvalidUsage, "bootstrap recv interrupted: communicator aborted");
     if (deadlineNs && nowNs() >= deadlineNs)
       return batonError(ncclRemoteError, "bootstrap recv timed out after %llus (BATON_BOOTSTRAP_TIMEOUT)",
                         (unsigned long long)bootstrapTimeoutSec());
@@ -203,7 +203,7 @@ ncclResult_t socketConnect(const SocketAddress& addr, uint64_t magic, uint32_t t
     close(s);
     if (e != ECONNREFUSED && e != ETIMEDOUT && e != ENETUNREACH && e != EHOSTUNREACH && e != EAGAIN && e != EINTR)
       return batonError(ncclSystemError, "cannot connect to %s: %s", addressToString(addr).c_str(), strerror(e));
-    if (abortFlag && *abortFlag) return batonError(ncclInvalidUsage, "bootstrap connect interrupted: communicator aborted");
+    if (abortRequested(abortFlag)) return batonError(ncclInvalidUsage, "bootstrap connect interrupted: communicator aborted");
     if (deadlineNs && nowNs() >= deadlineNs)
       return batonError(ncclSystemError,
                         "cannot connect to bootstrap peer %s: %s for %llus (BATON_BOOTSTRAP_TIMEOUT); is the process "
@@ -229,7 +229,7 @@ ncclResult_t socketAccept(int listenFd, uint64_t deadlineNs, const volatile int*
       if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
         return batonError(ncclSystemError, "accept() failed: %s", strerror(errno));
     }
-    if (abortFlag && *abortFlag) return batonError(ncclInvalidUsage, "bootstrap accept interrupted: communicator aborted");
+    if (abortRequested(abortFlag)) return batonError(ncclInvalidUsage, "bootstrap accept interrupted: communicator aborted");
     if (deadlineNs && nowNs() >= deadlineNs)
       return batonError(ncclSystemError, "bootstrap: no peer connected within %llus (BATON_BOOTSTRAP_TIMEOUT)",
                         (unsigned long long)bootstrapTimeoutSec());

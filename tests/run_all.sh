@@ -32,6 +32,10 @@ suite() {  # suite NAME TIMEOUT_SECONDS CMD...
 
 suite unit-tests 300 "$TESTDIR/unit_tests"
 suite collective-tests-threads 900 "$TESTDIR/collective_tests"
+if [[ -n "${TSAN_TESTS:-}" && -x "${TSAN_TESTS}" ]]; then
+  suite tsan-protocol-and-collectives 600 env TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+    "$TSAN_TESTS" --gtest_filter="${TSAN_FILTER:-Protocol*:Threads*Quick*}"
+fi
 suite baton-run 120 tests/tools/baton_run_test.sh "$BIN/baton-run"
 if [[ -n "${NVIDIA_HEADER_TEST:-}" ]]; then
   suite nvidia-header-threads 120 env LD_LIBRARY_PATH="$BUILD/lib" "$NVIDIA_HEADER_TEST"

@@ -1,7 +1,6 @@
 #include "transport.h"
 
 #include "debug.h"
-#include "param.h"
 
 namespace baton {
 
@@ -10,9 +9,7 @@ const std::vector<Transport*>& transports() {
   return kAll;
 }
 
-ncclResult_t selectTransport(const PeerInfo& self, const PeerInfo& peer, int* index) {
-  const bool p2pOff = envInt("NCCL_P2P_DISABLE", 0) != 0;
-  const bool shmOff = envInt("NCCL_SHM_DISABLE", 0) != 0;
+ncclResult_t selectTransport(const PeerInfo& self, const PeerInfo& peer, bool p2pOff, bool shmOff, int* index) {
   const auto& all = transports();
   for (size_t i = 0; i < all.size(); ++i) {
     if (i == 0 && p2pOff) continue;

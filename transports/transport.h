@@ -53,10 +53,11 @@ class Transport {
   virtual ncclResult_t connectSend(const ConnectInfo& info, std::unique_ptr<Connection>* conn) = 0;
 };
 
-// p2p then shm. Honours NCCL_P2P_DISABLE and NCCL_SHM_DISABLE.
+// p2p then shm.
 const std::vector<Transport*>& transports();
 // The transport for self -> peer, or an ncclInvalidUsage error naming both ranks.
-ncclResult_t selectTransport(const PeerInfo& self, const PeerInfo& peer, int* index);
+// `p2pOff` / `shmOff`: NCCL_P2P_DISABLE / NCCL_SHM_DISABLE as read when the communicator was made.
+ncclResult_t selectTransport(const PeerInfo& self, const PeerInfo& peer, bool p2pOff, bool shmOff, int* index);
 
 Transport* makeP2pTransport();
 Transport* makeShmTransport();

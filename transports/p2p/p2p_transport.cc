@@ -19,6 +19,9 @@ namespace {
 struct P2pBlock {
   std::atomic<int> refs;
   ConnFifo* fifo;
+  // Released after the counters are zeroed, acquired by the sender: the connect info travels by
+  // TCP, an ordering ThreadSanitizer cannot see, so the hand-off is also made explicit here.
+  std::atomic<int> ready{0};
 };
 
 struct P2pInfo {
@@ -58,6 +61,7 @@ class P2pTransport : public Transport {
     memset(mem, 0, sizeof(ConnFifo));
     // Two references: ours, and the one the sender takes over when it connects.
     P2pBlock* b = new P2pBlock{{2}, static_cast<ConnFifo*>(mem)};
+    b->ready.store(1, std::memory_order_release);
     P2pInfo pi{getpid(), b, stepBytes};
     memset(info, 0, sizeof *info);
     memcpy(info->data, &pi, sizeof pi);
@@ -70,6 +74,8 @@ class P2pTransport : public Transport {
     memcpy(&pi, info.data, sizeof pi);
     if (pi.pid != getpid())
       return batonError(ncclInternalError, "p2p: connect info comes from pid %d, not this process (%d)", pi.pid, getpid());
+    if (pi.block->ready.load(std::memory_order_acquire) != 1)
+      return batonError(ncclInternalError, "p2p: peer's FIFO is not initialised");
     conn->reset(new P2pConnection(pi.block, pi.stepBytes));
     return ncclSuccess;
   }

@@ -1,0 +1,137 @@
+// Point-to-point: AlltoAll (in place too), Gather and Scatter (roots 0 and n-1; in place per NCCL:
+// Gather sendbuff = recvbuff + rank*count, Scatter recvbuff = sendbuff + rank*count) and a Send/Recv
+// ring, every datatype x count {0,1,7,1023} x placement at 1..8 ranks (drives taking turns, see
+// runSmall) and the large count at 2,3,5,8 ranks (runLarge); plus mutually dependent pairs, sends
+// to self, several messages to one peer, all pairs with distinct sizes, and blocking Send/Recv
+// outside a group.
+#include <thread>
+
+#include "collectives/harness.h"
+
+namespace bt {
+namespace {
+
+constexpr Coll kP2p[] = {Coll::AlltoAll, Coll::Gather, Coll::Scatter, Coll::SendRecv};
+
+class P2p : public ::testing::TestWithParam<TypeRanks> {};
+TEST_P(P2p, Small) {
+  auto [type, n] = GetParam();
+  for (Coll c : kP2p) runSmall(cachedComms(n), c, type);
+}
+INSTANTIATE_TEST_SUITE_P(, P2p, ::testing::Combine(::testing::ValuesIn(kAllTypes), ::testing::Range(1, 9)),
+                         typeRanksName);
+
+// The large count (the AlltoAll/Gather/Scatter buffer of n blocks >= 4 MiB; Send/Recv 4 MiB a rank).
+class P2pLarge : public ::testing::TestWithParam<TypeRanks> {};
+TEST_P(P2pLarge, Large) {
+  auto [type, n] = GetParam();
+  for (Coll c : kP2p) runLarge(cachedComms(n), c, type);
+}
+INSTANTIATE_TEST_SUITE_P(, P2pLarge,
+                         ::testing::Combine(::testing::ValuesIn(kAllTypes),
+                                            ::testing::Values(2, 3, 5, 8)),
+                         typeRanksName);
+
+// One message: rank `from` -> rank `to`, `count` elements of a payload unique to (tag, from, to), so
+// a message delivered to the wrong receive shows.
+struct Msg {
+  int from, to;
+  size_t count;
+  uint64_t seed;
+  GuardedBuffer send, recv;
+  Msg(int f, int t, size_t c, uint64_t tag) : from(f), to(t), count(c), seed(tag * 1024 + t), send(c * 4), recv(c * 4) {
+    fillPayload(4, seed, from, 0, count, send.data());
+  }
+  std::string check() const {
+    std::vector<char> want(count * 4);
+    fillPayload(4, seed, from, 0, count, want.data());
+    std::string e = compareBits(recv.data(), want.data(), count, 4, "recvbuff");
+    if (e.empty()) e = compareBits(send.data(), want.data(), count, 4, "sendbuff (modified)");
+    if (e.empty()) e = send.checkGuards() + recv.checkGuards();
+    return e.empty() ? e : std::to_string(from) + "->" + std::to_string(to) + " count " + std::to_string(count) + ": " + e;
+  }
+};
+
+// Each rank posts its messages' sends and receives (in `msgs` order) inside one group per rank.
+void exchange(const Comms& comms, std::vector<std::unique_ptr<Msg>>& msgs, Drive d) {
+  const int n = (int)comms.size();
+  EXPECT_EQ(runRanks(n, d,
+                     [&](int r) -> ncclResult_t {
+                       ncclGroupStart();
+                       ncclResult_t res = ncclSuccess;
+                       for (auto& m : msgs) {
+                         if (res == ncclSuccess && m->from == r)
+                           res = ncclSend(m->send.data(), m->count, ncclFloat32, m->to, comms[r], nullptr);
+                         if (res == ncclSuccess && m->to == r)
+                           res = ncclRecv(m->recv.data(), m->count, ncclFloat32, m->from, comms[r], nullptr);
+                       }
+                       ncclResult_t end = ncclGroupEnd();
+                       return res != ncclSuccess ? res : end;
+                     }),
+            "");
+  for (auto& m : msgs) EXPECT_EQ(m->check(), "");
+}
+
+// Pairs that send to each other at once, more than the 8-slot FIFO holds: without a group that
+// progresses sends and receives together this deadlocks.
+TEST(P2pPatterns, MutuallyDependentPairs) {
+  for (int n : {2, 4, 5}) {
+    for (Drive d : {Drive::Threads, Drive::Group}) {
+      std::vector<std::unique_ptr<Msg>> msgs;
+      for (int r = 0; r + 1 < n; r += 2) {
+        msgs.push_back(std::make_unique<Msg>(r, r + 1, (3u << 20) + 1, 11));
+        msgs.push_back(std::make_unique<Msg>(r + 1, r, (3u << 20) + 3, 12));
+      }
+      exchange(cachedComms(n), msgs, d);
+    }
+  }
+}
+
+TEST(P2pPatterns, SendToSelf) {
+  for (int n : {1, 3}) {
+    for (Drive d : {Drive::Threads, Drive::Group}) {
+      std::vector<std::unique_ptr<Msg>> msgs;
+      for (int r = 0; r < n; ++r)
+        for (size_t count : {size_t(0), size_t(1), size_t(1023), size_t(1) << 20}) msgs.push_back(std::make_unique<Msg>(r, r, count, 20 + count));
+      if (n > 1) msgs.push_back(std::make_unique<Msg>(0, 1, 999, 21));  // mixed with a real transfer
+      exchange(cachedComms(n), msgs, d);
+    }
+  }
+}
+
+// Several messages between the same two ranks in one group arrive in the order they were posted.
+TEST(P2pPatterns, SeveralMessagesToOnePeerKeepOrder) {
+  for (int n : {2, 3}) {
+    std::vector<std::unique_ptr<Msg>> msgs;
+    for (int r = 0; r < n; ++r)
+      for (size_t count : {size_t(5), size_t(40000), size_t(0), size_t(1), size_t(300001)})
+        msgs.push_back(std::make_unique<Msg>(r, (r + 1) % n, count, 30 + count));
+    exchange(cachedComms(n), msgs, Drive::Threads);
+  }
+}
+
+// Every ordered pair exchanges a message of its own size in one group.
+TEST(P2pPatterns, AllPairsDistinctSizes) {
+  for (int n : {3, 6, 8}) {
+    for (Drive d : {Drive::Threads, Drive::Group}) {
+      std::vector<std::unique_ptr<Msg>> msgs;
+      for (int s = 0; s < n; ++s)
+        for (int t = 0; t < n; ++t) msgs.push_back(std::make_unique<Msg>(s, t, (size_t)(s * 7 + t * 3) % 11 * 9001, 40));
+      exchange(cachedComms(n), msgs, d);
+    }
+  }
+}
+
+// Blocking ncclSend / ncclRecv outside any group, the receiver posting first.
+TEST(P2pPatterns, BlockingOutsideGroup) {
+  const Comms& comms = cachedComms(2);
+  Msg m(1, 0, 500000, 50);
+  std::thread receiver([&] { NCCL_EXPECT(ncclRecv(m.recv.data(), m.count, ncclFloat32, 1, comms[0], nullptr)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  NCCL_EXPECT(ncclSend(m.send.data(), m.count, ncclFloat32, 0, comms[1], nullptr));
+  receiver.join();
+  EXPECT_EQ(m.check(), "");
+}
+
+}  // namespace
+}  // namespace bt

@@ -1,0 +1,101 @@
+// Ranks as processes: `baton-run -n N rank_worker` for N = 1 (--quick), 2, 3 and 4, each process one
+// rank running the exact-data checks of tests/process/coll_check.cc over the shm transport.
+// Asserts exit status 0, that every rank reports the same number of passed checks, and that no
+// /dev/shm/baton-* segment is left behind by the (now dead) rank processes.
+//
+// Paths: $BATON_BUILD/bin/baton-run (default build) and $TESTDIR/rank_worker (default build/tests),
+// relative to the working directory (make test runs from the repository root).
+#include <dirent.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <map>
+#include <regex>
+#include <set>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace bt {
+namespace {
+
+std::string envOr(const char* name, const char* def) {
+  const char* v = getenv(name);
+  return v && *v ? v : def;
+}
+
+bool executable(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && (st.st_mode & S_IXUSR);
+}
+
+// Runs `cmd` through the shell; returns its exit status (-1 if it did not exit) and its output.
+int runCommand(const std::string& cmd, std::string* output) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return -1;
+  char buf[4096];
+  size_t got;
+  while ((got = fread(buf, 1, sizeof buf, p)) > 0) output->append(buf, got);
+  const int status = pclose(p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::set<std::string> shmSegments() {
+  std::set<std::string> names;
+  if (DIR* d = opendir("/dev/shm")) {
+    while (dirent* e = readdir(d))
+      if (strncmp(e->d_name, "baton-", 6) == 0) names.insert(e->d_name);
+    closedir(d);
+  }
+  return names;
+}
+
+bool alive(long pid) { return kill((pid_t)pid, 0) == 0 || errno != ESRCH; }
+
+class ProcessRanks : public ::testing::TestWithParam<int> {};
+
+TEST_P(ProcessRanks, BatonRunRankWorker) {
+  const int n = GetParam();
+  const std::string run = envOr("BATON_BUILD", "build") + "/bin/baton-run";
+  const std::string worker = envOr("TESTDIR", "build/tests") + "/rank_worker";
+  if (!executable(run) || !executable(worker))
+    GTEST_SKIP() << run << " or " << worker << " is not built (make tools " << worker << "), or the working "
+                 << "directory is not the repository root";
+  const std::set<std::string> before = shmSegments();
+  std::string out;
+  const std::string cmd = "timeout -k 5 170 " + run + " -n " + std::to_string(n) + " " + worker + (n == 1 ? " --quick" : "");
+  const int status = runCommand(cmd, &out);
+  EXPECT_EQ(status, 0) << cmd << "\n" << out;
+
+  // "[R] rank R pid P" and "[R] rank R: K checks passed" from every rank, K the same everywhere.
+  std::map<int, long> pids;
+  std::map<int, int> passed;
+  const std::regex pidLine(R"(\[(\d+)\] rank (\d+) pid (\d+))"), passLine(R"(\[(\d+)\] rank (\d+): (\d+) checks passed)");
+  for (std::sregex_iterator it(out.begin(), out.end(), pidLine), end; it != end; ++it)
+    pids[std::stoi((*it)[2])] = std::stol((*it)[3]);
+  for (std::sregex_iterator it(out.begin(), out.end(), passLine), end; it != end; ++it)
+    passed[std::stoi((*it)[2])] = std::stoi((*it)[3]);
+  EXPECT_EQ((int)pids.size(), n) << out;
+  ASSERT_EQ((int)passed.size(), n) << out;
+  for (auto& [r, k] : passed) {
+    EXPECT_GT(k, 0) << "rank " << r;
+    EXPECT_EQ(k, passed.begin()->second) << "rank " << r << " ran a different number of checks\n" << out;
+  }
+
+  // Segments of the rank processes (named /dev/shm/baton-<creator pid>-...) must all be gone.
+  for (const std::string& name : shmSegments()) {
+    const long creator = strtol(name.c_str() + 6, nullptr, 10);
+    bool ours = false;
+    for (auto& [r, pid] : pids) ours |= pid == creator;
+    EXPECT_FALSE(ours) << "/dev/shm/" << name << " left behind by a rank process (pid " << creator << ")";
+    EXPECT_FALSE(!before.count(name) && !alive(creator)) << "/dev/shm/" << name << " left behind by dead pid " << creator;
+  }
+}
+INSTANTIATE_TEST_SUITE_P(, ProcessRanks, ::testing::Values(1, 2, 3, 4),
+                         [](const ::testing::TestParamInfo<int>& i) { return std::to_string(i.param) + "ranks"; });
+
+}  // namespace
+}  // namespace bt

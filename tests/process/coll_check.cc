@@ -1,0 +1,79 @@
+#include "process/coll_check.h"
+
+#include <cstdio>
+
+#include "collectives/rank_case.h"
+
+namespace bt {
+namespace {
+
+// The representative set for small counts: every op on float and int8, one or two on every other
+// type (the threads suite runs the full product).
+const std::vector<std::pair<ncclDataType_t, std::vector<Op>>> kTypeOps = {
+    {ncclFloat32, {std::begin(kAllOps), std::end(kAllOps)}},
+    {ncclInt8, {std::begin(kAllOps), std::end(kAllOps)}},
+    {ncclUint8, {Op::Avg}},
+    {ncclInt32, {Op::Min}},
+    {ncclUint32, {Op::Prod}},
+    {ncclInt64, {Op::Avg}},
+    {ncclUint64, {Op::Sum}},
+    {ncclFloat16, {Op::Sum, Op::Max}},
+    {ncclFloat64, {Op::PreMulSum}},
+    {ncclBfloat16, {Op::Avg}},
+    {ncclFloat8e4m3, {Op::Sum}},
+    {ncclFloat8e5m2, {Op::Prod}},
+};
+const std::vector<ncclDataType_t> kQuickTypes = {ncclFloat32, ncclInt8, ncclFloat16, ncclFloat8e5m2};
+// The large count with these (type, op) only.
+const std::vector<std::pair<ncclDataType_t, Op>> kLargeCases = {
+    {ncclFloat32, Op::Sum}, {ncclInt8, Op::Avg}, {ncclBfloat16, Op::Max}, {ncclFloat64, Op::PreMulSum}};
+
+constexpr Coll kEvery[] = {Coll::AllReduce, Coll::Reduce, Coll::ReduceScatter, Coll::AllGather, Coll::Broadcast,
+                           Coll::AlltoAll,  Coll::Gather, Coll::Scatter,       Coll::SendRecv};
+
+}  // namespace
+
+CheckReport runProcessChecks(ncclComm_t comm, int rank, int n, bool quick) {
+  CheckReport rep;
+  uint64_t seed = 1;
+  // One case on this rank; false if the NCCL call failed (then nothing more can run).
+  auto run = [&](CollCase c) {
+    c.seed = seed++;
+    RankBuffers b;
+    ncclResult_t res = prepareRank(c, n, rank, comm, b);
+    if (res == ncclSuccess) res = issueRank(c, n, rank, comm, b);
+    std::string err = res == ncclSuccess ? checkRank(c, n, rank, comm, b)
+                                         : std::string(ncclGetErrorString(res)) + ": " + ncclGetLastError(comm);
+    if (err.empty()) {
+      ++rep.passed;
+      return true;
+    }
+    if (++rep.failed <= 10) fprintf(stderr, "rank %d: FAILED %s: %s\n", rank, describe(c, n).c_str(), err.c_str());
+    if (rep.firstFailure.empty()) rep.firstFailure = describe(c, n) + ": " + err;
+    return res == ncclSuccess;
+  };
+  const std::vector<size_t> counts = {0, 1, 7, 1023};
+  std::vector<int> roots{0};
+  for (int r : {n / 2, n - 1})
+    if (r != roots.back()) roots.push_back(r);
+  for (Coll coll : kEvery) {
+    for (const auto& [type, ops] : kTypeOps) {
+      if (quick && std::find(kQuickTypes.begin(), kQuickTypes.end(), type) == kQuickTypes.end()) continue;
+      for (Op op : reduces(coll) ? ops : std::vector<Op>{Op::Sum})
+        for (size_t count : counts)
+          for (int root : rooted(coll) ? roots : std::vector<int>{0})
+            for (bool inPlace : {false, true}) {
+              if (inPlace && coll == Coll::SendRecv) continue;
+              if (!run({coll, type, op, count, root, inPlace})) return rep;
+            }
+    }
+    if (quick) continue;
+    for (auto [type, op] : kLargeCases)
+      for (bool inPlace : {false, true})
+        if (!(inPlace && coll == Coll::SendRecv) && !run({coll, type, op, largeCount(coll, type, n), n - 1, inPlace}))
+          return rep;
+  }
+  return rep;
+}
+
+}  // namespace bt
