@@ -106,55 +106,50 @@ void waitBackoff(uint32_t& iteration);  // spin, then yield, then sleep with bac
 void jitterSleep(ExecCtx& ctx);
 #endif
 
+// The clock a bounded wait measures its timeout with: globaltimer on the GPU, CLOCK_MONOTONIC here.
+BATON_HD uint64_t waitClockNs() {
+#if defined(__CUDA_ARCH__)
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+#else
+  return nowNs();
+#endif
+}
+
+// One pause of a wait loop, and how often (in pauses) it looks at the abort flag and the clock.
+#if defined(__CUDA_ARCH__)
+__device__ __forceinline__ void waitPause(uint32_t& it) { __nanosleep(64), ++it; }
+constexpr uint32_t kWaitCheckEvery = 10000;  // NCCL_SPINS_BEFORE_CHECK_ABORT
+#else
+inline void waitPause(uint32_t& it) { waitBackoff(it); }
+constexpr uint32_t kWaitCheckEvery = 64;  // each pause may already be a sleep
+#endif
+
 // Wait until `*word >= target` (a monotonically increasing step counter), the abort flag is set, or
 // the timeout passes. On failure records who/what/expected/observed in ctx.failure and returns false.
 BATON_HD bool waitAtLeast(ExecCtx& ctx, const uint64_t* word, uint64_t target, int peer,
                           const char* what) {
   if (ctx.failed) return false;
   uint64_t v = loadAcquire(word);
-  if (v >= target) return true;
-#if defined(__CUDA_ARCH__)
-  uint64_t spins = 0;
-  uint64_t start = 0;
-  while (true) {
-    v = loadAcquire(word);
-    if (v >= target) return true;
-    __nanosleep(64);
-    if (++spins % 10000 == 0) {
-      int reason = kWaitOk;
-      if (abortRequested(ctx.abortFlag)) reason = kWaitAborted;
-      uint64_t t;
-      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-      if (start == 0) start = t;
-      if (ctx.timeoutNs && t - start > ctx.timeoutNs) reason = kWaitTimeout;
-      if (reason != kWaitOk) {
-        ctx.failed = true;
-        ctx.failure = {reason, ctx.rank, peer, ctx.channel, what, target, v};
-        return false;
-      }
-    }
-  }
-#else
   uint32_t it = 0;
   uint64_t start = 0;
-  while (true) {
-    waitBackoff(it);
+  while (v < target) {
+    waitPause(it);
     v = loadAcquire(word);
-    if (v >= target) return true;
-    if ((it & 63) == 0) {
-      int reason = kWaitOk;
-      if (abortRequested(ctx.abortFlag)) reason = kWaitAborted;
-      uint64_t t = nowNs();
-      if (start == 0) start = t;
-      if (ctx.timeoutNs && t - start > ctx.timeoutNs) reason = kWaitTimeout;
-      if (reason != kWaitOk) {
-        ctx.failed = true;
-        ctx.failure = {reason, ctx.rank, peer, ctx.channel, what, target, v};
-        return false;
-      }
+    if (v >= target || it % kWaitCheckEvery != 0) continue;
+    int reason = kWaitOk;
+    if (abortRequested(ctx.abortFlag)) reason = kWaitAborted;
+    const uint64_t t = waitClockNs();
+    if (start == 0) start = t;
+    if (ctx.timeoutNs && t - start > ctx.timeoutNs) reason = kWaitTimeout;
+    if (reason != kWaitOk) {
+      ctx.failed = true;
+      ctx.failure = {reason, ctx.rank, peer, ctx.channel, what, target, v};
+      return false;
     }
   }
-#endif
+  return true;
 }
 
 // Publish a step counter. On the CPU the jitter mode sleeps first, so a consumer that reads payload
