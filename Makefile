@@ -150,7 +150,7 @@ test-tsan: tsan-build
 
 # README's first command: build, then an allreduce sweep over 4 local processes.
 sweep: all
-	$(BINDIR)/baton-run -n 4 $(BINDIR)/baton-perf allreduce -b 8 -e 64M -f 2
+	$(BINDIR)/baton-run -n 4 --no-prefix $(BINDIR)/baton-perf allreduce -b 8 -e 64M -f 2
 
 bench: all
 	tools/bench.sh

@@ -104,8 +104,8 @@ ncclResult_t chooseBindAddress(const SocketAddress* towards, SocketAddress* out,
   }
   freeifaddrs(ifs);
   if (cands.empty())
-    return batonError(ncclSystemError, "no usable network interface%s%s", spec.empty() ? "" : " matches NCCL_SOCKET_IFNAME=",
-                      spec.c_str());
+    return batonError(ncclSystemError, "no usable (up, IPv4/IPv6) network interface%s%s%s",
+                      spec.empty() ? "" : " matches NCCL_SOCKET_IFNAME='", spec.c_str(), spec.empty() ? "" : "'");
   const Cand* best = &cands[0];
   for (auto& c : cands)
     if (c.rank < best->rank) best = &c;

@@ -36,6 +36,7 @@ if [[ -n "${TSAN_TESTS:-}" && -x "${TSAN_TESTS}" ]]; then
   suite tsan-protocol-and-collectives 600 env TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
     "$TSAN_TESTS" --gtest_filter="${TSAN_FILTER:-Protocol*:Threads*Quick*}"
 fi
+suite jitter-quick 300 env BATON_JITTER=1 "$TESTDIR/collective_tests" --gtest_filter='Threads*Quick*:Stage*'
 suite baton-run 120 tests/tools/baton_run_test.sh "$BIN/baton-run"
 if [[ -n "${NVIDIA_HEADER_TEST:-}" ]]; then
   suite nvidia-header-threads 120 env LD_LIBRARY_PATH="$BUILD/lib" "$NVIDIA_HEADER_TEST"

@@ -160,3 +160,27 @@ TEST(Bootstrap, MissingRankIsASystemOrRemoteError) {
 }
 
 }  // namespace
+
+namespace {
+
+// NCCL_SOCKET_IFNAME picks the interface: "=lo" puts the root (and every rank) on loopback; a
+// name that matches nothing is a clear error from ncclGetUniqueId, not a hang.
+TEST(BootstrapIfname, LoopbackByName) {
+  ScopedEnv ifname("NCCL_SOCKET_IFNAME", "=lo");
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  const BootstrapHandle h = handleOf(id);
+  ASSERT_EQ(h.addr.sa.sa_family, AF_INET);
+  EXPECT_EQ(ntohl(h.addr.sin.sin_addr.s_addr) >> 24, 127u) << baton::addressToString(h.addr);
+  twoRanksInitAndAllReduce(id);
+}
+
+TEST(BootstrapIfname, NoSuchInterface) {
+  ScopedEnv ifname("NCCL_SOCKET_IFNAME", "=nosuchif0");
+  ncclUniqueId id;
+  EXPECT_EQ(ncclGetUniqueId(&id), ncclSystemError);
+  EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("NCCL_SOCKET_IFNAME='=nosuchif0'"), std::string::npos)
+      << ncclGetLastError(nullptr);
+}
+
+}  // namespace
