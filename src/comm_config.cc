@@ -1,0 +1,85 @@
+// Creating a communicator object: validate ncclConfig_t as NCCL does, read the environment knobs
+// (docs/env.md), register it as live. The collective part of init is commInitJob (init.cc).
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "comm.h"
+#include "debug.h"
+#include "param.h"
+
+namespace baton {
+namespace {
+
+int intOrUndef(int v, int def) { return v == NCCL_CONFIG_UNDEF_INT ? def : v; }
+
+}  // namespace
+
+ncclResult_t commAlloc(ncclComm** out, int nranks, int rank, const ncclConfig_t* config, const char* fn) {
+  if (!out) return batonError(ncclInvalidArgument, "%s: comm (the output pointer) is NULL", fn);
+  if (nranks < 1) return batonError(ncclInvalidArgument, "%s: nranks %d must be at least 1", fn, nranks);
+  if (rank < 0 || rank >= nranks)
+    return batonError(ncclInvalidArgument, "%s: rank %d is outside [0, nranks=%d)", fn, rank, nranks);
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  if (config) {
+    if (config->magic != 0xcafebeef)
+      return batonError(ncclInvalidArgument, "%s: config->magic 0x%x: config was not initialized with NCCL_CONFIG_INITIALIZER",
+                        fn, config->magic);
+    if (config->size < offsetof(ncclConfig_t, blocking) + sizeof(int) || config->size > (1 << 16))
+      return batonError(ncclInvalidArgument, "%s: config->size %zu is not a plausible ncclConfig_t size", fn, config->size);
+    memcpy(&cfg, config, std::min(config->size, sizeof cfg));
+    cfg.size = sizeof cfg;
+  }
+  auto check01 = [&](int v, const char* field) -> ncclResult_t {
+    if (v != NCCL_CONFIG_UNDEF_INT && v != 0 && v != 1)
+      return batonError(ncclInvalidArgument, "%s: config->%s is %d; expected 0 or 1", fn, field, v);
+    return ncclSuccess;
+  };
+  BATON_CHECK(check01(cfg.blocking, "blocking"));
+  BATON_CHECK(check01(cfg.splitShare, "splitShare"));
+  BATON_CHECK(check01(cfg.collnetEnable, "collnetEnable"));
+  BATON_CHECK(check01(cfg.shrinkShare, "shrinkShare"));
+  BATON_CHECK(check01(cfg.nvlinkCentricSched, "nvlinkCentricSched"));
+  if (cfg.minCTAs != NCCL_CONFIG_UNDEF_INT && cfg.minCTAs <= 0)
+    return batonError(ncclInvalidArgument, "%s: config->minCTAs is %d; must be > 0", fn, cfg.minCTAs);
+  if (cfg.maxCTAs != NCCL_CONFIG_UNDEF_INT && cfg.maxCTAs <= 0)
+    return batonError(ncclInvalidArgument, "%s: config->maxCTAs is %d; must be > 0", fn, cfg.maxCTAs);
+  if (cfg.minCTAs != NCCL_CONFIG_UNDEF_INT && cfg.maxCTAs != NCCL_CONFIG_UNDEF_INT && cfg.minCTAs > cfg.maxCTAs)
+    return batonError(ncclInvalidArgument, "%s: config->minCTAs %d > config->maxCTAs %d", fn, cfg.minCTAs, cfg.maxCTAs);
+  if (cfg.CTAPolicy != NCCL_CONFIG_UNDEF_INT && (cfg.CTAPolicy < 0 || cfg.CTAPolicy > 2))
+    return batonError(ncclInvalidArgument, "%s: config->CTAPolicy is %d; expected 0..2", fn, cfg.CTAPolicy);
+  if (cfg.cgaClusterSize != NCCL_CONFIG_UNDEF_INT && cfg.cgaClusterSize < 0)
+    return batonError(ncclInvalidArgument, "%s: config->cgaClusterSize is %d; must be >= 0", fn, cfg.cgaClusterSize);
+
+  ncclComm* comm = new ncclComm();
+  comm->rank = rank;
+  comm->nRanks = nranks;
+  comm->config = cfg;
+  comm->blocking = envInt("NCCL_COMM_BLOCKING", intOrUndef(cfg.blocking, 1)) != 0;
+
+  Tunables& t = comm->tun;
+  const int64_t buff = envSize("NCCL_BUFFSIZE", 4 << 20);
+  t.stepBytes = std::max<int64_t>(buff / kSteps, 4096) / 4096 * 4096;
+  t.p2pStepBytes = std::max<int64_t>(envSize("NCCL_P2P_CHUNKSIZE", 128 << 10), 4096) / 4096 * 4096;
+  t.fifoDepth = (int)std::clamp<int64_t>(envInt("BATON_FIFO_DEPTH", kSteps), 1, kSteps);
+  t.chunkSteps = (int)std::clamp<int64_t>(envInt("BATON_CHUNK_STEPS", 4), 1, kSteps);
+  std::string algo = envStr("BATON_ALLREDUCE_ALGO", "ring");
+  t.allreduceAlgo = (algo == "naive" || algo == "Naive") ? kAlgoNaive : kAlgoRing;
+  t.minChannelBytes = envSize("BATON_MIN_CHANNEL_BYTES", 64 << 10);
+  t.waitTimeoutNs = (uint64_t)envInt("BATON_WAIT_TIMEOUT", 300) * 1000000000ull;
+  t.jitter = (int)envInt("BATON_JITTER", 0);
+  t.p2pDisable = envInt("NCCL_P2P_DISABLE", 0) != 0;
+  t.shmDisable = envInt("NCCL_SHM_DISABLE", 0) != 0;
+
+  int minCh = (int)envInt("NCCL_MIN_NCHANNELS", envInt("NCCL_MIN_CTAS", intOrUndef(cfg.minCTAs, 1)));
+  int maxCh = (int)envInt("NCCL_MAX_NCHANNELS", envInt("NCCL_MAX_CTAS", intOrUndef(cfg.maxCTAs, kMaxChannels)));
+  minCh = std::clamp(minCh, 1, kMaxChannels);
+  maxCh = std::clamp(maxCh, minCh, kMaxChannels);
+  comm->nChannels = std::clamp(2, minCh, maxCh);  // two workers per rank: enough for two cores
+
+  registerComm(comm);
+  *out = comm;
+  return ncclSuccess;
+}
+
+}  // namespace baton
