@@ -12,17 +12,8 @@ int main(int argc, char** argv) {
   size_t mib = argc > 2 ? (size_t)atol(argv[2]) : 16;
   size_t count = mib * 1024 * 1024 / sizeof(float);
   setenv("BATON_ALLREDUCE_ALGO", "naive", 0);
-  ncclComm_t* comms = calloc(n, sizeof *comms);
-  CHECK(ncclCommInitAll(comms, n, NULL)); /* n ranks as threads of this process */
-  float** in = calloc(n, sizeof *in);
-  float** out = calloc(n, sizeof *out);
-  for (int r = 0; r < n; ++r) {
-    in[r] = malloc(count * sizeof(float));
-    out[r] = malloc(count * sizeof(float));
-    for (size_t i = 0; i < count; ++i) in[r][i] = inputValue(r, i);
-  }
   int wrong = 0;
-  double t = timeAllReduce(comms, n, in, out, count, 5, &wrong);
+  double t = measureAllReduce(n, count, &wrong);
   double bytes = (double)count * sizeof(float);
   /* busbw = algbw * 2(n-1)/n: what each link would carry in an ideal ring (lesson 02). */
   printf("%s allreduce: %d ranks, %zu MiB: %.2f ms, algbw %.2f GB/s, busbw %.2f GB/s, %s\n",
@@ -30,13 +21,5 @@ int main(int argc, char** argv) {
          wrong ? "WRONG" : "result OK");
   /* Rank 0 moved 2(n-1) full buffers; every other rank moved 2. */
   printf("bytes through rank 0: %.0f MiB, through each other rank: %.0f MiB\n", 2.0 * (n - 1) * mib, 2.0 * mib);
-  for (int r = 0; r < n; ++r) {
-    CHECK(ncclCommDestroy(comms[r]));
-    free(in[r]);
-    free(out[r]);
-  }
-  free(in);
-  free(out);
-  free(comms);
   return wrong != 0;
 }

@@ -7,26 +7,8 @@
 #include "../common.h"
 
 static double run(const char* algo, int n, size_t count, int* wrong) {
-  setenv("BATON_ALLREDUCE_ALGO", algo, 1); /* read by ncclCommInitAll */
-  ncclComm_t* comms = calloc(n, sizeof *comms);
-  CHECK(ncclCommInitAll(comms, n, NULL));
-  float** in = calloc(n, sizeof *in);
-  float** out = calloc(n, sizeof *out);
-  for (int r = 0; r < n; ++r) {
-    in[r] = malloc(count * sizeof(float));
-    out[r] = malloc(count * sizeof(float));
-    for (size_t i = 0; i < count; ++i) in[r][i] = inputValue(r, i);
-  }
-  double t = timeAllReduce(comms, n, in, out, count, 5, wrong);
-  for (int r = 0; r < n; ++r) {
-    CHECK(ncclCommDestroy(comms[r]));
-    free(in[r]);
-    free(out[r]);
-  }
-  free(in);
-  free(out);
-  free(comms);
-  return t;
+  setenv("BATON_ALLREDUCE_ALGO", algo, 1); /* read when the communicators are created */
+  return measureAllReduce(n, count, wrong);
 }
 
 int main(int argc, char** argv) {
