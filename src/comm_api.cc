@@ -40,6 +40,21 @@ static ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId* co
   return res;
 }
 
+// Wait until every submitted part has finished (a comm in error drains: its waits see the abort
+// flag), backing off like any other wait.
+static void drainInflight(ncclComm* comm) {
+  uint32_t it = 0;
+  while (comm->inflight.load() > 0) waitBackoff(it);
+}
+
+// Destroy and Abort end the same way once Abort has raised the flag.
+static ncclResult_t releaseComm(ncclComm* comm) {
+  if (comm->initThread.joinable()) comm->initThread.join();
+  drainInflight(comm);
+  commFree(comm);
+  return ncclSuccess;
+}
+
 // The devices ranks use in host mode: InitAll's devlist, otherwise 0 (there is no CUDA device).
 static int defaultDevice() { return 0; }
 
@@ -99,7 +114,7 @@ ncclResult_t pncclCommFinalize(ncclComm_t comm) {
     comm->finalized.store(true);
     return ncclInProgress;
   }
-  while (comm->inflight.load() > 0) std::this_thread::yield();
+  drainInflight(comm);
   comm->finalized.store(true);
   return (ncclResult_t)comm->asyncError.load();
 }
@@ -108,11 +123,7 @@ NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm);
 ncclResult_t pncclCommDestroy(ncclComm_t comm) {
   if (!comm) return ncclSuccess;  // NCCL accepts NULL here
   BATON_CHECK(checkCommLive(comm, "ncclCommDestroy"));
-  if (comm->initThread.joinable()) comm->initThread.join();
-  uint32_t it = 0;
-  while (comm->inflight.load() > 0) waitBackoff(it);  // a comm in error drains: its waits see the abort flag
-  commFree(comm);
-  return ncclSuccess;
+  return releaseComm(comm);
 }
 
 NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm);
@@ -120,11 +131,7 @@ ncclResult_t pncclCommAbort(ncclComm_t comm) {
   if (!comm) return ncclSuccess;
   BATON_CHECK(checkCommLive(comm, "ncclCommAbort"));
   __atomic_store_n(&comm->abortFlag, 1, __ATOMIC_RELEASE);
-  if (comm->initThread.joinable()) comm->initThread.join();
-  uint32_t it = 0;
-  while (comm->inflight.load() > 0) waitBackoff(it);
-  commFree(comm);
-  return ncclSuccess;
+  return releaseComm(comm);
 }
 
 NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config);

@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -70,12 +71,14 @@ LogConfig readConfig() {
 }
 
 std::mutex gConfigMu;
-LogConfig* gConfig = nullptr;
+std::atomic<LogConfig*> gConfig{nullptr};
 
+// Read on every logging check (once per operation at least): lock-free once the config exists.
 LogConfig& config() {
+  if (LogConfig* c = gConfig.load(std::memory_order_acquire)) return *c;
   std::lock_guard<std::mutex> lk(gConfigMu);
-  if (!gConfig) gConfig = new LogConfig(readConfig());
-  return *gConfig;
+  if (!gConfig.load(std::memory_order_relaxed)) gConfig.store(new LogConfig(readConfig()), std::memory_order_release);
+  return *gConfig.load(std::memory_order_relaxed);
 }
 
 std::mutex gErrMu;
@@ -84,10 +87,10 @@ char gLastError[1024] = "";
 }  // namespace
 
 void resetLogConfig() {
+  // ncclResetDebugInit (deprecated, rare): the old config and its file stay open because another
+  // thread may be logging through them at this moment; the next check reads the environment anew.
   std::lock_guard<std::mutex> lk(gConfigMu);
-  if (gConfig && gConfig->out != stdout) fclose(gConfig->out);
-  delete gConfig;
-  gConfig = nullptr;
+  gConfig.store(nullptr, std::memory_order_release);
 }
 
 bool logEnabled(LogLevel level, uint64_t subsys) {

@@ -82,58 +82,49 @@ ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_p
     if (t.count == 0) continue;
     CollKernel kernel = collKernel(t.func, t.type, t.op.kind);
     if (!kernel) return batonError(ncclInternalError, "no kernel for %s/%s/%s", funcName(t.func), typeName(t.type), opName(t.op.kind));
+    CollArgs base;  // what every channel's part shares
+    base.func = t.func;
+    base.algo = algo;
+    base.sendbuff = t.sendbuff;
+    base.recvbuff = t.recvbuff;
+    base.count = count;
+    base.root = t.root;
+    base.rank = comm->rank;
+    base.nRanks = comm->nRanks;
+    base.nChannels = nch;
+    base.chunkSteps = comm->tun.chunkSteps;
+    base.ring.nRanks = comm->nRanks;
     if (algo == kAlgoNaive && comm->nRanks > 1) {
-      Channel& ch = *comm->channels[0];
-      parts.push_back({0, [comm, t, kernel, &ch] {
+      parts.push_back({0, [comm, t, kernel, base] {
         std::vector<int> peers;
         if (comm->rank == 0) for (int p = 1; p < comm->nRanks; ++p) peers.push_back(p);
         else peers.push_back(0);
         BATON_CHECK(connectPeers(comm, peers, peers));
-        CollArgs a;
-        a.func = t.func;
-        a.algo = kAlgoNaive;
-        a.sendbuff = t.sendbuff;
-        a.recvbuff = t.recvbuff;
-        a.count = t.count;
-        a.rank = comm->rank;
-        a.nRanks = comm->nRanks;
+        CollArgs a = base;
         a.peerSend = comm->p2pSend.data();
         a.peerRecv = comm->p2pRecv.data();
-        a.ring.nRanks = comm->nRanks;
-        a.ring.userRanks = ch.ringUserRanks.data();
         ExecCtx ctx = makeCtx(comm, 0);
         kernel(ctx, a, t.op);
         return ctx.failed ? failureResult(ctx, comm, "AllReduce(naive)") : ncclSuccess;
       }});
       continue;
     }
+    // On a closed ring every rank first sends a whole chunk, then must find a free slot for each
+    // slice it forwards before its successor has consumed anything more: with fewer than
+    // chunkSteps + 1 slots every rank waits for the next one, in a cycle. Chains (Broadcast,
+    // Reduce) work with 1 slot; cycles get at least chunkSteps + 1 (lesson 03).
+    const bool cycle = t.func == kFuncAllReduce || t.func == kFuncAllGather || t.func == kFuncReduceScatter;
+    const int depth = std::max(comm->tun.fifoDepth, cycle ? std::min(comm->tun.chunkSteps + 1, kSteps) : 1);
     for (int c = 0; c < nch; ++c) {
       Channel& ch = *comm->channels[c];
-      parts.push_back({c, [comm, t, kernel, &ch, c, nch, count] {
-        CollArgs a;
-        a.func = t.func;
-        a.algo = kAlgoRing;
-        a.sendbuff = t.sendbuff;
-        a.recvbuff = t.recvbuff;
-        a.count = count;
-        a.root = t.root;
-        a.rank = comm->rank;
-        a.nRanks = comm->nRanks;
+      parts.push_back({c, [comm, t, kernel, &ch, c, base, depth] {
+        CollArgs a = base;
         a.channel = c;
-        a.nChannels = nch;
-        a.chunkSteps = comm->tun.chunkSteps;
-        a.ring.nRanks = comm->nRanks;
         a.ring.index = ch.ringIndex;
         a.ring.userRanks = ch.ringUserRanks.data();
         a.ring.send = &ch.ringSend;
         a.ring.recv = &ch.ringRecv;
-        // On a closed ring every rank first sends a whole chunk, then must find a free slot for
-        // each slice it forwards before its successor has consumed anything more: with fewer than
-        // chunkSteps + 1 slots every rank waits for the next one, in a cycle. Chains (Broadcast,
-        // Reduce) work with 1 slot; cycles get at least chunkSteps + 1 (lesson 03).
-        const bool cycle = t.func == kFuncAllReduce || t.func == kFuncAllGather || t.func == kFuncReduceScatter;
-        const int minDepth = cycle ? std::min(comm->tun.chunkSteps + 1, kSteps) : 1;
-        ch.ringSend.depth = std::max(comm->tun.fifoDepth, minDepth);
+        ch.ringSend.depth = depth;  // the worker runs parts in order, so this holds for this part
         ExecCtx ctx = makeCtx(comm, c);
         kernel(ctx, a, t.op);
         return ctx.failed ? failureResult(ctx, comm, funcName(t.func)) : ncclSuccess;

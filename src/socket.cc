@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -19,7 +20,12 @@
 
 namespace baton {
 
-uint64_t bootstrapTimeoutSec() { return (uint64_t)envInt("BATON_BOOTSTRAP_TIMEOUT", 120); }
+// Read on every bootstrap operation (tests change it at run time), so without envInt's INFO line.
+uint64_t bootstrapTimeoutSec() {
+  const char* s = getenv("BATON_BOOTSTRAP_TIMEOUT");
+  const long v = s ? strtol(s, nullptr, 10) : 0;
+  return v > 0 ? (uint64_t)v : 120;
+}
 uint64_t bootstrapDeadline() { return nowNs() + bootstrapTimeoutSec() * 1000000000ull; }
 
 std::string addressToString(const SocketAddress& a) {
