@@ -126,6 +126,22 @@ inline void waitPause(uint32_t& it) { waitBackoff(it); }
 constexpr uint32_t kWaitCheckEvery = 64;  // each pause may already be a sleep
 #endif
 
+// The give-up test of every wait, run every kWaitCheckEvery pauses: the abort flag, or no progress
+// for ctx.timeoutNs since `start` (0: starts the clock now). On giving up it records who waited
+// for what, expected and observed, in ctx.failure, and returns true.
+BATON_HD bool waitGiveUp(ExecCtx& ctx, uint64_t& start, int peer, const char* what, uint64_t expected,
+                         uint64_t observed) {
+  int reason = kWaitOk;
+  if (abortRequested(ctx.abortFlag)) reason = kWaitAborted;
+  const uint64_t t = waitClockNs();
+  if (start == 0) start = t;
+  if (reason == kWaitOk && ctx.timeoutNs && t - start > ctx.timeoutNs) reason = kWaitTimeout;
+  if (reason == kWaitOk) return false;
+  ctx.failed = true;
+  ctx.failure = {reason, ctx.rank, peer, ctx.channel, what, expected, observed};
+  return true;
+}
+
 // Wait until `*word >= target` (a monotonically increasing step counter), the abort flag is set, or
 // the timeout passes. On failure records who/what/expected/observed in ctx.failure and returns false.
 BATON_HD bool waitAtLeast(ExecCtx& ctx, const uint64_t* word, uint64_t target, int peer,
@@ -137,17 +153,7 @@ BATON_HD bool waitAtLeast(ExecCtx& ctx, const uint64_t* word, uint64_t target, i
   while (v < target) {
     waitPause(it);
     v = loadAcquire(word);
-    if (v >= target || it % kWaitCheckEvery != 0) continue;
-    int reason = kWaitOk;
-    if (abortRequested(ctx.abortFlag)) reason = kWaitAborted;
-    const uint64_t t = waitClockNs();
-    if (start == 0) start = t;
-    if (ctx.timeoutNs && t - start > ctx.timeoutNs) reason = kWaitTimeout;
-    if (reason != kWaitOk) {
-      ctx.failed = true;
-      ctx.failure = {reason, ctx.rank, peer, ctx.channel, what, target, v};
-      return false;
-    }
+    if (v < target && it % kWaitCheckEvery == 0 && waitGiveUp(ctx, start, peer, what, target, v)) return false;
   }
   return true;
 }

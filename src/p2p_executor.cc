@@ -77,23 +77,17 @@ ncclResult_t runP2pBatch(ncclComm* comm, const std::vector<Task>& tasks, ExecCtx
       idleSince = 0;
       continue;
     }
-    waitBackoff(idle);
-    if ((idle & 63) == 0) {
-      int peer = -1;
-      for (int p = 0; p < n && peer < 0; ++p)
-        if (!sends[p].empty() || !recvs[p].empty()) peer = p;
-      const uint64_t now = nowNs();
-      if (!idleSince) idleSince = now;
-      int reason = kWaitOk;
-      if (__atomic_load_n(&comm->abortFlag, __ATOMIC_ACQUIRE)) reason = kWaitAborted;
-      else if (ctx.timeoutNs && now - idleSince > ctx.timeoutNs) reason = kWaitTimeout;
-      if (reason != kWaitOk) {
-        const bool isSend = peer >= 0 && !sends[peer].empty();
-        const ConnDev* c = isSend ? sends[peer].front().conn : recvs[peer].front().conn;
-        ctx.failed = true;
-        ctx.failure = {reason, me, peer, ctx.channel, isSend ? "send head (credit)" : "recv tail", c->step + 1,
-                       loadAcquire(isSend ? &c->fifo->head : &c->fifo->tail)};
-      }
+    waitPause(idle);
+    if (idle % kWaitCheckEvery == 0) {
+      // Report the first transfer still pending (the clock restarts whenever anything progresses).
+      int peer = 0;
+      while (sends[peer].empty() && recvs[peer].empty()) ++peer;
+      const bool isSend = !sends[peer].empty();
+      const ConnDev* c = isSend ? sends[peer].front().conn : recvs[peer].front().conn;
+      // A send needs head >= step + 1 - depth (a free slot); a receive needs tail >= step + 1.
+      const uint64_t expected = isSend ? c->step + 1 - c->depth : c->step + 1;
+      waitGiveUp(ctx, idleSince, peer, isSend ? "send head (credit)" : "recv tail", expected,
+                 loadAcquire(isSend ? &c->fifo->head : &c->fifo->tail));
     }
   }
   return ncclSuccess;
