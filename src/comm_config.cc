@@ -58,14 +58,14 @@ ncclResult_t commAlloc(ncclComm** out, int nranks, int rank, const ncclConfig_t*
   comm->blocking = envInt("NCCL_COMM_BLOCKING", intOrUndef(cfg.blocking, 1)) != 0;
 
   Tunables& t = comm->tun;
-  const int64_t buff = envSize("NCCL_BUFFSIZE", 4 << 20);
+  const int64_t buff = envInt("NCCL_BUFFSIZE", 4 << 20);
   t.stepBytes = std::max<int64_t>(buff / kSteps, 4096) / 4096 * 4096;
-  t.p2pStepBytes = std::max<int64_t>(envSize("NCCL_P2P_CHUNKSIZE", 128 << 10), 4096) / 4096 * 4096;
+  t.p2pStepBytes = std::max<int64_t>(envInt("NCCL_P2P_CHUNKSIZE", 128 << 10), 4096) / 4096 * 4096;
   t.fifoDepth = (int)std::clamp<int64_t>(envInt("BATON_FIFO_DEPTH", kSteps), 1, kSteps);
   t.chunkSteps = (int)std::clamp<int64_t>(envInt("BATON_CHUNK_STEPS", 4), 1, kSteps);
   std::string algo = envStr("BATON_ALLREDUCE_ALGO", "ring");
   t.allreduceAlgo = (algo == "naive" || algo == "Naive") ? kAlgoNaive : kAlgoRing;
-  t.minChannelBytes = envSize("BATON_MIN_CHANNEL_BYTES", 64 << 10);
+  t.minChannelBytes = envInt("BATON_MIN_CHANNEL_BYTES", 64 << 10);
   t.waitTimeoutNs = (uint64_t)envInt("BATON_WAIT_TIMEOUT", 300) * 1000000000ull;
   t.jitter = (int)envInt("BATON_JITTER", 0);
   t.p2pDisable = envInt("NCCL_P2P_DISABLE", 0) != 0;

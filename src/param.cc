@@ -33,8 +33,6 @@ int64_t envInt(const char* name, int64_t def) {
   return v;
 }
 
-int64_t envSize(const char* name, int64_t def) { return envInt(name, def); }
-
 std::string envStr(const char* name, const char* def) {
   const char* s = getenv(name);
   if (!s || !*s) return def;

@@ -6,11 +6,10 @@
 
 namespace baton {
 
-// Integer value of `name`, or `def` when unset or not a number (a malformed value is logged at WARN).
+// Integer value of `name` (K/M/G suffixes in binary units accepted), or `def` when unset or not a
+// number (a malformed value is logged at WARN).
 int64_t envInt(const char* name, int64_t def);
 // String value of `name`, or `def` when unset or empty.
 std::string envStr(const char* name, const char* def = "");
-// Size with optional K/M/G suffix (binary units), or `def`.
-int64_t envSize(const char* name, int64_t def);
 
 }  // namespace baton
