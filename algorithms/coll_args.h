@@ -32,6 +32,7 @@ struct RingDev {
 struct CollArgs {
   int func = kFuncAllReduce;
   int algo = kAlgoRing;
+  int proto = kProtoSimple;  // Proto (connector.h): which of the connectors' buffers and line formats
   const void* sendbuff = nullptr;
   void* recvbuff = nullptr;
   size_t count = 0;   // AllReduce/Broadcast/Reduce: elements; AllGather: sendcount; ReduceScatter: recvcount
@@ -59,8 +60,5 @@ BATON_HD void channelRange(size_t total, int channel, int nChannels, size_t grai
   *count = b - a;
 }
 
-// Elements per grain: 512 bytes, NCCL's Simple grain.
-template <typename T>
-BATON_HD size_t grainElems() { return 512 / sizeof(T) ? 512 / sizeof(T) : 1; }
 
 }  // namespace baton

@@ -20,30 +20,70 @@ namespace baton {
 
 constexpr int kSteps = 8;  // NCCL_STEPS
 
+// Protocols, with NCCL's indices (NCCL_PROTO_LL, NCCL_PROTO_LL128, NCCL_PROTO_SIMPLE). Each connector
+// has one slot buffer per protocol; all three share the step counter, head and tail, so operations
+// with different protocols follow each other on one connection (lesson 04).
+enum Proto : int { kProtoLL = 0, kProtoLL128 = 1, kProtoSimple = 2, kNumProtos = 3 };
+
+// Bytes of one FIFO step in each protocol's buffer (0: the connector has no buffer for it).
+struct FifoLayout {
+  uint64_t stepBytes[kNumProtos] = {0, 0, 0};
+  BATON_HD uint64_t totalSlotBytes() const {
+    return (uint64_t)kSteps * (stepBytes[0] + stepBytes[1] + stepBytes[2]);
+  }
+};
+
 // Shared between producer and consumer; lives in the receiver's memory (heap for p2p, a POSIX
 // shared-memory segment for shm). Each counter has its own cache line to avoid false sharing.
 struct alignas(128) ConnFifo {
   alignas(128) uint64_t tail;           // written by the sender
   alignas(128) uint64_t head;           // written by the receiver
   alignas(128) uint64_t sizes[kSteps];  // bytes in each slot, written by the sender before tail
-  // kSteps * stepBytes of slot memory follow, 128-byte aligned.
+  // Direct paths (ranks in one process): the receiver publishes its output buffer for an operation
+  // here, so the sender can write the result straight into it (lesson 05). Written before
+  // storeRelease(directTag, op + 1), read after loadAcquire(directTag) >= op + 1.
+  alignas(128) uint64_t directTag;
+  void* directPtr;
+  // Slot memory follows, 128-byte aligned: kSteps steps of LL, then LL128, then Simple
+  // (FifoLayout gives the step sizes).
 };
 
 BATON_HD char* fifoSlots(ConnFifo* f) { return reinterpret_cast<char*>(f + 1); }
+// Where protocol p's kSteps slots start in a FIFO laid out as `l`.
+BATON_HD char* fifoBuff(ConnFifo* f, const FifoLayout& l, int p) {
+  char* b = fifoSlots(f);
+  for (int i = 0; i < p; ++i) b += kSteps * l.stepBytes[i];
+  return l.stepBytes[p] ? b : nullptr;
+}
 
 // One side's view of a connector. `step` is this side's private progress: steps sent (sender) or
 // steps consumed (receiver). It persists across operations so the next one continues the sequence.
 struct ConnDev {
   ConnFifo* fifo = nullptr;
-  char* slots = nullptr;
-  uint64_t stepBytes = 0;
+  char* buffs[kNumProtos] = {nullptr, nullptr, nullptr};
+  uint64_t stepBytes[kNumProtos] = {0, 0, 0};
   uint64_t step = 0;
   int peer = -1;
-  int depth = kSteps;  // slots the sender may have in flight (1 = stop-and-wait, lesson 03)
+  int depth = kSteps;   // slots the sender may have in flight (1 = stop-and-wait, lesson 03)
+  bool direct = false;  // the peer is in this process: its user buffers are addressable (lesson 05)
 };
 
-BATON_HD char* slotPtr(const ConnDev& c, uint64_t step) {
-  return c.slots + (step % kSteps) * c.stepBytes;
+BATON_HD ConnDev makeConnDev(ConnFifo* fifo, const FifoLayout& l, int peer, int depth, bool direct) {
+  ConnDev c;
+  c.fifo = fifo;
+  for (int p = 0; p < kNumProtos; ++p) {
+    c.buffs[p] = fifoBuff(fifo, l, p);
+    c.stepBytes[p] = l.stepBytes[p];
+  }
+  c.peer = peer;
+  c.depth = depth;
+  c.direct = direct;
+  return c;
+}
+
+// Protocol p's slot for `step`.
+BATON_HD char* slotPtr(const ConnDev& c, int p, uint64_t step) {
+  return c.buffs[p] + (step % kSteps) * c.stepBytes[p];
 }
 
 }  // namespace baton

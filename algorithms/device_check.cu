@@ -1,10 +1,10 @@
 // Compiles the device-portable algorithms as CUDA kernels, so nvcc keeps the design honest.
 //
-// Computes: one kernel per (algorithm, type, operator) sample, each running the same body the CPU
+// Computes: one kernel per (algorithm, protocol, type, operator) sample, each running the same body the CPU
 // workers run, with the block's ExecCtx in shared memory. Built by `make` when nvcc is present
 // (build/obj/algorithms_device.o, sm_90); not launched anywhere yet (no GPU runtime code in baton).
-// Memory-ordering contract: as primitives_simple.h and p2p_progress.h; cuda::atomic_ref at system
-// scope gives the release/acquire pairs.
+// Memory-ordering contract: as primitives_simple.h, primitives_ll.h, primitives_ll128.h and
+// p2p_progress.h; cuda::atomic_ref at system scope gives the release/acquire pairs.
 #include "naive_allreduce.h"
 #include "p2p_progress.h"
 #include "ring_allgather.h"
@@ -24,26 +24,27 @@ __device__ ExecCtx* blockCtx(const ExecCtx& init) {
   return ctx;
 }
 
-template <typename T, template <typename> class OpT>
+template <typename T, typename P, template <typename> class OpT>
 __global__ void ringAllReduceKernel(CollArgs args, OpT<T> op, ExecCtx init) {
-  runRingAllReduce<T>(*blockCtx(init), args, op);
+  runRingAllReduce<T, P>(*blockCtx(init), args, op);
 }
-template <typename T, template <typename> class OpT>
+template <typename T, typename P, template <typename> class OpT>
 __global__ void ringReduceScatterKernel(CollArgs args, OpT<T> op, ExecCtx init) {
-  runRingReduceScatter<T>(*blockCtx(init), args, op);
+  runRingReduceScatter<T, P>(*blockCtx(init), args, op);
 }
-template <typename T, template <typename> class OpT>
+template <typename T, typename P, template <typename> class OpT>
 __global__ void ringReduceKernel(CollArgs args, OpT<T> op, ExecCtx init) {
-  runRingReduce<T>(*blockCtx(init), args, op);
+  runRingReduce<T, P>(*blockCtx(init), args, op);
 }
 template <typename T, template <typename> class OpT>
 __global__ void naiveAllReduceKernel(CollArgs args, OpT<T> op, ExecCtx init) {
   runNaiveAllReduce<T>(*blockCtx(init), args, op);
 }
+template <typename P>
 __global__ void copyKernels(CollArgs args, ExecCtx init) {
   ExecCtx* ctx = blockCtx(init);
-  if (args.func == kFuncAllGather) runRingAllGather<uint8_t>(*ctx, args, OpSum<uint8_t>{});
-  else runRingBroadcast<uint8_t>(*ctx, args, OpSum<uint8_t>{});
+  if (args.func == kFuncAllGather) runRingAllGather<uint8_t, P>(*ctx, args, OpSum<uint8_t>{});
+  else runRingBroadcast<uint8_t, P>(*ctx, args, OpSum<uint8_t>{});
 }
 __global__ void p2pKernel(P2pTransfer* send, P2pTransfer* recv, ExecCtx init) {
   ExecCtx* ctx = blockCtx(init);
@@ -54,13 +55,18 @@ __global__ void p2pKernel(P2pTransfer* send, P2pTransfer* recv, ExecCtx init) {
   }
 }
 
-template __global__ void ringAllReduceKernel<float, OpSum>(CollArgs, OpSum<float>, ExecCtx);
-template __global__ void ringAllReduceKernel<half_t, OpSumPostDiv>(CollArgs, OpSumPostDiv<half_t>, ExecCtx);
-template __global__ void ringAllReduceKernel<bfloat16_t, OpMax>(CollArgs, OpMax<bfloat16_t>, ExecCtx);
-template __global__ void ringAllReduceKernel<fp8e4m3_t, OpPreMulSum>(CollArgs, OpPreMulSum<fp8e4m3_t>, ExecCtx);
-template __global__ void ringAllReduceKernel<int64_t, OpProd>(CollArgs, OpProd<int64_t>, ExecCtx);
-template __global__ void ringReduceScatterKernel<double, OpMin>(CollArgs, OpMin<double>, ExecCtx);
-template __global__ void ringReduceKernel<int8_t, OpSum>(CollArgs, OpSum<int8_t>, ExecCtx);
+template __global__ void ringAllReduceKernel<float, ProtoSimple, OpSum>(CollArgs, OpSum<float>, ExecCtx);
+template __global__ void ringAllReduceKernel<float, ProtoLL, OpSum>(CollArgs, OpSum<float>, ExecCtx);
+template __global__ void ringAllReduceKernel<float, ProtoLL128, OpSum>(CollArgs, OpSum<float>, ExecCtx);
+template __global__ void ringAllReduceKernel<half_t, ProtoLL, OpSumPostDiv>(CollArgs, OpSumPostDiv<half_t>, ExecCtx);
+template __global__ void ringAllReduceKernel<bfloat16_t, ProtoLL128, OpMax>(CollArgs, OpMax<bfloat16_t>, ExecCtx);
+template __global__ void ringAllReduceKernel<fp8e4m3_t, ProtoSimple, OpPreMulSum>(CollArgs, OpPreMulSum<fp8e4m3_t>, ExecCtx);
+template __global__ void ringAllReduceKernel<int64_t, ProtoLL, OpProd>(CollArgs, OpProd<int64_t>, ExecCtx);
+template __global__ void ringReduceScatterKernel<double, ProtoLL128, OpMin>(CollArgs, OpMin<double>, ExecCtx);
+template __global__ void ringReduceKernel<int8_t, ProtoSimple, OpSum>(CollArgs, OpSum<int8_t>, ExecCtx);
+template __global__ void copyKernels<ProtoSimple>(CollArgs, ExecCtx);
+template __global__ void copyKernels<ProtoLL>(CollArgs, ExecCtx);
+template __global__ void copyKernels<ProtoLL128>(CollArgs, ExecCtx);
 template __global__ void naiveAllReduceKernel<float, OpSum>(CollArgs, OpSum<float>, ExecCtx);
 
 }  // namespace baton

@@ -29,8 +29,8 @@ BATON_HD bool p2pTrySend(ExecCtx& ctx, P2pTransfer& t) {
   if (t.complete() || ctx.failed) return false;
   ConnDev& c = *t.conn;
   if (loadAcquire(&c.fifo->head) + c.depth < c.step + 1) return false;  // no credit yet
-  const size_t n = minSize(c.stepBytes, t.bytes - t.done);
-  copyBytes(ctx, slotPtr(c, c.step), t.buf + t.done, n);
+  const size_t n = minSize(c.stepBytes[kProtoSimple], t.bytes - t.done);
+  copyBytes(ctx, slotPtr(c, kProtoSimple, c.step), t.buf + t.done, n);
   blockBarrier();
   if (threadId(ctx) == 0) {  // one thread publishes and advances; the barrier below orders the rest
     c.fifo->sizes[c.step % kSteps] = n;
@@ -46,7 +46,7 @@ BATON_HD bool p2pTryRecv(ExecCtx& ctx, P2pTransfer& t) {
   if (t.complete() || ctx.failed) return false;
   ConnDev& c = *t.conn;
   if (loadAcquire(&c.fifo->tail) < c.step + 1) return false;  // nothing arrived yet
-  const size_t n = minSize(c.stepBytes, t.bytes - t.done);
+  const size_t n = minSize(c.stepBytes[kProtoSimple], t.bytes - t.done);
   const uint64_t got = c.fifo->sizes[c.step % kSteps];
   if (got != n) {  // the sender's count differs from ours
     ctx.failed = true;
@@ -54,7 +54,7 @@ BATON_HD bool p2pTryRecv(ExecCtx& ctx, P2pTransfer& t) {
                    "recv slot size (send and recv counts differ?)", n, got};
     return false;
   }
-  copyBytes(ctx, t.buf + t.done, slotPtr(c, c.step), n);
+  copyBytes(ctx, t.buf + t.done, slotPtr(c, kProtoSimple, c.step), n);
   blockBarrier();
   if (threadId(ctx) == 0) {
     publish(ctx, &c.fifo->head, c.step + 1);

@@ -94,6 +94,22 @@ struct OpSumPostDiv {
   BATON_HD C post(C x) const { return static_cast<C>(x / divisor); }
 };
 
+// One element of reduceCopy, for the line-at-a-time protocols (LL): post(op(recv, pre(src))).
+template <typename T, typename Op, bool HasRecv, bool HasSrc, bool PreSrc, bool ApplyPost>
+BATON_HD T reduceElem(const Op& op, T recv, T src) {
+  using Tr = TypeTraits<T>;
+  typename Op::C v;
+  if constexpr (HasSrc) {
+    v = Tr::load(src);
+    if constexpr (PreSrc && !Op::kPreIdentity) v = op.pre(v);
+    if constexpr (HasRecv) v = op(Tr::load(recv), v);
+  } else {
+    v = Tr::load(recv);
+  }
+  if constexpr (ApplyPost && !Op::kPostIdentity) v = op.post(v);
+  return Tr::store(v);
+}
+
 // The one loop behind every primitive. Inputs: `recv` (already reduced upstream) when HasRecv and
 // `src` (this rank's user input, `pre` applied when PreSrc) when HasSrc. Outputs: `dst0` and/or
 // `dst1`, both receiving post(value) when ApplyPost. The flags are template parameters so each

@@ -6,28 +6,29 @@
 // rank sends 2(k-1)/k of the data: the bus-bandwidth factor. Introduced in lesson 02
 // (docs/lessons/02-ring-allreduce.md).
 //
-// Memory-ordering contract: only through the primitives (primitives_simple.h): each slice's tail
-// store releases it to the next rank; each head store returns the slot.
+// Memory-ordering contract: only through the primitives (primitives_api.h and the protocol's
+// file): a slice's tail store (Simple) or line flags (LL, LL128) release it to the next rank; each
+// head store returns the slot.
 #pragma once
 
 #include "coll_args.h"
-#include "primitives_simple.h"
+#include "primitives.h"
 
 namespace baton {
 
-template <typename T, typename Op>
+template <typename T, typename P, typename Op>
 BATON_HD void runRingAllReduce(ExecCtx& ctx, const CollArgs& a, const Op& op) {
   const T* src = static_cast<const T*>(a.sendbuff);
   T* dst = static_cast<T*>(a.recvbuff);
   const int k = a.ring.nRanks;
   size_t lo, chanCount;
-  channelRange(a.count, a.channel, a.nChannels, grainElems<T>(), &lo, &chanCount);
+  channelRange(a.count, a.channel, a.nChannels, protoGrainElems<P, T>(), &lo, &chanCount);
   if (k == 1) {  // nothing to exchange: the reduction of one input is the input (post-op applied)
     reduceCopy<T, Op, false, true, true, true, false, true>(ctx, op, nullptr, src + lo, dst + lo, nullptr, chanCount);
     return;
   }
-  PrimitivesSimple<T, Op> prims(ctx, a.ring.recv, a.ring.send, op);
-  const size_t chunkMax = a.chunkSteps * a.ring.send->stepBytes / sizeof(T);
+  Primitives<T, Op, P> prims(ctx, a.ring.recv, a.ring.send, op);
+  const size_t chunkMax = chunkElems<P, T>(*a.ring.send, a.chunkSteps);
   const size_t align = 64 / sizeof(T) ? 64 / sizeof(T) : 1;
   const int r = a.ring.index;
   for (size_t done = 0; done < chanCount;) {

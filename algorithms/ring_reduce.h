@@ -5,30 +5,29 @@
 // writes the result (recvReduceCopy, post-op applied). Introduced in lesson 03
 // (docs/lessons/03-pipelining.md).
 //
-// Memory-ordering contract: only through the primitives (primitives_simple.h).
+// Memory-ordering contract: only through the primitives (primitives_api.h and the protocol's file).
 #pragma once
 
 #include "coll_args.h"
-#include "primitives_simple.h"
+#include "primitives.h"
 
 namespace baton {
 
-template <typename T, typename Op>
+template <typename T, typename P, typename Op>
 BATON_HD void runRingReduce(ExecCtx& ctx, const CollArgs& a, const Op& op) {
   const T* src = static_cast<const T*>(a.sendbuff);
   T* dst = static_cast<T*>(a.recvbuff);
   const int k = a.ring.nRanks;
   size_t lo, chanCount;
-  channelRange(a.count, a.channel, a.nChannels, grainElems<T>(), &lo, &chanCount);
+  channelRange(a.count, a.channel, a.nChannels, protoGrainElems<P, T>(), &lo, &chanCount);
   const bool isRoot = a.rank == a.root;
   if (k == 1) {
     reduceCopy<T, Op, false, true, true, true, false, true>(ctx, op, nullptr, src + lo, dst + lo, nullptr, chanCount);
     return;
   }
   const bool isFirst = a.ring.userRankAt(a.ring.index - 1) == a.root;
-  PrimitivesSimple<T, Op> prims(ctx, isFirst ? nullptr : a.ring.recv, isRoot ? nullptr : a.ring.send, op);
-  const size_t stepBytes = isRoot ? a.ring.recv->stepBytes : a.ring.send->stepBytes;
-  const size_t chunkMax = a.chunkSteps * stepBytes / sizeof(T);
+  Primitives<T, Op, P> prims(ctx, isFirst ? nullptr : a.ring.recv, isRoot ? nullptr : a.ring.send, op);
+  const size_t chunkMax = chunkElems<P, T>(isRoot ? *a.ring.recv : *a.ring.send, a.chunkSteps);
   for (size_t done = 0; done < chanCount;) {
     const size_t n = minSize(chunkMax, chanCount - done);
     const size_t off = lo + done;

@@ -4,29 +4,29 @@
 // the block of position r-1, adds arriving partial sums into r-2, r-3, ... and finishes with its own
 // block (recvReduceCopy, post-op applied). Introduced in lesson 02 (docs/lessons/02-ring-allreduce.md).
 //
-// Memory-ordering contract: only through the primitives (primitives_simple.h).
+// Memory-ordering contract: only through the primitives (primitives_api.h and the protocol's file).
 #pragma once
 
 #include "coll_args.h"
-#include "primitives_simple.h"
+#include "primitives.h"
 
 namespace baton {
 
-template <typename T, typename Op>
+template <typename T, typename P, typename Op>
 BATON_HD void runRingReduceScatter(ExecCtx& ctx, const CollArgs& a, const Op& op) {
   const T* src = static_cast<const T*>(a.sendbuff);
   T* dst = static_cast<T*>(a.recvbuff);
   const int k = a.ring.nRanks;
   const size_t count = a.count;
   size_t lo, chanCount;
-  channelRange(count, a.channel, a.nChannels, grainElems<T>(), &lo, &chanCount);
+  channelRange(count, a.channel, a.nChannels, protoGrainElems<P, T>(), &lo, &chanCount);
   const T* ownSrc = src + (size_t)a.rank * count;
   if (k == 1) {
     reduceCopy<T, Op, false, true, true, true, false, true>(ctx, op, nullptr, ownSrc + lo, dst + lo, nullptr, chanCount);
     return;
   }
-  PrimitivesSimple<T, Op> prims(ctx, a.ring.recv, a.ring.send, op);
-  const size_t chunkMax = a.chunkSteps * a.ring.send->stepBytes / sizeof(T);
+  Primitives<T, Op, P> prims(ctx, a.ring.recv, a.ring.send, op);
+  const size_t chunkMax = chunkElems<P, T>(*a.ring.send, a.chunkSteps);
   const int r = a.ring.index;
   for (size_t done = 0; done < chanCount;) {
     const size_t n = minSize(chunkMax, chanCount - done);

@@ -14,6 +14,7 @@
 #include "coll_args.h"
 #include "nccl.h"
 #include "transport.h"
+#include "tuner.h"
 
 namespace baton {
 
@@ -42,7 +43,9 @@ struct RedOpSlot {
 
 // Knobs read once at init (docs/env.md).
 struct Tunables {
-  size_t stepBytes = 512 << 10;     // NCCL_BUFFSIZE / NCCL_STEPS
+  size_t stepBytes = 512 << 10;     // NCCL_BUFFSIZE / NCCL_STEPS (Simple)
+  size_t llStepBytes = 64 << 10;    // NCCL_LL_BUFFSIZE / NCCL_STEPS
+  size_t ll128StepBytes = 614400;   // NCCL_LL128_BUFFSIZE / NCCL_STEPS
   size_t p2pStepBytes = 128 << 10;  // NCCL_P2P_NET_CHUNKSIZE-like: p2p FIFO step
   int fifoDepth = kSteps;           // BATON_FIFO_DEPTH: slots a sender may fill ahead (lesson 03)
   int chunkSteps = 4;               // FIFO steps per ring chunk (NCCL's CHUNKSTEPS)
@@ -52,6 +55,8 @@ struct Tunables {
   int jitter = 0;                   // BATON_JITTER
   bool p2pDisable = false;          // NCCL_P2P_DISABLE
   bool shmDisable = false;          // NCCL_SHM_DISABLE
+  TuningModel model;                // tuning file or built-in (tuner.h)
+  AlgoProtoMask mask;               // NCCL_ALGO / NCCL_PROTO
 };
 
 }  // namespace baton

@@ -60,6 +60,9 @@ ncclResult_t commAlloc(ncclComm** out, int nranks, int rank, const ncclConfig_t*
   Tunables& t = comm->tun;
   const int64_t buff = envInt("NCCL_BUFFSIZE", 4 << 20);
   t.stepBytes = std::max<int64_t>(buff / kSteps, 4096) / 4096 * 4096;
+  // LL steps are whole 16-byte lines, LL128 steps whole 128-byte lines (algorithms/protocols.h).
+  t.llStepBytes = std::max<int64_t>(envInt("NCCL_LL_BUFFSIZE", 512 << 10) / kSteps, 1024) / 1024 * 1024;
+  t.ll128StepBytes = std::max<int64_t>(envInt("NCCL_LL128_BUFFSIZE", 4915200) / kSteps, 1024) / 128 * 128;
   t.p2pStepBytes = std::max<int64_t>(envInt("NCCL_P2P_CHUNKSIZE", 128 << 10), 4096) / 4096 * 4096;
   t.fifoDepth = (int)std::clamp<int64_t>(envInt("BATON_FIFO_DEPTH", kSteps), 1, kSteps);
   t.chunkSteps = (int)std::clamp<int64_t>(envInt("BATON_CHUNK_STEPS", 4), 1, kSteps);
@@ -70,6 +73,13 @@ ncclResult_t commAlloc(ncclComm** out, int nranks, int rank, const ncclConfig_t*
   t.jitter = (int)envInt("BATON_JITTER", 0);
   t.p2pDisable = envInt("NCCL_P2P_DISABLE", 0) != 0;
   t.shmDisable = envInt("NCCL_SHM_DISABLE", 0) != 0;
+  const std::string algoEnv = envStr("NCCL_ALGO"), protoEnv = envStr("NCCL_PROTO");
+  if (parseAlgoProtoEnv(algoEnv.c_str(), protoEnv.c_str(), &t.mask) != ncclSuccess) {
+    const std::string why = lastError();
+    delete comm;
+    return batonError(ncclInvalidArgument, "%s: %s", fn, why.c_str());
+  }
+  t.model = initialTuningModel();
 
   int minCh = (int)envInt("NCCL_MIN_NCHANNELS", envInt("NCCL_MIN_CTAS", intOrUndef(cfg.minCTAs, 1)));
   int maxCh = (int)envInt("NCCL_MAX_NCHANNELS", envInt("NCCL_MAX_CTAS", intOrUndef(cfg.maxCTAs, kMaxChannels)));

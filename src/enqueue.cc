@@ -1,4 +1,5 @@
 // The planner: turns a group's tasks for one communicator into work items on its channel workers.
+// With one blocking communicator in the group, the calling thread runs channel 0's items itself.
 //
 // A collective is cut into one part per channel (fewer for small messages); each part runs the
 // algorithm's kernel on that channel's worker. All point-to-point tasks of the group become one
@@ -57,7 +58,7 @@ static int channelsFor(ncclComm* comm, const Task& t, size_t bytes) {
   return (int)std::min<size_t>(comm->nChannels, want);
 }
 
-ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_ptr<Completion>* out) {
+ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_ptr<Completion>* out, bool callerRuns) {
   std::vector<const Task*> colls, p2p;
   for (const Task& t : tasks) (t.kind == Task::kColl ? colls : p2p).push_back(&t);
   struct Part {
@@ -72,19 +73,23 @@ ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_p
     const size_t count = bytesOnly ? t.count * typeSize(t.type) : t.count;
     const size_t totalBytes = t.count * typeSize(t.type) * ((t.func == kFuncAllGather || t.func == kFuncReduceScatter) ? comm->nRanks : 1);
     const int nch = channelsFor(comm, t, totalBytes);
-    const int algo = t.func == kFuncAllReduce ? comm->tun.allreduceAlgo : kAlgoRing;
+    AlgoProtoChoice choice;
+    if (t.func == kFuncAllReduce && comm->tun.allreduceAlgo == kAlgoNaive) choice = {kAlgoNaive, kProtoSimple, 0};
+    else BATON_CHECK(chooseAlgoProto(comm->tun.model, comm->tun.mask, t.func, comm->nRanks, totalBytes, &choice));
+    const int algo = choice.algo;
     const uint64_t opCount = comm->opCount++;
     BATON_INFO(kSubColl,
                "%s: opCount %llx sendbuff %p recvbuff %p count %zu datatype %s op %s root %d comm %p [nranks=%d] "
-               "algorithm %s protocol Simple channels %d",
+               "algorithm %s protocol %s channels %d",
                funcName(t.func), (unsigned long long)opCount, t.sendbuff, t.recvbuff, t.count, typeName(t.type),
-               opName(t.op.kind), t.root, (void*)comm, comm->nRanks, algo == kAlgoNaive ? "Naive" : "Ring", nch);
+               opName(t.op.kind), t.root, (void*)comm, comm->nRanks, algoName(algo), protoName(choice.proto), nch);
     if (t.count == 0) continue;
     CollKernel kernel = collKernel(t.func, t.type, t.op.kind);
     if (!kernel) return batonError(ncclInternalError, "no kernel for %s/%s/%s", funcName(t.func), typeName(t.type), opName(t.op.kind));
     CollArgs base;  // what every channel's part shares
     base.func = t.func;
     base.algo = algo;
+    base.proto = choice.proto;
     base.sendbuff = t.sendbuff;
     base.recvbuff = t.recvbuff;
     base.count = count;
@@ -143,8 +148,18 @@ ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_p
   }
   if (parts.empty()) return ncclSuccess;
   auto done = std::make_shared<Completion>((int)parts.size());
+  // The latency path: a small collective on a blocking communicator costs a flag hand-off per
+  // step, not two thread wake-ups (worker, then caller). When nothing of this communicator is in
+  // flight, channel 0's worker is idle, so running its parts here keeps the per-channel order.
+  const bool inlineCh0 = callerRuns && comm->inflight.load() == 0;
   comm->inflight.fetch_add((int)parts.size());
-  for (Part& p : parts) comm->channels[p.channel]->worker.submit(wrapWork(comm, done, std::move(p.body)));
+  std::vector<std::function<void()>> mine;
+  for (Part& p : parts) {
+    std::function<void()> work = wrapWork(comm, done, std::move(p.body));
+    if (inlineCh0 && p.channel == 0) mine.push_back(std::move(work));
+    else comm->channels[p.channel]->worker.submit(std::move(work));
+  }
+  for (auto& work : mine) work();
   *out = done;
   return ncclSuccess;
 }

@@ -108,7 +108,10 @@ ncclResult_t groupEnd() {
   std::vector<std::shared_ptr<Completion>> waits;
   for (size_t i = 0; i < comms.size(); ++i) {
     std::shared_ptr<Completion> done;
-    ncclResult_t r = launchTasks(comms[i], tasks[i], &done);
+    // One blocking communicator in the group: this thread has nothing else to drive, so it can be
+    // channel 0's block itself instead of waking a worker and sleeping until it is done.
+    const bool callerRuns = comms.size() == 1 && comms[i]->blocking;
+    ncclResult_t r = launchTasks(comms[i], tasks[i], &done, callerRuns);
     if (r != ncclSuccess && result == ncclSuccess) result = r;
     if (!done) continue;
     if (comms[i]->blocking) waits.push_back(done);

@@ -27,6 +27,8 @@ ncclResult_t groupRecordError(ncclResult_t err);
 ncclResult_t runInitJob(ncclComm* comm, std::function<ncclResult_t()> job);
 
 // Planner (enqueue.cc): hand `tasks` to comm's workers; `done` counts one part per work item.
-ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_ptr<class Completion>* done);
+// callerRuns: the calling thread may run channel 0's parts itself (see enqueue.cc: the latency path).
+ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_ptr<class Completion>* done,
+                         bool callerRuns);
 
 }  // namespace baton

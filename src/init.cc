@@ -59,8 +59,12 @@ struct SharedParams {
   int32_t chunkSteps;
   int32_t allreduceAlgo;
   uint64_t stepBytes;
+  uint64_t llStepBytes;
+  uint64_t ll128StepBytes;
   uint64_t p2pStepBytes;
   uint64_t minChannelBytes;
+  TuningModel model;  // rank 0's model and masks: every rank must pick the same protocol
+  AlgoProtoMask mask;
 };
 
 }  // namespace
@@ -124,15 +128,19 @@ static ncclResult_t connectRing(ncclComm* comm, Channel& ch) {
   int tr = 0;
   ConnectInfo info{};
   BATON_CHECK(selectTransport(self, comm->peers[prev], comm->tun.p2pDisable, comm->tun.shmDisable, &tr));
-  BATON_CHECK(transports()[tr]->createRecv(comm->tun.stepBytes, &info, &ch.recvConn));
+  FifoLayout layout;
+  layout.stepBytes[kProtoSimple] = comm->tun.stepBytes;
+  layout.stepBytes[kProtoLL] = comm->tun.llStepBytes;
+  layout.stepBytes[kProtoLL128] = comm->tun.ll128StepBytes;
+  BATON_CHECK(transports()[tr]->createRecv(layout, &info, &ch.recvConn));
   info.transport = tr;
   BATON_CHECK(comm->bootstrap->send(prev, kTagRing + ch.id, &info, sizeof info));
   BATON_CHECK(comm->bootstrap->recv(next, kTagRing + ch.id, &info, sizeof info));
   if (info.transport < 0 || info.transport >= (int)transports().size())
     return batonError(ncclInternalError, "ring connect info from rank %d names transport %d", next, info.transport);
   BATON_CHECK(transports()[info.transport]->connectSend(info, &ch.sendConn));
-  ch.ringSend = ConnDev{ch.sendConn->fifo, ch.sendConn->slots, ch.sendConn->stepBytes, 0, next, comm->tun.fifoDepth};
-  ch.ringRecv = ConnDev{ch.recvConn->fifo, ch.recvConn->slots, ch.recvConn->stepBytes, 0, prev, comm->tun.fifoDepth};
+  ch.ringSend = ch.sendConn->dev(next, comm->tun.fifoDepth);
+  ch.ringRecv = ch.recvConn->dev(prev, comm->tun.fifoDepth);
   BATON_INFO(kSubInit, "Channel %02d/%d : %d[%d] -> %d[%d] via %s", ch.id, comm->nChannels, comm->rank, comm->cudaDev,
              next, comm->peers[next].cudaDev, transports()[info.transport]->name());
   return ncclSuccess;
@@ -160,8 +168,9 @@ ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id) {
 
   std::vector<SharedParams> params(comm->nRanks);
   const Tunables& t = comm->tun;
-  params[comm->rank] = {comm->nChannels, t.fifoDepth, t.chunkSteps, t.allreduceAlgo, t.stepBytes, t.p2pStepBytes,
-                        t.minChannelBytes};
+  params[comm->rank] = {comm->nChannels, t.fifoDepth, t.chunkSteps, t.allreduceAlgo, t.stepBytes, t.llStepBytes,
+                        t.ll128StepBytes, t.p2pStepBytes,
+                        t.minChannelBytes, t.model, t.mask};
   BATON_CHECK(comm->bootstrap->allGather(params.data(), sizeof(SharedParams)));
   const SharedParams& p0 = params[0];
   comm->nChannels = p0.nChannels;
@@ -169,8 +178,12 @@ ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id) {
   comm->tun.chunkSteps = p0.chunkSteps;
   comm->tun.allreduceAlgo = p0.allreduceAlgo;
   comm->tun.stepBytes = p0.stepBytes;
+  comm->tun.llStepBytes = p0.llStepBytes;
+  comm->tun.ll128StepBytes = p0.ll128StepBytes;
   comm->tun.p2pStepBytes = p0.p2pStepBytes;
   comm->tun.minChannelBytes = p0.minChannelBytes;
+  comm->tun.model = p0.model;
+  comm->tun.mask = p0.mask;
 
   for (int c = 0; c < comm->nChannels; ++c) {
     auto ch = std::make_unique<Channel>();
@@ -211,11 +224,13 @@ ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& sendPeers, con
     int tr = 0;
     ConnectInfo info{};
     BATON_CHECK(selectTransport(self, comm->peers[p], comm->tun.p2pDisable, comm->tun.shmDisable, &tr));
-    BATON_CHECK(transports()[tr]->createRecv(comm->tun.p2pStepBytes, &info, &comm->p2pRecvConn[p]));
+    FifoLayout layout;
+    layout.stepBytes[kProtoSimple] = comm->tun.p2pStepBytes;
+    BATON_CHECK(transports()[tr]->createRecv(layout, &info, &comm->p2pRecvConn[p]));
     info.transport = tr;
     BATON_CHECK(comm->bootstrap->send(p, kTagP2p, &info, sizeof info));
     Connection& c = *comm->p2pRecvConn[p];
-    comm->p2pRecv[p] = ConnDev{c.fifo, c.slots, c.stepBytes, 0, p, kSteps};
+    comm->p2pRecv[p] = c.dev(p, kSteps);
   }
   for (int p : sendPeers) {
     if (p == comm->rank || comm->p2pSendConn[p]) continue;
@@ -225,7 +240,7 @@ ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& sendPeers, con
       return batonError(ncclInternalError, "p2p connect info from rank %d names transport %d", p, info.transport);
     BATON_CHECK(transports()[info.transport]->connectSend(info, &comm->p2pSendConn[p]));
     Connection& c = *comm->p2pSendConn[p];
-    comm->p2pSend[p] = ConnDev{c.fifo, c.slots, c.stepBytes, 0, p, comm->tun.fifoDepth};
+    comm->p2pSend[p] = c.dev(p, comm->tun.fifoDepth);
     BATON_INFO(kSubP2p, "Channel 00/1 : %d[%d] -> %d[%d] via %s (p2p)", comm->rank, comm->cudaDev, p,
                comm->peers[p].cudaDev, transports()[info.transport]->name());
   }

@@ -40,8 +40,9 @@ class Connection {
  public:
   virtual ~Connection() = default;
   ConnFifo* fifo = nullptr;
-  char* slots = nullptr;
-  size_t stepBytes = 0;
+  FifoLayout layout;
+  bool sameProcess = false;  // both sides are threads of one process (direct paths possible)
+  ConnDev dev(int peer, int depth) const { return makeConnDev(fifo, layout, peer, depth, sameProcess); }
 };
 
 class Transport {
@@ -49,7 +50,7 @@ class Transport {
   virtual ~Transport() = default;
   virtual const char* name() const = 0;
   virtual bool canConnect(const PeerInfo& self, const PeerInfo& peer) const = 0;
-  virtual ncclResult_t createRecv(size_t stepBytes, ConnectInfo* info, std::unique_ptr<Connection>* conn) = 0;
+  virtual ncclResult_t createRecv(const FifoLayout& layout, ConnectInfo* info, std::unique_ptr<Connection>* conn) = 0;
   virtual ncclResult_t connectSend(const ConnectInfo& info, std::unique_ptr<Connection>* conn) = 0;
 };
 
@@ -62,7 +63,7 @@ ncclResult_t selectTransport(const PeerInfo& self, const PeerInfo& peer, bool p2
 Transport* makeP2pTransport();
 Transport* makeShmTransport();
 
-// Bytes a FIFO occupies: the counters and kSteps slots.
-inline size_t fifoBytes(size_t stepBytes) { return sizeof(ConnFifo) + kSteps * stepBytes; }
+// Bytes a FIFO occupies: the counters and kSteps slots of every protocol it carries.
+inline size_t fifoBytes(const FifoLayout& l) { return sizeof(ConnFifo) + l.totalSlotBytes(); }
 
 }  // namespace baton

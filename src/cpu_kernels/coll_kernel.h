@@ -32,18 +32,27 @@ OpT<T> makeOp(const OpParams& p) {
   else return OpT<T>{};
 }
 
-// Reducing collectives: AllReduce, Reduce, ReduceScatter.
-template <typename T, template <typename> class OpT>
-void reduceKernel(ExecCtx& ctx, const CollArgs& a, const OpParams& p) {
-  const OpT<T> op = makeOp<T, OpT>(p);
+// Reducing collectives: AllReduce, Reduce, ReduceScatter, for one protocol.
+template <typename T, template <typename> class OpT, typename P>
+void reduceKernelProto(ExecCtx& ctx, const CollArgs& a, const OpT<T>& op) {
   switch (a.func) {
     case kFuncAllReduce:
       if (a.algo == kAlgoNaive) runNaiveAllReduce<T>(ctx, a, op);
-      else runRingAllReduce<T>(ctx, a, op);
+      else runRingAllReduce<T, P>(ctx, a, op);
       break;
-    case kFuncReduce: runRingReduce<T>(ctx, a, op); break;
-    case kFuncReduceScatter: runRingReduceScatter<T>(ctx, a, op); break;
+    case kFuncReduce: runRingReduce<T, P>(ctx, a, op); break;
+    case kFuncReduceScatter: runRingReduceScatter<T, P>(ctx, a, op); break;
     default: break;
+  }
+}
+
+template <typename T, template <typename> class OpT>
+void reduceKernel(ExecCtx& ctx, const CollArgs& a, const OpParams& p) {
+  const OpT<T> op = makeOp<T, OpT>(p);
+  switch (a.proto) {
+    case kProtoLL: reduceKernelProto<T, OpT, ProtoLL>(ctx, a, op); break;
+    case kProtoLL128: reduceKernelProto<T, OpT, ProtoLL128>(ctx, a, op); break;
+    default: reduceKernelProto<T, OpT, ProtoSimple>(ctx, a, op); break;
   }
 }
 

@@ -3,10 +3,19 @@
 
 namespace baton {
 
-void copyKernel(ExecCtx& ctx, const CollArgs& a, const OpParams&) {
+template <typename P>
+static void copyKernelProto(ExecCtx& ctx, const CollArgs& a) {
   const OpSum<uint8_t> op{};
-  if (a.func == kFuncAllGather) runRingAllGather<uint8_t>(ctx, a, op);
-  else runRingBroadcast<uint8_t>(ctx, a, op);
+  if (a.func == kFuncAllGather) runRingAllGather<uint8_t, P>(ctx, a, op);
+  else runRingBroadcast<uint8_t, P>(ctx, a, op);
+}
+
+void copyKernel(ExecCtx& ctx, const CollArgs& a, const OpParams&) {
+  switch (a.proto) {
+    case kProtoLL: copyKernelProto<ProtoLL>(ctx, a); break;
+    case kProtoLL128: copyKernelProto<ProtoLL128>(ctx, a); break;
+    default: copyKernelProto<ProtoSimple>(ctx, a); break;
+  }
 }
 
 template <typename T>

@@ -16,10 +16,12 @@ namespace {
 // One connector: a ConnFifo followed by kSteps slots, in heap memory, and both sides' handles.
 struct Fifo {
   Fifo(size_t stepBytes, int depth) : bytes(sizeof(ConnFifo) + kSteps * stepBytes) {
+    FifoLayout layout;
+    layout.stepBytes[kProtoSimple] = stepBytes;
     mem = static_cast<ConnFifo*>(::operator new(bytes, std::align_val_t(128)));
     memset(static_cast<void*>(mem), 0, bytes);
-    send = ConnDev{mem, fifoSlots(mem), stepBytes, 0, /*peer=*/1, depth};
-    recv = ConnDev{mem, fifoSlots(mem), stepBytes, 0, /*peer=*/0, depth};
+    send = makeConnDev(mem, layout, /*peer=*/1, depth, false);
+    recv = makeConnDev(mem, layout, /*peer=*/0, depth, false);
   }
   ~Fifo() { ::operator delete(mem, std::align_val_t(128)); }
   size_t bytes;

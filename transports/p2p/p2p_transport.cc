@@ -27,16 +27,16 @@ struct P2pBlock {
 struct P2pInfo {
   int32_t pid;
   P2pBlock* block;
-  uint64_t stepBytes;
+  FifoLayout layout;
 };
 static_assert(sizeof(P2pInfo) <= sizeof(ConnectInfo::data), "fits in ConnectInfo");
 
 class P2pConnection : public Connection {
  public:
-  explicit P2pConnection(P2pBlock* b, size_t step) : block_(b) {
+  explicit P2pConnection(P2pBlock* b, const FifoLayout& l) : block_(b) {
     fifo = b->fifo;
-    slots = fifoSlots(fifo);
-    stepBytes = step;
+    layout = l;
+    sameProcess = true;
   }
   ~P2pConnection() override {
     if (block_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
@@ -54,18 +54,19 @@ class P2pTransport : public Transport {
   const char* name() const override { return "P2P"; }
   bool canConnect(const PeerInfo& self, const PeerInfo& peer) const override { return self.pidHash == peer.pidHash; }
 
-  ncclResult_t createRecv(size_t stepBytes, ConnectInfo* info, std::unique_ptr<Connection>* conn) override {
-    const size_t bytes = fifoBytes(stepBytes);
+  ncclResult_t createRecv(const FifoLayout& layout, ConnectInfo* info, std::unique_ptr<Connection>* conn) override {
+    const size_t bytes = fifoBytes(layout);
     void* mem = aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
     if (!mem) return batonError(ncclSystemError, "p2p: cannot allocate a %zu-byte FIFO", bytes);
-    memset(mem, 0, sizeof(ConnFifo));
+    // The counters and the LL/LL128 buffers start at zero: a zero flag never matches a step's flag.
+    memset(mem, 0, sizeof(ConnFifo) + kSteps * (layout.stepBytes[kProtoLL] + layout.stepBytes[kProtoLL128]));
     // Two references: ours, and the one the sender takes over when it connects.
     P2pBlock* b = new P2pBlock{{2}, static_cast<ConnFifo*>(mem)};
     b->ready.store(1, std::memory_order_release);
-    P2pInfo pi{getpid(), b, stepBytes};
+    P2pInfo pi{getpid(), b, layout};
     memset(info, 0, sizeof *info);
     memcpy(info->data, &pi, sizeof pi);
-    conn->reset(new P2pConnection(b, stepBytes));
+    conn->reset(new P2pConnection(b, layout));
     return ncclSuccess;
   }
 
@@ -76,7 +77,7 @@ class P2pTransport : public Transport {
       return batonError(ncclInternalError, "p2p: connect info comes from pid %d, not this process (%d)", pi.pid, getpid());
     if (pi.block->ready.load(std::memory_order_acquire) != 1)
       return batonError(ncclInternalError, "p2p: peer's FIFO is not initialised");
-    conn->reset(new P2pConnection(pi.block, pi.stepBytes));
+    conn->reset(new P2pConnection(pi.block, pi.layout));
     return ncclSuccess;
   }
 };

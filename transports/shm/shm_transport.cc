@@ -24,17 +24,16 @@ namespace {
 struct ShmInfo {
   char name[64];
   uint64_t bytes;
-  uint64_t stepBytes;
+  FifoLayout layout;
 };
 static_assert(sizeof(ShmInfo) <= sizeof(ConnectInfo::data), "fits in ConnectInfo");
 
 class ShmConnection : public Connection {
  public:
-  ShmConnection(void* base, size_t bytes, size_t step, std::string unlinkName)
+  ShmConnection(void* base, size_t bytes, const FifoLayout& l, std::string unlinkName)
       : base_(base), bytes_(bytes), unlinkName_(std::move(unlinkName)) {
     fifo = static_cast<ConnFifo*>(base);
-    slots = fifoSlots(fifo);
-    stepBytes = step;
+    layout = l;
   }
   ~ShmConnection() override {
     munmap(base_, bytes_);
@@ -52,19 +51,19 @@ class ShmTransport : public Transport {
   const char* name() const override { return "SHM"; }
   bool canConnect(const PeerInfo& self, const PeerInfo& peer) const override { return self.hostHash == peer.hostHash; }
 
-  ncclResult_t createRecv(size_t stepBytes, ConnectInfo* info, std::unique_ptr<Connection>* conn) override {
+  ncclResult_t createRecv(const FifoLayout& layout, ConnectInfo* info, std::unique_ptr<Connection>* conn) override {
     sweepStaleShmSegments();
     static std::atomic<uint64_t> seq{0};
     ShmInfo si{};
-    si.bytes = fifoBytes(stepBytes);
-    si.stepBytes = stepBytes;
+    si.bytes = fifoBytes(layout);
+    si.layout = layout;
     snprintf(si.name, sizeof si.name, "/%s%d-%llu-%08x", kShmPrefix, (int)getpid(),
              (unsigned long long)seq.fetch_add(1), (unsigned)std::random_device{}());
     void* base = nullptr;
     BATON_CHECK(shmCreate(si.name, si.bytes, &base));
     memset(info, 0, sizeof *info);
     memcpy(info->data, &si, sizeof si);
-    conn->reset(new ShmConnection(base, si.bytes, stepBytes, si.name));
+    conn->reset(new ShmConnection(base, si.bytes, layout, si.name));
     return ncclSuccess;
   }
 
@@ -72,10 +71,13 @@ class ShmTransport : public Transport {
     ShmInfo si;
     memcpy(&si, info.data, sizeof si);
     si.name[sizeof si.name - 1] = 0;
+    if (si.bytes != fifoBytes(si.layout))
+      return batonError(ncclInternalError, "shm: connect info for %s says %llu bytes, its layout needs %zu", si.name,
+                        (unsigned long long)si.bytes, fifoBytes(si.layout));
     void* base = nullptr;
     BATON_CHECK(shmOpen(si.name, si.bytes, &base));
     shm_unlink(si.name);  // both sides have it mapped: the name is no longer needed
-    conn->reset(new ShmConnection(base, si.bytes, si.stepBytes, ""));
+    conn->reset(new ShmConnection(base, si.bytes, si.layout, ""));
     return ncclSuccess;
   }
 };

@@ -1,0 +1,66 @@
+// The primitive operations every protocol offers, named as in NCCL's primitives.h. Collectives are
+// written against these names and never against a transport or a protocol's line format.
+//
+// Computes: each call moves `n` elements through the connectors, slice by slice (one FIFO step of
+// the protocol per slice): read the receive slot (Recv) and/or the user's source (Src), reduce,
+// write the send slot (Send) and/or the user's destination (Dst). PreSrc applies the operator's
+// pre-op to the source (PreMulSum); Post applies its post-op to what is written (ncclAvg).
+// Introduced in lesson 03 (docs/lessons/03-pipelining.md); the protocols in lesson 04.
+//
+// Memory-ordering contract: none here; each protocol's run() states its own.
+#pragma once
+
+#include <cstddef>
+
+#include "protocols.h"
+
+namespace baton {
+
+// CRTP base: D provides run<Recv, Send, Src, Dst, PreSrc, Post>(src, dst, n).
+template <typename D, typename T>
+class PrimitivesApi {
+ public:
+  BATON_HD void send(const T* src, size_t n) { self().template run<false, true, true, false, true, false>(src, nullptr, n); }
+  BATON_HD void recv(T* dst, size_t n) { self().template run<true, false, false, true, false, false>(nullptr, dst, n); }
+  BATON_HD void copySend(const T* src, T* dst, size_t n) {
+    self().template run<false, true, true, true, true, false>(src, dst, n);
+  }
+  BATON_HD void recvCopySend(T* dst, size_t n) { self().template run<true, true, false, true, false, false>(nullptr, dst, n); }
+  BATON_HD void recvReduceSend(const T* src, size_t n) {
+    self().template run<true, true, true, false, true, false>(src, nullptr, n);
+  }
+  // postOp (e.g. the division of ncclAvg) is applied to what is written out, once, at the end.
+  BATON_HD void recvReduceCopy(const T* src, T* dst, size_t n, bool postOp) {
+    if (postOp) self().template run<true, false, true, true, true, true>(src, dst, n);
+    else self().template run<true, false, true, true, true, false>(src, dst, n);
+  }
+  BATON_HD void recvReduceCopySend(const T* src, T* dst, size_t n, bool postOp) {
+    if (postOp) self().template run<true, true, true, true, true, true>(src, dst, n);
+    else self().template run<true, true, true, true, true, false>(src, dst, n);
+  }
+  // Send values that are already reduced (no pre-op): the naive root's result going back out.
+  BATON_HD void sendReduced(const T* src, size_t n) { self().template run<false, true, true, false, false, false>(src, nullptr, n); }
+  // Accumulate into a buffer that already holds pre-applied values (the naive root's running sum).
+  BATON_HD void recvReduceAccumulate(T* acc, size_t n, bool postOp) {
+    if (postOp) self().template run<true, false, true, true, false, true>(acc, acc, n);
+    else self().template run<true, false, true, true, false, false>(acc, acc, n);
+  }
+
+ private:
+  BATON_HD D& self() { return *static_cast<D*>(this); }
+};
+
+// Records a slot whose size differs from what this rank expects: counts differ across ranks.
+BATON_HD void failSlotSize(ExecCtx& ctx, int peer, uint64_t want, uint64_t got) {
+  ctx.failed = true;
+  ctx.failure = {kWaitAborted, ctx.rank, peer, ctx.channel, "slot size (mismatched count across ranks?)", want, got};
+}
+
+// Credit for the sender's next step: slot `step` is free once the receiver has consumed
+// step + 1 - depth steps. Run by thread 0.
+BATON_HD void waitSendCredit(ExecCtx& ctx, const ConnDev& c) {
+  if (c.step + 1 > (uint64_t)c.depth)
+    waitAtLeast(ctx, &c.fifo->head, c.step + 1 - c.depth, c.peer, "send head (credit)");
+}
+
+}  // namespace baton

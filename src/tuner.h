@@ -1,0 +1,75 @@
+// The tuner: for each collective, predict time = latency + bytes / bandwidth for every enabled
+// (algorithm, protocol) and pick the fastest (NCCL's model, reference: nccl-internals.md section 5).
+//
+// The model's numbers come from a tuning file written by `baton-perf --calibrate` (BATON_TUNING_FILE,
+// default ~/.cache/baton/tuning.txt) or from built-in defaults; NCCL_ALGO / NCCL_PROTO restrict the
+// choice with NCCL's syntax. Rank 0's model and masks are shared at init so every rank decides the
+// same way. Introduced in lesson 05 (docs/lessons/05-channels-and-tuning.md).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "coll_args.h"
+#include "nccl.h"
+
+namespace baton {
+
+constexpr int kNumTunedAlgos = 1;  // Ring (Tree arrives with the topology issue)
+constexpr int kTunedAlgos[kNumTunedAlgos] = {kAlgoRing};
+
+// Per (algorithm, protocol): a fixed cost, a cost per ring step, and the bus bandwidth reached.
+struct AlgoProtoCost {
+  float baseUs = 0;
+  float hopUs = 0;
+  float busBwGBs = 0;  // 0: unusable
+};
+
+struct TuningModel {
+  AlgoProtoCost cost[kNumTunedAlgos][kNumProtos];
+  char source[96] = "built-in";  // "built-in" or the tuning file's path (for logs and --explain)
+};
+
+// Which (function, algorithm, protocol) triples NCCL_ALGO / NCCL_PROTO leave enabled.
+struct AlgoProtoMask {
+  uint8_t algo[kFuncCount][kNumTunedAlgos];
+  uint8_t proto[kFuncCount][kNumProtos];
+};
+
+// The built-in model (measured on a 2-core development machine; see docs/perf.md).
+TuningModel defaultTuningModel();
+// Loads `path` into *model. Missing file: ncclSystemError, *model untouched; a malformed line:
+// ncclInvalidArgument naming the file, the line and the field.
+ncclResult_t loadTuningFile(const std::string& path, TuningModel* model);
+ncclResult_t writeTuningFile(const std::string& path, const TuningModel& model, const std::string& comment);
+// BATON_TUNING_FILE, or $XDG_CACHE_HOME/baton/tuning.txt, or $HOME/.cache/baton/tuning.txt.
+std::string tuningFilePath();
+// The model a communicator starts from: the tuning file if it exists and parses (a broken file is a
+// WARN and the built-in model), else the built-in one. BATON_TUNING_FILE=none skips the file.
+TuningModel initialTuningModel();
+
+// Parses NCCL_ALGO and NCCL_PROTO values (either may be null/empty: everything enabled).
+// Syntax: comma-separated names, case-insensitive, a leading '^' excludes, and ';'-separated
+// sections prefixed by "function:" apply to one collective, e.g. "^LL128;allreduce:LL128".
+ncclResult_t parseAlgoProtoEnv(const char* algoEnv, const char* protoEnv, AlgoProtoMask* mask);
+
+// Steps a ring takes for `func` over n ranks, and the factor from bus bandwidth to algorithm bandwidth.
+int ringSteps(int func, int nRanks);
+// Predicted microseconds for `bytes` (the nccl-tests size: the per-rank buffer, or the whole
+// output for AllGather and the whole input for ReduceScatter). < 0: not usable.
+double predictUs(const TuningModel& m, int func, int algoIdx, int proto, int nRanks, size_t bytes);
+
+struct AlgoProtoChoice {
+  int algo = kAlgoRing;
+  int proto = kProtoSimple;
+  double us = 0;
+};
+// The fastest enabled pair, or ncclInvalidUsage naming NCCL_ALGO / NCCL_PROTO when none is left.
+ncclResult_t chooseAlgoProto(const TuningModel& m, const AlgoProtoMask& mask, int func, int nRanks, size_t bytes,
+                             AlgoProtoChoice* out);
+
+const char* protoName(int proto);
+const char* algoName(int algo);
+
+}  // namespace baton

@@ -1,0 +1,113 @@
+// The tuning file: what `baton-perf --calibrate` measured, in a form a person can read and edit.
+//
+//   # comment lines (the calibration writes where, when and how it measured)
+//   # algorithm protocol base_us hop_us busbw_GBs
+//   Ring LL 0.00 1.52 1.85
+//   Ring LL128 ...
+//   Ring Simple ...
+// Pairs the file does not name keep their built-in values.
+#include <strings.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+
+#include "debug.h"
+#include "param.h"
+#include "tuner.h"
+
+namespace baton {
+
+std::string tuningFilePath() {
+  std::string p = envStr("BATON_TUNING_FILE");
+  if (!p.empty()) return p;
+  std::string cache = envStr("XDG_CACHE_HOME");
+  if (cache.empty()) {
+    const std::string home = envStr("HOME");
+    if (home.empty()) return "";
+    cache = home + "/.cache";
+  }
+  return cache + "/baton/tuning.txt";
+}
+
+ncclResult_t loadTuningFile(const std::string& path, TuningModel* model) {
+  std::ifstream in(path);
+  if (!in) return batonError(ncclSystemError, "tuning file %s: cannot open (%s)", path.c_str(), strerror(errno));
+  TuningModel m = *model;
+  std::string line;
+  int lineNo = 0, entries = 0;
+  while (std::getline(in, line)) {
+    ++lineNo;
+    const size_t hash = line.find('#');
+    if (hash != std::string::npos) line.resize(hash);
+    std::istringstream ss(line);
+    std::string algo, proto;
+    if (!(ss >> algo)) continue;  // blank or comment
+    double base, hop, bw;
+    if (!(ss >> proto >> base >> hop >> bw))
+      return batonError(ncclInvalidArgument, "tuning file %s line %d: expected 'algorithm protocol base_us hop_us busbw_GBs'",
+                        path.c_str(), lineNo);
+    int a = -1, p = -1;
+    for (int i = 0; i < kNumTunedAlgos; ++i)
+      if (strcasecmp(algo.c_str(), algoName(kTunedAlgos[i])) == 0) a = i;
+    for (int i = 0; i < kNumProtos; ++i)
+      if (strcasecmp(proto.c_str(), protoName(i)) == 0) p = i;
+    if (a < 0) return batonError(ncclInvalidArgument, "tuning file %s line %d: unknown algorithm '%s'", path.c_str(), lineNo, algo.c_str());
+    if (p < 0) return batonError(ncclInvalidArgument, "tuning file %s line %d: unknown protocol '%s'", path.c_str(), lineNo, proto.c_str());
+    if (!(base >= 0 && base < 1e6 && hop >= 0 && hop < 1e6 && bw >= 0 && bw < 1e5))
+      return batonError(ncclInvalidArgument,
+                        "tuning file %s line %d: values out of range (base_us %g, hop_us %g, busbw_GBs %g)", path.c_str(),
+                        lineNo, base, hop, bw);
+    m.cost[a][p] = {(float)base, (float)hop, (float)bw};
+    ++entries;
+  }
+  if (entries == 0) return batonError(ncclInvalidArgument, "tuning file %s: no entries", path.c_str());
+  snprintf(m.source, sizeof m.source, "%s", path.c_str());
+  *model = m;
+  return ncclSuccess;
+}
+
+ncclResult_t writeTuningFile(const std::string& path, const TuningModel& model, const std::string& comment) {
+  // Create the parent directory (one level: ~/.cache/baton) if needed.
+  const size_t slash = path.rfind('/');
+  if (slash != std::string::npos && slash > 0) mkdir(path.substr(0, slash).c_str(), 0755);
+  const std::string tmp = path + ".tmp";
+  FILE* f = fopen(tmp.c_str(), "w");
+  if (!f) return batonError(ncclSystemError, "tuning file %s: cannot write (%s)", tmp.c_str(), strerror(errno));
+  fprintf(f, "# baton tuning file (read by libnccl from BATON_TUNING_FILE or %s)\n", "~/.cache/baton/tuning.txt");
+  std::istringstream cs(comment);
+  std::string line;
+  while (std::getline(cs, line)) fprintf(f, "# %s\n", line.c_str());
+  fprintf(f, "# algorithm protocol base_us hop_us busbw_GBs\n");
+  for (int a = 0; a < kNumTunedAlgos; ++a)
+    for (int p = 0; p < kNumProtos; ++p) {
+      const AlgoProtoCost& c = model.cost[a][p];
+      fprintf(f, "%s %s %.3f %.3f %.3f\n", algoName(kTunedAlgos[a]), protoName(p), c.baseUs, c.hopUs, c.busBwGBs);
+    }
+  const bool ok = fclose(f) == 0;
+  if (!ok || rename(tmp.c_str(), path.c_str()) != 0)
+    return batonError(ncclSystemError, "tuning file %s: cannot write (%s)", path.c_str(), strerror(errno));
+  return ncclSuccess;
+}
+
+TuningModel initialTuningModel() {
+  TuningModel m = defaultTuningModel();
+  const std::string path = tuningFilePath();
+  if (path.empty() || path == "none") return m;
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    if (!envStr("BATON_TUNING_FILE").empty()) BATON_WARN("BATON_TUNING_FILE=%s does not exist; using the built-in model", path.c_str());
+    return m;
+  }
+  if (loadTuningFile(path, &m) != ncclSuccess) {
+    BATON_WARN("ignoring tuning file %s (see the message above); using the built-in model", path.c_str());
+    return defaultTuningModel();
+  }
+  return m;
+}
+
+}  // namespace baton
