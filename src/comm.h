@@ -55,6 +55,7 @@ struct Tunables {
   int jitter = 0;                   // BATON_JITTER
   bool p2pDisable = false;          // NCCL_P2P_DISABLE
   bool shmDisable = false;          // NCCL_SHM_DISABLE
+  int minChannels = 1, maxChannels = 64;  // NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS (or config CTAs)
   TuningModel model;                // tuning file or built-in (tuner.h)
   AlgoProtoMask mask;               // NCCL_ALGO / NCCL_PROTO
 };

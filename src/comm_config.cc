@@ -85,7 +85,9 @@ ncclResult_t commAlloc(ncclComm** out, int nranks, int rank, const ncclConfig_t*
   int maxCh = (int)envInt("NCCL_MAX_NCHANNELS", envInt("NCCL_MAX_CTAS", intOrUndef(cfg.maxCTAs, kMaxChannels)));
   minCh = std::clamp(minCh, 1, kMaxChannels);
   maxCh = std::clamp(maxCh, minCh, kMaxChannels);
-  comm->nChannels = std::clamp(2, minCh, maxCh);  // two workers per rank: enough for two cores
+  t.minChannels = minCh;
+  t.maxChannels = maxCh;
+  comm->nChannels = minCh;  // the default depends on cores per local rank: commInitJob
 
   registerComm(comm);
   *out = comm;

@@ -166,6 +166,14 @@ ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id) {
       return batonError(ncclInvalidUsage, "Mismatched NCCL version detected: rank %d has %d, rank %d has %d", comm->rank,
                         NCCL_VERSION_CODE, p.rank, p.version);
 
+  // Channels are worker threads: each one only adds bandwidth if it gets a core of its own, so by
+  // default a rank takes the cores of this host divided among the ranks on it (at least one).
+  int localRanks = 0;
+  for (const PeerInfo& p : comm->peers) localRanks += p.hostHash == me.hostHash;
+  const int cores = std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN));
+  comm->nChannels = std::clamp(std::min(cores / std::max(localRanks, 1), 16), comm->tun.minChannels, comm->tun.maxChannels);
+  comm->nChannels = std::max(comm->nChannels, 1);
+
   std::vector<SharedParams> params(comm->nRanks);
   const Tunables& t = comm->tun;
   params[comm->rank] = {comm->nChannels, t.fifoDepth, t.chunkSteps, t.allreduceAlgo, t.stepBytes, t.llStepBytes,

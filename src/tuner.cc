@@ -41,6 +41,12 @@ int ringSteps(int func, int nRanks) {
   }
 }
 
+int corrBucket(size_t bytes) {
+  int b = 0;
+  for (size_t v = bytes / 64; v > 1 && b < kCorrBuckets - 1; v >>= 1) ++b;
+  return b;
+}
+
 double predictUs(const TuningModel& m, int func, int algoIdx, int proto, int nRanks, size_t bytes) {
   const AlgoProtoCost& c = m.cost[algoIdx][proto];
   if (c.busBwGBs <= 0) return -1;
@@ -50,7 +56,7 @@ double predictUs(const TuningModel& m, int func, int algoIdx, int proto, int nRa
   // their bus bandwidth equals the algorithm bandwidth).
   const bool chain = func == kFuncBroadcast || func == kFuncReduce;
   const double algBw = chain ? c.busBwGBs : c.busBwGBs * nRanks / steps;
-  return c.baseUs + steps * c.hopUs + bytes / (1e3 * algBw);
+  return (c.baseUs + steps * c.hopUs + bytes / (1e3 * algBw)) * c.corr[corrBucket(bytes)];
 }
 
 ncclResult_t chooseAlgoProto(const TuningModel& m, const AlgoProtoMask& mask, int func, int nRanks, size_t bytes,

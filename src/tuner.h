@@ -19,11 +19,17 @@ namespace baton {
 constexpr int kNumTunedAlgos = 1;  // Ring (Tree arrives with the topology issue)
 constexpr int kTunedAlgos[kNumTunedAlgos] = {kAlgoRing};
 
-// Per (algorithm, protocol): a fixed cost, a cost per ring step, and the bus bandwidth reached.
+// Size buckets of the correction factor: log2(bytes / 64), 64 B .. 256 MiB (NCCL's tree table too).
+constexpr int kCorrBuckets = 23;
+int corrBucket(size_t bytes);
+
+// Per (algorithm, protocol): a fixed cost, a cost per ring step, the bus bandwidth reached, and a
+// measured correction per size bucket for what a line cannot capture (caches, wake-ups).
 struct AlgoProtoCost {
   float baseUs = 0;
   float hopUs = 0;
   float busBwGBs = 0;  // 0: unusable
+  float corr[kCorrBuckets] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
 };
 
 struct TuningModel {

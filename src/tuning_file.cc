@@ -5,6 +5,8 @@
 //   Ring LL 0.00 1.52 1.85
 //   Ring LL128 ...
 //   Ring Simple ...
+//   # algorithm protocol corr c0 .. c22   (optional: measured/model per size bucket, 64 B .. 256 MiB)
+//   Ring LL corr 1.02 0.97 ...
 // Pairs the file does not name keep their built-in values.
 #include <strings.h>
 
@@ -47,10 +49,9 @@ ncclResult_t loadTuningFile(const std::string& path, TuningModel* model) {
     std::istringstream ss(line);
     std::string algo, proto;
     if (!(ss >> algo)) continue;  // blank or comment
-    double base, hop, bw;
-    if (!(ss >> proto >> base >> hop >> bw))
-      return batonError(ncclInvalidArgument, "tuning file %s line %d: expected 'algorithm protocol base_us hop_us busbw_GBs'",
-                        path.c_str(), lineNo);
+    if (!(ss >> proto))
+      return batonError(ncclInvalidArgument, "tuning file %s line %d: expected a protocol after '%s'", path.c_str(), lineNo,
+                        algo.c_str());
     int a = -1, p = -1;
     for (int i = 0; i < kNumTunedAlgos; ++i)
       if (strcasecmp(algo.c_str(), algoName(kTunedAlgos[i])) == 0) a = i;
@@ -58,11 +59,30 @@ ncclResult_t loadTuningFile(const std::string& path, TuningModel* model) {
       if (strcasecmp(proto.c_str(), protoName(i)) == 0) p = i;
     if (a < 0) return batonError(ncclInvalidArgument, "tuning file %s line %d: unknown algorithm '%s'", path.c_str(), lineNo, algo.c_str());
     if (p < 0) return batonError(ncclInvalidArgument, "tuning file %s line %d: unknown protocol '%s'", path.c_str(), lineNo, proto.c_str());
+    if (ss >> std::ws && ss.peek() == 'c') {  // "corr" line
+      std::string word;
+      ss >> word;
+      float corr[kCorrBuckets];
+      for (int b = 0; b < kCorrBuckets; ++b)
+        if (!(ss >> corr[b]) || !(corr[b] > 0.01f && corr[b] < 100.0f))
+          return batonError(ncclInvalidArgument,
+                            "tuning file %s line %d: 'corr' needs %d factors in (0.01, 100); factor %d is missing or out "
+                            "of range",
+                            path.c_str(), lineNo, kCorrBuckets, b);
+      memcpy(m.cost[a][p].corr, corr, sizeof corr);
+      continue;
+    }
+    double base, hop, bw;
+    if (!(ss >> base >> hop >> bw))
+      return batonError(ncclInvalidArgument, "tuning file %s line %d: expected 'algorithm protocol base_us hop_us busbw_GBs'",
+                        path.c_str(), lineNo);
     if (!(base >= 0 && base < 1e6 && hop >= 0 && hop < 1e6 && bw >= 0 && bw < 1e5))
       return batonError(ncclInvalidArgument,
                         "tuning file %s line %d: values out of range (base_us %g, hop_us %g, busbw_GBs %g)", path.c_str(),
                         lineNo, base, hop, bw);
-    m.cost[a][p] = {(float)base, (float)hop, (float)bw};
+    m.cost[a][p].baseUs = (float)base;
+    m.cost[a][p].hopUs = (float)hop;
+    m.cost[a][p].busBwGBs = (float)bw;
     ++entries;
   }
   if (entries == 0) return batonError(ncclInvalidArgument, "tuning file %s: no entries", path.c_str());
@@ -87,6 +107,13 @@ ncclResult_t writeTuningFile(const std::string& path, const TuningModel& model, 
     for (int p = 0; p < kNumProtos; ++p) {
       const AlgoProtoCost& c = model.cost[a][p];
       fprintf(f, "%s %s %.3f %.3f %.3f\n", algoName(kTunedAlgos[a]), protoName(p), c.baseUs, c.hopUs, c.busBwGBs);
+    }
+  fprintf(f, "# algorithm protocol corr: measured / model per size bucket (64 B, 128 B, ... 256 MiB)\n");
+  for (int a = 0; a < kNumTunedAlgos; ++a)
+    for (int p = 0; p < kNumProtos; ++p) {
+      fprintf(f, "%s %s corr", algoName(kTunedAlgos[a]), protoName(p));
+      for (int b = 0; b < kCorrBuckets; ++b) fprintf(f, " %.3f", model.cost[a][p].corr[b]);
+      fprintf(f, "\n");
     }
   const bool ok = fclose(f) == 0;
   if (!ok || rename(tmp.c_str(), path.c_str()) != 0)

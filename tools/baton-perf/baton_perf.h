@@ -118,6 +118,8 @@ struct Options {
   std::vector<Op> ops;
   std::vector<Stage> stages;  // --compare
   bool memcpyOnly = false;
+  bool calibrate = false;  // --calibrate: stages LL, LL128, Simple, then fit and write the tuning file
+  bool explain = false;    // --explain: print the tuner's table for the sweep sizes
   bool compare() const { return !stages.empty(); }
 };
 
@@ -187,6 +189,14 @@ struct Worker {
 };
 
 void runSweep(const Options& opt, const World& w, Worker* wk);
+
+// ---- the tuner (calibrate.cc) --------------------------------------------------------------------
+
+// --calibrate: fits the LL, LL128, Simple stages' rows and writes the tuning file. Exit code.
+int writeCalibration(const Options& opt, const World& w, const std::vector<std::vector<Row>>& perStage,
+                     double memcpyGBs);
+// --explain: the tuner's predictions and choice for every size of the sweep.
+void printExplain(const Options& opt, ncclComm_t comm, int nranks);
 
 // Exits the process after a failed NCCL call, naming the call and baton's last error.
 [[noreturn]] void ncclFail(const char* call, ncclResult_t r, const char* file, int line);

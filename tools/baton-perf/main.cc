@@ -167,6 +167,12 @@ int main(int argc, char** argv) {
   if (reporter) report.header(memcpyGBs, infos);
 
   double wrong = 0;
+  if (opt.explain) {
+    if (reporter) printExplain(opt, ctrl[0], w.nranks);
+    destroyComms(&ctrl);
+    return 0;
+  }
+  int calibrateRc = 0;
   if (!opt.compare()) {
     if (reporter) report.tableHeader();
     const std::vector<Row> rows = runThreads(opt, w, ctrl, ctrl, reporter ? &report : nullptr);
@@ -185,7 +191,8 @@ int main(int argc, char** argv) {
       wrong += wrongIn(perStage.back());
     }
     if (reporter) report.compareTable(perStage);
+    if (opt.calibrate && reporter && wrong == 0) calibrateRc = writeCalibration(opt, w, perStage, memcpyGBs);
   }
   destroyComms(&ctrl);
-  return wrong > 0 ? 1 : 0;
+  return wrong > 0 ? 1 : calibrateRc;
 }

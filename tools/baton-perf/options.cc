@@ -91,6 +91,11 @@ int parseOptions(int argc, char** argv, Options* opt) {
                  "comma list of stages run one after the other with fresh communicators: naive ring "
                  "stopwait pipelined, or KEY=VAL[+KEY=VAL...]");
   app.add_flag("--memcpy", opt->memcpyOnly, "print only the single-thread memcpy bandwidth line");
+  app.add_flag("--calibrate", opt->calibrate,
+               "measure allreduce with each protocol (default sizes 8 B..64 MiB, x4), fit the cost model and "
+               "write the tuning file the library loads (BATON_TUNING_FILE or ~/.cache/baton/tuning.txt)");
+  app.add_flag("--explain", opt->explain,
+               "print the tuner's predicted time per protocol and its choice for each size, without running");
 
   try {
     app.parse(argc, argv);
@@ -102,6 +107,15 @@ int parseOptions(int argc, char** argv, Options* opt) {
     return usageError(e.what());
   }
 
+  bool factorGiven = fOpt->count() > 0;
+  if (opt->calibrate) {
+    if (!compare.empty()) return usageError("--calibrate runs its own stages; it cannot be combined with --compare");
+    if (coll != "allreduce" && coll != "all_reduce") return usageError("--calibrate measures allreduce; got '" + coll + "'");
+    if (!app.count("-b")) minb = "8";
+    if (!app.count("-e")) maxb = "64M";
+    if (!factorGiven && !iOpt->count()) factor = 4, factorGiven = true;
+    compare = "LL,LL128,Simple";
+  }
   if (!parseColl(coll, &opt->coll))
     return usageError("unknown collective '" + coll + "'; expected one of: " + collNameList());
   if (!parseSize(minb, &opt->minBytes)) return usageError("-b/--minbytes: '" + minb + "' is not a size");
@@ -110,7 +124,7 @@ int parseOptions(int argc, char** argv, Options* opt) {
   if (opt->minBytes > opt->maxBytes)
     return usageError("-b/--minbytes (" + std::to_string(opt->minBytes) + ") is larger than -e/--maxbytes (" +
                       std::to_string(opt->maxBytes) + ")");
-  if (fOpt->count()) {
+  if (factorGiven) {
     if (factor < 2) return usageError("-f/--stepfactor must be at least 2 (got " + std::to_string(factor) + ")");
     opt->stepFactor = factor;
   } else if (opt->stepBytes == 0) {

@@ -27,6 +27,11 @@ const std::vector<NamedStage>& namedStages() {
       // they need to avoid a cycle of waits (src/enqueue.cc, lesson 03).
       {"stopwait", {{"BATON_ALLREDUCE_ALGO", "ring"}, {"BATON_FIFO_DEPTH", "1"}, {"BATON_CHUNK_STEPS", "1"}}},
       {"pipelined", {{"BATON_FIFO_DEPTH", "8"}}},
+      // Protocols (lesson 04) and the tuner's own choice (lesson 05).
+      {"LL", {{"NCCL_PROTO", "LL"}}},
+      {"LL128", {{"NCCL_PROTO", "LL128"}}},
+      {"Simple", {{"NCCL_PROTO", "Simple"}}},
+      {"tuned", {{"NCCL_PROTO", ""}, {"NCCL_ALGO", ""}}},
   };
   return stages;
 }

@@ -1,0 +1,42 @@
+/* baton's tuner, as a public extra (not part of NCCL's API): what the cost model predicts for a
+ * communicator, and the tuning file that `baton-perf --calibrate` writes.
+ * Lesson: docs/lessons/05-channels-and-tuning.md. */
+#ifndef BATON_TUNER_H
+#define BATON_TUNER_H
+
+#include <stddef.h>
+
+#include "nccl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BATON_NUM_PROTOCOLS 3 /* 0 LL, 1 LL128, 2 Simple: NCCL's protocol indices */
+#define BATON_TUNER_BUCKETS 23 /* correction buckets: log2(bytes / 64), 64 B .. 256 MiB */
+
+/* Predicted microseconds of one `collective` ("allreduce", "allgather", "reducescatter",
+ * "broadcast", "reduce") of `bytes` (nccl-tests' size) on `comm`, per protocol (-1 where the
+ * protocol is disabled by NCCL_PROTO or unusable), and the protocol the tuner picks. */
+ncclResult_t batonTunerPredict(ncclComm_t comm, const char* collective, size_t bytes,
+                               double predictedUs[BATON_NUM_PROTOCOLS], int* chosenProtocol);
+/* "built-in" or the path of the tuning file the communicator's model came from. */
+const char* batonTunerModelSource(ncclComm_t comm);
+const char* batonProtocolName(int protocol);
+/* Where the library looks for the tuning file: BATON_TUNING_FILE, else ~/.cache/baton/tuning.txt. */
+const char* batonTuningFilePath(void);
+/* Writes a tuning file for the Ring algorithm: per protocol, a fixed cost, a cost per ring step,
+ * the bus bandwidth, and (corr, may be NULL: all 1) a measured/model factor per size bucket.
+ * `comment` (may be NULL) is written as comment lines. */
+ncclResult_t batonTunerWriteFile(const char* path, const double baseUs[BATON_NUM_PROTOCOLS],
+                                 const double hopUs[BATON_NUM_PROTOCOLS],
+                                 const double busBwGBs[BATON_NUM_PROTOCOLS],
+                                 const double corr[BATON_NUM_PROTOCOLS][BATON_TUNER_BUCKETS], const char* comment);
+/* The correction bucket of a size (what the corr rows of the tuning file are indexed by). */
+int batonTunerBucket(size_t bytes);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BATON_TUNER_H */
