@@ -33,6 +33,8 @@ struct CollArgs {
   int func = kFuncAllReduce;
   int algo = kAlgoRing;
   int proto = kProtoSimple;  // Proto (connector.h): which of the connectors' buffers and line formats
+  bool direct = false;       // every rank is a thread of this process: direct paths (ring_allreduce_direct.h)
+  uint64_t opTag = 0;        // the operation's number + 1, the same on every rank (direct pointer exchange)
   const void* sendbuff = nullptr;
   void* recvbuff = nullptr;
   size_t count = 0;   // AllReduce/Broadcast/Reduce: elements; AllGather: sendcount; ReduceScatter: recvcount

@@ -50,6 +50,24 @@ class PrimitivesApi {
   BATON_HD D& self() { return *static_cast<D*>(this); }
 };
 
+struct LLLine {
+  uint64_t half[2];  // {data1 | flag1 << 32}, {data2 | flag2 << 32}
+};
+
+BATON_HD void storeLL(LLLine* line, uint64_t data, uint32_t flag) {
+  storeRelease(&line->half[0], (uint64_t)(uint32_t)data | (uint64_t)flag << 32);
+  storeRelease(&line->half[1], (data >> 32) | (uint64_t)flag << 32);
+}
+
+// LL flag wrap-around (primitives_ll.h): on a clean step, rewrite the whole LL slot of that step
+// with the slot's previous flag. Called by the sender of every protocol, before it fills the step.
+BATON_HD void cleanLLSlotIfDue(const ConnDev& c) {
+  if (!c.buffs[kProtoLL] || ((uint32_t)c.step & kLLCleanMask) != kLLCleanMask) return;
+  LLLine* lines = reinterpret_cast<LLLine*>(slotPtr(c, kProtoLL, c.step));
+  const uint32_t staleFlag = (uint32_t)(c.step + 1 - kSteps);
+  for (size_t l = 0; l < c.stepBytes[kProtoLL] / sizeof(LLLine); ++l) storeLL(lines + l, 0, staleFlag);
+}
+
 // Records a slot whose size differs from what this rank expects: counts differ across ranks.
 BATON_HD void failSlotSize(ExecCtx& ctx, int peer, uint64_t want, uint64_t got) {
   ctx.failed = true;

@@ -17,8 +17,9 @@
 //     line 0 is seen: a diagnostic for mismatched counts, ordered by line 0's release store.
 // Flag wrap-around: flags are 32-bit, so a line untouched for 2^32 steps would look fresh. On steps
 // where (step & kLLCleanMask) == kLLCleanMask (once per 2^31 steps, one per slot) the sender first
-// rewrites every line of the slot with the slot's previous flag (step + 1 - kSteps), which no
-// reader will wait for, so no line is ever older than 2^31 + kSteps steps.
+// rewrites every line of the LL slot with the slot's previous flag (step + 1 - kSteps), which no
+// reader will wait for, so no line is ever older than 2^31 + kSteps steps. Every protocol's send
+// does this (cleanLLSlotIfDue, primitives_api.h): the clean step may well carry Simple or LL128.
 #pragma once
 
 #include "connector.h"
@@ -28,14 +29,6 @@
 
 namespace baton {
 
-struct LLLine {
-  uint64_t half[2];  // {data1 | flag1 << 32}, {data2 | flag2 << 32}
-};
-
-BATON_HD void storeLL(LLLine* line, uint64_t data, uint32_t flag) {
-  storeRelease(&line->half[0], (uint64_t)(uint32_t)data | (uint64_t)flag << 32);
-  storeRelease(&line->half[1], (data >> 32) | (uint64_t)flag << 32);
-}
 
 // Waits until both halves carry `flag`; returns the 8 payload bytes (0 if the wait gave up).
 BATON_HD uint64_t readLL(ExecCtx& ctx, const LLLine* line, uint32_t flag, int peer) {
@@ -78,7 +71,7 @@ class Primitives<T, Op, ProtoLL> : public PrimitivesApi<Primitives<T, Op, ProtoL
         if constexpr (Send) {
           waitSendCredit(ctx_, *send_);
           if (!ctx_.failed) {
-            if (((uint32_t)send_->step & kLLCleanMask) == kLLCleanMask) cleanSlot(sendLines, sendFlag - kSteps);
+            cleanLLSlotIfDue(*send_);
             send_->fifo->sizes[send_->step % kSteps] = bytes;
           }
         }
@@ -127,12 +120,6 @@ class Primitives<T, Op, ProtoLL> : public PrimitivesApi<Primitives<T, Op, ProtoL
   }
 
  private:
-  // Rewrites the whole slot with a flag no reader waits for (see the header): flag wrap-around.
-  BATON_HD void cleanSlot(LLLine* lines, uint32_t staleFlag) {
-    const size_t total = send_->stepBytes[kProtoLL] / sizeof(LLLine);
-    for (size_t l = 0; l < total; ++l) storeLL(lines + l, 0, staleFlag);
-  }
-
   ExecCtx& ctx_;
   ConnDev* recv_;
   ConnDev* send_;

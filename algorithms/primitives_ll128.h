@@ -68,7 +68,7 @@ class Primitives<T, Op, ProtoLL128> : public PrimitivesApi<Primitives<T, Op, Pro
       if (threadId(ctx_) == 0) {
         if constexpr (Send) {
           waitSendCredit(ctx_, *send_);
-          if (!ctx_.failed) send_->fifo->sizes[send_->step % kSteps] = bytes;
+          if (!ctx_.failed) cleanLLSlotIfDue(*send_), send_->fifo->sizes[send_->step % kSteps] = bytes;
         }
 #if !defined(__CUDA_ARCH__)
         if (Recv && !ctx_.failed && waitLL128(ctx_, recvLines, recvFlag, recv_->peer)) {

@@ -40,6 +40,7 @@ class Primitives<T, Op, ProtoSimple> : public PrimitivesApi<Primitives<T, Op, Pr
       if (threadId(ctx_) == 0) {
         if (Recv) waitAtLeast(ctx_, &recv_->fifo->tail, recv_->step + 1, recv_->peer, "recv tail");
         if (Send && !ctx_.failed) waitSendCredit(ctx_, *send_);
+        if (Send && !ctx_.failed) cleanLLSlotIfDue(*send_);
       }
       blockBarrier();
       if (ctx_.failed) return;

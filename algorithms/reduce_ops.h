@@ -98,6 +98,8 @@ struct OpSumPostDiv {
 template <typename T, typename Op, bool HasRecv, bool HasSrc, bool PreSrc, bool ApplyPost>
 BATON_HD T reduceElem(const Op& op, T recv, T src) {
   using Tr = TypeTraits<T>;
+  constexpr bool kPre = HasSrc && PreSrc && !Op::kPreIdentity, kPost = ApplyPost && !Op::kPostIdentity;
+  if constexpr (!(HasRecv && HasSrc) && !kPre && !kPost) return HasRecv ? recv : src;  // a copy keeps the bits (NaN payloads)
   typename Op::C v;
   if constexpr (HasSrc) {
     v = Tr::load(src);

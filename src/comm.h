@@ -55,6 +55,7 @@ struct Tunables {
   int jitter = 0;                   // BATON_JITTER
   bool p2pDisable = false;          // NCCL_P2P_DISABLE
   bool shmDisable = false;          // NCCL_SHM_DISABLE
+  bool direct = true;               // BATON_DIRECT: direct paths between ranks of one process (lesson 05)
   int minChannels = 1, maxChannels = 64;  // NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS (or config CTAs)
   TuningModel model;                // tuning file or built-in (tuner.h)
   AlgoProtoMask mask;               // NCCL_ALGO / NCCL_PROTO
@@ -76,6 +77,7 @@ struct ncclComm {
   std::unique_ptr<baton::Bootstrap> bootstrap;
   std::vector<baton::PeerInfo> peers;
   int nChannels = 1;
+  bool allInProcess = false;  // every rank is a thread of this process (direct paths possible)
   std::vector<std::unique_ptr<baton::Channel>> channels;
 
   // Direct peer-to-peer connectors (ncclSend/ncclRecv, the naive allreduce), made on first use.

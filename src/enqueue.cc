@@ -90,6 +90,8 @@ ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_p
     base.func = t.func;
     base.algo = algo;
     base.proto = choice.proto;
+    base.direct = comm->allInProcess && comm->tun.direct && t.func == kFuncAllReduce && choice.proto == kProtoSimple;
+    base.opTag = opCount + 1;
     base.sendbuff = t.sendbuff;
     base.recvbuff = t.recvbuff;
     base.count = count;

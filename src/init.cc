@@ -63,6 +63,7 @@ struct SharedParams {
   uint64_t ll128StepBytes;
   uint64_t p2pStepBytes;
   uint64_t minChannelBytes;
+  int32_t direct;
   TuningModel model;  // rank 0's model and masks: every rank must pick the same protocol
   AlgoProtoMask mask;
 };
@@ -168,6 +169,8 @@ ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id) {
 
   // Channels are worker threads: each one only adds bandwidth if it gets a core of its own, so by
   // default a rank takes the cores of this host divided among the ranks on it (at least one).
+  comm->allInProcess = !comm->tun.p2pDisable;  // NCCL_P2P_DISABLE also turns direct paths off
+  for (const PeerInfo& p : comm->peers) comm->allInProcess &= p.pidHash == me.pidHash;
   int localRanks = 0;
   for (const PeerInfo& p : comm->peers) localRanks += p.hostHash == me.hostHash;
   const int cores = std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN));
@@ -178,7 +181,7 @@ ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id) {
   const Tunables& t = comm->tun;
   params[comm->rank] = {comm->nChannels, t.fifoDepth, t.chunkSteps, t.allreduceAlgo, t.stepBytes, t.llStepBytes,
                         t.ll128StepBytes, t.p2pStepBytes,
-                        t.minChannelBytes, t.model, t.mask};
+                        t.minChannelBytes, t.direct, t.model, t.mask};
   BATON_CHECK(comm->bootstrap->allGather(params.data(), sizeof(SharedParams)));
   const SharedParams& p0 = params[0];
   comm->nChannels = p0.nChannels;
@@ -190,6 +193,7 @@ ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id) {
   comm->tun.ll128StepBytes = p0.ll128StepBytes;
   comm->tun.p2pStepBytes = p0.p2pStepBytes;
   comm->tun.minChannelBytes = p0.minChannelBytes;
+  comm->tun.direct = p0.direct;
   comm->tun.model = p0.model;
   comm->tun.mask = p0.mask;
 

@@ -8,6 +8,7 @@ TESTDIR=${TESTDIR:-$BUILD/tests}
 BIN=$BUILD/bin
 export BATON_BUILD=$BUILD TESTDIR
 export BATON_BOOTSTRAP_TIMEOUT=${BATON_BOOTSTRAP_TIMEOUT:-60}
+export BATON_TUNING_FILE=${BATON_TUNING_FILE:-none}  # the built-in model: choices do not depend on ~/.cache
 export BATON_WAIT_TIMEOUT=${BATON_WAIT_TIMEOUT:-120}   # a hang fails the suite instead of stalling CI
 LOGDIR=$BUILD/test-logs
 mkdir -p "$LOGDIR"
@@ -32,11 +33,19 @@ suite() {  # suite NAME TIMEOUT_SECONDS CMD...
 
 suite unit-tests 300 "$TESTDIR/unit_tests"
 suite collective-tests-threads 900 "$TESTDIR/collective_tests"
+# Every protocol under the whole suite, on two channels (this machine's default is one per rank).
+for proto in LL LL128 Simple; do
+  suite "collective-tests-$proto-2ch" 900 env NCCL_PROTO=$proto NCCL_MIN_NCHANNELS=2 "$TESTDIR/collective_tests"
+done
 if [[ -n "${TSAN_TESTS:-}" && -x "${TSAN_TESTS}" ]]; then
-  suite tsan-protocol-and-collectives 600 env TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-    "$TSAN_TESTS" --gtest_filter="${TSAN_FILTER:-Protocol*:Threads*Quick*}"
+  for proto in LL LL128 Simple; do
+    suite "tsan-protocol-and-collectives-$proto" 600 env NCCL_PROTO=$proto TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+      "$TSAN_TESTS" --gtest_filter="${TSAN_FILTER:-Protocol*:Threads*Quick*}"
+  done
 fi
-suite jitter-quick 300 env BATON_JITTER=1 "$TESTDIR/collective_tests" --gtest_filter='Threads*Quick*:Stage*'
+for proto in LL LL128 Simple; do
+  suite "jitter-quick-$proto" 300 env BATON_JITTER=1 NCCL_PROTO=$proto "$TESTDIR/collective_tests" --gtest_filter='Threads*Quick*:Stage*'
+done
 suite baton-run 120 tests/tools/baton_run_test.sh "$BIN/baton-run"
 if [[ -n "${NVIDIA_HEADER_TEST:-}" ]]; then
   suite nvidia-header-threads 120 env LD_LIBRARY_PATH="$BUILD/lib" "$NVIDIA_HEADER_TEST"

@@ -8,6 +8,7 @@
 #include "reduce_ops.h"
 #include "ring_allgather.h"
 #include "ring_allreduce.h"
+#include "ring_allreduce_direct.h"
 #include "ring_broadcast.h"
 #include "ring_reduce.h"
 #include "ring_reduce_scatter.h"
@@ -38,6 +39,7 @@ void reduceKernelProto(ExecCtx& ctx, const CollArgs& a, const OpT<T>& op) {
   switch (a.func) {
     case kFuncAllReduce:
       if (a.algo == kAlgoNaive) runNaiveAllReduce<T>(ctx, a, op);
+      else if (std::is_same_v<P, ProtoSimple> && a.direct && a.ring.nRanks > 1) runRingAllReduceDirect<T>(ctx, a, op);
       else runRingAllReduce<T, P>(ctx, a, op);
       break;
     case kFuncReduce: runRingReduce<T, P>(ctx, a, op); break;

@@ -1,0 +1,190 @@
+// Ring AllReduce with direct paths: ranks that are threads of one process read and write each
+// other's user buffers, and the FIFO carries only signals (and pointers).
+//
+// Computes the same result as ring_allreduce.h (Simple protocol), with the same chunks and steps:
+//   - the first send of each chunk posts a pointer to the sender's own input instead of copying it
+//     ("direct read": the receiver reduces straight from the peer's sendbuff);
+//   - the rank that finishes a chunk writes the result into its own recvbuff and into the next
+//     rank's recvbuff ("direct write": the next rank receives nothing to copy), and forwarding ranks
+//     copy from their recvbuff into the next one's; the last receive is only a wait.
+// Intermediate partial sums of rings longer than 2 still travel through the FIFO. For 2 ranks a
+// rank moves its share with one pass over memory: reads its and the peer's input, writes both
+// outputs. Introduced in lesson 05 (docs/lessons/05-channels-and-tuning.md).
+//
+// Memory-ordering contract: as the Simple protocol (primitives_simple.h): a slot's size word and
+// contents (data, or a pointer) are plain stores released by the tail store; a direct write into
+// the peer's recvbuff is also a plain store released by the same tail store. The receiver
+// publishes its recvbuff in fifo->directPtr, released by storeRelease(directTag, op + 1); the
+// sender acquires directTag before writing. A rank returns only after the next rank has consumed
+// every step it posted (head == step), so a pointer to its input is never read after it returns.
+#pragma once
+
+#include "coll_args.h"
+#include "primitives.h"
+
+namespace baton {
+
+constexpr uint64_t kSlotPointer = 1ull << 63;    // the slot holds a pointer to the data
+constexpr uint64_t kSlotDelivered = 1ull << 62;  // the data is already in the receiver's recvbuff
+constexpr uint64_t kSlotSizeMask = kSlotDelivered - 1;
+
+template <typename T, typename Op>
+class DirectRing {
+ public:
+  BATON_HD DirectRing(ExecCtx& ctx, const CollArgs& a, const Op& op)
+      : ctx_(ctx), recv_(a.ring.recv), send_(a.ring.send), op_(op), sliceElems_(a.ring.send->stepBytes[kProtoSimple] / sizeof(T)) {
+    // Tell the previous rank where our output is for this operation.
+    if (threadId(ctx_) == 0) {
+      recv_->fifo->directPtr = a.recvbuff;
+      publish(ctx_, &recv_->fifo->directTag, a.opTag);
+      if (waitAtLeast(ctx_, &send_->fifo->directTag, a.opTag, send_->peer, "peer's recvbuff (direct)"))
+        peerDst_ = static_cast<T*>(send_->fifo->directPtr);
+    }
+    blockBarrier();
+  }
+
+  // Post pointers to our own input (no copy). An operator with a pre-op (PreMulSum) must apply it
+  // to every input, so its first send copies pre(src) into the FIFO instead.
+  BATON_HD void sendFirst(const T* src, size_t n) {
+    forSlices(n, false, true, [&](size_t off, size_t cnt, const T*, char* slot) {
+      if constexpr (Op::kPreIdentity) {
+        const T* p = src + off;
+        memcpy(slot, &p, sizeof p);
+        return kSlotPointer | (cnt * sizeof(T));
+      } else {
+        reduceCopy<T, Op, false, true, true, true, false, false>(ctx_, op_, nullptr, src + off, reinterpret_cast<T*>(slot),
+                                                                 nullptr, cnt);
+        return uint64_t(cnt * sizeof(T));
+      }
+    });
+  }
+  // Partial sum into the FIFO.
+  BATON_HD void recvReduceSend(const T* src, size_t n) {
+    forSlices(n, true, true, [&](size_t off, size_t cnt, const T* in, char* slot) {
+      combine<false>(in, src + off, reinterpret_cast<T*>(slot), nullptr, cnt);
+      return uint64_t(cnt * sizeof(T));
+    });
+  }
+  // Final value into our recvbuff and the next rank's.
+  BATON_HD void recvReduceCopyDirectSend(const T* src, T* dst, size_t n, size_t dstOff) {
+    forSlices(n, true, true, [&](size_t off, size_t cnt, const T* in, char*) {
+      combine<true>(in, src + off, dst + off, peerDst_ + dstOff + off, cnt);
+      return kSlotDelivered | (cnt * sizeof(T));
+    });
+  }
+  // Already in our recvbuff (written by the previous rank): forward it into the next rank's.
+  BATON_HD void recvCopyDirectSend(T* dst, size_t n, size_t dstOff) {
+    forSlices(n, true, true, [&](size_t off, size_t cnt, const T*, char*) {
+      copyBytes(ctx_, peerDst_ + dstOff + off, dst + off, cnt * sizeof(T));
+      return kSlotDelivered | (cnt * sizeof(T));
+    });
+  }
+  // Already in our recvbuff: only the signal.
+  BATON_HD void recvDelivered(size_t n) {
+    forSlices(n, true, false, [&](size_t, size_t, const T*, char*) { return uint64_t(0); });
+  }
+  // Wait until the next rank has consumed everything we posted (it may still read our input).
+  BATON_HD void drain() {
+    if (threadId(ctx_) == 0) waitAtLeast(ctx_, &send_->fifo->head, send_->step, send_->peer, "send head (drain)");
+    blockBarrier();
+  }
+
+ private:
+  // post(off, cnt, input, sendSlot) does the slice's work and returns the size word to publish.
+  template <typename F>
+  BATON_HD void forSlices(size_t n, bool recv, bool send, F post) {
+    for (size_t off = 0; off < n && !ctx_.failed; off += sliceElems_) {
+      const size_t cnt = minSize(sliceElems_, n - off);
+      if (threadId(ctx_) == 0) {
+        if (recv) waitAtLeast(ctx_, &recv_->fifo->tail, recv_->step + 1, recv_->peer, "recv tail");
+        if (send && !ctx_.failed) waitSendCredit(ctx_, *send_);
+        if (send && !ctx_.failed) cleanLLSlotIfDue(*send_);
+      }
+      blockBarrier();
+      if (ctx_.failed || (send && !peerDst_)) return;
+      const T* in = nullptr;
+      if (recv) {
+        char* slot = slotPtr(*recv_, kProtoSimple, recv_->step);
+        const uint64_t word = recv_->fifo->sizes[recv_->step % kSteps];
+        if ((word & kSlotSizeMask) != cnt * sizeof(T)) return failSlotSize(ctx_, recv_->peer, cnt * sizeof(T), word & kSlotSizeMask);
+        if (word & kSlotPointer) memcpy(&in, slot, sizeof in);
+        else in = reinterpret_cast<const T*>(slot);
+      }
+      const uint64_t word = post(off, cnt, in, send ? slotPtr(*send_, kProtoSimple, send_->step) : nullptr);
+      blockBarrier();
+      if (threadId(ctx_) == 0) {
+        if (send) {
+          send_->fifo->sizes[send_->step % kSteps] = word;
+          publish(ctx_, &send_->fifo->tail, send_->step + 1);
+          send_->step++;
+        }
+        if (recv) {
+          publish(ctx_, &recv_->fifo->head, recv_->step + 1);
+          recv_->step++;
+        }
+      }
+    }
+    blockBarrier();
+  }
+
+  // out0 = in (+) pre(src), post-op when Final; then out1 = out0 (while the slice is in cache).
+  // `in` is another rank's buffer or a slot, never out0; it may be out1 (the next rank's buffer,
+  // in place, 2 ranks), which is why out1 is written only after the whole slice is read.
+  template <bool Final>
+  BATON_HD void combine(const T* in, const T* src, T* out0, T* out1, size_t cnt) {
+    reduceCopy<T, Op, true, true, true, true, false, Final>(ctx_, op_, in, src, out0, nullptr, cnt);
+    if (out1) {
+      blockBarrier();
+      copyBytes(ctx_, out1, out0, cnt * sizeof(T));
+    }
+  }
+
+  ExecCtx& ctx_;
+  ConnDev* recv_;
+  ConnDev* send_;
+  Op op_;
+  size_t sliceElems_;
+  T* peerDst_ = nullptr;
+};
+
+template <typename T, typename Op>
+BATON_HD void runRingAllReduceDirect(ExecCtx& ctx, const CollArgs& a, const Op& op) {
+  const T* src = static_cast<const T*>(a.sendbuff);
+  T* dst = static_cast<T*>(a.recvbuff);
+  const int k = a.ring.nRanks;
+  size_t lo, chanCount;
+  channelRange(a.count, a.channel, a.nChannels, protoGrainElems<ProtoSimple, T>(), &lo, &chanCount);
+  DirectRing<T, Op> ring(ctx, a, op);
+  const size_t chunkMax = chunkElems<ProtoSimple, T>(*a.ring.send, a.chunkSteps);
+  const size_t align = 64 / sizeof(T) ? 64 / sizeof(T) : 1;
+  const int r = a.ring.index;
+  for (size_t done = 0; done < chanCount;) {
+    const size_t remaining = chanCount - done;
+    const size_t chunk = minSize(chunkMax, alignUp(divUp(remaining, k), align));
+    auto at = [&](int pos, size_t* off) {  // element offset and count of chunk `pos` in this loop
+      const int c = ((pos % k) + k) % k;
+      const size_t o = minSize((size_t)c * chunk, remaining);
+      *off = lo + done + o;
+      return minSize(chunk, remaining - o);
+    };
+    size_t off, n;
+    n = at(r - 1, &off);
+    ring.sendFirst(src + off, n);
+    for (int j = 2; j < k; ++j) {
+      n = at(r - j, &off);
+      ring.recvReduceSend(src + off, n);
+    }
+    n = at(r, &off);
+    ring.recvReduceCopyDirectSend(src + off, dst + off, n, off);
+    for (int j = 1; j < k - 1; ++j) {
+      n = at(r - j, &off);
+      ring.recvCopyDirectSend(dst + off, n, off);
+    }
+    n = at(r + 1, &off);
+    ring.recvDelivered(n);
+    done += minSize(remaining, chunk * k);
+  }
+  ring.drain();
+}
+
+}  // namespace baton

@@ -1,0 +1,148 @@
+// The tuner (src/tuner*.cc): NCCL_ALGO / NCCL_PROTO with NCCL's syntax, bad values named at init,
+// the cost model's choice, and the tuning file: round trip, malformed files rejected with the line
+// and field, a broken default file falling back to the built-in model.
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "baton/tuner.h"
+#include "tuner.h"
+#include "unit/unit_helpers.h"
+
+namespace {
+
+using namespace baton;
+using baton_test::ScopedEnv;
+
+AlgoProtoMask parse(const char* algo, const char* proto) {
+  AlgoProtoMask m;
+  EXPECT_EQ(parseAlgoProtoEnv(algo, proto, &m), ncclSuccess) << baton_test::lastError();
+  return m;
+}
+
+TEST(Tuner, ProtoListsNegationAndPerFunctionSections) {
+  AlgoProtoMask m = parse(nullptr, "LL,simple");
+  for (int f = 0; f < kFuncCount; ++f) {
+    EXPECT_TRUE(m.proto[f][kProtoLL]);
+    EXPECT_FALSE(m.proto[f][kProtoLL128]);
+    EXPECT_TRUE(m.proto[f][kProtoSimple]);
+    EXPECT_TRUE(m.algo[f][0]);
+  }
+  m = parse("Ring", "^LL128;allreduce:LL128");
+  EXPECT_TRUE(m.proto[kFuncAllReduce][kProtoLL128]);
+  EXPECT_FALSE(m.proto[kFuncAllReduce][kProtoLL]);
+  EXPECT_FALSE(m.proto[kFuncAllReduce][kProtoSimple]);
+  EXPECT_FALSE(m.proto[kFuncBroadcast][kProtoLL128]);
+  EXPECT_TRUE(m.proto[kFuncBroadcast][kProtoLL]);
+  EXPECT_TRUE(m.proto[kFuncBroadcast][kProtoSimple]);
+  m = parse("Tree", nullptr);  // a known NCCL algorithm baton does not have yet: nothing enabled
+  EXPECT_FALSE(m.algo[kFuncAllReduce][0]);
+}
+
+TEST(Tuner, BadNamesAreErrorsThatNameThem) {
+  AlgoProtoMask m;
+  EXPECT_EQ(parseAlgoProtoEnv(nullptr, "LL,Fast", &m), ncclInvalidArgument);
+  EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"NCCL_PROTO", "'Fast'"}));
+  EXPECT_EQ(parseAlgoProtoEnv("Rnig", nullptr, &m), ncclInvalidArgument);
+  EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"NCCL_ALGO", "'Rnig'"}));
+  EXPECT_EQ(parseAlgoProtoEnv(nullptr, "alltoall:LL", &m), ncclInvalidArgument);
+  EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"NCCL_PROTO", "'alltoall'"}));
+}
+
+TEST(Tuner, CommInitRejectsABadProtoAndCollectivesRejectAnEmptyChoice) {
+  {
+    ScopedEnv env("NCCL_PROTO", "LL,Bogus");
+    ncclComm_t c = nullptr;
+    EXPECT_EQ(ncclCommInitAll(&c, 1, nullptr), ncclInvalidArgument);
+    EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"NCCL_PROTO", "'Bogus'"}));
+  }
+  ScopedEnv env("NCCL_ALGO", "Tree");
+  ncclComm_t c = nullptr;
+  ASSERT_EQ(ncclCommInitAll(&c, 1, nullptr), ncclSuccess) << baton_test::lastError();
+  float x = 1, y = 0;
+  EXPECT_EQ(ncclAllReduce(&x, &y, 1, ncclFloat, ncclSum, c, nullptr), ncclInvalidUsage);
+  EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"NCCL_ALGO", "no algorithm/protocol"}));
+  EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
+}
+
+TEST(Tuner, ChoiceFollowsTheModelAndTheMask) {
+  TuningModel m = defaultTuningModel();
+  m.cost[0][kProtoLL] = {0, 1.0f, 1.0f};
+  m.cost[0][kProtoLL128] = {0, 2.0f, 10.0f};
+  m.cost[0][kProtoSimple] = {0, 4.0f, 20.0f};
+  AlgoProtoMask all = parse(nullptr, nullptr);
+  AlgoProtoChoice c;
+  ASSERT_EQ(chooseAlgoProto(m, all, kFuncAllReduce, 2, 8, &c), ncclSuccess);
+  EXPECT_EQ(c.proto, kProtoLL);
+  // 2 ranks, allreduce: 2 steps; algbw = busbw. LL128 at 1 MiB: 4 + 1048576/1e4 = 108.9 us,
+  // Simple: 8 + 52.4 = 60.4 us.
+  ASSERT_EQ(chooseAlgoProto(m, all, kFuncAllReduce, 2, 1 << 20, &c), ncclSuccess);
+  EXPECT_EQ(c.proto, kProtoSimple);
+  EXPECT_NEAR(c.us, 8 + 1048576.0 / 20e3, 1e-6);
+  ASSERT_EQ(chooseAlgoProto(m, parse(nullptr, "^Simple"), kFuncAllReduce, 2, 1 << 20, &c), ncclSuccess);
+  EXPECT_EQ(c.proto, kProtoLL128);
+  // The correction factor of a bucket scales the prediction.
+  m.cost[0][kProtoSimple].corr[corrBucket(1 << 20)] = 3.0f;
+  ASSERT_EQ(chooseAlgoProto(m, all, kFuncAllReduce, 2, 1 << 20, &c), ncclSuccess);
+  EXPECT_EQ(c.proto, kProtoLL128);
+  EXPECT_EQ(corrBucket(64), 0);
+  EXPECT_EQ(corrBucket(1 << 20), 14);
+  EXPECT_EQ(corrBucket(size_t(1) << 40), kCorrBuckets - 1);
+}
+
+std::string tempPath(const char* name) { return std::string("/tmp/baton-tuner-test-") + std::to_string(getpid()) + name; }
+
+TEST(Tuner, TuningFileRoundTrip) {
+  const std::string path = tempPath(".txt");
+  const double base[3] = {0.5, 0.25, 1}, hop[3] = {0.1, 0.2, 0.3}, bw[3] = {2, 12, 14};
+  double corr[3][BATON_TUNER_BUCKETS];
+  for (auto& row : corr)
+    for (double& c : row) c = 1.5;
+  ASSERT_EQ(batonTunerWriteFile(path.c_str(), base, hop, bw, corr, "a test\ntwo lines"), ncclSuccess);
+  TuningModel m = defaultTuningModel();
+  ASSERT_EQ(loadTuningFile(path, &m), ncclSuccess) << baton_test::lastError();
+  EXPECT_FLOAT_EQ(m.cost[0][kProtoLL128].hopUs, 0.2f);
+  EXPECT_FLOAT_EQ(m.cost[0][kProtoSimple].busBwGBs, 14.0f);
+  EXPECT_FLOAT_EQ(m.cost[0][kProtoLL].baseUs, 0.5f);
+  EXPECT_FLOAT_EQ(m.cost[0][kProtoLL].corr[7], 1.5f);
+  EXPECT_EQ(std::string(m.source), path);
+  ScopedEnv env("BATON_TUNING_FILE", path.c_str());
+  ncclComm_t c = nullptr;
+  ASSERT_EQ(ncclCommInitAll(&c, 1, nullptr), ncclSuccess);
+  EXPECT_EQ(std::string(batonTunerModelSource(c)), path);
+  EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
+  remove(path.c_str());
+}
+
+TEST(Tuner, MalformedTuningFilesNameTheLine) {
+  const std::string path = tempPath("-bad.txt");
+  struct Case {
+    const char* text;
+    std::initializer_list<std::string> needles;
+  };
+  const Case cases[] = {
+      {"# c\nRing LL 0 1\n", {"line 2", "expected"}},
+      {"Ring LL9 0 1 2\n", {"line 1", "unknown protocol 'LL9'"}},
+      {"Tree LL 0 1 2\n", {"line 1", "unknown algorithm 'Tree'"}},
+      {"Ring LL -1 1 2\n", {"line 1", "out of range"}},
+      {"Ring LL corr 1 2 3\n", {"line 1", "corr", "factor 3"}},
+      {"# only comments\n", {"no entries"}},
+  };
+  for (const Case& k : cases) {
+    std::ofstream(path) << k.text;
+    TuningModel m = defaultTuningModel();
+    EXPECT_EQ(loadTuningFile(path, &m), ncclInvalidArgument) << k.text;
+    EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), k.needles)) << k.text;
+    EXPECT_EQ(std::string(m.source), "built-in");  // untouched
+  }
+  // A communicator with a broken file warns and uses the built-in model.
+  std::ofstream(path) << "Ring LL nonsense\n";
+  ScopedEnv env("BATON_TUNING_FILE", path.c_str());
+  ncclComm_t c = nullptr;
+  ASSERT_EQ(ncclCommInitAll(&c, 1, nullptr), ncclSuccess);
+  EXPECT_EQ(std::string(batonTunerModelSource(c)), "built-in");
+  EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
+  remove(path.c_str());
+}
+
+}  // namespace
