@@ -74,6 +74,7 @@ struct ExecCtx {
   uint64_t timeoutNs = 0;                   // 0: wait forever (still honours abortFlag)
   int jitter = 0;                           // CPU only: random short sleeps before flag stores
   uint32_t jitterState = 1;
+  bool trace = false;                       // CPU only: record each FIFO step in the BATON_TRACE timeline
   bool failed = false;                      // a wait gave up: the rest of the work drains as no-ops
   WaitFailure failure;
 };
@@ -104,7 +105,37 @@ inline int threadCount(const ExecCtx& ctx) { return ctx.nthreads; }
 uint64_t nowNs();
 void waitBackoff(uint32_t& iteration);  // spin, then yield, then sleep with backoff
 void jitterSleep(ExecCtx& ctx);
+// BATON_TRACE: one span per FIFO step of a primitive (src/trace.cc), from startNs to now.
+void traceStep(const ExecCtx& ctx, const char* primitive, const char* proto, uint64_t step, uint64_t bytes,
+               uint64_t startNs);
 #endif
+
+// Names a primitive by what it does (for the trace): send, recvReduceCopySend, ...
+template <bool Recv, bool Send, bool Src, bool Dst>
+constexpr const char* primitiveName() {
+  if (!Recv) return Dst ? "copySend" : "send";
+  if (!Send) return Src ? "recvReduceCopy" : "recv";
+  if (!Src) return "recvCopySend";
+  return Dst ? "recvReduceCopySend" : "recvReduceSend";
+}
+
+// Traces one step when the timeline is on: start with traceStart(), end with traceEnd().
+BATON_HD uint64_t traceStart(const ExecCtx& ctx) {
+#if !defined(__CUDA_ARCH__)
+  return ctx.trace ? nowNs() : 0;
+#else
+  (void)ctx;
+  return 0;
+#endif
+}
+template <bool Recv, bool Send, bool Src, bool Dst>
+BATON_HD void traceEnd(const ExecCtx& ctx, const char* proto, uint64_t step, uint64_t bytes, uint64_t startNs) {
+#if !defined(__CUDA_ARCH__)
+  if (ctx.trace && threadId(ctx) == 0) traceStep(ctx, primitiveName<Recv, Send, Src, Dst>(), proto, step, bytes, startNs);
+#else
+  (void)ctx, (void)proto, (void)step, (void)bytes, (void)startNs;
+#endif
+}
 
 // The clock a bounded wait measures its timeout with: globaltimer on the GPU, CLOCK_MONOTONIC here.
 BATON_HD uint64_t waitClockNs() {

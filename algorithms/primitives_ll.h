@@ -62,6 +62,7 @@ class Primitives<T, Op, ProtoLL> : public PrimitivesApi<Primitives<T, Op, ProtoL
     for (size_t off = 0; off < n; off += sliceElems) {
       const size_t cnt = minSize(sliceElems, n - off);
       const uint64_t bytes = cnt * sizeof(T);
+      const uint64_t t0 = traceStart(ctx_);
       const size_t nLines = divUp(cnt, E);
       LLLine* recvLines = Recv ? reinterpret_cast<LLLine*>(slotPtr(*recv_, P, recv_->step)) : nullptr;
       LLLine* sendLines = Send ? reinterpret_cast<LLLine*>(slotPtr(*send_, P, send_->step)) : nullptr;
@@ -109,6 +110,7 @@ class Primitives<T, Op, ProtoLL> : public PrimitivesApi<Primitives<T, Op, ProtoL
       blockBarrier();
       if (ctx_.failed) return;
       if (threadId(ctx_) == 0) {
+        traceEnd<Recv, Send, Src, Dst>(ctx_, "LL", Send ? send_->step : recv_->step, bytes, t0);
         if constexpr (Send) send_->step++;  // the flags were the signal: no tail store
         if constexpr (Recv) {
           publish(ctx_, &recv_->fifo->head, recv_->step + 1);

@@ -60,6 +60,7 @@ class Primitives<T, Op, ProtoLL128> : public PrimitivesApi<Primitives<T, Op, Pro
     for (size_t off = 0; off < n; off += sliceElems) {
       const size_t cnt = minSize(sliceElems, n - off);
       const uint64_t bytes = cnt * sizeof(T);
+      const uint64_t t0 = traceStart(ctx_);
       const size_t nLines = divUp(cnt, E);
       LL128Line* recvLines = Recv ? reinterpret_cast<LL128Line*>(slotPtr(*recv_, P, recv_->step)) : nullptr;
       LL128Line* sendLines = Send ? reinterpret_cast<LL128Line*>(slotPtr(*send_, P, send_->step)) : nullptr;
@@ -97,6 +98,7 @@ class Primitives<T, Op, ProtoLL128> : public PrimitivesApi<Primitives<T, Op, Pro
       blockBarrier();
       if (ctx_.failed) return;
       if (threadId(ctx_) == 0) {
+        traceEnd<Recv, Send, Src, Dst>(ctx_, "LL128", Send ? send_->step : recv_->step, bytes, t0);
         if constexpr (Send) send_->step++;  // the flags were the signal: no tail store
         if constexpr (Recv) {
           publish(ctx_, &recv_->fifo->head, recv_->step + 1);

@@ -35,6 +35,7 @@ class Primitives<T, Op, ProtoSimple> : public PrimitivesApi<Primitives<T, Op, Pr
     for (size_t off = 0; off < n; off += sliceElems) {
       const size_t cnt = minSize(sliceElems, n - off);
       const uint64_t bytes = cnt * sizeof(T);
+      const uint64_t t0 = traceStart(ctx_);
       T* recvSlot = nullptr;
       T* sendSlot = nullptr;
       if (threadId(ctx_) == 0) {
@@ -56,6 +57,7 @@ class Primitives<T, Op, ProtoSimple> : public PrimitivesApi<Primitives<T, Op, Pr
       // One thread publishes and advances the step counters; the next slice's barrier orders the
       // other threads' reads of `step` after this update.
       if (threadId(ctx_) == 0) {
+        traceEnd<Recv, Send, Src, Dst>(ctx_, "Simple", Send ? send_->step : recv_->step, bytes, t0);
         if constexpr (Send) {
           send_->fifo->sizes[send_->step % kSteps] = bytes;
           publish(ctx_, &send_->fifo->tail, send_->step + 1);

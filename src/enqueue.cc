@@ -14,6 +14,7 @@
 #include "debug.h"
 #include "group.h"
 #include "p2p_executor.h"
+#include "trace.h"
 
 namespace baton {
 
@@ -36,16 +37,20 @@ ExecCtx makeCtx(ncclComm* comm, int channel) {
   ctx.timeoutNs = comm->tun.waitTimeoutNs;
   ctx.jitter = comm->tun.jitter;
   ctx.jitterState = 0x9e3779b9u * (comm->rank + 1) + channel;
+  ctx.trace = traceEnabled();
   return ctx;
 }
 
 // Runs a work item's body on a worker and reports to the completion and the communicator.
+// With BATON_TRACE on, the item is one span on its channel's lane of the timeline.
 static std::function<void()> wrapWork(ncclComm* comm, std::shared_ptr<Completion> done,
-                                      std::function<ncclResult_t()> body) {
-  return [comm, done, body] {
+                                      std::function<ncclResult_t()> body, int channel, std::string name) {
+  return [comm, done, body, channel, name] {
     ncclResult_t res = ncclSuccess;
+    const uint64_t t0 = traceEnabled() ? traceNowNs() : 0;
     if (!__atomic_load_n(&comm->abortFlag, __ATOMIC_ACQUIRE)) res = body();
     else res = ncclInvalidUsage;
+    if (t0) traceComplete(comm->rank, channel, name.c_str(), "op", t0, traceNowNs());
     if (res != ncclSuccess) commSetError(comm, res);
     comm->inflight.fetch_sub(1);
     done->done(res);
@@ -64,6 +69,7 @@ ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_p
   struct Part {
     int channel;
     std::function<ncclResult_t()> body;
+    std::string name;  // for the trace
   };
   std::vector<Part> parts;
   for (const Task* tp : colls) {
@@ -84,6 +90,9 @@ ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_p
                funcName(t.func), (unsigned long long)opCount, t.sendbuff, t.recvbuff, t.count, typeName(t.type),
                opName(t.op.kind), t.root, (void*)comm, comm->nRanks, algoName(algo), protoName(choice.proto), nch);
     if (t.count == 0) continue;
+    const std::string traceName = traceEnabled() ? std::string(funcName(t.func)) + " " + std::to_string(totalBytes) +
+                                                       " B " + algoName(algo) + "/" + protoName(choice.proto)
+                                                 : std::string();
     CollKernel kernel = collKernel(t.func, t.type, t.op.kind);
     if (!kernel) return batonError(ncclInternalError, "no kernel for %s/%s/%s", funcName(t.func), typeName(t.type), opName(t.op.kind));
     CollArgs base;  // what every channel's part shares
@@ -113,7 +122,7 @@ ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_p
         ExecCtx ctx = makeCtx(comm, 0);
         kernel(ctx, a, t.op);
         return ctx.failed ? failureResult(ctx, comm, "AllReduce(naive)") : ncclSuccess;
-      }});
+      }, traceName});
       continue;
     }
     // On a closed ring every rank first sends a whole chunk, then must find a free slot for each
@@ -135,7 +144,7 @@ ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_p
         ExecCtx ctx = makeCtx(comm, c);
         kernel(ctx, a, t.op);
         return ctx.failed ? failureResult(ctx, comm, funcName(t.func)) : ncclSuccess;
-      }});
+      }, traceName});
     }
   }
   if (!p2p.empty()) {
@@ -146,7 +155,7 @@ ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_p
       ncclResult_t res = runP2pBatch(comm, batch, ctx);
       if (res == ncclSuccess && ctx.failed) res = failureResult(ctx, comm, "Send/Recv");
       return res;
-    }});
+    }, "Send/Recv batch"});
   }
   if (parts.empty()) return ncclSuccess;
   auto done = std::make_shared<Completion>((int)parts.size());
@@ -157,7 +166,7 @@ ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_p
   comm->inflight.fetch_add((int)parts.size());
   std::vector<std::function<void()>> mine;
   for (Part& p : parts) {
-    std::function<void()> work = wrapWork(comm, done, std::move(p.body));
+    std::function<void()> work = wrapWork(comm, done, std::move(p.body), p.channel, std::move(p.name));
     if (inlineCh0 && p.channel == 0) mine.push_back(std::move(work));
     else comm->channels[p.channel]->worker.submit(std::move(work));
   }

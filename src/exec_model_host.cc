@@ -2,9 +2,11 @@
 #include <sched.h>
 #include <time.h>
 
+#include <cstdio>
 #include <random>
 
 #include "exec_model.h"
+#include "trace.h"
 
 namespace baton {
 
@@ -33,6 +35,14 @@ void waitBackoff(uint32_t& it) {
   const long us = 2l << (exp < 5 ? exp : 5);
   timespec ts{0, us * 1000};
   nanosleep(&ts, nullptr);
+}
+
+void traceStep(const ExecCtx& ctx, const char* primitive, const char* proto, uint64_t step, uint64_t bytes,
+               uint64_t startNs) {
+  char args[96];
+  snprintf(args, sizeof args, "\"protocol\":\"%s\",\"step\":%llu,\"bytes\":%llu", proto, (unsigned long long)step,
+           (unsigned long long)bytes);
+  traceComplete(ctx.rank, ctx.channel, primitive, "step", startNs, nowNs(), args);
 }
 
 void jitterSleep(ExecCtx& ctx) {

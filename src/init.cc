@@ -11,6 +11,7 @@
 #include "comm.h"
 #include "debug.h"
 #include "param.h"
+#include "trace.h"
 
 namespace baton {
 namespace {
@@ -263,6 +264,7 @@ void commFree(ncclComm* comm) {
   unregisterComm(comm);
   if (comm->initThread.joinable()) comm->initThread.join();
   for (auto& ch : comm->channels) ch->worker.stop();
+  if (traceEnabled()) traceFlush(comm->commHash);  // ranks of one job share the id's hash: one timeline
   comm->channels.clear();
   comm->p2pSendConn.clear();
   comm->p2pRecvConn.clear();
