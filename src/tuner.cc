@@ -22,12 +22,28 @@ const char* algoName(int algo) {
 }
 
 TuningModel defaultTuningModel() {
-  // Fitted by `baton-perf --calibrate` on the 2-core development machine (2 processes, shm); any
-  // machine gets its own numbers by running the calibration (docs/lessons/05-channels-and-tuning.md).
+  // `baton-perf --calibrate` on the 2-core development machine (2 processes over shm, allreduce
+  // 8 B..256 MiB; docs/perf.md). Any machine gets its own numbers by running the calibration
+  // (docs/lessons/05-channels-and-tuning.md); these only make a fresh checkout choose sensibly.
   TuningModel m;
-  m.cost[0][kProtoLL] = {0.0f, 2.0f, 1.0f};
-  m.cost[0][kProtoLL128] = {0.0f, 3.0f, 3.0f};
-  m.cost[0][kProtoSimple] = {0.0f, 6.0f, 8.0f};
+  static const struct {
+    int proto;
+    AlgoProtoCost cost;
+  } kMeasured[] = {
+      {kProtoLL,
+       {0.000f, 0.239f, 1.987f,
+        {1.008f, 0.946f, 0.943f, 0.940f, 0.959f, 0.977f, 1.244f, 1.511f, 1.261f, 1.010f, 0.983f, 0.957f,
+         0.957f, 0.958f, 0.957f, 0.957f, 0.965f, 0.973f, 0.989f, 1.004f, 1.002f, 1.000f, 1.000f}}},
+      {kProtoLL128,
+       {0.000f, 0.237f, 14.226f,
+        {0.924f, 0.913f, 0.964f, 1.014f, 1.041f, 1.069f, 1.039f, 1.010f, 1.048f, 1.086f, 1.051f, 1.016f,
+         0.899f, 0.782f, 0.795f, 0.808f, 0.986f, 1.163f, 1.279f, 1.395f, 1.471f, 1.546f, 1.546f}}},
+      {kProtoSimple,
+       {0.000f, 0.260f, 12.004f,
+        {0.890f, 0.973f, 0.966f, 0.959f, 0.979f, 0.998f, 1.017f, 1.035f, 1.041f, 1.047f, 1.054f, 1.062f,
+         0.947f, 0.832f, 0.817f, 0.802f, 0.943f, 1.083f, 1.172f, 1.260f, 1.345f, 1.430f, 1.430f}}},
+  };
+  for (const auto& e : kMeasured) m.cost[0][e.proto] = e.cost;
   return m;
 }
 

@@ -58,8 +58,9 @@ class P2pTransport : public Transport {
     const size_t bytes = fifoBytes(layout);
     void* mem = aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
     if (!mem) return batonError(ncclSystemError, "p2p: cannot allocate a %zu-byte FIFO", bytes);
-    // The counters and the LL/LL128 buffers start at zero: a zero flag never matches a step's flag.
-    memset(mem, 0, sizeof(ConnFifo) + kSteps * (layout.stepBytes[kProtoLL] + layout.stepBytes[kProtoLL128]));
+    // Everything starts at zero (a zero LL/LL128 flag never matches a step's flag), and touching
+    // every page now keeps first-use page faults out of the first timed operations.
+    memset(mem, 0, bytes);
     // Two references: ours, and the one the sender takes over when it connects.
     P2pBlock* b = new P2pBlock{{2}, static_cast<ConnFifo*>(mem)};
     b->ready.store(1, std::memory_order_release);

@@ -1,3 +1,5 @@
+// Mappings are populated up front (MAP_POPULATE): a FIFO slot touched for the first time inside a
+// timed operation would otherwise pay page faults there.
 #include "shm_segment.h"
 
 #include <dirent.h>
@@ -26,7 +28,7 @@ ncclResult_t shmCreate(const char* name, size_t bytes, void** base) {
     return batonError(ncclSystemError, "shm: cannot size segment %s to %zu bytes: %s (is /dev/shm full?)", name, bytes,
                       strerror(e));
   }
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   close(fd);
   if (p == MAP_FAILED) {
     shm_unlink(name);
@@ -40,7 +42,7 @@ ncclResult_t shmCreate(const char* name, size_t bytes, void** base) {
 ncclResult_t shmOpen(const char* name, size_t bytes, void** base) {
   int fd = shm_open(name, O_RDWR, 0600);
   if (fd < 0) return batonError(ncclSystemError, "shm: cannot open peer's segment %s: %s", name, strerror(errno));
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   close(fd);
   if (p == MAP_FAILED) return batonError(ncclSystemError, "shm: cannot map peer's segment %s: %s", name, strerror(errno));
   *base = p;
