@@ -17,6 +17,11 @@ namespace {
 // Queue `tasks` for comm: inside a group they wait for ncclGroupEnd; otherwise they run now.
 ncclResult_t submit(ncclComm* comm, const std::vector<Task>& tasks) {
   const bool implicit = !inGroup();
+  if (implicit && tasks.size() == 1) {
+    bool handled = false;
+    const ncclResult_t res = runCollectiveNow(comm, tasks[0], &handled);
+    if (handled) return res;
+  }
   if (implicit) groupStart();
   for (const Task& t : tasks) groupAddTask(comm, t);
   return implicit ? groupEnd() : ncclSuccess;
@@ -51,6 +56,11 @@ ncclResult_t collective(int func, const char* fn, const void* sendbuff, void* re
   const bool oneBuffer = func == kFuncBroadcast && sendbuff == recvbuff;  // ncclBcast's `buff`
   if (!rootOnlySend) ARGCHECK(checkPtr(sendbuff, count, fn, oneBuffer ? "buff" : "sendbuff"));
   if (!rootOnlyRecv) ARGCHECK(checkPtr(recvbuff, count, fn, oneBuffer ? "buff" : "recvbuff"));
+  if (!inGroup()) {  // the latency path: no group bookkeeping, no allocation
+    bool handled = false;
+    const ncclResult_t res = runCollectiveNow(comm, t, &handled);
+    if (handled) return res;
+  }
   return submit(comm, {t});
 }
 

@@ -63,96 +63,155 @@ static int channelsFor(ncclComm* comm, const Task& t, size_t bytes) {
   return (int)std::min<size_t>(comm->nChannels, want);
 }
 
+// One collective, planned: everything its channel parts need.
+struct CollPlan {
+  Task t;
+  CollKernel kernel = nullptr;
+  CollArgs base;  // what every channel's part shares
+  int nch = 1;
+  int depth = kSteps;
+  std::string traceName;
+};
+
+// Chooses algorithm, protocol and channels for `t` and numbers it. *skip: nothing to run (count 0).
+static ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool* skip) {
+  // AllGather and Broadcast move bytes: their kernels count in bytes, whatever the datatype.
+  const bool bytesOnly = t.func == kFuncAllGather || t.func == kFuncBroadcast;
+  const size_t count = bytesOnly ? t.count * typeSize(t.type) : t.count;
+  const bool gathered = t.func == kFuncAllGather || t.func == kFuncReduceScatter;
+  const size_t totalBytes = t.count * typeSize(t.type) * (gathered ? comm->nRanks : 1);
+  const int nch = channelsFor(comm, t, totalBytes);
+  AlgoProtoChoice choice;
+  if (t.func == kFuncAllReduce && comm->tun.allreduceAlgo == kAlgoNaive) choice = {kAlgoNaive, kProtoSimple, 0};
+  else BATON_CHECK(chooseAlgoProto(comm->tun.model, comm->tun.mask, t.func, comm->nRanks, totalBytes, &choice));
+  const uint64_t opCount = comm->opCount++;
+  BATON_INFO(kSubColl,
+             "%s: opCount %llx sendbuff %p recvbuff %p count %zu datatype %s op %s root %d comm %p [nranks=%d] "
+             "algorithm %s protocol %s channels %d",
+             funcName(t.func), (unsigned long long)opCount, t.sendbuff, t.recvbuff, t.count, typeName(t.type),
+             opName(t.op.kind), t.root, (void*)comm, comm->nRanks, algoName(choice.algo), protoName(choice.proto), nch);
+  *skip = t.count == 0;
+  if (*skip) return ncclSuccess;
+  plan->t = t;
+  plan->nch = nch;
+  plan->kernel = collKernel(t.func, t.type, t.op.kind);
+  if (!plan->kernel)
+    return batonError(ncclInternalError, "no kernel for %s/%s/%s", funcName(t.func), typeName(t.type), opName(t.op.kind));
+  if (traceEnabled())
+    plan->traceName = std::string(funcName(t.func)) + " " + std::to_string(totalBytes) + " B " + algoName(choice.algo) +
+                      "/" + protoName(choice.proto);
+  CollArgs& b = plan->base;
+  b.func = t.func;
+  b.algo = choice.algo;
+  b.proto = choice.proto;
+  b.direct = comm->allInProcess && comm->tun.direct && t.func == kFuncAllReduce && choice.proto == kProtoSimple;
+  b.opTag = opCount + 1;
+  b.sendbuff = t.sendbuff;
+  b.recvbuff = t.recvbuff;
+  b.count = count;
+  b.root = t.root;
+  b.rank = comm->rank;
+  b.nRanks = comm->nRanks;
+  b.nChannels = nch;
+  b.chunkSteps = comm->tun.chunkSteps;
+  b.ring.nRanks = comm->nRanks;
+  // On a closed ring every rank first sends a whole chunk, then must find a free slot for each
+  // slice it forwards before its successor has consumed anything more: with fewer than
+  // chunkSteps + 1 slots every rank waits for the next one, in a cycle. Chains (Broadcast,
+  // Reduce) work with 1 slot; cycles get at least chunkSteps + 1 (lesson 03).
+  const bool cycle = t.func == kFuncAllReduce || t.func == kFuncAllGather || t.func == kFuncReduceScatter;
+  plan->depth = std::max(comm->tun.fifoDepth, cycle ? std::min(comm->tun.chunkSteps + 1, kSteps) : 1);
+  return ncclSuccess;
+}
+
+static ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plans, std::vector<Task> p2p,
+                                std::shared_ptr<Completion>* out, bool callerRuns);
+
+static bool isNaive(const CollPlan& p, const ncclComm* comm) { return p.base.algo == kAlgoNaive && comm->nRanks > 1; }
+
+// Channel c's part of a planned collective, on whichever thread plays that channel's block.
+static ncclResult_t runPart(ncclComm* comm, const CollPlan& p, int c) {
+  CollArgs a = p.base;
+  if (isNaive(p, comm)) {
+    std::vector<int> peers;
+    if (comm->rank == 0) for (int r = 1; r < comm->nRanks; ++r) peers.push_back(r);
+    else peers.push_back(0);
+    BATON_CHECK(connectPeers(comm, peers, peers));
+    a.peerSend = comm->p2pSend.data();
+    a.peerRecv = comm->p2pRecv.data();
+  } else {
+    Channel& ch = *comm->channels[c];
+    a.channel = c;
+    a.ring.index = ch.ringIndex;
+    a.ring.userRanks = ch.ringUserRanks.data();
+    a.ring.send = &ch.ringSend;
+    a.ring.recv = &ch.ringRecv;
+    ch.ringSend.depth = p.depth;  // the worker runs parts in order, so this holds for this part
+  }
+  ExecCtx ctx = makeCtx(comm, c);
+  p.kernel(ctx, a, p.t.op);
+  return ctx.failed ? failureResult(ctx, comm, isNaive(p, comm) ? "AllReduce(naive)" : funcName(p.t.func)) : ncclSuccess;
+}
+
+ncclResult_t runCollectiveNow(ncclComm* comm, const Task& t, bool* handled) {
+  *handled = false;
+  // The latency path, without allocations: one collective on an idle blocking communicator that
+  // needs one channel runs right here, on the calling thread (as channel 0's block).
+  if (!comm->blocking || t.kind != Task::kColl || comm->inflight.load() != 0 || traceEnabled()) return ncclSuccess;
+  if (__atomic_load_n(&comm->abortFlag, __ATOMIC_ACQUIRE)) return ncclSuccess;  // the general path reports it
+  CollPlan plan;
+  bool skip = false;
+  *handled = true;
+  BATON_CHECK(planColl(comm, t, &plan, &skip));
+  if (skip) return ncclSuccess;
+  if (plan.nch == 1) {
+    const ncclResult_t res = runPart(comm, plan, 0);
+    if (res != ncclSuccess) commSetError(comm, res);
+    return res;
+  }
+  std::shared_ptr<Completion> done;
+  std::vector<CollPlan> plans;
+  plans.push_back(std::move(plan));
+  BATON_CHECK(launchPlans(comm, std::move(plans), {}, &done, true));
+  return done ? done->wait() : ncclSuccess;
+}
+
 ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_ptr<Completion>* out, bool callerRuns) {
-  std::vector<const Task*> colls, p2p;
-  for (const Task& t : tasks) (t.kind == Task::kColl ? colls : p2p).push_back(&t);
+  std::vector<CollPlan> plans;
+  std::vector<Task> p2p;
+  for (const Task& t : tasks) {
+    if (t.kind != Task::kColl) {
+      p2p.push_back(t);
+      continue;
+    }
+    CollPlan plan;
+    bool skip = false;
+    BATON_CHECK(planColl(comm, t, &plan, &skip));
+    if (!skip) plans.push_back(std::move(plan));
+  }
+  return launchPlans(comm, std::move(plans), std::move(p2p), out, callerRuns);
+}
+
+static ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plansIn, std::vector<Task> p2p,
+                                std::shared_ptr<Completion>* out, bool callerRuns) {
+  // Parts may run after this returns (non-blocking communicators): they share the plans.
+  auto plans = std::make_shared<const std::vector<CollPlan>>(std::move(plansIn));
   struct Part {
     int channel;
     std::function<ncclResult_t()> body;
     std::string name;  // for the trace
   };
   std::vector<Part> parts;
-  for (const Task* tp : colls) {
-    const Task t = *tp;
-    // AllGather and Broadcast move bytes: their kernels count in bytes, whatever the datatype.
-    const bool bytesOnly = t.func == kFuncAllGather || t.func == kFuncBroadcast;
-    const size_t count = bytesOnly ? t.count * typeSize(t.type) : t.count;
-    const size_t totalBytes = t.count * typeSize(t.type) * ((t.func == kFuncAllGather || t.func == kFuncReduceScatter) ? comm->nRanks : 1);
-    const int nch = channelsFor(comm, t, totalBytes);
-    AlgoProtoChoice choice;
-    if (t.func == kFuncAllReduce && comm->tun.allreduceAlgo == kAlgoNaive) choice = {kAlgoNaive, kProtoSimple, 0};
-    else BATON_CHECK(chooseAlgoProto(comm->tun.model, comm->tun.mask, t.func, comm->nRanks, totalBytes, &choice));
-    const int algo = choice.algo;
-    const uint64_t opCount = comm->opCount++;
-    BATON_INFO(kSubColl,
-               "%s: opCount %llx sendbuff %p recvbuff %p count %zu datatype %s op %s root %d comm %p [nranks=%d] "
-               "algorithm %s protocol %s channels %d",
-               funcName(t.func), (unsigned long long)opCount, t.sendbuff, t.recvbuff, t.count, typeName(t.type),
-               opName(t.op.kind), t.root, (void*)comm, comm->nRanks, algoName(algo), protoName(choice.proto), nch);
-    if (t.count == 0) continue;
-    const std::string traceName = traceEnabled() ? std::string(funcName(t.func)) + " " + std::to_string(totalBytes) +
-                                                       " B " + algoName(algo) + "/" + protoName(choice.proto)
-                                                 : std::string();
-    CollKernel kernel = collKernel(t.func, t.type, t.op.kind);
-    if (!kernel) return batonError(ncclInternalError, "no kernel for %s/%s/%s", funcName(t.func), typeName(t.type), opName(t.op.kind));
-    CollArgs base;  // what every channel's part shares
-    base.func = t.func;
-    base.algo = algo;
-    base.proto = choice.proto;
-    base.direct = comm->allInProcess && comm->tun.direct && t.func == kFuncAllReduce && choice.proto == kProtoSimple;
-    base.opTag = opCount + 1;
-    base.sendbuff = t.sendbuff;
-    base.recvbuff = t.recvbuff;
-    base.count = count;
-    base.root = t.root;
-    base.rank = comm->rank;
-    base.nRanks = comm->nRanks;
-    base.nChannels = nch;
-    base.chunkSteps = comm->tun.chunkSteps;
-    base.ring.nRanks = comm->nRanks;
-    if (algo == kAlgoNaive && comm->nRanks > 1) {
-      parts.push_back({0, [comm, t, kernel, base] {
-        std::vector<int> peers;
-        if (comm->rank == 0) for (int p = 1; p < comm->nRanks; ++p) peers.push_back(p);
-        else peers.push_back(0);
-        BATON_CHECK(connectPeers(comm, peers, peers));
-        CollArgs a = base;
-        a.peerSend = comm->p2pSend.data();
-        a.peerRecv = comm->p2pRecv.data();
-        ExecCtx ctx = makeCtx(comm, 0);
-        kernel(ctx, a, t.op);
-        return ctx.failed ? failureResult(ctx, comm, "AllReduce(naive)") : ncclSuccess;
-      }, traceName});
-      continue;
-    }
-    // On a closed ring every rank first sends a whole chunk, then must find a free slot for each
-    // slice it forwards before its successor has consumed anything more: with fewer than
-    // chunkSteps + 1 slots every rank waits for the next one, in a cycle. Chains (Broadcast,
-    // Reduce) work with 1 slot; cycles get at least chunkSteps + 1 (lesson 03).
-    const bool cycle = t.func == kFuncAllReduce || t.func == kFuncAllGather || t.func == kFuncReduceScatter;
-    const int depth = std::max(comm->tun.fifoDepth, cycle ? std::min(comm->tun.chunkSteps + 1, kSteps) : 1);
-    for (int c = 0; c < nch; ++c) {
-      Channel& ch = *comm->channels[c];
-      parts.push_back({c, [comm, t, kernel, &ch, c, base, depth] {
-        CollArgs a = base;
-        a.channel = c;
-        a.ring.index = ch.ringIndex;
-        a.ring.userRanks = ch.ringUserRanks.data();
-        a.ring.send = &ch.ringSend;
-        a.ring.recv = &ch.ringRecv;
-        ch.ringSend.depth = depth;  // the worker runs parts in order, so this holds for this part
-        ExecCtx ctx = makeCtx(comm, c);
-        kernel(ctx, a, t.op);
-        return ctx.failed ? failureResult(ctx, comm, funcName(t.func)) : ncclSuccess;
-      }, traceName});
-    }
+  for (size_t i = 0; i < plans->size(); ++i) {
+    const CollPlan& p = (*plans)[i];
+    const int nParts = isNaive(p, comm) ? 1 : p.nch;
+    for (int c = 0; c < nParts; ++c)
+      parts.push_back({c, [comm, plans, i, c] { return runPart(comm, (*plans)[i], c); }, p.traceName});
   }
   if (!p2p.empty()) {
-    std::vector<Task> batch;
-    for (const Task* t : p2p) batch.push_back(*t);
-    parts.push_back({0, [comm, batch] {
+    parts.push_back({0, [comm, p2p] {
       ExecCtx ctx = makeCtx(comm, 0);
-      ncclResult_t res = runP2pBatch(comm, batch, ctx);
+      ncclResult_t res = runP2pBatch(comm, p2p, ctx);
       if (res == ncclSuccess && ctx.failed) res = failureResult(ctx, comm, "Send/Recv");
       return res;
     }, "Send/Recv batch"});

@@ -27,6 +27,9 @@ ncclResult_t groupRecordError(ncclResult_t err);
 ncclResult_t runInitJob(ncclComm* comm, std::function<ncclResult_t()> job);
 
 // Planner (enqueue.cc): hand `tasks` to comm's workers; `done` counts one part per work item.
+// Outside a group: runs one collective on an idle blocking communicator at once, on the calling
+// thread (*handled = true, the result returned), or leaves it to the group path (*handled = false).
+ncclResult_t runCollectiveNow(ncclComm* comm, const Task& task, bool* handled);
 // callerRuns: the calling thread may run channel 0's parts itself (see enqueue.cc: the latency path).
 ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_ptr<class Completion>* done,
                          bool callerRuns);
