@@ -104,6 +104,7 @@ inline int threadCount(const ExecCtx& ctx) { return ctx.nthreads; }
 #if !defined(__CUDA_ARCH__)
 uint64_t nowNs();
 void waitBackoff(uint32_t& iteration);  // spin, then yield, then sleep with backoff
+void setWaitSpin(uint32_t pauses);       // how long the spin phase is (fewer when oversubscribed)
 void jitterSleep(ExecCtx& ctx);
 // BATON_TRACE: one span per FIFO step of a primitive (src/trace.cc), from startNs to now.
 void traceStep(const ExecCtx& ctx, const char* primitive, const char* proto, uint64_t step, uint64_t bytes,

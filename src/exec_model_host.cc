@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include <cstdio>
+#include <atomic>
 #include <random>
 
 #include "exec_model.h"
@@ -19,19 +20,25 @@ uint64_t nowNs() {
 // Spin a little (a hand-off between two running cores takes ~100 ns), then yield (another rank on
 // this core may be the one we wait for), then sleep with a growing period so an oversubscribed
 // machine spends its cycles on the ranks that have work.
+// Pauses before the first yield: long enough to catch a peer on another core, short enough not to
+// burn a time slice when more ranks than cores share the machine (setWaitSpin, set at init).
+static std::atomic<uint32_t> gSpin{256};
+void setWaitSpin(uint32_t pauses) { gSpin.store(pauses, std::memory_order_relaxed); }
+
 void waitBackoff(uint32_t& it) {
   ++it;
-  if (it < 256) {
+  const uint32_t spin = gSpin.load(std::memory_order_relaxed);
+  if (it < spin) {
 #if defined(__x86_64__)
     __builtin_ia32_pause();
 #endif
     return;
   }
-  if (it < 512) {
+  if (it < spin + 256) {
     sched_yield();
     return;
   }
-  const uint32_t exp = (it - 512) / 64;  // every 64 sleeps double the period: 2, 4, ... 64 us
+  const uint32_t exp = (it - spin - 256) / 64;  // every 64 sleeps double the period: 2, 4, ... 64 us
   const long us = 2l << (exp < 5 ? exp : 5);
   timespec ts{0, us * 1000};
   nanosleep(&ts, nullptr);

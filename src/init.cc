@@ -177,6 +177,10 @@ ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id) {
   const int cores = std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN));
   comm->nChannels = std::clamp(std::min(cores / std::max(localRanks, 1), 16), comm->tun.minChannels, comm->tun.maxChannels);
   comm->nChannels = std::max(comm->nChannels, 1);
+  // More ranks than cores: a waiting rank's peer is probably not running, so yield almost at once
+  // (spinning would only burn the time slice the peer needs).
+  if (localRanks > cores) setWaitSpin((uint32_t)envInt("BATON_WAIT_SPIN", 8));
+  else if (getenv("BATON_WAIT_SPIN")) setWaitSpin((uint32_t)envInt("BATON_WAIT_SPIN", 256));
 
   std::vector<SharedParams> params(comm->nRanks);
   const Tunables& t = comm->tun;

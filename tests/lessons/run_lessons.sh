@@ -19,4 +19,24 @@ expect '^per-rank bytes sent: ring 12.00 MiB each; naive 24.00 MiB at rank 0$' "
 out=$("$EX/03-pipelining/pipelining" 4 16); echo "$out"
 expect 'stop-and-wait .* result OK$' "$out"
 expect 'pipelined \(8 slots in flight\), +512 KiB steps: .* result OK$' "$out"
+BIN=$BUILD/bin
+# Lesson 04: the three protocols side by side, every result checked.
+out=$("$BIN/baton-run" -n 2 --no-prefix "$BIN/baton-perf" allreduce -b 8 -e 1M -f 32 -n 3 -w 1 --compare LL,LL128,Simple); echo "$out"
+expect '^#   LL +NCCL_PROTO=LL$' "$out"
+expect '^#   LL128 +NCCL_PROTO=LL128$' "$out"
+expect '^# Out of bounds values : 0 OK$' "$out"
+
+# Lesson 05: calibration writes a tuning file, the explain table reads it, the trace shows steps.
+tmp=$(mktemp -d)
+out=$(BATON_TUNING_FILE=$tmp/tuning.txt "$BIN/baton-run" -n 2 --no-prefix "$BIN/baton-perf" allreduce --calibrate -b 8 -e 256K -f 8 -n 3 -w 1); echo "$out"
+expect '^# the model.s pick is within 10% of the fastest measured protocol at [0-9]+ of 5 sizes$' "$out"
+expect "^# wrote $tmp/tuning.txt" "$out"
+out=$(BATON_TUNING_FILE=$tmp/tuning.txt "$BIN/baton-run" -n 2 --no-prefix "$BIN/baton-perf" allreduce --explain -b 8 -e 1M -f 16); echo "$out"
+expect "^# tuner: allreduce over 2 ranks, model from $tmp/tuning.txt$" "$out"
+expect '^ +1048576 +[0-9.]+ +[0-9.]+ +[0-9.]+ +(LL|LL128|Simple)$' "$out"
+BATON_TRACE=$tmp/trace.json NCCL_PROTO=Simple "$BIN/baton-run" -n 2 --no-prefix "$BIN/baton-perf" allreduce -b 8M -e 8M -n 1 -w 0 >/dev/null
+for rank in 0 1; do expect "\"name\":\"rank $rank\"" "$(cat "$tmp/trace.json")"; done
+expect '"name":"recvReduceCopySend","cat":"step"' "$(cat "$tmp/trace.json")"
+expect '"name":"AllReduce 8388608 B Ring/Simple","cat":"op"' "$(cat "$tmp/trace.json")"
+rm -rf "$tmp"
 exit $fail
