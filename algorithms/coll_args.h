@@ -34,6 +34,7 @@ struct CollArgs {
   int algo = kAlgoRing;
   int proto = kProtoSimple;  // Proto (connector.h): which of the connectors' buffers and line formats
   bool direct = false;       // every rank is a thread of this process: direct paths (ring_allreduce_direct.h)
+  bool streamStores = true;  // CPU direct paths: non-temporal stores for large outputs (BATON_STREAM_STORES)
   uint64_t opTag = 0;        // the operation's number + 1, the same on every rank (direct pointer exchange)
   const void* sendbuff = nullptr;
   void* recvbuff = nullptr;

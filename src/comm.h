@@ -55,6 +55,7 @@ struct Tunables {
   int jitter = 0;                   // BATON_JITTER
   bool p2pDisable = false;          // NCCL_P2P_DISABLE
   bool shmDisable = false;          // NCCL_SHM_DISABLE
+  bool streamStores = true;         // BATON_STREAM_STORES: direct paths write large outputs with streaming stores
   bool direct = true;               // BATON_DIRECT: direct paths between ranks of one process (lesson 05)
   int minChannels = 1, maxChannels = 64;  // NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS (or config CTAs)
   TuningModel model;                // tuning file or built-in (tuner.h)

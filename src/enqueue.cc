@@ -106,6 +106,7 @@ static ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool
   b.proto = choice.proto;
   b.direct = comm->allInProcess && comm->tun.direct && t.func == kFuncAllReduce && choice.proto == kProtoSimple;
   b.opTag = opCount + 1;
+  b.streamStores = comm->tun.streamStores;
   b.sendbuff = t.sendbuff;
   b.recvbuff = t.recvbuff;
   b.count = count;
