@@ -23,12 +23,15 @@ constexpr int kMaxChannels = 64;                         // MAXCHANNELS
 constexpr int kMaxRedOps = 64;                           // PreMulSum slots per communicator
 
 // One channel: a ring (position, order, connectors to next and from previous) and its worker.
-struct Channel {
+// Cache-line aligned: the step counters in ringSend/ringRecv change every FIFO step, and another
+// rank's channel (a thread of this process) may sit next to this one in memory.
+struct alignas(128) Channel {
   int id = 0;
   std::vector<int> ringUserRanks;  // position -> user rank
   int ringIndex = 0;
   std::unique_ptr<Connection> sendConn, recvConn;
-  ConnDev ringSend, ringRecv;
+  alignas(128) ConnDev ringSend;
+  alignas(128) ConnDev ringRecv;
   ChannelWorker worker;
 };
 
@@ -99,8 +102,13 @@ struct ncclComm {
 
 namespace baton {
 
+// Which of the tuner's tables applies to this communicator (tuner.h).
+inline int tuningPathOf(const ncclComm* comm) {
+  return comm->allInProcess && comm->tun.direct ? kPathDirect : kPathShm;
+}
+
 // Live communicators, so a destroyed or foreign pointer is an error instead of a crash.
-void registerComm(ncclComm* comm);
+bool registerComm(ncclComm* comm);  // false: the registry is full
 void unregisterComm(ncclComm* comm);
 // Validates `comm` for API function `fn`: NULL, not live, aborted, still initialising, failed.
 ncclResult_t checkCommReady(ncclComm* comm, const char* fn);

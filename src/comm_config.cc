@@ -91,7 +91,10 @@ ncclResult_t commAlloc(ncclComm** out, int nranks, int rank, const ncclConfig_t*
   t.maxChannels = maxCh;
   comm->nChannels = minCh;  // the default depends on cores per local rank: commInitJob
 
-  registerComm(comm);
+  if (!registerComm(comm)) {
+    delete comm;
+    return batonError(ncclSystemError, "%s: too many live communicators in this process; destroy some", fn);
+  }
   *out = comm;
   return ncclSuccess;
 }

@@ -83,7 +83,9 @@ static ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool
   const int nch = channelsFor(comm, t, totalBytes);
   AlgoProtoChoice choice;
   if (t.func == kFuncAllReduce && comm->tun.allreduceAlgo == kAlgoNaive) choice = {kAlgoNaive, kProtoSimple, 0};
-  else BATON_CHECK(chooseAlgoProto(comm->tun.model, comm->tun.mask, t.func, comm->nRanks, totalBytes, &choice));
+  else
+    BATON_CHECK(chooseAlgoProto(comm->tun.model, tuningPathOf(comm), comm->tun.mask, t.func, comm->nRanks, totalBytes,
+                                &choice));
   const uint64_t opCount = comm->opCount++;
   BATON_INFO(kSubColl,
              "%s: opCount %llx sendbuff %p recvbuff %p count %zu datatype %s op %s root %d comm %p [nranks=%d] "

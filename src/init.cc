@@ -19,11 +19,12 @@ namespace {
 constexpr uint64_t kTagRing = 1u << 16;  // + channel: ring connect info
 constexpr uint64_t kTagP2p = 2u << 16;   // direct peer connect info
 
+// Live communicators: every API call checks its comm here, from every rank's thread, so lookups
+// read a slot array without a lock (slots change only at init and destroy, under gCommsMu).
+constexpr int kMaxLiveComms = 1 << 14;
 std::mutex gCommsMu;
-std::unordered_set<ncclComm*>& liveComms() {
-  static auto* s = new std::unordered_set<ncclComm*>();
-  return *s;
-}
+std::atomic<ncclComm*> gLive[kMaxLiveComms];
+std::atomic<int> gLiveHigh{0};  // slots at or above this have never been used
 
 uint64_t fnv1a(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
   const unsigned char* p = static_cast<const unsigned char*>(data);
@@ -71,24 +72,36 @@ struct SharedParams {
 
 }  // namespace
 
-void registerComm(ncclComm* comm) {
+bool registerComm(ncclComm* comm) {
   std::lock_guard<std::mutex> lk(gCommsMu);
-  liveComms().insert(comm);
+  for (int i = 0; i < kMaxLiveComms; ++i) {
+    if (gLive[i].load(std::memory_order_relaxed)) continue;
+    gLive[i].store(comm, std::memory_order_release);
+    if (i >= gLiveHigh.load(std::memory_order_relaxed)) gLiveHigh.store(i + 1, std::memory_order_release);
+    return true;
+  }
+  return false;
 }
 void unregisterComm(ncclComm* comm) {
   std::lock_guard<std::mutex> lk(gCommsMu);
-  liveComms().erase(comm);
+  const int high = gLiveHigh.load(std::memory_order_relaxed);
+  for (int i = 0; i < high; ++i)
+    if (gLive[i].load(std::memory_order_relaxed) == comm) gLive[i].store(nullptr, std::memory_order_release);
+}
+
+static bool isLive(const ncclComm* comm) {
+  const int high = gLiveHigh.load(std::memory_order_acquire);
+  for (int i = 0; i < high; ++i)
+    if (gLive[i].load(std::memory_order_acquire) == comm) return true;
+  return false;
 }
 
 ncclResult_t checkCommLive(ncclComm* comm, const char* fn) {
   if (!comm) return batonError(ncclInvalidArgument, "%s: comm is NULL", fn);
-  {
-    std::lock_guard<std::mutex> lk(gCommsMu);
-    if (!liveComms().count(comm))
-      return batonError(ncclInvalidArgument,
-                        "%s: comm %p is not a live communicator (destroyed, aborted, or never initialized)", fn,
-                        (void*)comm);
-  }
+  if (!isLive(comm))
+    return batonError(ncclInvalidArgument,
+                      "%s: comm %p is not a live communicator (destroyed, aborted, or never initialized)", fn,
+                      (void*)comm);
   if (comm->magic != kCommMagic) return batonError(ncclInvalidArgument, "%s: comm %p is corrupted", fn, (void*)comm);
   return ncclSuccess;
 }

@@ -22,28 +22,43 @@ const char* algoName(int algo) {
 }
 
 TuningModel defaultTuningModel() {
-  // `baton-perf --calibrate` on the 2-core development machine (2 processes over shm, allreduce
-  // 8 B..256 MiB; docs/perf.md). Any machine gets its own numbers by running the calibration
+  // `baton-perf --calibrate` on the 2-core development machine, allreduce 8 B..256 MiB: the shm
+  // table with 2 processes, the direct table with 2 threads (-t 2); docs/perf.md. Any machine gets its own numbers by running the calibration
   // (docs/lessons/05-channels-and-tuning.md); these only make a fresh checkout choose sensibly.
   TuningModel m;
   static const struct {
-    int proto;
+    int path, proto;
     AlgoProtoCost cost;
   } kMeasured[] = {
-      {kProtoLL,
+      {kPathShm, kProtoLL,
        {0.000f, 0.239f, 1.987f,
         {1.008f, 0.946f, 0.943f, 0.940f, 0.959f, 0.977f, 1.244f, 1.511f, 1.261f, 1.010f, 0.983f, 0.957f,
          0.957f, 0.958f, 0.957f, 0.957f, 0.965f, 0.973f, 0.989f, 1.004f, 1.002f, 1.000f, 1.000f}}},
-      {kProtoLL128,
+      {kPathShm, kProtoLL128,
        {0.000f, 0.237f, 14.226f,
         {0.924f, 0.913f, 0.964f, 1.014f, 1.041f, 1.069f, 1.039f, 1.010f, 1.048f, 1.086f, 1.051f, 1.016f,
          0.899f, 0.782f, 0.795f, 0.808f, 0.986f, 1.163f, 1.279f, 1.395f, 1.471f, 1.546f, 1.546f}}},
-      {kProtoSimple,
+      {kPathShm, kProtoSimple,
        {0.000f, 0.260f, 12.004f,
         {0.890f, 0.973f, 0.966f, 0.959f, 0.979f, 0.998f, 1.017f, 1.035f, 1.041f, 1.047f, 1.054f, 1.062f,
          0.947f, 0.832f, 0.817f, 0.802f, 0.943f, 1.083f, 1.172f, 1.260f, 1.345f, 1.430f, 1.430f}}},
+      {kPathDirect, kProtoLL,
+       {0.000f, 0.422f, 0.775f,
+        {0.892f, 0.945f, 1.083f, 1.221f, 1.166f, 1.110f, 1.065f, 1.020f, 1.041f, 1.062f, 1.023f, 0.984f,
+         0.978f, 0.973f, 0.977f, 0.981f, 0.974f, 0.967f, 0.959f, 0.951f, 0.960f, 0.968f, 0.968f}}},
+      {kPathDirect, kProtoLL128,
+       {0.000f, 0.446f, 4.818f,
+        {0.897f, 0.917f, 1.048f, 1.179f, 1.377f, 1.574f, 1.403f, 1.232f, 1.305f, 1.379f, 1.346f, 1.314f,
+         1.135f, 0.955f, 0.925f, 0.894f, 0.914f, 0.935f, 0.867f, 0.799f, 0.918f, 1.036f, 1.036f}}},
+      {kPathDirect, kProtoSimple,
+       {0.000f, 0.671f, 37.812f,
+        {0.866f, 0.948f, 0.996f, 1.045f, 1.058f, 1.070f, 1.057f, 1.044f, 1.217f, 1.391f, 1.155f, 0.919f,
+         0.925f, 0.930f, 0.913f, 0.895f, 0.893f, 0.891f, 0.997f, 1.102f, 1.357f, 1.612f, 1.612f}}},
   };
-  for (const auto& e : kMeasured) m.cost[0][e.proto] = e.cost;
+  for (const auto& e : kMeasured) m.cost[e.path][0][e.proto] = e.cost;
+  for (int p = 0; p < kNumProtos; ++p)  // a table without measurements starts from the other one
+    for (int k = 0; k < kNumPaths; ++k)
+      if (m.cost[k][0][p].busBwGBs <= 0) m.cost[k][0][p] = m.cost[1 - k][0][p];
   return m;
 }
 
@@ -63,8 +78,10 @@ int corrBucket(size_t bytes) {
   return b;
 }
 
-double predictUs(const TuningModel& m, int func, int algoIdx, int proto, int nRanks, size_t bytes) {
-  const AlgoProtoCost& c = m.cost[algoIdx][proto];
+const char* tuningPathName(int path) { return path == kPathDirect ? "direct" : "shm"; }
+
+double predictUs(const TuningModel& m, int path, int func, int algoIdx, int proto, int nRanks, size_t bytes) {
+  const AlgoProtoCost& c = m.cost[path][algoIdx][proto];
   if (c.busBwGBs <= 0) return -1;
   const int steps = ringSteps(func, nRanks);
   if (steps == 0) return c.baseUs;
@@ -75,19 +92,24 @@ double predictUs(const TuningModel& m, int func, int algoIdx, int proto, int nRa
   return (c.baseUs + steps * c.hopUs + bytes / (1e3 * algBw)) * c.corr[corrBucket(bytes)];
 }
 
-ncclResult_t chooseAlgoProto(const TuningModel& m, const AlgoProtoMask& mask, int func, int nRanks, size_t bytes,
-                             AlgoProtoChoice* out) {
+ncclResult_t chooseAlgoProto(const TuningModel& m, int path, const AlgoProtoMask& mask, int func, int nRanks,
+                             size_t bytes, AlgoProtoChoice* out) {
   double best = -1;
+  bool enabled = false;
   for (int a = 0; a < kNumTunedAlgos; ++a) {
     if (!mask.algo[func][a]) continue;
     for (int p = 0; p < kNumProtos; ++p) {
       if (!mask.proto[func][p]) continue;
-      const double t = predictUs(m, func, a, p, nRanks, bytes);
+      enabled = true;
+      const double t = predictUs(m, path, func, a, p, nRanks, bytes);
       if (t < 0 || (best >= 0 && t >= best)) continue;
       best = t;
       *out = {kTunedAlgos[a], p, t};
     }
   }
+  if (best < 0 && enabled)
+    return batonError(ncclInternalError, "%s: the tuning model (%s, '%s' table) gives no enabled pair a bandwidth",
+                      funcName(func), m.source, tuningPathName(path));
   if (best < 0)
     return batonError(ncclInvalidUsage,
                       "%s: no algorithm/protocol available: NCCL_ALGO / NCCL_PROTO leave no usable pair (baton "

@@ -32,8 +32,14 @@ struct AlgoProtoCost {
   float corr[kCorrBuckets] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
 };
 
+// How the ranks of a communicator reach each other: through FIFO copies in shared memory (also
+// ranks of one process with BATON_DIRECT=0), or through each other's buffers (direct paths). The
+// two behave so differently that each has its own table.
+enum TuningPath : int { kPathShm = 0, kPathDirect = 1, kNumPaths = 2 };
+const char* tuningPathName(int path);
+
 struct TuningModel {
-  AlgoProtoCost cost[kNumTunedAlgos][kNumProtos];
+  AlgoProtoCost cost[kNumPaths][kNumTunedAlgos][kNumProtos];
   char source[96] = "built-in";  // "built-in" or the tuning file's path (for logs and --explain)
 };
 
@@ -45,7 +51,7 @@ struct AlgoProtoMask {
 
 // The built-in model (measured on a 2-core development machine; see docs/perf.md).
 TuningModel defaultTuningModel();
-// Loads `path` into *model. Missing file: ncclSystemError, *model untouched; a malformed line:
+// Loads `path` into *model (entries it names replace those in *model). Missing file: ncclSystemError, *model untouched; a malformed line:
 // ncclInvalidArgument naming the file, the line and the field.
 ncclResult_t loadTuningFile(const std::string& path, TuningModel* model);
 ncclResult_t writeTuningFile(const std::string& path, const TuningModel& model, const std::string& comment);
@@ -64,7 +70,7 @@ ncclResult_t parseAlgoProtoEnv(const char* algoEnv, const char* protoEnv, AlgoPr
 int ringSteps(int func, int nRanks);
 // Predicted microseconds for `bytes` (the nccl-tests size: the per-rank buffer, or the whole
 // output for AllGather and the whole input for ReduceScatter). < 0: not usable.
-double predictUs(const TuningModel& m, int func, int algoIdx, int proto, int nRanks, size_t bytes);
+double predictUs(const TuningModel& m, int path, int func, int algoIdx, int proto, int nRanks, size_t bytes);
 
 struct AlgoProtoChoice {
   int algo = kAlgoRing;
@@ -72,8 +78,8 @@ struct AlgoProtoChoice {
   double us = 0;
 };
 // The fastest enabled pair, or ncclInvalidUsage naming NCCL_ALGO / NCCL_PROTO when none is left.
-ncclResult_t chooseAlgoProto(const TuningModel& m, const AlgoProtoMask& mask, int func, int nRanks, size_t bytes,
-                             AlgoProtoChoice* out);
+ncclResult_t chooseAlgoProto(const TuningModel& m, int path, const AlgoProtoMask& mask, int func, int nRanks,
+                             size_t bytes, AlgoProtoChoice* out);
 
 const char* protoName(int proto);
 const char* algoName(int algo);

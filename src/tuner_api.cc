@@ -2,6 +2,9 @@
 #include "baton/tuner.h"
 
 #include <strings.h>
+#include <unistd.h>
+
+#include <cstring>
 
 #include <string>
 
@@ -27,9 +30,11 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerPredict
                       collective);
   const Tunables& t = comm->tun;
   for (int p = 0; p < kNumProtos; ++p)
-    predictedUs[p] = t.mask.algo[func][0] && t.mask.proto[func][p] ? predictUs(t.model, func, 0, p, comm->nRanks, bytes) : -1;
+    predictedUs[p] = t.mask.algo[func][0] && t.mask.proto[func][p]
+                         ? predictUs(t.model, tuningPathOf(comm), func, 0, p, comm->nRanks, bytes)
+                         : -1;
   AlgoProtoChoice c;
-  BATON_CHECK(chooseAlgoProto(t.model, t.mask, func, comm->nRanks, bytes, &c));
+  BATON_CHECK(chooseAlgoProto(t.model, tuningPathOf(comm), t.mask, func, comm->nRanks, bytes, &c));
   *chosen = c.proto;
   return ncclSuccess;
 }
@@ -37,6 +42,11 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerPredict
 extern "C" __attribute__((visibility("default"))) const char* batonTunerModelSource(ncclComm_t comm) {
   if (checkCommReady(comm, "batonTunerModelSource") != ncclSuccess) return "?";
   return comm->tun.model.source;
+}
+
+extern "C" __attribute__((visibility("default"))) const char* batonTunerPathName(ncclComm_t comm) {
+  if (checkCommReady(comm, "batonTunerPathName") != ncclSuccess) return "?";
+  return tuningPathName(tuningPathOf(comm));
 }
 
 extern "C" __attribute__((visibility("default"))) const char* batonProtocolName(int protocol) {
@@ -50,6 +60,7 @@ extern "C" __attribute__((visibility("default"))) const char* batonTuningFilePat
 }
 
 extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerWriteFile(const char* path,
+                                                                                   const char* pathKind,
                                                                                    const double* baseUs,
                                                                                    const double* hopUs,
                                                                                    const double* busBwGBs,
@@ -58,19 +69,33 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerWriteFi
   static_assert(BATON_TUNER_BUCKETS == kCorrBuckets, "public and internal bucket counts agree");
   if (!path || !*path) return batonError(ncclInvalidArgument, "batonTunerWriteFile: path is NULL or empty");
   if (!baseUs || !hopUs || !busBwGBs) return batonError(ncclInvalidArgument, "batonTunerWriteFile: a value array is NULL");
+  int kind = -1;
+  for (int k = 0; k < kNumPaths; ++k)
+    if (pathKind && strcmp(pathKind, tuningPathName(k)) == 0) kind = k;
+  if (kind < 0)
+    return batonError(ncclInvalidArgument, "batonTunerWriteFile: pathKind '%s' (expected shm or direct)",
+                      pathKind ? pathKind : "(null)");
+  // Keep what the file already says about the other path (a calibration measures one).
   TuningModel m = defaultTuningModel();
+  {
+    TuningModel existing = m;
+    const bool quiet = quietErrors();
+    quietErrors() = true;
+    if (access(path, R_OK) == 0 && loadTuningFile(path, &existing) == ncclSuccess) m = existing;
+    quietErrors() = quiet;
+  }
   for (int p = 0; p < kNumProtos; ++p) {
     if (!(baseUs[p] >= 0 && hopUs[p] >= 0 && busBwGBs[p] >= 0))
       return batonError(ncclInvalidArgument, "batonTunerWriteFile: protocol %s has a negative or NaN value", protoName(p));
-    m.cost[0][p].baseUs = (float)baseUs[p];
-    m.cost[0][p].hopUs = (float)hopUs[p];
-    m.cost[0][p].busBwGBs = (float)busBwGBs[p];
+    m.cost[kind][0][p].baseUs = (float)baseUs[p];
+    m.cost[kind][0][p].hopUs = (float)hopUs[p];
+    m.cost[kind][0][p].busBwGBs = (float)busBwGBs[p];
     for (int b = 0; b < kCorrBuckets; ++b) {
       const double c = corr ? corr[p][b] : 1.0;
       if (!(c > 0.01 && c < 100))
         return batonError(ncclInvalidArgument, "batonTunerWriteFile: protocol %s corr[%d] = %g is outside (0.01, 100)",
                           protoName(p), b, c);
-      m.cost[0][p].corr[b] = (float)c;
+      m.cost[kind][0][p].corr[b] = (float)c;
     }
   }
   return writeTuningFile(path, m, comment ? comment : "");

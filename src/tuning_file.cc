@@ -1,13 +1,14 @@
 // The tuning file: what `baton-perf --calibrate` measured, in a form a person can read and edit.
 //
 //   # comment lines (the calibration writes where, when and how it measured)
-//   # algorithm protocol base_us hop_us busbw_GBs
-//   Ring LL 0.00 1.52 1.85
-//   Ring LL128 ...
-//   Ring Simple ...
-//   # algorithm protocol corr c0 .. c22   (optional: measured/model per size bucket, 64 B .. 256 MiB)
-//   Ring LL corr 1.02 0.97 ...
-// Pairs the file does not name keep their built-in values.
+//   # path algorithm protocol base_us hop_us busbw_GBs
+//   shm Ring LL 0.00 1.52 1.85
+//   shm Ring LL128 ...
+//   direct Ring Simple ...
+//   # path algorithm protocol corr c0 .. c22   (optional: measured/model per size bucket, 64 B .. 256 MiB)
+//   shm Ring LL corr 1.02 0.97 ...
+// path: shm (ranks reach each other through FIFO copies) or direct (ranks of one process reading
+// and writing each other's buffers). Entries the file does not name keep their built-in values.
 #include <strings.h>
 
 #include <cerrno>
@@ -47,8 +48,17 @@ ncclResult_t loadTuningFile(const std::string& path, TuningModel* model) {
     const size_t hash = line.find('#');
     if (hash != std::string::npos) line.resize(hash);
     std::istringstream ss(line);
-    std::string algo, proto;
-    if (!(ss >> algo)) continue;  // blank or comment
+    std::string pathWord, algo, proto;
+    if (!(ss >> pathWord)) continue;  // blank or comment
+    int kind = -1;
+    for (int k = 0; k < kNumPaths; ++k)
+      if (strcasecmp(pathWord.c_str(), tuningPathName(k)) == 0) kind = k;
+    if (kind < 0)
+      return batonError(ncclInvalidArgument, "tuning file %s line %d: unknown path '%s' (expected shm or direct)",
+                        path.c_str(), lineNo, pathWord.c_str());
+    if (!(ss >> algo))
+      return batonError(ncclInvalidArgument, "tuning file %s line %d: expected an algorithm after '%s'", path.c_str(),
+                        lineNo, pathWord.c_str());
     if (!(ss >> proto))
       return batonError(ncclInvalidArgument, "tuning file %s line %d: expected a protocol after '%s'", path.c_str(), lineNo,
                         algo.c_str());
@@ -69,7 +79,7 @@ ncclResult_t loadTuningFile(const std::string& path, TuningModel* model) {
                             "tuning file %s line %d: 'corr' needs %d factors in (0.01, 100); factor %d is missing or out "
                             "of range",
                             path.c_str(), lineNo, kCorrBuckets, b);
-      memcpy(m.cost[a][p].corr, corr, sizeof corr);
+      memcpy(m.cost[kind][a][p].corr, corr, sizeof corr);
       continue;
     }
     double base, hop, bw;
@@ -80,9 +90,9 @@ ncclResult_t loadTuningFile(const std::string& path, TuningModel* model) {
       return batonError(ncclInvalidArgument,
                         "tuning file %s line %d: values out of range (base_us %g, hop_us %g, busbw_GBs %g)", path.c_str(),
                         lineNo, base, hop, bw);
-    m.cost[a][p].baseUs = (float)base;
-    m.cost[a][p].hopUs = (float)hop;
-    m.cost[a][p].busBwGBs = (float)bw;
+    m.cost[kind][a][p].baseUs = (float)base;
+    m.cost[kind][a][p].hopUs = (float)hop;
+    m.cost[kind][a][p].busBwGBs = (float)bw;
     ++entries;
   }
   if (entries == 0) return batonError(ncclInvalidArgument, "tuning file %s: no entries", path.c_str());
@@ -102,19 +112,22 @@ ncclResult_t writeTuningFile(const std::string& path, const TuningModel& model, 
   std::istringstream cs(comment);
   std::string line;
   while (std::getline(cs, line)) fprintf(f, "# %s\n", line.c_str());
-  fprintf(f, "# algorithm protocol base_us hop_us busbw_GBs\n");
-  for (int a = 0; a < kNumTunedAlgos; ++a)
-    for (int p = 0; p < kNumProtos; ++p) {
-      const AlgoProtoCost& c = model.cost[a][p];
-      fprintf(f, "%s %s %.3f %.3f %.3f\n", algoName(kTunedAlgos[a]), protoName(p), c.baseUs, c.hopUs, c.busBwGBs);
-    }
-  fprintf(f, "# algorithm protocol corr: measured / model per size bucket (64 B, 128 B, ... 256 MiB)\n");
-  for (int a = 0; a < kNumTunedAlgos; ++a)
-    for (int p = 0; p < kNumProtos; ++p) {
-      fprintf(f, "%s %s corr", algoName(kTunedAlgos[a]), protoName(p));
-      for (int b = 0; b < kCorrBuckets; ++b) fprintf(f, " %.3f", model.cost[a][p].corr[b]);
-      fprintf(f, "\n");
-    }
+  fprintf(f, "# path algorithm protocol base_us hop_us busbw_GBs\n");
+  for (int k = 0; k < kNumPaths; ++k)
+    for (int a = 0; a < kNumTunedAlgos; ++a)
+      for (int p = 0; p < kNumProtos; ++p) {
+        const AlgoProtoCost& c = model.cost[k][a][p];
+        fprintf(f, "%s %s %s %.3f %.3f %.3f\n", tuningPathName(k), algoName(kTunedAlgos[a]), protoName(p), c.baseUs,
+                c.hopUs, c.busBwGBs);
+      }
+  fprintf(f, "# path algorithm protocol corr: measured / model per size bucket (64 B, 128 B, ... 256 MiB)\n");
+  for (int k = 0; k < kNumPaths; ++k)
+    for (int a = 0; a < kNumTunedAlgos; ++a)
+      for (int p = 0; p < kNumProtos; ++p) {
+        fprintf(f, "%s %s %s corr", tuningPathName(k), algoName(kTunedAlgos[a]), protoName(p));
+        for (int b = 0; b < kCorrBuckets; ++b) fprintf(f, " %.3f", model.cost[k][a][p].corr[b]);
+        fprintf(f, "\n");
+      }
   const bool ok = fclose(f) == 0;
   if (!ok || rename(tmp.c_str(), path.c_str()) != 0)
     return batonError(ncclSystemError, "tuning file %s: cannot write (%s)", path.c_str(), strerror(errno));

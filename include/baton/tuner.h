@@ -22,13 +22,17 @@ ncclResult_t batonTunerPredict(ncclComm_t comm, const char* collective, size_t b
                                double predictedUs[BATON_NUM_PROTOCOLS], int* chosenProtocol);
 /* "built-in" or the path of the tuning file the communicator's model came from. */
 const char* batonTunerModelSource(ncclComm_t comm);
+/* The table the communicator uses: "direct" (every rank a thread of this process, direct paths on)
+ * or "shm" (ranks reach each other through FIFO copies). */
+const char* batonTunerPathName(ncclComm_t comm);
 const char* batonProtocolName(int protocol);
 /* Where the library looks for the tuning file: BATON_TUNING_FILE, else ~/.cache/baton/tuning.txt. */
 const char* batonTuningFilePath(void);
-/* Writes a tuning file for the Ring algorithm: per protocol, a fixed cost, a cost per ring step,
- * the bus bandwidth, and (corr, may be NULL: all 1) a measured/model factor per size bucket.
- * `comment` (may be NULL) is written as comment lines. */
-ncclResult_t batonTunerWriteFile(const char* path, const double baseUs[BATON_NUM_PROTOCOLS],
+/* Writes the Ring algorithm's entries for one table (`pathKind`: "shm" or "direct") into a tuning
+ * file, keeping the other table's entries if the file exists: per protocol, a fixed cost, a cost
+ * per ring step, the bus bandwidth, and (corr, may be NULL: all 1) a measured/model factor per size
+ * bucket. `comment` (may be NULL) is written as comment lines. */
+ncclResult_t batonTunerWriteFile(const char* path, const char* pathKind, const double baseUs[BATON_NUM_PROTOCOLS],
                                  const double hopUs[BATON_NUM_PROTOCOLS],
                                  const double busBwGBs[BATON_NUM_PROTOCOLS],
                                  const double corr[BATON_NUM_PROTOCOLS][BATON_TUNER_BUCKETS], const char* comment);

@@ -67,23 +67,23 @@ TEST(Tuner, CommInitRejectsABadProtoAndCollectivesRejectAnEmptyChoice) {
 
 TEST(Tuner, ChoiceFollowsTheModelAndTheMask) {
   TuningModel m = defaultTuningModel();
-  m.cost[0][kProtoLL] = {0, 1.0f, 1.0f};
-  m.cost[0][kProtoLL128] = {0, 2.0f, 10.0f};
-  m.cost[0][kProtoSimple] = {0, 4.0f, 20.0f};
+  m.cost[kPathShm][0][kProtoLL] = {0, 1.0f, 1.0f};
+  m.cost[kPathShm][0][kProtoLL128] = {0, 2.0f, 10.0f};
+  m.cost[kPathShm][0][kProtoSimple] = {0, 4.0f, 20.0f};
   AlgoProtoMask all = parse(nullptr, nullptr);
   AlgoProtoChoice c;
-  ASSERT_EQ(chooseAlgoProto(m, all, kFuncAllReduce, 2, 8, &c), ncclSuccess);
+  ASSERT_EQ(chooseAlgoProto(m, kPathShm, all, kFuncAllReduce, 2, 8, &c), ncclSuccess);
   EXPECT_EQ(c.proto, kProtoLL);
   // 2 ranks, allreduce: 2 steps; algbw = busbw. LL128 at 1 MiB: 4 + 1048576/1e4 = 108.9 us,
   // Simple: 8 + 52.4 = 60.4 us.
-  ASSERT_EQ(chooseAlgoProto(m, all, kFuncAllReduce, 2, 1 << 20, &c), ncclSuccess);
+  ASSERT_EQ(chooseAlgoProto(m, kPathShm, all, kFuncAllReduce, 2, 1 << 20, &c), ncclSuccess);
   EXPECT_EQ(c.proto, kProtoSimple);
   EXPECT_NEAR(c.us, 8 + 1048576.0 / 20e3, 1e-6);
-  ASSERT_EQ(chooseAlgoProto(m, parse(nullptr, "^Simple"), kFuncAllReduce, 2, 1 << 20, &c), ncclSuccess);
+  ASSERT_EQ(chooseAlgoProto(m, kPathShm, parse(nullptr, "^Simple"), kFuncAllReduce, 2, 1 << 20, &c), ncclSuccess);
   EXPECT_EQ(c.proto, kProtoLL128);
   // The correction factor of a bucket scales the prediction.
-  m.cost[0][kProtoSimple].corr[corrBucket(1 << 20)] = 3.0f;
-  ASSERT_EQ(chooseAlgoProto(m, all, kFuncAllReduce, 2, 1 << 20, &c), ncclSuccess);
+  m.cost[kPathShm][0][kProtoSimple].corr[corrBucket(1 << 20)] = 3.0f;
+  ASSERT_EQ(chooseAlgoProto(m, kPathShm, all, kFuncAllReduce, 2, 1 << 20, &c), ncclSuccess);
   EXPECT_EQ(c.proto, kProtoLL128);
   EXPECT_EQ(corrBucket(64), 0);
   EXPECT_EQ(corrBucket(1 << 20), 14);
@@ -98,14 +98,24 @@ TEST(Tuner, TuningFileRoundTrip) {
   double corr[3][BATON_TUNER_BUCKETS];
   for (auto& row : corr)
     for (double& c : row) c = 1.5;
-  ASSERT_EQ(batonTunerWriteFile(path.c_str(), base, hop, bw, corr, "a test\ntwo lines"), ncclSuccess);
+  ASSERT_EQ(batonTunerWriteFile(path.c_str(), "shm", base, hop, bw, corr, "a test\ntwo lines"), ncclSuccess);
   TuningModel m = defaultTuningModel();
   ASSERT_EQ(loadTuningFile(path, &m), ncclSuccess) << baton_test::lastError();
-  EXPECT_FLOAT_EQ(m.cost[0][kProtoLL128].hopUs, 0.2f);
-  EXPECT_FLOAT_EQ(m.cost[0][kProtoSimple].busBwGBs, 14.0f);
-  EXPECT_FLOAT_EQ(m.cost[0][kProtoLL].baseUs, 0.5f);
-  EXPECT_FLOAT_EQ(m.cost[0][kProtoLL].corr[7], 1.5f);
+  EXPECT_FLOAT_EQ(m.cost[kPathShm][0][kProtoLL128].hopUs, 0.2f);
+  EXPECT_FLOAT_EQ(m.cost[kPathShm][0][kProtoSimple].busBwGBs, 14.0f);
+  EXPECT_FLOAT_EQ(m.cost[kPathShm][0][kProtoLL].baseUs, 0.5f);
+  EXPECT_FLOAT_EQ(m.cost[kPathShm][0][kProtoLL].corr[7], 1.5f);
   EXPECT_EQ(std::string(m.source), path);
+  // Writing the other table keeps this one.
+  const double bw2[3] = {3, 30, 40};
+  ASSERT_EQ(batonTunerWriteFile(path.c_str(), "direct", base, hop, bw2, nullptr, nullptr), ncclSuccess);
+  m = defaultTuningModel();
+  ASSERT_EQ(loadTuningFile(path, &m), ncclSuccess) << baton_test::lastError();
+  EXPECT_FLOAT_EQ(m.cost[kPathShm][0][kProtoSimple].busBwGBs, 14.0f);
+  EXPECT_FLOAT_EQ(m.cost[kPathDirect][0][kProtoSimple].busBwGBs, 40.0f);
+  EXPECT_FLOAT_EQ(m.cost[kPathDirect][0][kProtoLL].corr[7], 1.0f);
+  EXPECT_EQ(batonTunerWriteFile(path.c_str(), "nvlink", base, hop, bw2, nullptr, nullptr), ncclInvalidArgument);
+  EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"pathKind 'nvlink'"}));
   ScopedEnv env("BATON_TUNING_FILE", path.c_str());
   ncclComm_t c = nullptr;
   ASSERT_EQ(ncclCommInitAll(&c, 1, nullptr), ncclSuccess);
@@ -121,11 +131,12 @@ TEST(Tuner, MalformedTuningFilesNameTheLine) {
     std::initializer_list<std::string> needles;
   };
   const Case cases[] = {
-      {"# c\nRing LL 0 1\n", {"line 2", "expected"}},
-      {"Ring LL9 0 1 2\n", {"line 1", "unknown protocol 'LL9'"}},
-      {"Tree LL 0 1 2\n", {"line 1", "unknown algorithm 'Tree'"}},
-      {"Ring LL -1 1 2\n", {"line 1", "out of range"}},
-      {"Ring LL corr 1 2 3\n", {"line 1", "corr", "factor 3"}},
+      {"# c\nshm Ring LL 0 1\n", {"line 2", "expected"}},
+      {"shm Ring LL9 0 1 2\n", {"line 1", "unknown protocol 'LL9'"}},
+      {"shm Tree LL 0 1 2\n", {"line 1", "unknown algorithm 'Tree'"}},
+      {"nvlink Ring LL 0 1 2\n", {"line 1", "unknown path 'nvlink'"}},
+      {"shm Ring LL -1 1 2\n", {"line 1", "out of range"}},
+      {"direct Ring LL corr 1 2 3\n", {"line 1", "corr", "factor 3"}},
       {"# only comments\n", {"no entries"}},
   };
   for (const Case& k : cases) {
@@ -136,7 +147,7 @@ TEST(Tuner, MalformedTuningFilesNameTheLine) {
     EXPECT_EQ(std::string(m.source), "built-in");  // untouched
   }
   // A communicator with a broken file warns and uses the built-in model.
-  std::ofstream(path) << "Ring LL nonsense\n";
+  std::ofstream(path) << "shm Ring LL nonsense\n";
   ScopedEnv env("BATON_TUNING_FILE", path.c_str());
   ncclComm_t c = nullptr;
   ASSERT_EQ(ncclCommInitAll(&c, 1, nullptr), ncclSuccess);

@@ -194,7 +194,7 @@ void runSweep(const Options& opt, const World& w, Worker* wk);
 
 // --calibrate: fits the LL, LL128, Simple stages' rows and writes the tuning file. Exit code.
 int writeCalibration(const Options& opt, const World& w, const std::vector<std::vector<Row>>& perStage,
-                     double memcpyGBs);
+                     double memcpyGBs, const char* pathKind);
 // --explain: the tuner's predictions and choice for every size of the sweep.
 void printExplain(const Options& opt, ncclComm_t comm, int nranks);
 

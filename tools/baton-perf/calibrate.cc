@@ -44,7 +44,7 @@ std::string fmtUs(double us) {
 }  // namespace
 
 int writeCalibration(const Options& opt, const World& w, const std::vector<std::vector<Row>>& perStage,
-                     double memcpyGBs) {
+                     double memcpyGBs, const char* pathKind) {
   const int n = w.nranks;
   if (n < 2) {
     std::fprintf(stderr, "baton-perf --calibrate: needs at least 2 ranks (there is no ring to time with 1)\n");
@@ -52,7 +52,9 @@ int writeCalibration(const Options& opt, const World& w, const std::vector<std::
   }
   const int steps = 2 * (n - 1);  // ring allreduce
   double base[BATON_NUM_PROTOCOLS] = {}, hop[BATON_NUM_PROTOCOLS], busBw[BATON_NUM_PROTOCOLS], lat[BATON_NUM_PROTOCOLS];
-  std::printf("# calibration: fit of time = latency + bytes / algbw per protocol (%d ranks, %d ring steps)\n", n, steps);
+  std::printf("# calibration of the '%s' table: fit of time = latency + bytes / algbw per protocol (%d ranks, %d ring "
+              "steps)\n",
+              pathKind, n, steps);
   std::printf("#  protocol  latency(us)  algbw(GB/s)  -> hop_us  busbw_GBs\n");
   for (int p = 0; p < BATON_NUM_PROTOCOLS; ++p) {
     double x;
@@ -112,17 +114,19 @@ int writeCalibration(const Options& opt, const World& w, const std::vector<std::
                 "%zu..%zu B, %d iterations per size\nsingle-thread memcpy bandwidth in that run: %.2f GB/s",
                 host, when, n, w.nprocs, w.nthreads, opt.minBytes, opt.maxBytes, opt.iters, memcpyGBs);
   const char* path = batonTuningFilePath();
-  if (ncclResult_t r = batonTunerWriteFile(path, base, hop, busBw, corr, comment); r != ncclSuccess) {
+  if (ncclResult_t r = batonTunerWriteFile(path, pathKind, base, hop, busBw, corr, comment); r != ncclSuccess) {
     std::fprintf(stderr, "baton-perf --calibrate: %s\n", ncclGetLastError(nullptr));
     return 1;
   }
-  std::printf("# wrote %s (new communicators load it; BATON_TUNING_FILE=none ignores it)\n", path);
+  std::printf("# wrote the '%s' table of %s (new communicators load it; BATON_TUNING_FILE=none ignores it)\n",
+              pathKind, path);
   return 0;
 }
 
 void printExplain(const Options& opt, ncclComm_t comm, int nranks) {
   const CollDesc& d = collDesc(opt.coll);
-  std::printf("# tuner: %s over %d ranks, model from %s\n", d.name, nranks, batonTunerModelSource(comm));
+  std::printf("# tuner: %s over %d ranks, '%s' table, model from %s\n", d.name, nranks, batonTunerPathName(comm),
+              batonTunerModelSource(comm));
   std::printf("#        size    predicted LL     LL128    Simple (us)   choice\n");
   for (size_t bytes : sweepSizes(opt)) {
     double us[BATON_NUM_PROTOCOLS];

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "baton/tuner.h"
 #include "baton_perf.h"
 
 using namespace batonperf;
@@ -191,7 +192,8 @@ int main(int argc, char** argv) {
       wrong += wrongIn(perStage.back());
     }
     if (reporter) report.compareTable(perStage);
-    if (opt.calibrate && reporter && wrong == 0) calibrateRc = writeCalibration(opt, w, perStage, memcpyGBs);
+    if (opt.calibrate && reporter && wrong == 0)  // the table the measured communicators used
+      calibrateRc = writeCalibration(opt, w, perStage, memcpyGBs, batonTunerPathName(ctrl[0]));
   }
   destroyComms(&ctrl);
   return wrong > 0 ? 1 : calibrateRc;
