@@ -81,7 +81,8 @@ struct ncclComm {
   std::unique_ptr<baton::Bootstrap> bootstrap;
   std::vector<baton::PeerInfo> peers;
   int nChannels = 1;
-  bool allInProcess = false;  // every rank is a thread of this process (direct paths possible)
+  bool allInProcess = false;    // every rank is a thread of this process (direct paths possible)
+  bool oversubscribed = false;  // more ranks on this host than cores (rank 0's view, shared)
   std::vector<std::unique_ptr<baton::Channel>> channels;
 
   // Direct peer-to-peer connectors (ncclSend/ncclRecv, the naive allreduce), made on first use.
@@ -104,7 +105,8 @@ namespace baton {
 
 // Which of the tuner's tables applies to this communicator (tuner.h).
 inline int tuningPathOf(const ncclComm* comm) {
-  return comm->allInProcess && comm->tun.direct ? kPathDirect : kPathShm;
+  if (comm->allInProcess && comm->tun.direct) return kPathDirect;
+  return comm->oversubscribed ? kPathOversub : kPathShm;
 }
 
 // Live communicators, so a destroyed or foreign pointer is an error instead of a crash.

@@ -66,6 +66,7 @@ struct SharedParams {
   uint64_t p2pStepBytes;
   uint64_t minChannelBytes;
   int32_t direct;
+  int32_t oversubscribed;
   TuningModel model;  // rank 0's model and masks: every rank must pick the same protocol
   AlgoProtoMask mask;
 };
@@ -192,6 +193,7 @@ ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id) {
   comm->nChannels = std::max(comm->nChannels, 1);
   // More ranks than cores: a waiting rank's peer is probably not running, so yield almost at once
   // (spinning would only burn the time slice the peer needs).
+  comm->oversubscribed = localRanks > cores;
   if (localRanks > cores) setWaitSpin((uint32_t)envInt("BATON_WAIT_SPIN", 8));
   else if (getenv("BATON_WAIT_SPIN")) setWaitSpin((uint32_t)envInt("BATON_WAIT_SPIN", 256));
 
@@ -199,7 +201,7 @@ ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id) {
   const Tunables& t = comm->tun;
   params[comm->rank] = {comm->nChannels, t.fifoDepth, t.chunkSteps, t.allreduceAlgo, t.stepBytes, t.llStepBytes,
                         t.ll128StepBytes, t.p2pStepBytes,
-                        t.minChannelBytes, t.direct, t.model, t.mask};
+                        t.minChannelBytes, t.direct, comm->oversubscribed, t.model, t.mask};
   BATON_CHECK(comm->bootstrap->allGather(params.data(), sizeof(SharedParams)));
   const SharedParams& p0 = params[0];
   comm->nChannels = p0.nChannels;
@@ -212,6 +214,7 @@ ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id) {
   comm->tun.p2pStepBytes = p0.p2pStepBytes;
   comm->tun.minChannelBytes = p0.minChannelBytes;
   comm->tun.direct = p0.direct;
+  comm->oversubscribed = p0.oversubscribed;
   comm->tun.model = p0.model;
   comm->tun.mask = p0.mask;
 

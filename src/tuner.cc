@@ -23,7 +23,8 @@ const char* algoName(int algo) {
 
 TuningModel defaultTuningModel() {
   // `baton-perf --calibrate` on the 2-core development machine, allreduce 8 B..256 MiB: the shm
-  // table with 2 processes, the direct table with 2 threads (-t 2); docs/perf.md. Any machine gets its own numbers by running the calibration
+  // table with 2 processes, the direct table with 2 threads (-t 2), the oversub table with 4
+  // processes; docs/perf.md. Any machine gets its own numbers by running the calibration
   // (docs/lessons/05-channels-and-tuning.md); these only make a fresh checkout choose sensibly.
   TuningModel m;
   static const struct {
@@ -54,11 +55,23 @@ TuningModel defaultTuningModel() {
        {0.000f, 0.671f, 37.812f,
         {0.866f, 0.948f, 0.996f, 1.045f, 1.058f, 1.070f, 1.057f, 1.044f, 1.217f, 1.391f, 1.155f, 0.919f,
          0.925f, 0.930f, 0.913f, 0.895f, 0.893f, 0.891f, 0.997f, 1.102f, 1.357f, 1.612f, 1.612f}}},
+      {kPathOversub, kProtoLL,
+       {0.000f, 1.115f, 0.839f,
+        {0.840f, 0.992f, 1.219f, 1.446f, 1.388f, 1.330f, 1.391f, 1.453f, 1.418f, 1.382f, 1.346f, 1.310f,
+         1.088f, 0.866f, 0.858f, 0.850f, 0.897f, 0.945f, 0.946f, 0.946f, 0.936f, 0.927f, 0.927f}}},
+      {kPathOversub, kProtoLL128,
+       {0.000f, 1.104f, 3.547f,
+        {0.855f, 0.884f, 1.080f, 1.276f, 1.275f, 1.274f, 1.291f, 1.307f, 1.236f, 1.165f, 1.212f, 1.259f,
+         1.049f, 0.839f, 1.001f, 1.163f, 1.083f, 1.002f, 0.956f, 0.911f, 0.911f, 0.912f, 0.912f}}},
+      {kPathOversub, kProtoSimple,
+       {0.000f, 1.291f, 5.174f,
+        {0.838f, 0.841f, 1.107f, 1.374f, 1.334f, 1.293f, 1.334f, 1.374f, 1.281f, 1.187f, 1.219f, 1.250f,
+         1.210f, 1.169f, 0.979f, 0.789f, 0.862f, 0.934f, 0.986f, 1.038f, 1.014f, 0.989f, 0.989f}}},
   };
   for (const auto& e : kMeasured) m.cost[e.path][0][e.proto] = e.cost;
   for (int p = 0; p < kNumProtos; ++p)  // a table without measurements starts from the other one
     for (int k = 0; k < kNumPaths; ++k)
-      if (m.cost[k][0][p].busBwGBs <= 0) m.cost[k][0][p] = m.cost[1 - k][0][p];
+      if (m.cost[k][0][p].busBwGBs <= 0) m.cost[k][0][p] = m.cost[kPathShm][0][p];
   return m;
 }
 
@@ -78,7 +91,13 @@ int corrBucket(size_t bytes) {
   return b;
 }
 
-const char* tuningPathName(int path) { return path == kPathDirect ? "direct" : "shm"; }
+const char* tuningPathName(int path) {
+  switch (path) {
+    case kPathDirect: return "direct";
+    case kPathOversub: return "oversub";
+    default: return "shm";
+  }
+}
 
 double predictUs(const TuningModel& m, int path, int func, int algoIdx, int proto, int nRanks, size_t bytes) {
   const AlgoProtoCost& c = m.cost[path][algoIdx][proto];

@@ -32,10 +32,11 @@ struct AlgoProtoCost {
   float corr[kCorrBuckets] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
 };
 
-// How the ranks of a communicator reach each other: through FIFO copies in shared memory (also
-// ranks of one process with BATON_DIRECT=0), or through each other's buffers (direct paths). The
-// two behave so differently that each has its own table.
-enum TuningPath : int { kPathShm = 0, kPathDirect = 1, kNumPaths = 2 };
+// How the ranks of a communicator run and reach each other: through FIFO copies in shared memory
+// (also ranks of one process with BATON_DIRECT=0), the same with more ranks on the host than cores
+// (every hand-off may wait for a context switch), or through each other's buffers (direct paths).
+// They behave so differently that each has its own table.
+enum TuningPath : int { kPathShm = 0, kPathDirect = 1, kPathOversub = 2, kNumPaths = 3 };
 const char* tuningPathName(int path);
 
 struct TuningModel {

@@ -73,7 +73,7 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerWriteFi
   for (int k = 0; k < kNumPaths; ++k)
     if (pathKind && strcmp(pathKind, tuningPathName(k)) == 0) kind = k;
   if (kind < 0)
-    return batonError(ncclInvalidArgument, "batonTunerWriteFile: pathKind '%s' (expected shm or direct)",
+    return batonError(ncclInvalidArgument, "batonTunerWriteFile: pathKind '%s' (expected shm, direct or oversub)",
                       pathKind ? pathKind : "(null)");
   // Keep what the file already says about the other path (a calibration measures one).
   TuningModel m = defaultTuningModel();

@@ -54,7 +54,7 @@ ncclResult_t loadTuningFile(const std::string& path, TuningModel* model) {
     for (int k = 0; k < kNumPaths; ++k)
       if (strcasecmp(pathWord.c_str(), tuningPathName(k)) == 0) kind = k;
     if (kind < 0)
-      return batonError(ncclInvalidArgument, "tuning file %s line %d: unknown path '%s' (expected shm or direct)",
+      return batonError(ncclInvalidArgument, "tuning file %s line %d: unknown path '%s' (expected shm, direct or oversub)",
                         path.c_str(), lineNo, pathWord.c_str());
     if (!(ss >> algo))
       return batonError(ncclInvalidArgument, "tuning file %s line %d: expected an algorithm after '%s'", path.c_str(),

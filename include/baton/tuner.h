@@ -22,13 +22,14 @@ ncclResult_t batonTunerPredict(ncclComm_t comm, const char* collective, size_t b
                                double predictedUs[BATON_NUM_PROTOCOLS], int* chosenProtocol);
 /* "built-in" or the path of the tuning file the communicator's model came from. */
 const char* batonTunerModelSource(ncclComm_t comm);
-/* The table the communicator uses: "direct" (every rank a thread of this process, direct paths on)
- * or "shm" (ranks reach each other through FIFO copies). */
+/* The table the communicator uses: "direct" (every rank a thread of this process, direct paths on),
+ * "shm" (ranks reach each other through FIFO copies) or "oversub" (the same, with more ranks on the
+ * host than cores). */
 const char* batonTunerPathName(ncclComm_t comm);
 const char* batonProtocolName(int protocol);
 /* Where the library looks for the tuning file: BATON_TUNING_FILE, else ~/.cache/baton/tuning.txt. */
 const char* batonTuningFilePath(void);
-/* Writes the Ring algorithm's entries for one table (`pathKind`: "shm" or "direct") into a tuning
+/* Writes the Ring algorithm's entries for one table (`pathKind`: "shm", "direct" or "oversub") into a tuning
  * file, keeping the other table's entries if the file exists: per protocol, a fixed cost, a cost
  * per ring step, the bus bandwidth, and (corr, may be NULL: all 1) a measured/model factor per size
  * bucket. `comment` (may be NULL) is written as comment lines. */
