@@ -97,14 +97,7 @@ class Primitives<T, Op, ProtoLL128> : public PrimitivesApi<Primitives<T, Op, Pro
       }
       blockBarrier();
       if (ctx_.failed) return;
-      if (threadId(ctx_) == 0) {
-        traceEnd<Recv, Send, Src, Dst>(ctx_, "LL128", Send ? send_->step : recv_->step, bytes, t0);
-        if constexpr (Send) send_->step++;  // the flags were the signal: no tail store
-        if constexpr (Recv) {
-          publish(ctx_, &recv_->fifo->head, recv_->step + 1);
-          recv_->step++;
-        }
-      }
+      if (threadId(ctx_) == 0) finishStep<Recv, Send, Src, Dst, false>(ctx_, recv_, send_, "LL128", bytes, t0);
       blockBarrier();
     }
   }

@@ -56,18 +56,7 @@ class Primitives<T, Op, ProtoSimple> : public PrimitivesApi<Primitives<T, Op, Pr
       blockBarrier();
       // One thread publishes and advances the step counters; the next slice's barrier orders the
       // other threads' reads of `step` after this update.
-      if (threadId(ctx_) == 0) {
-        traceEnd<Recv, Send, Src, Dst>(ctx_, "Simple", Send ? send_->step : recv_->step, bytes, t0);
-        if constexpr (Send) {
-          send_->fifo->sizes[send_->step % kSteps] = bytes;
-          publish(ctx_, &send_->fifo->tail, send_->step + 1);
-          send_->step++;
-        }
-        if constexpr (Recv) {
-          publish(ctx_, &recv_->fifo->head, recv_->step + 1);
-          recv_->step++;
-        }
-      }
+      if (threadId(ctx_) == 0) finishStep<Recv, Send, Src, Dst, true>(ctx_, recv_, send_, "Simple", bytes, t0);
     }
     blockBarrier();
   }

@@ -16,6 +16,26 @@
 
 namespace baton {
 
+// The loops of a ring AllReduce over a channel's part [lo, lo + count): each loop cuts what is left
+// into k chunks of at most chunkMax elements (64-byte aligned), and body(at) runs the loop's steps,
+// at(pos, &off) giving the offset and count of the chunk at ring position pos.
+template <typename T, typename Body>
+BATON_HD void forRingChunks(size_t lo, size_t count, size_t chunkMax, int k, Body body) {
+  const size_t align = 64 / sizeof(T) ? 64 / sizeof(T) : 1;
+  for (size_t done = 0; done < count;) {
+    const size_t remaining = count - done;
+    const size_t chunk = minSize(chunkMax, alignUp(divUp(remaining, k), align));
+    auto at = [&](int pos, size_t* off) {
+      const int c = ((pos % k) + k) % k;
+      const size_t o = minSize((size_t)c * chunk, remaining);
+      *off = lo + done + o;
+      return minSize(chunk, remaining - o);
+    };
+    body(at);
+    done += minSize(remaining, chunk * k);
+  }
+}
+
 template <typename T, typename P, typename Op>
 BATON_HD void runRingAllReduce(ExecCtx& ctx, const CollArgs& a, const Op& op) {
   const T* src = static_cast<const T*>(a.sendbuff);
@@ -28,18 +48,8 @@ BATON_HD void runRingAllReduce(ExecCtx& ctx, const CollArgs& a, const Op& op) {
     return;
   }
   Primitives<T, Op, P> prims(ctx, a.ring.recv, a.ring.send, op);
-  const size_t chunkMax = chunkElems<P, T>(*a.ring.send, a.chunkSteps);
-  const size_t align = 64 / sizeof(T) ? 64 / sizeof(T) : 1;
   const int r = a.ring.index;
-  for (size_t done = 0; done < chanCount;) {
-    const size_t remaining = chanCount - done;
-    const size_t chunk = minSize(chunkMax, alignUp(divUp(remaining, k), align));
-    auto at = [&](int pos, size_t* off) {  // element offset and count of chunk `pos` in this loop
-      const int c = ((pos % k) + k) % k;
-      const size_t o = minSize((size_t)c * chunk, remaining);
-      *off = lo + done + o;
-      return minSize(chunk, remaining - o);
-    };
+  forRingChunks<T>(lo, chanCount, chunkElems<P, T>(*a.ring.send, a.chunkSteps), k, [&](auto at) {
     size_t off, n;
     n = at(r - 1, &off);
     prims.send(src + off, n);
@@ -55,8 +65,7 @@ BATON_HD void runRingAllReduce(ExecCtx& ctx, const CollArgs& a, const Op& op) {
     }
     n = at(r + 1, &off);
     prims.recv(dst + off, n);
-    done += minSize(remaining, chunk * k);
-  }
+  });
 }
 
 }  // namespace baton

@@ -21,6 +21,7 @@
 
 #include "coll_args.h"
 #include "primitives.h"
+#include "ring_allreduce.h"
 
 #if !defined(__CUDA_ARCH__) && defined(__x86_64__)
 #include <immintrin.h>
@@ -194,18 +195,8 @@ BATON_HD void runRingAllReduceDirect(ExecCtx& ctx, const CollArgs& a, const Op& 
   size_t lo, chanCount;
   channelRange(a.count, a.channel, a.nChannels, protoGrainElems<ProtoSimple, T>(), &lo, &chanCount);
   DirectRing<T, Op> ring(ctx, a, op);
-  const size_t chunkMax = chunkElems<ProtoSimple, T>(*a.ring.send, a.chunkSteps);
-  const size_t align = 64 / sizeof(T) ? 64 / sizeof(T) : 1;
   const int r = a.ring.index;
-  for (size_t done = 0; done < chanCount;) {
-    const size_t remaining = chanCount - done;
-    const size_t chunk = minSize(chunkMax, alignUp(divUp(remaining, k), align));
-    auto at = [&](int pos, size_t* off) {  // element offset and count of chunk `pos` in this loop
-      const int c = ((pos % k) + k) % k;
-      const size_t o = minSize((size_t)c * chunk, remaining);
-      *off = lo + done + o;
-      return minSize(chunk, remaining - o);
-    };
+  forRingChunks<T>(lo, chanCount, chunkElems<ProtoSimple, T>(*a.ring.send, a.chunkSteps), k, [&](auto at) {
     size_t off, n;
     n = at(r - 1, &off);
     ring.sendFirst(src + off, n);
@@ -221,8 +212,7 @@ BATON_HD void runRingAllReduceDirect(ExecCtx& ctx, const CollArgs& a, const Op& 
     }
     n = at(r + 1, &off);
     ring.recvDelivered(n);
-    done += minSize(remaining, chunk * k);
-  }
+  });
   ring.drain();
 }
 
