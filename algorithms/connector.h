@@ -64,11 +64,10 @@ struct ConnDev {
   uint64_t stepBytes[kNumProtos] = {0, 0, 0};
   uint64_t step = 0;
   int peer = -1;
-  int depth = kSteps;   // slots the sender may have in flight (1 = stop-and-wait, lesson 03)
-  bool direct = false;  // the peer is in this process: its user buffers are addressable (lesson 05)
+  int depth = kSteps;  // slots the sender may have in flight (1 = stop-and-wait, lesson 03)
 };
 
-BATON_HD ConnDev makeConnDev(ConnFifo* fifo, const FifoLayout& l, int peer, int depth, bool direct) {
+BATON_HD ConnDev makeConnDev(ConnFifo* fifo, const FifoLayout& l, int peer, int depth) {
   ConnDev c;
   c.fifo = fifo;
   for (int p = 0; p < kNumProtos; ++p) {
@@ -77,7 +76,6 @@ BATON_HD ConnDev makeConnDev(ConnFifo* fifo, const FifoLayout& l, int peer, int 
   }
   c.peer = peer;
   c.depth = depth;
-  c.direct = direct;
   return c;
 }
 

@@ -68,14 +68,14 @@ BATON_HD void cleanLLSlotIfDue(const ConnDev& c) {
   for (size_t l = 0; l < c.stepBytes[kProtoLL] / sizeof(LLLine); ++l) storeLL(lines + l, 0, staleFlag);
 }
 
-// The end of one FIFO step, run by thread 0: trace it; the sender (Simple: PublishTail) writes the
-// slot size and storeRelease()s tail, the line protocols' flags having been the signal already; the
-// receiver storeRelease()s head to return the slot. Both advance their step.
-template <bool Recv, bool Send, bool Src, bool Dst, bool PublishTail>
-BATON_HD void finishStep(ExecCtx& ctx, ConnDev* recv, ConnDev* send, const char* proto, uint64_t bytes, uint64_t t0) {
-  traceEnd<Recv, Send, Src, Dst>(ctx, proto, Send ? send->step : recv->step, bytes, t0);
+// The end of one FIFO step of protocol P, run by thread 0: trace it; a Simple sender writes the
+// slot size and storeRelease()s tail (LL and LL128 lines carried their own flags); the receiver
+// storeRelease()s head to return the slot. Both advance their step.
+template <typename P, bool Recv, bool Send, bool Src, bool Dst>
+BATON_HD void finishStep(ExecCtx& ctx, ConnDev* recv, ConnDev* send, uint64_t bytes, uint64_t t0) {
+  traceEnd<Recv, Send, Src, Dst>(ctx, P::name, Send ? send->step : recv->step, bytes, t0);
   if constexpr (Send) {
-    if constexpr (PublishTail) {
+    if constexpr (P::id == kProtoSimple) {
       send->fifo->sizes[send->step % kSteps] = bytes;
       publish(ctx, &send->fifo->tail, send->step + 1);
     }

@@ -109,7 +109,7 @@ class Primitives<T, Op, ProtoLL> : public PrimitivesApi<Primitives<T, Op, ProtoL
       }
       blockBarrier();
       if (ctx_.failed) return;
-      if (threadId(ctx_) == 0) finishStep<Recv, Send, Src, Dst, false>(ctx_, recv_, send_, "LL", bytes, t0);
+      if (threadId(ctx_) == 0) finishStep<ProtoLL, Recv, Send, Src, Dst>(ctx_, recv_, send_, bytes, t0);
       blockBarrier();
     }
   }

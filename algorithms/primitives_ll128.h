@@ -97,7 +97,7 @@ class Primitives<T, Op, ProtoLL128> : public PrimitivesApi<Primitives<T, Op, Pro
       }
       blockBarrier();
       if (ctx_.failed) return;
-      if (threadId(ctx_) == 0) finishStep<Recv, Send, Src, Dst, false>(ctx_, recv_, send_, "LL128", bytes, t0);
+      if (threadId(ctx_) == 0) finishStep<ProtoLL128, Recv, Send, Src, Dst>(ctx_, recv_, send_, bytes, t0);
       blockBarrier();
     }
   }

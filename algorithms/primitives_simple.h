@@ -56,7 +56,7 @@ class Primitives<T, Op, ProtoSimple> : public PrimitivesApi<Primitives<T, Op, Pr
       blockBarrier();
       // One thread publishes and advances the step counters; the next slice's barrier orders the
       // other threads' reads of `step` after this update.
-      if (threadId(ctx_) == 0) finishStep<Recv, Send, Src, Dst, true>(ctx_, recv_, send_, "Simple", bytes, t0);
+      if (threadId(ctx_) == 0) finishStep<ProtoSimple, Recv, Send, Src, Dst>(ctx_, recv_, send_, bytes, t0);
     }
     blockBarrier();
   }

@@ -17,11 +17,6 @@ namespace {
 // Queue `tasks` for comm: inside a group they wait for ncclGroupEnd; otherwise they run now.
 ncclResult_t submit(ncclComm* comm, const std::vector<Task>& tasks) {
   const bool implicit = !inGroup();
-  if (implicit && tasks.size() == 1) {
-    bool handled = false;
-    const ncclResult_t res = runCollectiveNow(comm, tasks[0], &handled);
-    if (handled) return res;
-  }
   if (implicit) groupStart();
   for (const Task& t : tasks) groupAddTask(comm, t);
   return implicit ? groupEnd() : ncclSuccess;

@@ -81,7 +81,8 @@ ncclResult_t commAlloc(ncclComm** out, int nranks, int rank, const ncclConfig_t*
     delete comm;
     return batonError(ncclInvalidArgument, "%s: %s", fn, why.c_str());
   }
-  t.model = initialTuningModel();
+  // Every rank uses rank 0's model (shared at init), so only rank 0 reads the tuning file.
+  t.model = rank == 0 ? initialTuningModel() : defaultTuningModel();
 
   int minCh = (int)envInt("NCCL_MIN_NCHANNELS", envInt("NCCL_MIN_CTAS", intOrUndef(cfg.minCTAs, 1)));
   int maxCh = (int)envInt("NCCL_MAX_NCHANNELS", envInt("NCCL_MAX_CTAS", intOrUndef(cfg.maxCTAs, kMaxChannels)));

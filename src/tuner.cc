@@ -4,12 +4,13 @@
 #include <cmath>
 
 #include "debug.h"
+#include "protocols.h"
 #include "task.h"
 
 namespace baton {
 
 const char* protoName(int proto) {
-  static const char* names[kNumProtos] = {"LL", "LL128", "Simple"};
+  static const char* names[kNumProtos] = {ProtoLL::name, ProtoLL128::name, ProtoSimple::name};
   return proto >= 0 && proto < kNumProtos ? names[proto] : "?";
 }
 

@@ -41,8 +41,7 @@ class Connection {
   virtual ~Connection() = default;
   ConnFifo* fifo = nullptr;
   FifoLayout layout;
-  bool sameProcess = false;  // both sides are threads of one process (direct paths possible)
-  ConnDev dev(int peer, int depth) const { return makeConnDev(fifo, layout, peer, depth, sameProcess); }
+  ConnDev dev(int peer, int depth) const { return makeConnDev(fifo, layout, peer, depth); }
 };
 
 class Transport {

@@ -38,8 +38,8 @@ struct Fifo {
     if (m == MAP_FAILED) perror("mmap"), abort();
     mem = static_cast<ConnFifo*>(m);
     mem->head = mem->tail = step;
-    send = makeConnDev(mem, layout, /*peer=*/1, depth, false);
-    recv = makeConnDev(mem, layout, /*peer=*/0, depth, false);
+    send = makeConnDev(mem, layout, /*peer=*/1, depth);
+    recv = makeConnDev(mem, layout, /*peer=*/0, depth);
     send.step = recv.step = step;
   }
   ~Fifo() { munmap(mem, bytes); }

@@ -20,8 +20,8 @@ struct Fifo {
     layout.stepBytes[kProtoSimple] = stepBytes;
     mem = static_cast<ConnFifo*>(::operator new(bytes, std::align_val_t(128)));
     memset(static_cast<void*>(mem), 0, bytes);
-    send = makeConnDev(mem, layout, /*peer=*/1, depth, false);
-    recv = makeConnDev(mem, layout, /*peer=*/0, depth, false);
+    send = makeConnDev(mem, layout, /*peer=*/1, depth);
+    recv = makeConnDev(mem, layout, /*peer=*/0, depth);
   }
   ~Fifo() { ::operator delete(mem, std::align_val_t(128)); }
   size_t bytes;

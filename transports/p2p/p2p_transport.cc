@@ -36,7 +36,6 @@ class P2pConnection : public Connection {
   explicit P2pConnection(P2pBlock* b, const FifoLayout& l) : block_(b) {
     fifo = b->fifo;
     layout = l;
-    sameProcess = true;
   }
   ~P2pConnection() override {
     if (block_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
