@@ -48,10 +48,13 @@ WARN     := -Wall -Wextra -Werror -Wno-restrict
 OPT      ?= -O3
 SANFLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer,)
 CPPFLAGS := -Iinclude -Isrc -Ialgorithms -Itransports -Itransports/shm
-CXXFLAGS := -std=c++20 $(OPT) -g $(WARN) -fPIC -pthread -fvisibility=hidden $(SANFLAGS)
+CXXFLAGS := -std=c++20 $(OPT) -g $(WARN) -fPIC -pthread -fvisibility=hidden $(SANFLAGS) $(HWLOC_CFLAGS)
 LDFLAGS  := -pthread $(SANFLAGS)
 
-LIB_SRCS := $(wildcard src/*.cc src/cpu_kernels/*.cc transports/*.cc transports/*/*.cc)
+LIB_SRCS := $(wildcard src/*.cc src/cpu_kernels/*.cc src/topo/*.cc src/sim/*.cc transports/*.cc transports/*/*.cc)
+# hwloc (topology discovery), libibverbs (RDMA devices), libdl (NVML, when a driver is installed).
+HWLOC_CFLAGS := $(shell pkg-config --cflags hwloc 2>/dev/null)
+SYS_LIBS := $(shell pkg-config --libs hwloc 2>/dev/null || echo -lhwloc) -libverbs -ldl -lrt
 LIB_OBJS := $(LIB_SRCS:%.cc=$(OBJ)/%.o)
 SO       := $(LIBDIR)/libnccl.so.2
 ARCHIVE  := $(LIBDIR)/libnccl_static.a
@@ -68,7 +71,7 @@ $(OBJ)/%.o: %.cc
 $(SO): $(LIB_OBJS) src/libnccl.map
 	@mkdir -p $(dir $@)
 	$(CXX) -shared -Wl,-soname,libnccl.so.2 -Wl,--version-script=src/libnccl.map -Wl,--no-undefined \
-	  -o $@ $(LIB_OBJS) $(LDFLAGS) -lrt
+	  -o $@ $(LIB_OBJS) $(LDFLAGS) $(SYS_LIBS)
 $(LIBDIR)/libnccl.so: $(SO)
 	ln -sf libnccl.so.2 $@
 $(ARCHIVE): $(LIB_OBJS)
@@ -89,7 +92,7 @@ endif
 
 # ---- tools and examples ----------------------------------------------------------------------
 PROGRAM_LIBS := -L$(LIBDIR) -Wl,-rpath,'$$ORIGIN/../lib' -lnccl
-tools: $(BINDIR)/baton-run $(BINDIR)/baton-perf
+tools: $(BINDIR)/baton-run $(BINDIR)/baton-perf $(BINDIR)/baton-topo
 
 $(BINDIR)/baton-run: $(wildcard tools/baton-run/*.cc tools/baton-run/*.h)
 	@mkdir -p $(dir $@)
@@ -100,6 +103,14 @@ PERF_OBJS := $(PERF_SRCS:%.cc=$(OBJ)/%.o)
 $(BINDIR)/baton-perf: $(PERF_OBJS) $(SO) $(LIBDIR)/libnccl.so
 	@mkdir -p $(dir $@)
 	$(CXX) -o $@ $(PERF_OBJS) $(PROGRAM_LIBS) $(LDFLAGS)
+
+# baton-topo reads the library's internals (topology, search, simulator): it links the archive.
+TOPO_SRCS := $(wildcard tools/baton-topo/*.cc)
+TOPO_OBJS := $(TOPO_SRCS:%.cc=$(OBJ)/%.o)
+$(OBJ)/tools/baton-topo/%.o: CPPFLAGS += -Itools/baton-topo
+$(BINDIR)/baton-topo: $(TOPO_OBJS) $(ARCHIVE)
+	@mkdir -p $(dir $@)
+	$(CXX) -o $@ $(TOPO_OBJS) $(ARCHIVE) $(LDFLAGS) $(SYS_LIBS)
 
 EXAMPLE_SRCS := $(wildcard examples/*/*.c)
 EXAMPLES := $(patsubst examples/%.c,$(BINDIR)/examples/%,$(EXAMPLE_SRCS))
@@ -122,10 +133,10 @@ tests: $(TEST_BINS) tools examples $(ABI_TEST)
 $(OBJ)/tests/%.o: CPPFLAGS += -Itests
 $(TESTDIR)/unit_tests: $(TEST_OBJS_U) $(ARCHIVE)
 	@mkdir -p $(dir $@)
-	$(CXX) -o $@ $(TEST_OBJS_U) $(ARCHIVE) $(GTEST_LIBS) $(LDFLAGS) -lrt
+	$(CXX) -o $@ $(TEST_OBJS_U) $(ARCHIVE) $(GTEST_LIBS) $(LDFLAGS) $(SYS_LIBS)
 $(TESTDIR)/collective_tests: $(TEST_OBJS_C) $(ARCHIVE)
 	@mkdir -p $(dir $@)
-	$(CXX) -o $@ $(TEST_OBJS_C) $(ARCHIVE) $(GTEST_LIBS) $(LDFLAGS) -lrt
+	$(CXX) -o $@ $(TEST_OBJS_C) $(ARCHIVE) $(GTEST_LIBS) $(LDFLAGS) $(SYS_LIBS)
 $(TESTDIR)/rank_worker: $(OBJ)/tests/process/rank_worker.o $(OBJ)/tests/process/coll_check.o $(SO) $(LIBDIR)/libnccl.so
 	@mkdir -p $(dir $@)
 	$(CXX) -o $@ $(OBJ)/tests/process/rank_worker.o $(OBJ)/tests/process/coll_check.o -L$(LIBDIR) -Wl,-rpath,$(abspath $(LIBDIR)) -lnccl $(LDFLAGS)

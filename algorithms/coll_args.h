@@ -17,7 +17,7 @@ namespace baton {
 enum CollFunc : int {
   kFuncAllReduce = 0, kFuncBroadcast, kFuncReduce, kFuncAllGather, kFuncReduceScatter, kFuncCount
 };
-enum CollAlgo : int { kAlgoRing = 0, kAlgoNaive = 1 };
+enum CollAlgo : int { kAlgoRing = 0, kAlgoNaive = 1, kAlgoTree = 2 };
 
 // One channel's ring: its position and the user rank at every position.
 struct RingDev {
@@ -27,6 +27,20 @@ struct RingDev {
   ConnDev* send = nullptr;       // to the next position
   ConnDev* recv = nullptr;       // from the previous position
   BATON_HD int userRankAt(int pos) const { return userRanks[((pos % nRanks) + nRanks) % nRanks]; }
+};
+
+// One channel's tree (lesson 07): the parent and up to three children, with one connector per
+// direction of every edge. Up: children -> this rank -> parent (reduce). Down: parent -> this
+// rank -> children (broadcast).
+constexpr int kTreeMaxArity = 3;  // NCCL_MAX_TREE_ARITY
+struct TreeDev {
+  int up = -1;       // parent's user rank, -1 at the root
+  int nDown = 0;     // children
+  int down[kTreeMaxArity] = {-1, -1, -1};
+  ConnDev* upSend = nullptr;                          // to the parent (reduce phase)
+  ConnDev* upRecv[kTreeMaxArity] = {};                // from each child (reduce phase)
+  ConnDev* downRecv = nullptr;                        // from the parent (broadcast phase)
+  ConnDev* downSend[kTreeMaxArity] = {};              // to each child (broadcast phase)
 };
 
 struct CollArgs {
@@ -46,6 +60,7 @@ struct CollArgs {
   int nChannels = 1;  // channels this operation is split across
   size_t chunkSteps = 4;  // FIFO steps per chunk (NCCL's CHUNKSTEPS for ring collectives)
   RingDev ring;
+  TreeDev tree;
   ConnDev* peerSend = nullptr;  // indexed by user rank (naive algorithm)
   ConnDev* peerRecv = nullptr;
 };

@@ -12,6 +12,7 @@
 #include "ring_broadcast.h"
 #include "ring_reduce.h"
 #include "ring_reduce_scatter.h"
+#include "tree_allreduce.h"
 
 namespace baton {
 
@@ -35,6 +36,10 @@ __global__ void ringReduceScatterKernel(CollArgs args, OpT<T> op, ExecCtx init) 
 template <typename T, typename P, template <typename> class OpT>
 __global__ void ringReduceKernel(CollArgs args, OpT<T> op, ExecCtx init) {
   runRingReduce<T, P>(*blockCtx(init), args, op);
+}
+template <typename T, typename P, template <typename> class OpT>
+__global__ void treeAllReduceKernel(CollArgs args, OpT<T> op, ExecCtx init) {
+  runTreeAllReduce<T, P>(*blockCtx(init), args, op);
 }
 template <typename T, template <typename> class OpT>
 __global__ void naiveAllReduceKernel(CollArgs args, OpT<T> op, ExecCtx init) {
@@ -67,6 +72,9 @@ template __global__ void ringReduceKernel<int8_t, ProtoSimple, OpSum>(CollArgs, 
 template __global__ void copyKernels<ProtoSimple>(CollArgs, ExecCtx);
 template __global__ void copyKernels<ProtoLL>(CollArgs, ExecCtx);
 template __global__ void copyKernels<ProtoLL128>(CollArgs, ExecCtx);
+template __global__ void treeAllReduceKernel<float, ProtoSimple, OpSum>(CollArgs, OpSum<float>, ExecCtx);
+template __global__ void treeAllReduceKernel<half_t, ProtoLL, OpSumPostDiv>(CollArgs, OpSumPostDiv<half_t>, ExecCtx);
+template __global__ void treeAllReduceKernel<bfloat16_t, ProtoLL128, OpMax>(CollArgs, OpMax<bfloat16_t>, ExecCtx);
 template __global__ void naiveAllReduceKernel<float, OpSum>(CollArgs, OpSum<float>, ExecCtx);
 
 }  // namespace baton

@@ -40,6 +40,11 @@ class PrimitivesApi {
   }
   // Send values that are already reduced (no pre-op): the naive root's result going back out.
   BATON_HD void sendReduced(const T* src, size_t n) { self().template run<false, true, true, false, false, false>(src, nullptr, n); }
+  // Add what arrives to values that are already reduced (no pre-op) and send the sum on: the last
+  // child's contribution at a tree rank with several children (tree_allreduce.h).
+  BATON_HD void recvAccumulateSend(const T* acc, size_t n) {
+    self().template run<true, true, true, false, false, false>(acc, nullptr, n);
+  }
   // Accumulate into a buffer that already holds pre-applied values (the naive root's running sum).
   BATON_HD void recvReduceAccumulate(T* acc, size_t n, bool postOp) {
     if (postOp) self().template run<true, false, true, true, false, true>(acc, acc, n);

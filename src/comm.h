@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -22,7 +23,21 @@ constexpr uint64_t kCommMagic = 0x6261746f6e636f6dull;  // "batoncom"
 constexpr int kMaxChannels = 64;                         // MAXCHANNELS
 constexpr int kMaxRedOps = 64;                           // PreMulSum slots per communicator
 
-// One channel: a ring (position, order, connectors to next and from previous) and its worker.
+// One channel's tree connections (lesson 07): one connector per direction of each tree edge, made
+// on the channel's first tree operation.
+struct TreeConns {
+  int up = -1;                          // parent (user rank), -1 at the root
+  int down[kTreeMaxArity] = {-1, -1, -1};
+  int nDown = 0;
+  bool connected = false;
+  std::unique_ptr<Connection> upSendConn, downRecvConn, upRecvConn[kTreeMaxArity], downSendConn[kTreeMaxArity];
+  alignas(128) ConnDev upSend;
+  alignas(128) ConnDev downRecv;
+  alignas(128) ConnDev upRecv[kTreeMaxArity];
+  alignas(128) ConnDev downSend[kTreeMaxArity];
+};
+
+// One channel: a ring (position, order, connectors to next and from previous), a tree, and its worker.
 // Cache-line aligned: the step counters in ringSend/ringRecv change every FIFO step, and another
 // rank's channel (a thread of this process) may sit next to this one in memory.
 struct alignas(128) Channel {
@@ -32,6 +47,8 @@ struct alignas(128) Channel {
   std::unique_ptr<Connection> sendConn, recvConn;
   alignas(128) ConnDev ringSend;
   alignas(128) ConnDev ringRecv;
+  TreeConns tree;
+  int treeIndex = 0;  // which tree of the double binary tree (0 or 1)
   ChannelWorker worker;
 };
 
@@ -60,6 +77,7 @@ struct Tunables {
   bool shmDisable = false;          // NCCL_SHM_DISABLE
   bool streamStores = true;         // BATON_STREAM_STORES: direct paths write large outputs with streaming stores
   bool direct = true;               // BATON_DIRECT: direct paths between ranks of one process (lesson 05)
+  int ranksPerNode = 0;             // BATON_RANKS_PER_NODE: k consecutive ranks form one node of the graph (0: real hosts)
   int minChannels = 1, maxChannels = 64;  // NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS (or config CTAs)
   TuningModel model;                // tuning file or built-in (tuner.h)
   AlgoProtoMask mask;               // NCCL_ALGO / NCCL_PROTO
@@ -81,6 +99,7 @@ struct ncclComm {
   std::unique_ptr<baton::Bootstrap> bootstrap;
   std::vector<baton::PeerInfo> peers;
   int nChannels = 1;
+  int nNodes = 1;               // hosts of the graph (BATON_RANKS_PER_NODE groups, else real hosts)
   bool allInProcess = false;    // every rank is a thread of this process (direct paths possible)
   bool oversubscribed = false;  // more ranks on this host than cores (rank 0's view, shared)
   std::vector<std::unique_ptr<baton::Channel>> channels;
@@ -121,6 +140,14 @@ ncclResult_t commAlloc(ncclComm** out, int nranks, int rank, const ncclConfig_t*
 ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id);  // the collective part
 // Makes sure direct connectors exist towards these peers (both sides call it with mirrored lists).
 ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& sendPeers, const std::vector<int>& recvPeers);
+// Connects channel `ch`'s tree edges (tree_connect.cc); every rank calls it on its first tree operation.
+ncclResult_t connectTree(ncclComm* comm, Channel& ch);
+// The topology, rings and trees of a communicator (comm_topo.cc): fills every channel's ring order and tree.
+ncclResult_t commBuildGraph(ncclComm* comm);
+struct TopoSystem;
+ncclResult_t commTopoSystem(ncclComm* comm, TopoSystem* sys, std::string* source);
+// A FIFO layout with the buffers of every protocol, as the communicator's knobs size them.
+FifoLayout collFifoLayout(const ncclComm* comm);
 void commFree(ncclComm* comm);  // stops workers, releases connections and segments
 void commSetError(ncclComm* comm, ncclResult_t err);
 

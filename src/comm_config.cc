@@ -75,6 +75,7 @@ ncclResult_t commAlloc(ncclComm** out, int nranks, int rank, const ncclConfig_t*
   t.shmDisable = envInt("NCCL_SHM_DISABLE", 0) != 0;
   t.direct = envInt("BATON_DIRECT", 1) != 0;
   t.streamStores = envInt("BATON_STREAM_STORES", 1) != 0;
+  t.ranksPerNode = (int)std::max<int64_t>(envInt("BATON_RANKS_PER_NODE", 0), 0);
   const std::string algoEnv = envStr("NCCL_ALGO"), protoEnv = envStr("NCCL_PROTO");
   if (parseAlgoProtoEnv(algoEnv.c_str(), protoEnv.c_str(), &t.mask) != ncclSuccess) {
     const std::string why = lastError();

@@ -59,8 +59,7 @@ static std::function<void()> wrapWork(ncclComm* comm, std::shared_ptr<Completion
 
 static int channelsFor(ncclComm* comm, const Task& t, size_t bytes) {
   if (t.func == kFuncAllReduce && comm->tun.allreduceAlgo == kAlgoNaive) return 1;
-  const size_t want = std::max<size_t>(1, bytes / std::max<size_t>(comm->tun.minChannelBytes, 1));
-  return (int)std::min<size_t>(comm->nChannels, want);
+  return channelsForBytes(comm->nChannels, comm->tun.minChannelBytes, bytes);
 }
 
 // One collective, planned: everything its channel parts need.
@@ -84,8 +83,8 @@ static ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool
   AlgoProtoChoice choice;
   if (t.func == kFuncAllReduce && comm->tun.allreduceAlgo == kAlgoNaive) choice = {kAlgoNaive, kProtoSimple, 0};
   else
-    BATON_CHECK(chooseAlgoProto(comm->tun.model, tuningPathOf(comm), comm->tun.mask, t.func, comm->nRanks, totalBytes,
-                                &choice));
+    BATON_CHECK(chooseAlgoProto(comm->tun.model, tuningPathOf(comm), comm->tun.mask, t.func, comm->nRanks, comm->nNodes,
+                                totalBytes, &choice));
   const uint64_t opCount = comm->opCount++;
   BATON_INFO(kSubColl,
              "%s: opCount %llx sendbuff %p recvbuff %p count %zu datatype %s op %s root %d comm %p [nranks=%d] "
@@ -106,7 +105,8 @@ static ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool
   b.func = t.func;
   b.algo = choice.algo;
   b.proto = choice.proto;
-  b.direct = comm->allInProcess && comm->tun.direct && t.func == kFuncAllReduce && choice.proto == kProtoSimple;
+  b.direct = comm->allInProcess && comm->tun.direct && t.func == kFuncAllReduce && choice.proto == kProtoSimple &&
+             choice.algo == kAlgoRing;
   b.opTag = opCount + 1;
   b.streamStores = comm->tun.streamStores;
   b.sendbuff = t.sendbuff;
@@ -122,6 +122,8 @@ static ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool
   // slice it forwards before its successor has consumed anything more: with fewer than
   // chunkSteps + 1 slots every rank waits for the next one, in a cycle. Chains (Broadcast,
   // Reduce) work with 1 slot; cycles get at least chunkSteps + 1 (lesson 03).
+  // A tree is no cycle, but its reduce and broadcast wait on each other through the root
+  // (tree_allreduce.h): it needs a chunk of slack too.
   const bool cycle = t.func == kFuncAllReduce || t.func == kFuncAllGather || t.func == kFuncReduceScatter;
   plan->depth = std::max(comm->tun.fifoDepth, cycle ? std::min(comm->tun.chunkSteps + 1, kSteps) : 1);
   return ncclSuccess;
@@ -142,6 +144,24 @@ static ncclResult_t runPart(ncclComm* comm, const CollPlan& p, int c) {
     BATON_CHECK(connectPeers(comm, peers, peers));
     a.peerSend = comm->p2pSend.data();
     a.peerRecv = comm->p2pRecv.data();
+  } else if (p.base.algo == kAlgoTree) {
+    Channel& ch = *comm->channels[c];
+    TreeConns& tc = ch.tree;
+    if (!tc.connected) BATON_CHECK(connectTree(comm, ch));
+    a.channel = c;
+    a.tree.up = tc.up;
+    a.tree.nDown = tc.nDown;
+    if (tc.up >= 0) {
+      tc.upSend.depth = p.depth;
+      a.tree.upSend = &tc.upSend;
+      a.tree.downRecv = &tc.downRecv;
+    }
+    for (int d = 0; d < tc.nDown; ++d) {
+      tc.downSend[d].depth = p.depth;
+      a.tree.down[d] = tc.down[d];
+      a.tree.upRecv[d] = &tc.upRecv[d];
+      a.tree.downSend[d] = &tc.downSend[d];
+    }
   } else {
     Channel& ch = *comm->channels[c];
     a.channel = c;

@@ -11,6 +11,7 @@
 #include "comm.h"
 #include "debug.h"
 #include "param.h"
+#include "topo/discover.h"
 #include "trace.h"
 
 namespace baton {
@@ -32,19 +33,6 @@ uint64_t fnv1a(const void* data, size_t n, uint64_t h = 1469598103934665603ull) 
   return h;
 }
 
-uint64_t hostHash() {
-  std::string id = envStr("NCCL_HOSTID");
-  if (id.empty()) {
-    char host[256] = "";
-    gethostname(host, sizeof host - 1);
-    std::ifstream boot("/proc/sys/kernel/random/boot_id");
-    std::string bootId;
-    std::getline(boot, bootId);
-    id.assign(host);
-    id.append(bootId);
-  }
-  return fnv1a(id.data(), id.size());
-}
 
 uint64_t pidHash(uint64_t host) {
   char ns[64] = "";
@@ -67,11 +55,26 @@ struct SharedParams {
   uint64_t minChannelBytes;
   int32_t direct;
   int32_t oversubscribed;
+  int32_t ranksPerNode;
   TuningModel model;  // rank 0's model and masks: every rank must pick the same protocol
   AlgoProtoMask mask;
 };
 
 }  // namespace
+
+uint64_t hostHash() {
+  std::string id = envStr("NCCL_HOSTID");
+  if (id.empty()) {
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    std::ifstream boot("/proc/sys/kernel/random/boot_id");
+    std::string bootId;
+    std::getline(boot, bootId);
+    id.assign(host);
+    id.append(bootId);
+  }
+  return fnv1a(id.data(), id.size());
+}
 
 bool registerComm(ncclComm* comm) {
   std::lock_guard<std::mutex> lk(gCommsMu);
@@ -144,11 +147,7 @@ static ncclResult_t connectRing(ncclComm* comm, Channel& ch) {
   int tr = 0;
   ConnectInfo info{};
   BATON_CHECK(selectTransport(self, comm->peers[prev], comm->tun.p2pDisable, comm->tun.shmDisable, &tr));
-  FifoLayout layout;
-  layout.stepBytes[kProtoSimple] = comm->tun.stepBytes;
-  layout.stepBytes[kProtoLL] = comm->tun.llStepBytes;
-  layout.stepBytes[kProtoLL128] = comm->tun.ll128StepBytes;
-  BATON_CHECK(transports()[tr]->createRecv(layout, &info, &ch.recvConn));
+  BATON_CHECK(transports()[tr]->createRecv(collFifoLayout(comm), &info, &ch.recvConn));
   info.transport = tr;
   BATON_CHECK(comm->bootstrap->send(prev, kTagRing + ch.id, &info, sizeof info));
   BATON_CHECK(comm->bootstrap->recv(next, kTagRing + ch.id, &info, sizeof info));
@@ -176,6 +175,7 @@ ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id) {
   me.version = NCCL_VERSION_CODE;
   me.hostHash = hostHash();
   me.pidHash = pidHash(me.hostHash);
+  me.numaNode = topoLocalNumaOfThisThread();
   BATON_CHECK(comm->bootstrap->allGather(comm->peers.data(), sizeof(PeerInfo)));
   for (const PeerInfo& p : comm->peers)
     if (p.version != NCCL_VERSION_CODE)
@@ -201,7 +201,7 @@ ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id) {
   const Tunables& t = comm->tun;
   params[comm->rank] = {comm->nChannels, t.fifoDepth, t.chunkSteps, t.allreduceAlgo, t.stepBytes, t.llStepBytes,
                         t.ll128StepBytes, t.p2pStepBytes,
-                        t.minChannelBytes, t.direct, comm->oversubscribed, t.model, t.mask};
+                        t.minChannelBytes, t.direct, comm->oversubscribed, t.ranksPerNode, t.model, t.mask};
   BATON_CHECK(comm->bootstrap->allGather(params.data(), sizeof(SharedParams)));
   const SharedParams& p0 = params[0];
   comm->nChannels = p0.nChannels;
@@ -215,25 +215,24 @@ ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id) {
   comm->tun.minChannelBytes = p0.minChannelBytes;
   comm->tun.direct = p0.direct;
   comm->oversubscribed = p0.oversubscribed;
+  comm->tun.ranksPerNode = p0.ranksPerNode;
   comm->tun.model = p0.model;
   comm->tun.mask = p0.mask;
 
   for (int c = 0; c < comm->nChannels; ++c) {
     auto ch = std::make_unique<Channel>();
     ch->id = c;
-    ch->ringUserRanks.resize(comm->nRanks);
-    for (int i = 0; i < comm->nRanks; ++i) ch->ringUserRanks[i] = i;  // topology-aware rings: issue 4
-    ch->ringIndex = comm->rank;
-    if (comm->nRanks > 1) BATON_CHECK(connectRing(comm, *ch));
     comm->channels.push_back(std::move(ch));
   }
+  BATON_CHECK(commBuildGraph(comm));  // each channel's ring order and tree (lessons 06, 07)
+  if (comm->nRanks > 1)
+    for (auto& ch : comm->channels) BATON_CHECK(connectRing(comm, *ch));
   if (comm->rank == 0 && logEnabled(kLogInfo, kSubInit)) {
-    std::string order;
-    for (int r : comm->channels[0]->ringUserRanks) {
-      order.push_back(' ');
-      order.append(std::to_string(r));
+    for (auto& ch : comm->channels) {
+      std::string order;
+      for (int r : ch->ringUserRanks) order += " " + std::to_string(r);
+      BATON_INFO(kSubInit, "Channel %02d/%02d :%s", ch->id, comm->nChannels, order.c_str());
     }
-    for (int c = 0; c < comm->nChannels; ++c) BATON_INFO(kSubInit, "Channel %02d/%02d :%s", c, comm->nChannels, order.c_str());
   }
   comm->p2pSendConn.resize(comm->nRanks);
   comm->p2pRecvConn.resize(comm->nRanks);

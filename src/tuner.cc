@@ -18,6 +18,7 @@ const char* algoName(int algo) {
   switch (algo) {
     case kAlgoRing: return "Ring";
     case kAlgoNaive: return "Naive";
+    case kAlgoTree: return "Tree";
     default: return "?";
   }
 }
@@ -69,11 +70,31 @@ TuningModel defaultTuningModel() {
         {0.838f, 0.841f, 1.107f, 1.374f, 1.334f, 1.293f, 1.334f, 1.374f, 1.281f, 1.187f, 1.219f, 1.250f,
          1.210f, 1.169f, 0.979f, 0.789f, 0.862f, 0.934f, 0.986f, 1.038f, 1.014f, 0.989f, 0.989f}}},
   };
-  for (const auto& e : kMeasured) m.cost[e.path][0][e.proto] = e.cost;
+  for (const auto& e : kMeasured) m.cost[e.path][kTunedRing][e.proto] = e.cost;
   for (int p = 0; p < kNumProtos; ++p)  // a table without measurements starts from the other one
     for (int k = 0; k < kNumPaths; ++k)
       if (m.cost[k][0][p].busBwGBs <= 0) m.cost[k][0][p] = m.cost[kPathShm][0][p];
+  // Trees: a tree step costs what a ring step costs on the same path and protocol (the same FIFO
+  // hand-off), and the busBw is the ring's, halved by predictUs as NCCL does. A calibration
+  // (`baton-perf --calibrate` times NCCL_ALGO=Tree too) replaces these with measured values.
+  for (int k = 0; k < kNumPaths; ++k)
+    for (int p = 0; p < kNumProtos; ++p)
+      if (m.cost[k][kTunedTree][p].busBwGBs <= 0) m.cost[k][kTunedTree][p] = m.cost[k][kTunedRing][p];
   return m;
+}
+
+int tunedAlgoIndex(int algo) {
+  for (int a = 0; a < kNumTunedAlgos; ++a)
+    if (kTunedAlgos[a] == algo) return a;
+  return -1;
+}
+
+int treeDepth(int nRanks, int nNodes) {
+  nNodes = nNodes < 1 ? 1 : nNodes;
+  const int ppn = (nRanks + nNodes - 1) / nNodes;
+  int log2Nodes = 0;
+  while ((1 << log2Nodes) < nNodes) ++log2Nodes;
+  return ppn - 1 + log2Nodes;
 }
 
 int ringSteps(int func, int nRanks) {
@@ -100,9 +121,15 @@ const char* tuningPathName(int path) {
   }
 }
 
-double predictUs(const TuningModel& m, int path, int func, int algoIdx, int proto, int nRanks, size_t bytes) {
+double predictUs(const TuningModel& m, int path, int func, int algoIdx, int proto, int nRanks, int nNodes, size_t bytes) {
   const AlgoProtoCost& c = m.cost[path][algoIdx][proto];
   if (c.busBwGBs <= 0) return -1;
+  if (kTunedAlgos[algoIdx] == kAlgoTree) {
+    if (func != kFuncAllReduce) return -1;  // as NCCL: trees only for AllReduce
+    if (nRanks <= 1) return c.baseUs;
+    const int steps = 2 * treeDepth(nRanks, nNodes);
+    return (c.baseUs + steps * c.hopUs + bytes / (1e3 * c.busBwGBs * 0.5)) * c.corr[corrBucket(bytes)];
+  }
   const int steps = ringSteps(func, nRanks);
   if (steps == 0) return c.baseUs;
   // NCCL: ring algorithm bandwidth = bus bandwidth * n / steps (Broadcast/Reduce: steps = n there;
@@ -113,15 +140,16 @@ double predictUs(const TuningModel& m, int path, int func, int algoIdx, int prot
 }
 
 ncclResult_t chooseAlgoProto(const TuningModel& m, int path, const AlgoProtoMask& mask, int func, int nRanks,
-                             size_t bytes, AlgoProtoChoice* out) {
+                             int nNodes, size_t bytes, AlgoProtoChoice* out) {
   double best = -1;
   bool enabled = false;
   for (int a = 0; a < kNumTunedAlgos; ++a) {
     if (!mask.algo[func][a]) continue;
     for (int p = 0; p < kNumProtos; ++p) {
       if (!mask.proto[func][p]) continue;
+      if (kTunedAlgos[a] == kAlgoTree && func != kFuncAllReduce) continue;
       enabled = true;
-      const double t = predictUs(m, path, func, a, p, nRanks, bytes);
+      const double t = predictUs(m, path, func, a, p, nRanks, nNodes, bytes);
       if (t < 0 || (best >= 0 && t >= best)) continue;
       best = t;
       *out = {kTunedAlgos[a], p, t};
@@ -133,7 +161,7 @@ ncclResult_t chooseAlgoProto(const TuningModel& m, int path, const AlgoProtoMask
   if (best < 0)
     return batonError(ncclInvalidUsage,
                       "%s: no algorithm/protocol available: NCCL_ALGO / NCCL_PROTO leave no usable pair (baton "
-                      "implements Ring with LL, LL128 and Simple)",
+                      "implements Ring with LL, LL128 and Simple for every collective, and Tree for AllReduce)",
                       funcName(func));
   return ncclSuccess;
 }

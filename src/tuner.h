@@ -16,8 +16,10 @@
 
 namespace baton {
 
-constexpr int kNumTunedAlgos = 1;  // Ring (Tree arrives with the topology issue)
-constexpr int kTunedAlgos[kNumTunedAlgos] = {kAlgoRing};
+constexpr int kNumTunedAlgos = 2;  // index 0: Ring, 1: Tree (AllReduce only, lesson 07)
+constexpr int kTunedAlgos[kNumTunedAlgos] = {kAlgoRing, kAlgoTree};
+constexpr int kTunedRing = 0, kTunedTree = 1;
+int tunedAlgoIndex(int algo);  // kAlgoRing -> 0, kAlgoTree -> 1, else -1
 
 // Size buckets of the correction factor: log2(bytes / 64), 64 B .. 256 MiB (NCCL's tree table too).
 constexpr int kCorrBuckets = 23;
@@ -69,9 +71,14 @@ ncclResult_t parseAlgoProtoEnv(const char* algoEnv, const char* protoEnv, AlgoPr
 
 // Steps a ring takes for `func` over n ranks, and the factor from bus bandwidth to algorithm bandwidth.
 int ringSteps(int func, int nRanks);
+// Hops from a leaf to the root of the tree over nRanks ranks on nNodes nodes: the chain inside a
+// node plus the binary tree across nodes (NCCL's estimate: ppn - 1 + log2(nNodes)).
+int treeDepth(int nRanks, int nNodes);
 // Predicted microseconds for `bytes` (the nccl-tests size: the per-rank buffer, or the whole
-// output for AllGather and the whole input for ReduceScatter). < 0: not usable.
-double predictUs(const TuningModel& m, int path, int func, int algoIdx, int proto, int nRanks, size_t bytes);
+// output for AllGather and the whole input for ReduceScatter). < 0: not usable. Ring: base +
+// ringSteps * hop + bytes / (busBw * n / steps); Tree (AllReduce only): base + 2 * depth * hop +
+// bytes / (busBw / 2), NCCL's factors (every byte goes up and down the same tree).
+double predictUs(const TuningModel& m, int path, int func, int algoIdx, int proto, int nRanks, int nNodes, size_t bytes);
 
 struct AlgoProtoChoice {
   int algo = kAlgoRing;
@@ -80,7 +87,14 @@ struct AlgoProtoChoice {
 };
 // The fastest enabled pair, or ncclInvalidUsage naming NCCL_ALGO / NCCL_PROTO when none is left.
 ncclResult_t chooseAlgoProto(const TuningModel& m, int path, const AlgoProtoMask& mask, int func, int nRanks,
-                             size_t bytes, AlgoProtoChoice* out);
+                             int nNodes, size_t bytes, AlgoProtoChoice* out);
+
+// Channels an operation of `bytes` uses: one per minChannelBytes, at most the communicator's
+// (the planner, and the simulator's schedule, cut the same way).
+inline int channelsForBytes(int nChannels, size_t minChannelBytes, size_t bytes) {
+  const size_t want = bytes / (minChannelBytes ? minChannelBytes : 1);
+  return (int)(want < 1 ? 1 : want < (size_t)nChannels ? want : (size_t)nChannels);
+}
 
 const char* protoName(int proto);
 const char* algoName(int algo);

@@ -14,29 +14,85 @@
 
 using namespace baton;
 
+namespace {
+
+ncclResult_t parseFunc(const char* fn, const char* collective, int* func) {
+  if (!collective) return batonError(ncclInvalidArgument, "%s: collective is NULL", fn);
+  static const char* names[kFuncCount] = {"allreduce", "broadcast", "reduce", "allgather", "reducescatter"};
+  *func = -1;
+  for (int f = 0; f < kFuncCount; ++f)
+    if (strcasecmp(collective, names[f]) == 0) *func = f;
+  if (*func < 0)
+    return batonError(ncclInvalidArgument,
+                      "%s: collective '%s' (expected allreduce, broadcast, reduce, allgather or reducescatter)", fn,
+                      collective);
+  return ncclSuccess;
+}
+
+// NCCL's public algorithm index -> baton's tuned-algorithm index.
+int tunedOfPublic(int algorithm) {
+  return algorithm == BATON_ALGO_RING ? kTunedRing : algorithm == BATON_ALGO_TREE ? kTunedTree : -1;
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerPredictAlgo(ncclComm_t comm,
+                                                                                     const char* collective,
+                                                                                     size_t bytes, int algorithm,
+                                                                                     double* predictedUs) {
+  BATON_CHECK(checkCommReady(comm, "batonTunerPredictAlgo"));
+  int func;
+  BATON_CHECK(parseFunc("batonTunerPredictAlgo", collective, &func));
+  if (!predictedUs) return batonError(ncclInvalidArgument, "batonTunerPredictAlgo: predictedUs is NULL");
+  const int a = tunedOfPublic(algorithm);
+  if (a < 0)
+    return batonError(ncclInvalidArgument, "batonTunerPredictAlgo: algorithm %d (expected BATON_ALGO_RING %d or "
+                      "BATON_ALGO_TREE %d)", algorithm, BATON_ALGO_RING, BATON_ALGO_TREE);
+  const Tunables& t = comm->tun;
+  for (int p = 0; p < kNumProtos; ++p)
+    predictedUs[p] = t.mask.algo[func][a] && t.mask.proto[func][p]
+                         ? predictUs(t.model, tuningPathOf(comm), func, a, p, comm->nRanks, comm->nNodes, bytes)
+                         : -1;
+  return ncclSuccess;
+}
+
 extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerPredict(ncclComm_t comm,
                                                                                  const char* collective, size_t bytes,
                                                                                  double* predictedUs, int* chosen) {
   BATON_CHECK(checkCommReady(comm, "batonTunerPredict"));
-  if (!collective) return batonError(ncclInvalidArgument, "batonTunerPredict: collective is NULL");
   if (!predictedUs || !chosen) return batonError(ncclInvalidArgument, "batonTunerPredict: an output pointer is NULL");
-  static const char* names[kFuncCount] = {"allreduce", "broadcast", "reduce", "allgather", "reducescatter"};
-  int func = -1;
-  for (int f = 0; f < kFuncCount; ++f)
-    if (strcasecmp(collective, names[f]) == 0) func = f;
-  if (func < 0)
-    return batonError(ncclInvalidArgument,
-                      "batonTunerPredict: collective '%s' (expected allreduce, broadcast, reduce, allgather or reducescatter)",
-                      collective);
-  const Tunables& t = comm->tun;
-  for (int p = 0; p < kNumProtos; ++p)
-    predictedUs[p] = t.mask.algo[func][0] && t.mask.proto[func][p]
-                         ? predictUs(t.model, tuningPathOf(comm), func, 0, p, comm->nRanks, bytes)
-                         : -1;
+  BATON_CHECK(batonTunerPredictAlgo(comm, collective, bytes, BATON_ALGO_RING, predictedUs));
+  int algo;
+  return batonTunerChoose(comm, collective, bytes, &algo, chosen, nullptr);
+}
+
+extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerChoose(ncclComm_t comm, const char* collective,
+                                                                                size_t bytes, int* algorithm,
+                                                                                int* protocol, double* us) {
+  BATON_CHECK(checkCommReady(comm, "batonTunerChoose"));
+  int func;
+  BATON_CHECK(parseFunc("batonTunerChoose", collective, &func));
+  if (!algorithm || !protocol) return batonError(ncclInvalidArgument, "batonTunerChoose: an output pointer is NULL");
   AlgoProtoChoice c;
-  BATON_CHECK(chooseAlgoProto(t.model, tuningPathOf(comm), t.mask, func, comm->nRanks, bytes, &c));
-  *chosen = c.proto;
+  const Tunables& t = comm->tun;
+  BATON_CHECK(chooseAlgoProto(t.model, tuningPathOf(comm), t.mask, func, comm->nRanks, comm->nNodes, bytes, &c));
+  *algorithm = c.algo == kAlgoTree ? BATON_ALGO_TREE : BATON_ALGO_RING;
+  *protocol = c.proto;
+  if (us) *us = c.us;
   return ncclSuccess;
+}
+
+extern "C" __attribute__((visibility("default"))) int batonTunerSteps(ncclComm_t comm, const char* collective,
+                                                                     int algorithm) {
+  int func;
+  if (checkCommReady(comm, "batonTunerSteps") != ncclSuccess || parseFunc("batonTunerSteps", collective, &func) != ncclSuccess)
+    return -1;
+  if (algorithm == BATON_ALGO_TREE) return 2 * treeDepth(comm->nRanks, comm->nNodes);
+  return ringSteps(func, comm->nRanks);
+}
+
+extern "C" __attribute__((visibility("default"))) const char* batonAlgorithmName(int algorithm) {
+  return algorithm == BATON_ALGO_TREE ? "Tree" : algorithm == BATON_ALGO_RING ? "Ring" : "?";
 }
 
 extern "C" __attribute__((visibility("default"))) const char* batonTunerModelSource(ncclComm_t comm) {
@@ -66,9 +122,21 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerWriteFi
                                                                                    const double* busBwGBs,
                                                                                    const double (*corr)[BATON_TUNER_BUCKETS],
                                                                                    const char* comment) {
+  return batonTunerWriteFileAlgo(path, pathKind, BATON_ALGO_RING, baseUs, hopUs, busBwGBs, corr, comment);
+}
+
+extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerWriteFileAlgo(const char* path,
+                                                                                   const char* pathKind, int algorithm,
+                                                                                   const double* baseUs,
+                                                                                   const double* hopUs,
+                                                                                   const double* busBwGBs,
+                                                                                   const double (*corr)[BATON_TUNER_BUCKETS],
+                                                                                   const char* comment) {
   static_assert(BATON_TUNER_BUCKETS == kCorrBuckets, "public and internal bucket counts agree");
   if (!path || !*path) return batonError(ncclInvalidArgument, "batonTunerWriteFile: path is NULL or empty");
   if (!baseUs || !hopUs || !busBwGBs) return batonError(ncclInvalidArgument, "batonTunerWriteFile: a value array is NULL");
+  const int a = tunedOfPublic(algorithm);
+  if (a < 0) return batonError(ncclInvalidArgument, "batonTunerWriteFile: algorithm %d (expected Ring 1 or Tree 0)", algorithm);
   int kind = -1;
   for (int k = 0; k < kNumPaths; ++k)
     if (pathKind && strcmp(pathKind, tuningPathName(k)) == 0) kind = k;
@@ -87,15 +155,15 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerWriteFi
   for (int p = 0; p < kNumProtos; ++p) {
     if (!(baseUs[p] >= 0 && hopUs[p] >= 0 && busBwGBs[p] >= 0))
       return batonError(ncclInvalidArgument, "batonTunerWriteFile: protocol %s has a negative or NaN value", protoName(p));
-    m.cost[kind][0][p].baseUs = (float)baseUs[p];
-    m.cost[kind][0][p].hopUs = (float)hopUs[p];
-    m.cost[kind][0][p].busBwGBs = (float)busBwGBs[p];
+    m.cost[kind][a][p].baseUs = (float)baseUs[p];
+    m.cost[kind][a][p].hopUs = (float)hopUs[p];
+    m.cost[kind][a][p].busBwGBs = (float)busBwGBs[p];
     for (int b = 0; b < kCorrBuckets; ++b) {
       const double c = corr ? corr[p][b] : 1.0;
       if (!(c > 0.01 && c < 100))
         return batonError(ncclInvalidArgument, "batonTunerWriteFile: protocol %s corr[%d] = %g is outside (0.01, 100)",
                           protoName(p), b, c);
-      m.cost[kind][0][p].corr[b] = (float)c;
+      m.cost[kind][a][p].corr[b] = (float)c;
     }
   }
   return writeTuningFile(path, m, comment ? comment : "");

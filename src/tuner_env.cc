@@ -13,13 +13,13 @@ namespace baton {
 namespace {
 
 const char* kFuncKeys[kFuncCount] = {"allreduce", "broadcast", "reduce", "allgather", "reducescatter"};
-// NCCL's algorithm names; only Ring is implemented (index into kTunedAlgos), the rest parse and
-// enable nothing, so "NCCL_ALGO=Tree" fails at the first collective with a clear message.
+// NCCL's algorithm names; Ring and Tree are implemented (index into kTunedAlgos), the rest parse
+// and enable nothing, so "NCCL_ALGO=NVLS" fails at the first collective with a clear message.
 struct AlgoName {
   const char* name;
   int tuned;  // index into kTunedAlgos, or -1
 };
-const AlgoName kAlgoNames[] = {{"Tree", -1}, {"Ring", 0},     {"CollNetDirect", -1}, {"CollNetChain", -1},
+const AlgoName kAlgoNames[] = {{"Tree", kTunedTree}, {"Ring", kTunedRing},     {"CollNetDirect", -1}, {"CollNetChain", -1},
                                {"NVLS", -1}, {"NVLSTree", -1}, {"PAT", -1}};
 
 std::vector<std::string> split(const std::string& s, char sep) {

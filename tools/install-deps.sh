@@ -18,7 +18,7 @@ PACKAGES=(
   libgtest-dev googletest                  # unit tests
   openmpi-bin libopenmpi-dev               # MPI launcher and peer to compare with
   iproute2 procps                          # ip / ss, pgrep / ps used by tests and tools
-  python3 python3-matplotlib               # plotting
+  python3 python3-matplotlib graphviz      # plotting; graphviz renders baton-topo --dot pictures
 )
 
 usage() { sed -n '2,10s/^# \{0,1\}//p' "$0"; }

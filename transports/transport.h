@@ -28,12 +28,17 @@ struct PeerInfo {
   int32_t version;
   uint64_t hostHash;  // NCCL_HOSTID or hostname + boot id
   uint64_t pidHash;   // hostHash + pid: equal means "same process"
+  int32_t numaNode;   // the NUMA node the rank's thread ran on at init (topology, lesson 06)
+  int32_t pad = 0;
 };
 
 struct ConnectInfo {
   int32_t transport;  // index into transports()
   char data[kConnectInfoBytes - sizeof(int32_t)];
 };
+
+// This host's identity: a hash of NCCL_HOSTID, else of the host name and boot id (init.cc).
+uint64_t hostHash();
 
 // One side's mapping of a FIFO. Destroying it releases that side's share of the memory.
 class Connection {

@@ -14,12 +14,24 @@ extern "C" {
 
 #define BATON_NUM_PROTOCOLS 3 /* 0 LL, 1 LL128, 2 Simple: NCCL's protocol indices */
 #define BATON_TUNER_BUCKETS 23 /* correction buckets: log2(bytes / 64), 64 B .. 256 MiB */
+#define BATON_ALGO_TREE 0 /* NCCL's algorithm indices (NCCL_ALGO_TREE, NCCL_ALGO_RING) */
+#define BATON_ALGO_RING 1
 
 /* Predicted microseconds of one `collective` ("allreduce", "allgather", "reducescatter",
  * "broadcast", "reduce") of `bytes` (nccl-tests' size) on `comm`, per protocol (-1 where the
  * protocol is disabled by NCCL_PROTO or unusable), and the protocol the tuner picks. */
 ncclResult_t batonTunerPredict(ncclComm_t comm, const char* collective, size_t bytes,
                                double predictedUs[BATON_NUM_PROTOCOLS], int* chosenProtocol);
+/* The same for one algorithm (BATON_ALGO_RING or BATON_ALGO_TREE): -1 where the pair is disabled or
+ * unusable (Tree is only for allreduce). */
+ncclResult_t batonTunerPredictAlgo(ncclComm_t comm, const char* collective, size_t bytes, int algorithm,
+                                   double predictedUs[BATON_NUM_PROTOCOLS]);
+/* The (algorithm, protocol) the tuner picks, and its predicted time. */
+ncclResult_t batonTunerChoose(ncclComm_t comm, const char* collective, size_t bytes, int* algorithm, int* protocol,
+                              double* predictedUs);
+/* Steps the model charges its per-step cost for: a ring's 2(n-1) for allreduce, a tree's 2 * depth. */
+int batonTunerSteps(ncclComm_t comm, const char* collective, int algorithm);
+const char* batonAlgorithmName(int algorithm);
 /* "built-in" or the path of the tuning file the communicator's model came from. */
 const char* batonTunerModelSource(ncclComm_t comm);
 /* The table the communicator uses: "direct" (every rank a thread of this process, direct paths on),
@@ -37,6 +49,11 @@ ncclResult_t batonTunerWriteFile(const char* path, const char* pathKind, const d
                                  const double hopUs[BATON_NUM_PROTOCOLS],
                                  const double busBwGBs[BATON_NUM_PROTOCOLS],
                                  const double corr[BATON_NUM_PROTOCOLS][BATON_TUNER_BUCKETS], const char* comment);
+/* The same for one algorithm's entries (batonTunerWriteFile writes BATON_ALGO_RING's). */
+ncclResult_t batonTunerWriteFileAlgo(const char* path, const char* pathKind, int algorithm,
+                                     const double baseUs[BATON_NUM_PROTOCOLS], const double hopUs[BATON_NUM_PROTOCOLS],
+                                     const double busBwGBs[BATON_NUM_PROTOCOLS],
+                                     const double corr[BATON_NUM_PROTOCOLS][BATON_TUNER_BUCKETS], const char* comment);
 /* The correction bucket of a size (what the corr rows of the tuning file are indexed by). */
 int batonTunerBucket(size_t bytes);
 

@@ -13,6 +13,7 @@
 #include "ring_reduce.h"
 #include "ring_reduce_scatter.h"
 #include "task.h"
+#include "tree_allreduce.h"
 
 namespace baton {
 
@@ -39,6 +40,7 @@ void reduceKernelProto(ExecCtx& ctx, const CollArgs& a, const OpT<T>& op) {
   switch (a.func) {
     case kFuncAllReduce:
       if (a.algo == kAlgoNaive) runNaiveAllReduce<T>(ctx, a, op);
+      else if (a.algo == kAlgoTree) runTreeAllReduce<T, P>(ctx, a, op);
       else if (std::is_same_v<P, ProtoSimple> && a.direct && a.ring.nRanks > 1) runRingAllReduceDirect<T>(ctx, a, op);
       else runRingAllReduce<T, P>(ctx, a, op);
       break;

@@ -35,8 +35,12 @@ TEST(Tuner, ProtoListsNegationAndPerFunctionSections) {
   EXPECT_FALSE(m.proto[kFuncBroadcast][kProtoLL128]);
   EXPECT_TRUE(m.proto[kFuncBroadcast][kProtoLL]);
   EXPECT_TRUE(m.proto[kFuncBroadcast][kProtoSimple]);
-  m = parse("Tree", nullptr);  // a known NCCL algorithm baton does not have yet: nothing enabled
-  EXPECT_FALSE(m.algo[kFuncAllReduce][0]);
+  m = parse("Tree", nullptr);
+  EXPECT_FALSE(m.algo[kFuncAllReduce][kTunedRing]);
+  EXPECT_TRUE(m.algo[kFuncAllReduce][kTunedTree]);
+  m = parse("NVLS", nullptr);  // a known NCCL algorithm baton does not have: nothing enabled
+  EXPECT_FALSE(m.algo[kFuncAllReduce][kTunedRing]);
+  EXPECT_FALSE(m.algo[kFuncAllReduce][kTunedTree]);
 }
 
 TEST(Tuner, BadNamesAreErrorsThatNameThem) {
@@ -56,11 +60,13 @@ TEST(Tuner, CommInitRejectsABadProtoAndCollectivesRejectAnEmptyChoice) {
     EXPECT_EQ(ncclCommInitAll(&c, 1, nullptr), ncclInvalidArgument);
     EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"NCCL_PROTO", "'Bogus'"}));
   }
-  ScopedEnv env("NCCL_ALGO", "Tree");
+  ScopedEnv env("NCCL_ALGO", "Tree");  // trees are for AllReduce only, as in NCCL
   ncclComm_t c = nullptr;
   ASSERT_EQ(ncclCommInitAll(&c, 1, nullptr), ncclSuccess) << baton_test::lastError();
   float x = 1, y = 0;
-  EXPECT_EQ(ncclAllReduce(&x, &y, 1, ncclFloat, ncclSum, c, nullptr), ncclInvalidUsage);
+  EXPECT_EQ(ncclAllReduce(&x, &y, 1, ncclFloat, ncclSum, c, nullptr), ncclSuccess) << baton_test::lastError();
+  EXPECT_EQ(y, 1.0f);
+  EXPECT_EQ(ncclBroadcast(&x, &y, 1, ncclFloat, 0, c, nullptr), ncclInvalidUsage);
   EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"NCCL_ALGO", "no algorithm/protocol"}));
   EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
 }
@@ -70,21 +76,36 @@ TEST(Tuner, ChoiceFollowsTheModelAndTheMask) {
   m.cost[kPathShm][0][kProtoLL] = {0, 1.0f, 1.0f};
   m.cost[kPathShm][0][kProtoLL128] = {0, 2.0f, 10.0f};
   m.cost[kPathShm][0][kProtoSimple] = {0, 4.0f, 20.0f};
+  for (int p = 0; p < kNumProtos; ++p) m.cost[kPathShm][kTunedTree][p] = m.cost[kPathShm][kTunedRing][p];
   AlgoProtoMask all = parse(nullptr, nullptr);
   AlgoProtoChoice c;
-  ASSERT_EQ(chooseAlgoProto(m, kPathShm, all, kFuncAllReduce, 2, 8, &c), ncclSuccess);
+  ASSERT_EQ(chooseAlgoProto(m, kPathShm, all, kFuncAllReduce, 2, 1, 8, &c), ncclSuccess);
   EXPECT_EQ(c.proto, kProtoLL);
   // 2 ranks, allreduce: 2 steps; algbw = busbw. LL128 at 1 MiB: 4 + 1048576/1e4 = 108.9 us,
   // Simple: 8 + 52.4 = 60.4 us.
-  ASSERT_EQ(chooseAlgoProto(m, kPathShm, all, kFuncAllReduce, 2, 1 << 20, &c), ncclSuccess);
+  ASSERT_EQ(chooseAlgoProto(m, kPathShm, all, kFuncAllReduce, 2, 1, 1 << 20, &c), ncclSuccess);
   EXPECT_EQ(c.proto, kProtoSimple);
   EXPECT_NEAR(c.us, 8 + 1048576.0 / 20e3, 1e-6);
-  ASSERT_EQ(chooseAlgoProto(m, kPathShm, parse(nullptr, "^Simple"), kFuncAllReduce, 2, 1 << 20, &c), ncclSuccess);
+  ASSERT_EQ(chooseAlgoProto(m, kPathShm, parse(nullptr, "^Simple"), kFuncAllReduce, 2, 1, 1 << 20, &c), ncclSuccess);
   EXPECT_EQ(c.proto, kProtoLL128);
   // The correction factor of a bucket scales the prediction.
   m.cost[kPathShm][0][kProtoSimple].corr[corrBucket(1 << 20)] = 3.0f;
-  ASSERT_EQ(chooseAlgoProto(m, kPathShm, all, kFuncAllReduce, 2, 1 << 20, &c), ncclSuccess);
+  ASSERT_EQ(chooseAlgoProto(m, kPathShm, all, kFuncAllReduce, 2, 1, 1 << 20, &c), ncclSuccess);
   EXPECT_EQ(c.proto, kProtoLL128);
+  // Trees: 2 * depth steps (depth = ranks per node - 1 + log2(nodes)) and half the bus bandwidth.
+  // 8 ranks on 4 nodes: depth 1 + 2 = 3, 6 steps against the ring's 14.
+  m.cost[kPathShm][kTunedRing][kProtoSimple].corr[corrBucket(1 << 20)] = 1.0f;
+  m.cost[kPathShm][kTunedTree][kProtoSimple].corr[corrBucket(1 << 20)] = 1.0f;
+  EXPECT_EQ(treeDepth(8, 4), 3);
+  EXPECT_EQ(treeDepth(8, 1), 7);
+  EXPECT_EQ(treeDepth(5, 5), 3);
+  ASSERT_EQ(chooseAlgoProto(m, kPathShm, all, kFuncAllReduce, 8, 4, 8, &c), ncclSuccess);
+  EXPECT_EQ(c.algo, kAlgoTree);
+  EXPECT_NEAR(c.us, 6 * 1.0 + 8 / (1e3 * 0.5), 1e-6);  // LL: hop 1 us, busBw 1 GB/s
+  ASSERT_EQ(chooseAlgoProto(m, kPathShm, all, kFuncAllReduce, 8, 1, 8, &c), ncclSuccess);
+  EXPECT_EQ(c.algo, kAlgoRing);  // one node: the chain is as deep as the ring, with half its bandwidth
+  ASSERT_EQ(chooseAlgoProto(m, kPathShm, all, kFuncBroadcast, 8, 4, 8, &c), ncclSuccess);
+  EXPECT_EQ(c.algo, kAlgoRing);
   EXPECT_EQ(corrBucket(64), 0);
   EXPECT_EQ(corrBucket(1 << 20), 14);
   EXPECT_EQ(corrBucket(size_t(1) << 40), kCorrBuckets - 1);
@@ -133,7 +154,7 @@ TEST(Tuner, MalformedTuningFilesNameTheLine) {
   const Case cases[] = {
       {"# c\nshm Ring LL 0 1\n", {"line 2", "expected"}},
       {"shm Ring LL9 0 1 2\n", {"line 1", "unknown protocol 'LL9'"}},
-      {"shm Tree LL 0 1 2\n", {"line 1", "unknown algorithm 'Tree'"}},
+      {"shm NVLS LL 0 1 2\n", {"line 1", "unknown algorithm 'NVLS'"}},
       {"nvlink Ring LL 0 1 2\n", {"line 1", "unknown path 'nvlink'"}},
       {"shm Ring LL -1 1 2\n", {"line 1", "out of range"}},
       {"direct Ring LL corr 1 2 3\n", {"line 1", "corr", "factor 3"}},
