@@ -44,7 +44,7 @@ if [[ -n "${TSAN_TESTS:-}" && -x "${TSAN_TESTS}" ]]; then
   done
 fi
 for proto in LL LL128 Simple; do
-  suite "jitter-quick-$proto" 300 env BATON_JITTER=1 NCCL_PROTO=$proto "$TESTDIR/collective_tests" --gtest_filter='Threads*Quick*:Stage*'
+  suite "jitter-quick-$proto" 300 env BATON_JITTER=1 NCCL_PROTO=$proto "$TESTDIR/collective_tests" --gtest_filter='Threads*Quick*:Stage*:Tree*'
 done
 suite baton-run 120 tests/tools/baton_run_test.sh "$BIN/baton-run"
 if [[ -n "${NVIDIA_HEADER_TEST:-}" ]]; then

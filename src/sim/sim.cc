@@ -7,11 +7,15 @@
 //                        stream's k-th receive on that connection (k-th send <-> k-th receive),
 //               credit:  if it sends message j on sendConn of depth D and j >= D, the finish time of
 //                        the receiver's step that took message j-D (the FIFO slot is free again)).
-// Send. A step that sends B = wireBytes on connection c (path = sys.rankPath(src, dst)) transfers
-//   tx       = max(start, freeAt[l] for every link l of the path)  (waits until all links are free)
-//   freeAt[l] = tx + B / bw_l                   for every link     (one transfer at a time per link
-//                                                                   direction, each at its own bw)
-//   delivery = tx + sum of linkLatencyUs[type of l] + B / min(min_l bw_l, streamBwGBs when set).
+// Send. A step that sends B = wireBytes on connection c (path = sys.rankPath(src, dst), links
+//   l_1..l_k) moves through the links cut-through, each link direction carrying one transfer at a
+//   time at its own bandwidth:
+//   head_i    = max(head_{i-1}, freeAt[l_i])   (head_0 = start: the head enters l_i once l_i is free)
+//   freeAt[l_i] = head_i + B / bw_i
+//   delivery  = max(max_i freeAt[l_i], head_k + B / min(min_i bw_i, streamBwGBs when set))
+//               + max_i linkLatencyUs[type of l_i]  (NCCL's per-hop latency of the path's class).
+//   On idle links this is start + latency + B / (narrowest bandwidth); a busy link delays only the
+//   part of the path from it on.
 //   Ranks on the same node use a LOC path: no links and no contention, latency
 //   linkLatencyUs[LOC] (0 by default), bandwidth kLocBw.
 // Step finish. finish = max(start + stepOverheadUs, delivery if it sends). A sending step ends when
@@ -20,7 +24,7 @@
 //   start already including the arrival. A recv+send step receives first, then sends at `start`.
 // Link arbitration. Links are granted in the order transfers ask for them: by step start time, ties
 //   broken by stream index (SimSchedule::streams order). A link's freeAt only grows: no backfilling
-//   into idle gaps, no preemption; while a transfer waits for its busiest link, it claims nothing.
+//   into idle gaps, no preemption.
 // Result. timeUs = the latest stream finish; streamFinishUs[s] = stream s's last finish (0 without
 //   steps); events = steps run. Errors: the checks of sim_plan.cc, and deadlock: no step can start
 //   while streams have steps left; the message names up to 4 blocked streams, their step and what
@@ -149,11 +153,15 @@ class Engine {
       ConnPlan& c = plan_.conns[step.sendConn];
       const int* links = plan_.pathLinks.data() + c.linkOff;
       const double bytes = static_cast<double>(step.wireBytes);
-      double tx = start;
-      for (int i = 0; i < c.linkCount; ++i) tx = std::max(tx, freeAt_[links[i]]);
-      for (int i = 0; i < c.linkCount; ++i)
-        freeAt_[links[i]] = tx + bytes / plan_.linkBytesPerUs[links[i]];
-      const double delivered = tx + c.latencyUs + bytes / c.pathBytesPerUs;
+      // Cut-through, link by link: the transfer's head enters link i when it has left link i-1's
+      // entry and link i is free; each link is then busy for its own share of time.
+      double head = start, tail = start;
+      for (int i = 0; i < c.linkCount; ++i) {
+        head = std::max(head, freeAt_[links[i]]);
+        freeAt_[links[i]] = head + bytes / plan_.linkBytesPerUs[links[i]];
+        tail = std::max(tail, freeAt_[links[i]]);
+      }
+      const double delivered = std::max(tail, head + bytes / c.pathBytesPerUs) + c.latencyUs;
       deliverySlot(c, c.sent) = delivered;
       ++c.sent;
       finish = std::max(finish, delivered);

@@ -8,8 +8,8 @@
 // and, when it sends, the FIFO has credit (the receiver has finished the step `depth` earlier on
 // that connection). A send of B wire bytes crosses the links of the connection's path: each link
 // direction is a resource that carries one transfer at a time at its bandwidth, so channels whose
-// paths share a link contend; the transfer starts when every link on the path is free, occupies
-// each link for B / link.bw, and is delivered latency + B / path.bw after it starts. Plus a fixed
+// paths share a link contend (sim.cc states the exact rules), and a transfer pays the latency of the
+// slowest link class on its path once: NCCL's per-hop latency (NVLink, PCI or network). Plus a fixed
 // per-step cost (the protocol's step overhead).
 #pragma once
 
@@ -44,7 +44,7 @@ struct SimSchedule {
 
 struct SimParams {
   double stepOverheadUs = 0;  // fixed cost of every step (synchronisation), per protocol
-  double linkLatencyUs[11] = {0};  // per link type (LinkType value), summed along a path
+  double linkLatencyUs[11] = {0};  // per link type (LinkType value); a path pays its slowest link's, once
   double streamBwGBs = 0;  // > 0: no transfer of a stream goes faster than this (a channel's own limit)
 };
 

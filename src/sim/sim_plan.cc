@@ -123,7 +123,7 @@ std::string resolvePath(const TopoSystem& sys, const SimSchedule& sched, const S
     if (!(l.bw > 0)) return hopName + ": link bandwidth " + std::to_string(l.bw) + " GB/s";
     if (l.remote < 0 || l.remote >= nNodes) return hopName + ": link leads to no node";
     plan->pathLinks.push_back(linkBase[at] + hop.link);
-    cp.latencyUs += params.linkLatencyUs[type];
+    cp.latencyUs = std::max(cp.latencyUs, params.linkLatencyUs[type]);
     minBw = h == 0 ? l.bw : std::min(minBw, l.bw);
     at = l.remote;
   }

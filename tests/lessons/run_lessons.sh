@@ -29,14 +29,38 @@ expect '^# Out of bounds values : 0 OK$' "$out"
 # Lesson 05: calibration writes a tuning file, the explain table reads it, the trace shows steps.
 tmp=$(mktemp -d)
 out=$(BATON_TUNING_FILE=$tmp/tuning.txt "$BIN/baton-run" -n 2 --no-prefix "$BIN/baton-perf" allreduce --calibrate -b 8 -e 256K -f 8 -n 3 -w 1); echo "$out"
-expect '^# the model.s pick is within 10% of the fastest measured protocol at [0-9]+ of 6 sizes$' "$out"
-expect "^# wrote the 'shm' table of $tmp/tuning.txt" "$out"
+expect '^# the model.s pick is within 10% of the fastest measured pair at [0-9]+ of 6 sizes$' "$out"
+expect "^# wrote the 'shm' table \\(Ring and Tree\\) of $tmp/tuning.txt" "$out"
 out=$(BATON_TUNING_FILE=$tmp/tuning.txt "$BIN/baton-run" -n 2 --no-prefix "$BIN/baton-perf" allreduce --explain -b 16 -e 1M -f 16); echo "$out"
 expect "^# tuner: allreduce over 2 ranks, 'shm' table, model from $tmp/tuning.txt$" "$out"
-expect '^ +1048576 +[0-9.]+ +[0-9.]+ +[0-9.]+ +(LL|LL128|Simple)$' "$out"
+expect '^ +1048576( +[0-9.]+){6} +(Ring|Tree)/(LL|LL128|Simple)$' "$out"
 BATON_TRACE=$tmp/trace.json NCCL_PROTO=Simple "$BIN/baton-run" -n 2 --no-prefix "$BIN/baton-perf" allreduce -b 8M -e 8M -n 1 -w 0 >/dev/null
 for rank in 0 1; do expect "\"name\":\"rank $rank\"" "$(cat "$tmp/trace.json")"; done
 expect '"name":"recvReduceCopySend","cat":"step"' "$(cat "$tmp/trace.json")"
 expect '"name":"AllReduce 8388608 B Ring/Simple","cat":"op"' "$(cat "$tmp/trace.json")"
+
+# Lesson 06: discovery, a loaded machine's paths and rings, the library's own dump reloaded, the simulator.
+out=$("$BIN/baton-topo"); echo "$out"
+expect '^# topology: hwloc discovery of this machine, 1 host' "$out"
+expect '^channel  0 ring: 0 1 ' "$out"
+out=$("$BIN/baton-topo" --topo tests/topo/fixtures/dgx-h100.xml); echo "$out" | head -30
+expect '^ +0 +LOC/5000.0( +NVL/370.8){7}$' "$out"
+out=$("$BIN/baton-topo" --topo tests/topo/fixtures/two-socket.xml --no-paths --dot "$tmp/two.dot"); echo "$out"
+expect '^channel  0 ring: 0 1 2 3 4 5 6 7 +\(10.0 GB/s, worst hop SYS\)$' "$out"
+expect 'graph topology' "$(cat "$tmp/two.dot")"
+NCCL_TOPO_DUMP_FILE=$tmp/me.xml "$BIN/baton-run" -n 2 --no-prefix "$BIN/baton-perf" allreduce -b 8 -e 8 -n 1 -w 0 >/dev/null
+out=$("$BIN/baton-topo" --topo "$tmp/me.xml"); echo "$out" | head -3
+expect "^# topology: $tmp/me.xml, 1 host" "$out"
+out=$("$BIN/baton-topo" --topo tests/topo/fixtures/dgx-h100.xml --simulate allreduce -b 1M -e 1G -f 32); echo "$out"
+expect '^ +1073741824 +268435456 +float +sum +-1 +[0-9.]+ +[0-9.]+ +3[0-9][0-9]\.[0-9]+ +Ring +(LL128|Simple)$' "$out"
+
+# Lesson 07: the double binary tree over 8 nodes, and tree AllReduce checked in every protocol.
+out=$("$BIN/baton-topo" --nodes 8 --ranks 1 --channels 2 --no-paths --dot-trees "$tmp/dbtree.dot"); echo "$out"
+expect '^channel  0 tree 0: 0->4 2->1,3 4->2,6 6->5,7 +\(root 0\)$' "$out"
+expect '^channel  1 tree 1: 1->2,0 3->5,1 5->6,4 7->3 +\(root 7\)$' "$out"
+out=$(BATON_RANKS_PER_NODE=1 "$BIN/baton-run" -n 4 --no-prefix "$BIN/baton-perf" allreduce -b 8 -e 1M -f 32 -n 2 -w 1 --compare ring-LL128,tree-LL,tree-LL128,tree-Simple,tuned); echo "$out"
+expect '^# Out of bounds values : 0 OK$' "$out"
+out=$(BATON_RANKS_PER_NODE=1 "$BIN/baton-perf" allreduce -t 8 -b 8 -e 8 --explain); echo "$out"
+expect '^ +8( +[0-9.]+){6} +Tree/' "$out"
 rm -rf "$tmp"
 exit $fail

@@ -118,7 +118,7 @@ struct Options {
   std::vector<Op> ops;
   std::vector<Stage> stages;  // --compare
   bool memcpyOnly = false;
-  bool calibrate = false;  // --calibrate: stages LL, LL128, Simple, then fit and write the tuning file
+  bool calibrate = false;  // --calibrate: stages ring-LL .. tree-Simple, then fit and write the tuning file
   bool explain = false;    // --explain: print the tuner's table for the sweep sizes
   bool compare() const { return !stages.empty(); }
 };
@@ -192,9 +192,10 @@ void runSweep(const Options& opt, const World& w, Worker* wk);
 
 // ---- the tuner (calibrate.cc) --------------------------------------------------------------------
 
-// --calibrate: fits the LL, LL128, Simple stages' rows and writes the tuning file. Exit code.
+// --calibrate: fits the ring-LL .. tree-Simple stages' rows (in that order) and writes the tuning
+// file's Ring and Tree entries for the table `comm` uses. Exit code.
 int writeCalibration(const Options& opt, const World& w, const std::vector<std::vector<Row>>& perStage,
-                     double memcpyGBs, const char* pathKind);
+                     double memcpyGBs, const char* pathKind, ncclComm_t comm);
 // --explain: the tuner's predictions and choice for every size of the sweep.
 void printExplain(const Options& opt, ncclComm_t comm, int nranks);
 

@@ -193,7 +193,7 @@ int main(int argc, char** argv) {
     }
     if (reporter) report.compareTable(perStage);
     if (opt.calibrate && reporter && wrong == 0)  // the table the measured communicators used
-      calibrateRc = writeCalibration(opt, w, perStage, memcpyGBs, batonTunerPathName(ctrl[0]));
+      calibrateRc = writeCalibration(opt, w, perStage, memcpyGBs, batonTunerPathName(ctrl[0]), ctrl[0]);
   }
   destroyComms(&ctrl);
   return wrong > 0 ? 1 : calibrateRc;

@@ -114,7 +114,7 @@ int parseOptions(int argc, char** argv, Options* opt) {
     if (!app.count("-b")) minb = "8";
     if (!app.count("-e")) maxb = "64M";
     if (!factorGiven && !iOpt->count()) factor = 4, factorGiven = true;
-    compare = "LL,LL128,Simple";
+    compare = "ring-LL,ring-LL128,ring-Simple,tree-LL,tree-LL128,tree-Simple";
   }
   if (!parseColl(coll, &opt->coll))
     return usageError("unknown collective '" + coll + "'; expected one of: " + collNameList());

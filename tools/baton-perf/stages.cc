@@ -32,6 +32,14 @@ const std::vector<NamedStage>& namedStages() {
       {"LL128", {{"NCCL_PROTO", "LL128"}}},
       {"Simple", {{"NCCL_PROTO", "Simple"}}},
       {"tuned", {{"NCCL_PROTO", ""}, {"NCCL_ALGO", ""}}},
+      // Algorithms (lesson 07): a ring or a tree for AllReduce, per protocol (what --calibrate times).
+      {"ring-LL", {{"NCCL_ALGO", "allreduce:Ring"}, {"NCCL_PROTO", "LL"}}},
+      {"ring-LL128", {{"NCCL_ALGO", "allreduce:Ring"}, {"NCCL_PROTO", "LL128"}}},
+      {"ring-Simple", {{"NCCL_ALGO", "allreduce:Ring"}, {"NCCL_PROTO", "Simple"}}},
+      {"tree", {{"NCCL_ALGO", "allreduce:Tree"}}},
+      {"tree-LL", {{"NCCL_ALGO", "allreduce:Tree"}, {"NCCL_PROTO", "LL"}}},
+      {"tree-LL128", {{"NCCL_ALGO", "allreduce:Tree"}, {"NCCL_PROTO", "LL128"}}},
+      {"tree-Simple", {{"NCCL_ALGO", "allreduce:Tree"}, {"NCCL_PROTO", "Simple"}}},
   };
   return stages;
 }

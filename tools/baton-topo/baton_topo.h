@@ -16,6 +16,7 @@ struct Options {
   int ranksPerNode = 0;     // --ranks: CPU ranks per host when the topology has no GPUs (0: 2)
   int channels = 0;         // --channels: 0 = 16 for GPUs, 1 for CPU ranks (the library's default here)
   std::string dotFile;      // --dot
+  std::string treesDotFile;  // --dot-trees
   std::string dumpFile;     // --dump: NCCL's XML of host 0
   bool tuner = false;       // --tuner
   bool paths = true;        // --no-paths turns the rank-by-rank path matrix off
@@ -42,6 +43,7 @@ void printPaths(const Machine& m);
 void printGraph(const Machine& m);
 void printTuner(const Machine& m);
 int writeDot(const Machine& m, const std::string& path);
+int writeTreesDot(const Machine& m, const std::string& path);
 int simulateSweep(const Options& opt, const Machine& m);
 
 }  // namespace batontopo

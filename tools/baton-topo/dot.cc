@@ -62,4 +62,36 @@ int writeDot(const Machine& m, const std::string& path) {
   return 0;
 }
 
+// --dot-trees: the two trees of the double binary tree (the first channel using each), over ranks,
+// grouped by host: every rank is interior in at most one of them (lesson 07).
+int writeTreesDot(const Machine& m, const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) {
+    std::perror(("baton-topo: " + path).c_str());
+    return 1;
+  }
+  std::fprintf(f, "// baton-topo --dot-trees: %s, %d hosts\ndigraph trees {\n  node [shape=circle fontsize=10];\n",
+               m.source.c_str(), m.sys.nHosts);
+  for (int h = 0; h < m.sys.nHosts; ++h) {
+    std::fprintf(f, "  subgraph cluster_host%d { label=\"host %d\"; style=rounded;", h, h);
+    for (int r = 0; r < m.nRanks; ++r)
+      if (m.sys.hostOfRank(r) == h) std::fprintf(f, " r%d [label=\"%d\"];", r, r);
+    std::fprintf(f, " }\n");
+  }
+  static const char* color[2] = {"red", "blue"};
+  for (int t = 0; t < 2; ++t) {
+    const ChannelGraph* g = nullptr;
+    for (const ChannelGraph& c : m.graph.channels)
+      if (c.treeIndex == t && !g) g = &c;
+    if (!g) continue;
+    for (int r = 0; r < (int)g->tree.size(); ++r)
+      for (int d : g->tree[r].down)
+        if (d >= 0) std::fprintf(f, "  r%d -> r%d [color=%s penwidth=2];\n", r, d, color[t]);
+  }
+  std::fprintf(f, "  label=\"tree 0 red, tree 1 blue (parent -> child)\";\n}\n");
+  std::fclose(f);
+  std::printf("# wrote %s (render: dot -Tpng %s -o %s.png)\n", path.c_str(), path.c_str(), path.c_str());
+  return 0;
+}
+
 }  // namespace batontopo

@@ -35,6 +35,7 @@ int parseOptions(int argc, char** argv, Options* opt) {
   app.add_option("--channels", opt->channels, "channels to search (default: 16 with GPUs, 1 for CPU ranks)")
       ->check(CLI::Range(1, 64));
   app.add_option("--dot", opt->dotFile, "write a Graphviz picture of the topology and the rings");
+  app.add_option("--dot-trees", opt->treesDotFile, "write a Graphviz picture of the two trees (double binary tree)");
   app.add_option("--dump", opt->dumpFile, "write host 0's topology as NCCL XML (as NCCL_TOPO_DUMP_FILE)");
   app.add_flag("--tuner", opt->tuner, "print the tuner's predicted time per algorithm and protocol");
   bool noPaths = false;
@@ -77,6 +78,8 @@ int main(int argc, char** argv) {
   if (opt.paths) printPaths(m);
   printGraph(m);
   if (opt.tuner) printTuner(m);
-  if (!opt.dotFile.empty()) return writeDot(m, opt.dotFile);
+  if (!opt.dotFile.empty())
+    if (int rc = writeDot(m, opt.dotFile)) return rc;
+  if (!opt.treesDotFile.empty()) return writeTreesDot(m, opt.treesDotFile);
   return 0;
 }
