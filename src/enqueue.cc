@@ -118,14 +118,7 @@ static ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool
   b.nChannels = nch;
   b.chunkSteps = comm->tun.chunkSteps;
   b.ring.nRanks = comm->nRanks;
-  // On a closed ring every rank first sends a whole chunk, then must find a free slot for each
-  // slice it forwards before its successor has consumed anything more: with fewer than
-  // chunkSteps + 1 slots every rank waits for the next one, in a cycle. Chains (Broadcast,
-  // Reduce) work with 1 slot; cycles get at least chunkSteps + 1 (lesson 03).
-  // A tree is no cycle, but its reduce and broadcast wait on each other through the root
-  // (tree_allreduce.h): it needs a chunk of slack too.
-  const bool cycle = t.func == kFuncAllReduce || t.func == kFuncAllGather || t.func == kFuncReduceScatter;
-  plan->depth = std::max(comm->tun.fifoDepth, cycle ? std::min(comm->tun.chunkSteps + 1, kSteps) : 1);
+  plan->depth = planFifoDepth(t.func, comm->tun.fifoDepth, comm->tun.chunkSteps);
   return ncclSuccess;
 }
 

@@ -96,6 +96,18 @@ inline int channelsForBytes(int nChannels, size_t minChannelBytes, size_t bytes)
   return (int)(want < 1 ? 1 : want < (size_t)nChannels ? want : (size_t)nChannels);
 }
 
+// FIFO slots an operation may fill ahead (BATON_FIFO_DEPTH, raised where fewer would deadlock). On
+// a closed ring every rank first sends a whole chunk, then must find a free slot for each slice it
+// forwards before its successor has consumed anything more: with fewer than chunkSteps + 1 slots
+// every rank waits for the next one, in a cycle. Chains (Broadcast, Reduce) work with 1 slot;
+// cycles get at least chunkSteps + 1 (lesson 03). A tree is no cycle, but its reduce and broadcast
+// wait on each other through the root (tree_allreduce.h): AllReduce gets the slack either way.
+inline int planFifoDepth(int func, int fifoDepth, int chunkSteps) {
+  const bool cycle = func == kFuncAllReduce || func == kFuncAllGather || func == kFuncReduceScatter;
+  const int need = cycle ? (chunkSteps + 1 < kSteps ? chunkSteps + 1 : kSteps) : 1;
+  return fifoDepth > need ? fifoDepth : need;
+}
+
 const char* protoName(int proto);
 const char* algoName(int algo);
 

@@ -25,7 +25,8 @@ enum ConnKind { kRing = 0, kTreeUp = 1, kTreeDown = 2 };
 // Both ends of every connection the collective uses, numbered for the simulator.
 class ConnTable : public StepRecorder {
  public:
-  ConnTable(SimSchedule* sched, const FifoLayout& layout, int proto) : sched_(sched), layout_(layout), proto_(proto) {}
+  ConnTable(SimSchedule* sched, const FifoLayout& layout, int proto, int depth)
+      : sched_(sched), layout_(layout), proto_(proto), depth_(depth) {}
 
   // The sender's and receiver's ConnDev of connection (kind, channel, src -> dst).
   ConnDev* end(int kind, int channel, int src, int dst, bool sender) {
@@ -33,12 +34,13 @@ class ConnTable : public StepRecorder {
     auto it = ids_.find(key);
     if (it == ids_.end()) {
       it = ids_.emplace(key, (int)sched_->conns.size()).first;
-      sched_->conns.push_back({src, dst, kSteps});
+      sched_->conns.push_back({src, dst, depth_});
       kindOf_.push_back(kind);
       for (int side = 0; side < 2; ++side) {
         auto dev = std::make_unique<ConnDev>();
         for (int p = 0; p < kNumProtos; ++p) dev->stepBytes[p] = layout_.stepBytes[p];
         dev->peer = side ? src : dst;
+        dev->depth = depth_;  // the tree's lag depends on it (tree_allreduce.h)
         connOf_[dev.get()] = it->second;
         devs_.push_back(std::move(dev));
       }
@@ -62,6 +64,7 @@ class ConnTable : public StepRecorder {
   SimSchedule* sched_;
   FifoLayout layout_;
   int proto_;
+  int depth_;
   SimStream* stream_ = nullptr;
   SimStream* down_ = nullptr;
   std::vector<int> kindOf_;
@@ -102,7 +105,7 @@ ncclResult_t buildSchedule(const CommGraph& graph, int nRanks, const ScheduleSpe
   if (gathered) count /= nRanks;
   if (count == 0) return ncclSuccess;
   const int nch = channelsForBytes(spec.nChannels, spec.minChannelBytes, spec.bytes);
-  ConnTable conns(out, spec.layout, spec.proto);
+  ConnTable conns(out, spec.layout, spec.proto, planFifoDepth(spec.func, spec.fifoDepth, spec.chunkSteps));
   StepRecorder::current() = &conns;
   // Buffers are never touched: any address will do for the algorithm's pointer arithmetic.
   char* fakeBuf = reinterpret_cast<char*>(uintptr_t(1) << 40);

@@ -21,6 +21,7 @@ struct ScheduleSpec {
   size_t minChannelBytes = 64 << 10;  // BATON_MIN_CHANNEL_BYTES
   FifoLayout layout;            // step bytes per protocol (NCCL_BUFFSIZE, ...)
   int chunkSteps = 4;
+  int fifoDepth = kSteps;       // BATON_FIFO_DEPTH (the planner raises it where it must: planFifoDepth)
   // Trees: the reduce and broadcast of a non-root rank as two concurrent streams, as a GPU runs
   // them (two thread groups); false: one stream alternating, as the CPU backend runs them.
   bool splitTree = true;

@@ -156,6 +156,7 @@ void checkOne(const Comms& comms, int algo, int proto, size_t count) {
   spec.func = baton::kFuncAllReduce, spec.algo = algo, spec.proto = proto;
   spec.bytes = count * sizeof(float), spec.nChannels = comms[0]->nChannels;
   spec.minChannelBytes = tun.minChannelBytes, spec.chunkSteps = tun.chunkSteps, spec.splitTree = false;
+  spec.fifoDepth = tun.fifoDepth;
   spec.layout.stepBytes[baton::kProtoSimple] = tun.stepBytes;
   spec.layout.stepBytes[baton::kProtoLL] = tun.llStepBytes;
   spec.layout.stepBytes[baton::kProtoLL128] = tun.ll128StepBytes;
