@@ -29,7 +29,9 @@
 
 namespace baton {
 
-// Chunks in flight between the reduce and the broadcast of one rank (see above).
+// Chunks in flight between the reduce and the broadcast of one rank (see above). Needs a FIFO of at
+// least one chunk (depth >= chunkSteps): with less, even a lag of 1 deadlocks. The planner
+// guarantees it (planFifoDepth gives AllReduce chunkSteps + 1 slots).
 BATON_HD int treeLag(const ConnDev& c, int chunkSteps) {
   const int chunksInFifo = c.depth / (chunkSteps > 0 ? chunkSteps : 1);
   return chunksInFifo > 1 ? 2 * chunksInFifo - 1 : 1;

@@ -138,9 +138,11 @@ ncclResult_t checkCommLive(ncclComm* comm, const char* fn);
 // Init steps (init.cc), shared by CommInitRank, CommInitAll and CommSplit.
 ncclResult_t commAlloc(ncclComm** out, int nranks, int rank, const ncclConfig_t* config, const char* fn);
 ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id);  // the collective part
+// Connections (connect.cc). Channel `ch`'s ring, both directions (init).
+ncclResult_t connectRing(ncclComm* comm, Channel& ch);
 // Makes sure direct connectors exist towards these peers (both sides call it with mirrored lists).
 ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& sendPeers, const std::vector<int>& recvPeers);
-// Connects channel `ch`'s tree edges (tree_connect.cc); every rank calls it on its first tree operation.
+// Connects channel `ch`'s tree edges; every rank calls it on its first tree operation.
 ncclResult_t connectTree(ncclComm* comm, Channel& ch);
 // The topology, rings and trees of a communicator (comm_topo.cc): fills every channel's ring order and tree.
 ncclResult_t commBuildGraph(ncclComm* comm);

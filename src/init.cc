@@ -17,8 +17,6 @@
 namespace baton {
 namespace {
 
-constexpr uint64_t kTagRing = 1u << 16;  // + channel: ring connect info
-constexpr uint64_t kTagP2p = 2u << 16;   // direct peer connect info
 
 // Live communicators: every API call checks its comm here, from every rank's thread, so lookups
 // read a slot array without a lock (slots change only at init and destroy, under gCommsMu).
@@ -139,28 +137,6 @@ void commSetError(ncclComm* comm, ncclResult_t err) {
   __atomic_store_n(&comm->abortFlag, 1, __ATOMIC_RELEASE);
 }
 
-static ncclResult_t connectRing(ncclComm* comm, Channel& ch) {
-  const int n = comm->nRanks;
-  const int next = ch.ringUserRanks[(ch.ringIndex + 1) % n];
-  const int prev = ch.ringUserRanks[(ch.ringIndex + n - 1) % n];
-  const PeerInfo& self = comm->peers[comm->rank];
-  int tr = 0;
-  ConnectInfo info{};
-  BATON_CHECK(selectTransport(self, comm->peers[prev], comm->tun.p2pDisable, comm->tun.shmDisable, &tr));
-  BATON_CHECK(transports()[tr]->createRecv(collFifoLayout(comm), &info, &ch.recvConn));
-  info.transport = tr;
-  BATON_CHECK(comm->bootstrap->send(prev, kTagRing + ch.id, &info, sizeof info));
-  BATON_CHECK(comm->bootstrap->recv(next, kTagRing + ch.id, &info, sizeof info));
-  if (info.transport < 0 || info.transport >= (int)transports().size())
-    return batonError(ncclInternalError, "ring connect info from rank %d names transport %d", next, info.transport);
-  BATON_CHECK(transports()[info.transport]->connectSend(info, &ch.sendConn));
-  ch.ringSend = ch.sendConn->dev(next, comm->tun.fifoDepth);
-  ch.ringRecv = ch.recvConn->dev(prev, comm->tun.fifoDepth);
-  BATON_INFO(kSubInit, "Channel %02d/%d : %d[%d] -> %d[%d] via %s", ch.id, comm->nChannels, comm->rank, comm->cudaDev,
-             next, comm->peers[next].cudaDev, transports()[info.transport]->name());
-  return ncclSuccess;
-}
-
 ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id) {
   comm->id = id;
   comm->commHash = fnv1a(&id, sizeof id);
@@ -246,36 +222,6 @@ ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id) {
   BATON_CHECK(comm->bootstrap->barrier());
   BATON_INFO(kSubInit, "comm %p rank %d nRanks %d nChannels %d stepBytes %zu - Init COMPLETE", (void*)comm, comm->rank,
              comm->nRanks, comm->nChannels, comm->tun.stepBytes);
-  return ncclSuccess;
-}
-
-ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& sendPeers, const std::vector<int>& recvPeers) {
-  const PeerInfo& self = comm->peers[comm->rank];
-  for (int p : recvPeers) {
-    if (p == comm->rank || comm->p2pRecvConn[p]) continue;
-    int tr = 0;
-    ConnectInfo info{};
-    BATON_CHECK(selectTransport(self, comm->peers[p], comm->tun.p2pDisable, comm->tun.shmDisable, &tr));
-    FifoLayout layout;
-    layout.stepBytes[kProtoSimple] = comm->tun.p2pStepBytes;
-    BATON_CHECK(transports()[tr]->createRecv(layout, &info, &comm->p2pRecvConn[p]));
-    info.transport = tr;
-    BATON_CHECK(comm->bootstrap->send(p, kTagP2p, &info, sizeof info));
-    Connection& c = *comm->p2pRecvConn[p];
-    comm->p2pRecv[p] = c.dev(p, kSteps);
-  }
-  for (int p : sendPeers) {
-    if (p == comm->rank || comm->p2pSendConn[p]) continue;
-    ConnectInfo info{};
-    BATON_CHECK(comm->bootstrap->recv(p, kTagP2p, &info, sizeof info));
-    if (info.transport < 0 || info.transport >= (int)transports().size())
-      return batonError(ncclInternalError, "p2p connect info from rank %d names transport %d", p, info.transport);
-    BATON_CHECK(transports()[info.transport]->connectSend(info, &comm->p2pSendConn[p]));
-    Connection& c = *comm->p2pSendConn[p];
-    comm->p2pSend[p] = c.dev(p, comm->tun.fifoDepth);
-    BATON_INFO(kSubP2p, "Channel 00/1 : %d[%d] -> %d[%d] via %s (p2p)", comm->rank, comm->cudaDev, p,
-               comm->peers[p].cudaDev, transports()[info.transport]->name());
-  }
   return ncclSuccess;
 }
 

@@ -75,11 +75,16 @@ TuningModel defaultTuningModel() {
     for (int k = 0; k < kNumPaths; ++k)
       if (m.cost[k][0][p].busBwGBs <= 0) m.cost[k][0][p] = m.cost[kPathShm][0][p];
   // Trees: a tree step costs what a ring step costs on the same path and protocol (the same FIFO
-  // hand-off), and the busBw is the ring's, halved by predictUs as NCCL does. A calibration
-  // (`baton-perf --calibrate` times NCCL_ALGO=Tree too) replaces these with measured values.
+  // hand-off), and the busBw is the ring's, halved by predictUs as NCCL does. Trees never take the
+  // direct paths, which only Ring/Simple uses among threads: there the tree's Simple keeps the
+  // threads' step cost but gets the FIFO table's bandwidth. A calibration (`baton-perf
+  // --calibrate` times NCCL_ALGO=Tree too) replaces these with measured values.
   for (int k = 0; k < kNumPaths; ++k)
     for (int p = 0; p < kNumProtos; ++p)
-      if (m.cost[k][kTunedTree][p].busBwGBs <= 0) m.cost[k][kTunedTree][p] = m.cost[k][kTunedRing][p];
+      if (m.cost[k][kTunedTree][p].busBwGBs <= 0) {
+        m.cost[k][kTunedTree][p] = m.cost[k][kTunedRing][p];
+        if (k == kPathDirect && p == kProtoSimple) m.cost[k][kTunedTree][p].busBwGBs = m.cost[kPathShm][kTunedRing][p].busBwGBs;
+      }
   return m;
 }
 

@@ -18,8 +18,9 @@ extern "C" {
 #define BATON_ALGO_RING 1
 
 /* Predicted microseconds of one `collective` ("allreduce", "allgather", "reducescatter",
- * "broadcast", "reduce") of `bytes` (nccl-tests' size) on `comm`, per protocol (-1 where the
- * protocol is disabled by NCCL_PROTO or unusable), and the protocol the tuner picks. */
+ * "broadcast", "reduce") of `bytes` (nccl-tests' size) on `comm` with the Ring algorithm, per
+ * protocol (-1 where the protocol is disabled by NCCL_PROTO or unusable), and the protocol of the
+ * tuner's overall choice, which may be a Tree (batonTunerChoose says which algorithm). */
 ncclResult_t batonTunerPredict(ncclComm_t comm, const char* collective, size_t bytes,
                                double predictedUs[BATON_NUM_PROTOCOLS], int* chosenProtocol);
 /* The same for one algorithm (BATON_ALGO_RING or BATON_ALGO_TREE): -1 where the pair is disabled or

@@ -22,9 +22,10 @@ struct ScheduleSpec {
   FifoLayout layout;            // step bytes per protocol (NCCL_BUFFSIZE, ...)
   int chunkSteps = 4;
   int fifoDepth = kSteps;       // BATON_FIFO_DEPTH (the planner raises it where it must: planFifoDepth)
-  // Trees: the reduce and broadcast of a non-root rank as two concurrent streams, as a GPU runs
-  // them (two thread groups); false: one stream alternating, as the CPU backend runs them.
-  bool splitTree = true;
+  // Trees: false (baton): each rank alternates its reduce and broadcast in one stream, as
+  // tree_allreduce.h does on both backends; true: two concurrent streams, as NCCL's runTreeSplit
+  // runs them in two thread groups (what baton's tree would gain from splitting).
+  bool splitTree = false;
 };
 
 // Fills `out` for every rank and every channel the planner would use; float data, sum.

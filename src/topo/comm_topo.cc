@@ -1,10 +1,11 @@
 // A communicator's topology, rings and trees (lessons 06 and 07).
 //
-// Each rank loads its host's topology (NCCL_TOPO_FILE, else hwloc discovery, cached per process),
-// assumes every host of the job looks like its own (as NCCL's simulator and most clusters do),
-// places each rank on its GPU or, for CPU ranks, on the NUMA node it runs on, computes paths and
-// searches the graph. All inputs are the same on every rank (rank 0's knobs, the allgathered peer
-// table), so every rank computes the same rings and trees without another exchange.
+// Each rank loads its host's topology (NCCL_TOPO_FILE, else hwloc discovery, cached per process);
+// the views are allgathered through the bootstrap and those of rank 0's host fused; every host of
+// the job is assumed to look like that one (as NCCL's simulator and most clusters do). Each rank is
+// placed on its GPU or, for CPU ranks, on the NUMA node it runs on; paths are computed and the
+// graph searched. All inputs are the same on every rank (the fused tree, rank 0's knobs, the
+// allgathered peer table), so every rank computes the same rings and trees.
 //
 // Hosts are real hosts (host hash, NCCL_HOSTID) or, with BATON_RANKS_PER_NODE=k, groups of k
 // consecutive ranks: a rehearsal of multi-node trees on one machine. Transports are unaffected.
@@ -25,8 +26,10 @@ namespace {
 ncclResult_t localXml(std::unique_ptr<XmlNode>* xml, std::string* source) {
   const std::string file = envStr("NCCL_TOPO_FILE");
   if (!file.empty()) {
-    *source = file;
-    return xmlLoadFile(file, xml);
+    *source = "NCCL_TOPO_FILE=" + file;
+    if (xmlLoadFile(file, xml) == ncclSuccess) return ncclSuccess;
+    const std::string why = lastError();
+    return batonError(ncclInvalidArgument, "NCCL_TOPO_FILE=%s: %s", file.c_str(), why.c_str());
   }
   std::string notes;
   *source = "hwloc discovery";
@@ -51,6 +54,39 @@ std::vector<int> hostIndices(const ncclComm* comm) {
   return host;
 }
 
+// NCCL's fusion: every rank's view of its host is allgathered, and the views of the ranks on rank
+// 0's host are merged in rank order (topoFuseXml). Every rank builds the job from that one tree, so
+// all compute the same rings and trees whatever each one could see. (NCCL first marks each rank's
+// GPU with its rank; the CPU backend's ranks drive no GPU, so there is nothing to mark yet.) A rank
+// whose view failed still takes part, with an empty view, so every rank reports the failure.
+ncclResult_t fuseHostViews(ncclComm* comm, const std::vector<int>& host, ncclResult_t mineOk,
+                           std::unique_ptr<XmlNode>* xml) {
+  const int n = comm->nRanks, me = comm->rank;
+  const std::string mine = mineOk == ncclSuccess ? xmlWrite(**xml) : std::string();
+  std::vector<uint64_t> lens(n);
+  lens[me] = mine.size();
+  BATON_CHECK(comm->bootstrap->allGather(lens.data(), sizeof(uint64_t)));
+  for (int r = 0; r < n; ++r)
+    if (lens[r] == 0)
+      return mineOk != ncclSuccess ? mineOk
+                                   : batonError(ncclSystemError, "rank %d could not load its host's topology (see its log)", r);
+  const size_t width = *std::max_element(lens.begin(), lens.end());
+  std::vector<char> all(width * n);
+  std::copy(mine.begin(), mine.end(), all.begin() + width * me);
+  BATON_CHECK(comm->bootstrap->allGather(all.data(), width));
+  std::unique_ptr<XmlNode> fused;
+  for (int r = 0; r < n; ++r) {
+    if (host[r] != host[0]) continue;
+    std::unique_ptr<XmlNode> view;
+    const std::string text(all.data() + width * r, std::min<size_t>(lens[r], width));
+    BATON_CHECK(xmlParse(text, "rank " + std::to_string(r) + "'s topology", &view));
+    if (!fused) fused = std::move(view);
+    else BATON_CHECK(topoFuseXml(fused.get(), *view));
+  }
+  *xml = std::move(fused);
+  return ncclSuccess;
+}
+
 // CPU ranks sit on their host's CPU node for their NUMA id (else the host's first CPU node).
 void placeCpuRanks(TopoSystem* sys, const ncclComm* comm, const std::vector<int>& host) {
   sys->rankNode.assign(comm->nRanks, -1);
@@ -70,10 +106,13 @@ void placeCpuRanks(TopoSystem* sys, const ncclComm* comm, const std::vector<int>
 
 ncclResult_t commTopoSystem(ncclComm* comm, TopoSystem* sys, std::string* source) {
   std::unique_ptr<XmlNode> xml;
-  BATON_CHECK(localXml(&xml, source));
-  const std::string dump = envStr("NCCL_TOPO_DUMP_FILE");
-  if (!dump.empty() && comm->rank == envInt("NCCL_TOPO_DUMP_FILE_RANK", 0)) BATON_CHECK(xmlSaveFile(dump, *xml));
+  const ncclResult_t loaded = localXml(&xml, source);
   const std::vector<int> host = hostIndices(comm);
+  if (comm->nRanks > 1) BATON_CHECK(fuseHostViews(comm, host, loaded, &xml));
+  else BATON_CHECK(loaded);
+  const std::string dump = envStr("NCCL_TOPO_DUMP_FILE");
+  if (!dump.empty() && comm->rank == envInt("NCCL_TOPO_DUMP_FILE_RANK", 0) && xmlSaveFile(dump, *xml) != ncclSuccess)
+    BATON_WARN("NCCL_TOPO_DUMP_FILE=%s: %s (continuing without the dump)", dump.c_str(), lastError());
   const int nHosts = *std::max_element(host.begin(), host.end()) + 1;
   comm->nNodes = nHosts;
   if (topoFromXml(*xml, nHosts, sys) != ncclSuccess) {

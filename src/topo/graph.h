@@ -6,16 +6,16 @@
 #include <string>
 #include <vector>
 
+#include "coll_args.h"  // kTreeMaxArity
 #include "topo.h"
 
 namespace baton {
 
 // One channel's tree: each rank's parent (-1 at the root) and children (up to 3: two from the
 // inter-node binary tree and one from the intra-node chain).
-constexpr int kMaxTreeArity = 3;  // NCCL_MAX_TREE_ARITY
 struct TreeLinks {
   int up = -1;
-  int down[kMaxTreeArity] = {-1, -1, -1};
+  int down[kTreeMaxArity] = {-1, -1, -1};
   int nDown() const { return (down[0] >= 0) + (down[1] >= 0) + (down[2] >= 0); }
 };
 
@@ -37,7 +37,8 @@ struct CommGraph {
 
 // NCCL's binary tree over node indices 0..nNodes-1 (ncclGetBtree) and the double binary tree's
 // second tree (ncclGetDtree: the mirror when nNodes is even, a shift by one when odd). Children are
-// -1 when absent. Every node is interior in at most one of the two trees.
+// -1 when absent. With an even node count every node is interior in at most one of the two trees;
+// with an odd count node 0 (tree 0's root, with a single child) is interior in both.
 void binaryTree(int nNodes, int node, int* parent, int* child0, int* child1);
 void doubleBinaryTree(int nNodes, int node, int tree, int* parent, int* child0, int* child1);
 

@@ -1,5 +1,5 @@
-// Internal to src/topo: what the XML reader (topo_xml_graph.cc), the system finisher
-// (topo_system.cc) and the writer (topo_graph_xml.cc) share: error reporting that names the element
+// Internal to src/topo: what the XML reader (topo_from_xml.cc), the system finisher
+// (topo_system.cc) and the writer (topo_to_xml.cc) share: error reporting that names the element
 // and line, strict attribute parsing, NCCL's bandwidth tables, and NCCL's link insertion rule.
 #pragma once
 

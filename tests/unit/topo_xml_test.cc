@@ -1,5 +1,5 @@
-// Topology XML (src/topo/xml.cc) and XML -> graph (topo_xml_graph.cc, topo_system.cc,
-// topo_graph_xml.cc): the parser's accepted syntax and its errors (source, line, element), the
+// Topology XML (src/topo/xml.cc) and XML -> graph (topo_from_xml.cc, topo_system.cc,
+// topo_to_xml.cc): the parser's accepted syntax and its errors (source, line, element), the
 // fixtures' node counts, NCCL's validation rules with messages naming the element and attribute,
 // and the round trip file -> graph -> XML -> graph that must give back the same graph and text.
 #include <gtest/gtest.h>

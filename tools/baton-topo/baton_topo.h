@@ -12,6 +12,7 @@ namespace batontopo {
 
 struct Options {
   std::string topoFile;     // --topo, else NCCL_TOPO_FILE, else hwloc discovery
+  bool topoFromEnv = false; // topoFile came from NCCL_TOPO_FILE (error messages say so)
   int nodes = 1;            // --nodes: identical hosts joined by their NICs
   int ranksPerNode = 0;     // --ranks: CPU ranks per host when the topology has no GPUs (0: 2)
   int channels = 0;         // --channels: 0 = 16 for GPUs, 1 for CPU ranks (the library's default here)
@@ -25,6 +26,7 @@ struct Options {
   int stepFactor = 2;
   std::string algo, proto;  // --algo / --proto for the simulation (default: every pair, best shown)
   bool allPairs = false;    // --all: one row per (algo, proto) instead of the best
+  bool splitTree = false;   // --split-tree: trees as NCCL runs them (reduce and broadcast concurrent)
 };
 
 struct Machine {

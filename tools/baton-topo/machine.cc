@@ -22,21 +22,34 @@ static void placeCpuRanks(TopoSystem* sys, int perHost) {
 
 int loadMachine(const Options& opt, Machine* m) {
   std::unique_ptr<XmlNode> xml;
-  ncclResult_t res;
+  // Errors say which option (or NCCL_TOPO_FILE) gave the file; the XML messages name file and line.
+  const char* from = opt.topoFromEnv ? "NCCL_TOPO_FILE" : "--topo";
   if (!opt.topoFile.empty()) {
     m->source = opt.topoFile;
-    res = xmlLoadFile(opt.topoFile, &xml);
+    if (xmlLoadFile(opt.topoFile, &xml) != ncclSuccess) {
+      std::fprintf(stderr, "baton-topo: %s: %s\n", from, lastError());
+      return 1;
+    }
   } else {
     m->source = "hwloc discovery of this machine";
-    res = topoDiscoverLocal(&xml, &m->notes);
+    if (topoDiscoverLocal(&xml, &m->notes) != ncclSuccess) {
+      std::fprintf(stderr, "baton-topo: discovery: %s\n", lastError());
+      return 1;
+    }
   }
-  if (res == ncclSuccess && !opt.dumpFile.empty()) res = xmlSaveFile(opt.dumpFile, *xml);
-  if (res == ncclSuccess) res = topoFromXml(*xml, opt.nodes, &m->sys);
-  if (res != ncclSuccess) {
-    std::fprintf(stderr, "baton-topo: %s: %s\n", m->source.c_str(), lastError());
+  if (!opt.dumpFile.empty() && xmlSaveFile(opt.dumpFile, *xml) != ncclSuccess) {
+    std::fprintf(stderr, "baton-topo: --dump: %s\n", lastError());
+    return 1;
+  }
+  if (topoFromXml(*xml, opt.nodes, &m->sys) != ncclSuccess) {
+    if (opt.topoFile.empty()) std::fprintf(stderr, "baton-topo: discovered topology: %s\n", lastError());
+    else std::fprintf(stderr, "baton-topo: %s %s: %s\n", from, opt.topoFile.c_str(), lastError());
     return 1;
   }
   m->cpuRanks = m->sys.rankNode.empty();
+  if (!m->cpuRanks && opt.ranksPerNode)
+    std::fprintf(stderr, "baton-topo: --ranks %d ignored: %s has GPUs, one rank each\n", opt.ranksPerNode,
+                 m->source.c_str());
   if (m->cpuRanks) placeCpuRanks(&m->sys, opt.ranksPerNode ? opt.ranksPerNode : 2);
   m->nRanks = (int)m->sys.rankNode.size();
   if (m->nRanks == 0) {

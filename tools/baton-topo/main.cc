@@ -17,6 +17,7 @@ static bool parseSize(const std::string& s, size_t* out) {
   std::string suf(end);
   int shift = suf.empty() || suf == "B" ? 0 : suf[0] == 'K' ? 10 : suf[0] == 'M' ? 20 : suf[0] == 'G' ? 30 : -1;
   if (shift < 0 || (suf.size() > 1 && suf.substr(1) != "B" && suf.substr(1) != "iB")) return false;
+  if (v > (~0ull >> (shift + 1))) return false;  // would overflow (or leave no room to step)
   *out = size_t(v) << shift;
   return true;
 }
@@ -47,6 +48,9 @@ int parseOptions(int argc, char** argv, Options* opt) {
   app.add_option("--algo", opt->algo, "simulate only this algorithm (Ring, Tree)");
   app.add_option("--proto", opt->proto, "simulate only this protocol (LL, LL128, Simple)");
   app.add_flag("--all", opt->allPairs, "one row per algorithm and protocol instead of the fastest");
+  app.add_flag("--split-tree", opt->splitTree,
+               "simulate trees as NCCL runs them (reduce and broadcast in concurrent thread groups) instead of "
+               "baton's alternating schedule");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -61,7 +65,7 @@ int parseOptions(int argc, char** argv, Options* opt) {
     return 2;
   }
   if (opt->topoFile.empty())
-    if (const char* f = std::getenv("NCCL_TOPO_FILE")) opt->topoFile = f;
+    if (const char* f = std::getenv("NCCL_TOPO_FILE"); f && *f) opt->topoFile = f, opt->topoFromEnv = true;
   return 0;
 }
 

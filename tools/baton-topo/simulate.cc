@@ -1,6 +1,6 @@
 // --simulate: baton's own schedule for a collective (the library's planner, graph and algorithm
 // bodies, recorded step by step) run through the discrete-event model of the topology's links
-// (src/sim/sim.h), printed in nccl-tests' columns. Lessons 06 and 07; docs/topology.md compares
+// (src/sim/sim.h), printed in nccl-tests' columns. Lessons 06 and 07; docs/perf.md compares
 // it with published nccl-tests figures.
 #include <strings.h>
 
@@ -78,7 +78,8 @@ int simulateSweep(const Options& opt, const Machine& m) {
   std::printf("# simulate %s: %s, %d host%s, %d ranks, %d channels (%.1f GB/s each, from the graph search)\n",
               opt.simulate.c_str(), m.source.c_str(), m.sys.nHosts, m.sys.nHosts > 1 ? "s" : "", n, nch, chBw);
   std::printf("# model: baton's step schedule over the topology's links (latency + bytes/bandwidth, shared links\n"
-              "# contend, FIFO credit of 8 steps) + NCCL's base latency per operation; float, sum\n");
+              "# contend, FIFO credit of 8 steps) + NCCL's base latency per operation; float, sum%s\n",
+              opt.splitTree ? "; trees split as NCCL runs them" : "");
   std::printf("#%13s %12s %6s %6s %5s %11s %11s %11s %6s %7s\n", "size", "count", "type", "redop", "root", "time(us)",
               "algbw(GB/s)", "busbw(GB/s)", "algo", "proto");
   for (size_t bytes = opt.minBytes; bytes <= opt.maxBytes; bytes *= opt.stepFactor) {
@@ -91,6 +92,7 @@ int simulateSweep(const Options& opt, const Machine& m) {
       for (int p : protos) {
         ScheduleSpec spec;
         spec.func = func, spec.algo = a, spec.proto = p, spec.bytes = bytes, spec.nChannels = nch;
+        spec.splitTree = opt.splitTree;
         spec.layout.stepBytes[kProtoSimple] = 512 << 10;  // NCCL's buffer sizes / NCCL_STEPS
         spec.layout.stepBytes[kProtoLL] = 64 << 10;
         spec.layout.stepBytes[kProtoLL128] = 614400;

@@ -3,7 +3,7 @@
 // <net> elements are NET nodes behind their NIC, <nvlink> adds NVL links (to a GPU, the NVSwitch or
 // the CPU), CPUs of a host are joined by SYS links. Validates what NCCL would trip over later:
 // placement, required attributes, plausible bandwidths, a tree (no busid twice), nvlink targets.
-// Multi-host replication is in topo_system.cc, the reverse direction (topoToXml) in topo_graph_xml.cc.
+// Multi-host replication is in topo_system.cc, the reverse direction (topoToXml) in topo_to_xml.cc.
 #include <algorithm>
 #include <cerrno>
 #include <climits>
