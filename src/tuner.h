@@ -108,6 +108,9 @@ inline int planFifoDepth(int func, int fifoDepth, int chunkSteps) {
   return fifoDepth > need ? fifoDepth : need;
 }
 
+// "allreduce", "broadcast", "reduce", "allgather", "reducescatter" (any case) -> CollFunc, else -1.
+int funcByName(const char* name);
+
 const char* protoName(int proto);
 const char* algoName(int algo);
 

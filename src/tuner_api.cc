@@ -18,10 +18,7 @@ namespace {
 
 ncclResult_t parseFunc(const char* fn, const char* collective, int* func) {
   if (!collective) return batonError(ncclInvalidArgument, "%s: collective is NULL", fn);
-  static const char* names[kFuncCount] = {"allreduce", "broadcast", "reduce", "allgather", "reducescatter"};
-  *func = -1;
-  for (int f = 0; f < kFuncCount; ++f)
-    if (strcasecmp(collective, names[f]) == 0) *func = f;
+  *func = funcByName(collective);
   if (*func < 0)
     return batonError(ncclInvalidArgument,
                       "%s: collective '%s' (expected allreduce, broadcast, reduce, allgather or reducescatter)", fn,
@@ -41,7 +38,7 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerPredict
                                                                                      size_t bytes, int algorithm,
                                                                                      double* predictedUs) {
   BATON_CHECK(checkCommReady(comm, "batonTunerPredictAlgo"));
-  int func;
+  int func = -1;
   BATON_CHECK(parseFunc("batonTunerPredictAlgo", collective, &func));
   if (!predictedUs) return batonError(ncclInvalidArgument, "batonTunerPredictAlgo: predictedUs is NULL");
   const int a = tunedOfPublic(algorithm);
@@ -70,7 +67,7 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerChoose(
                                                                                 size_t bytes, int* algorithm,
                                                                                 int* protocol, double* us) {
   BATON_CHECK(checkCommReady(comm, "batonTunerChoose"));
-  int func;
+  int func = -1;
   BATON_CHECK(parseFunc("batonTunerChoose", collective, &func));
   if (!algorithm || !protocol) return batonError(ncclInvalidArgument, "batonTunerChoose: an output pointer is NULL");
   AlgoProtoChoice c;
@@ -84,7 +81,7 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerChoose(
 
 extern "C" __attribute__((visibility("default"))) int batonTunerSteps(ncclComm_t comm, const char* collective,
                                                                      int algorithm) {
-  int func;
+  int func = -1;
   if (checkCommReady(comm, "batonTunerSteps") != ncclSuccess || parseFunc("batonTunerSteps", collective, &func) != ncclSuccess)
     return -1;
   if (algorithm == BATON_ALGO_TREE) return 2 * treeDepth(comm->nRanks, comm->nNodes);

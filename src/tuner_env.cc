@@ -105,6 +105,12 @@ ncclResult_t parseVar(const char* var, const char* value, bool isAlgo, int n, ui
 
 }  // namespace
 
+int funcByName(const char* name) {
+  for (int f = 0; name && f < kFuncCount; ++f)
+    if (strcasecmp(name, kFuncKeys[f]) == 0) return f;
+  return -1;
+}
+
 ncclResult_t parseAlgoProtoEnv(const char* algoEnv, const char* protoEnv, AlgoProtoMask* mask) {
   uint8_t algo[kFuncCount][kMaskW], proto[kFuncCount][kMaskW];
   BATON_CHECK(parseVar("NCCL_ALGO", algoEnv, true, kNumTunedAlgos, algo));

@@ -39,13 +39,6 @@ SimParams simParams(int proto, double channelBw) {
   return p;
 }
 
-int funcOf(const std::string& name) {
-  static const char* names[kFuncCount] = {"allreduce", "broadcast", "reduce", "allgather", "reducescatter"};
-  for (int f = 0; f < kFuncCount; ++f)
-    if (strcasecmp(name.c_str(), names[f]) == 0) return f;
-  return -1;
-}
-
 double busFactor(int func, int n) {
   if (func == kFuncAllReduce) return 2.0 * (n - 1) / n;
   if (func == kFuncAllGather || func == kFuncReduceScatter) return double(n - 1) / n;
@@ -55,7 +48,7 @@ double busFactor(int func, int n) {
 }  // namespace
 
 int simulateSweep(const Options& opt, const Machine& m) {
-  const int func = funcOf(opt.simulate);
+  const int func = funcByName(opt.simulate.c_str());
   if (func < 0) {
     std::fprintf(stderr, "baton-topo: --simulate '%s' (expected allreduce, allgather, reducescatter, broadcast or reduce)\n",
                  opt.simulate.c_str());
