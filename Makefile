@@ -39,7 +39,7 @@ CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 NVIDIA_NCCL_H := $(wildcard $(CUDA_HOME)/include/nccl.h)
 MPICXX ?= $(shell command -v mpicxx 2>/dev/null)
 ifeq ($(MAKELEVEL),0)
-  $(info baton: g++ $(shell $(CXX) -dumpfullversion); nvcc: $(if $(NVCC),$(NVCC),none); NVIDIA nccl.h: $(if $(NVIDIA_NCCL_H),$(NVIDIA_NCCL_H),none); mpicxx: $(if $(MPICXX),$(MPICXX),none))
+  $(info baton: g++ $(shell $(CXX) -dumpfullversion); nvcc: $(if $(NVCC),$(NVCC),none); NVIDIA nccl.h: $(if $(NVIDIA_NCCL_H),$(NVIDIA_NCCL_H),none); mpicxx: $(if $(MPICXX),$(MPICXX),none); hwloc: $(or $(shell pkg-config --modversion hwloc 2>/dev/null),missing (tools/install-deps.sh)))
 endif
 
 # ---- flags -----------------------------------------------------------------------------------

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "unit/xml_helpers.h"
 #include "debug.h"
 #include "topo/discover.h"
 #include "topo/discover_detail.h"
@@ -21,16 +22,7 @@ namespace {
 
 using baton::XmlNode;
 
-void collect(const XmlNode& n, const std::string& name, std::vector<const XmlNode*>* out) {
-  if (n.name == name) out->push_back(&n);
-  for (const auto& c : n.children) collect(*c, name, out);
-}
-
-std::vector<const XmlNode*> all(const XmlNode& root, const std::string& name) {
-  std::vector<const XmlNode*> out;
-  collect(root, name, &out);
-  return out;
-}
+using baton_test::all;
 
 // A two-socket machine as hwloc XML (read through HWLOC_XMLFILE), 20 CPUs per socket so affinity
 // masks span two words: socket 0 has a PCIe switch with a GPU and a ConnectX NIC, and an NVMe drive

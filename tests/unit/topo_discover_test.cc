@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "unit/xml_helpers.h"
 #include "debug.h"
 #include "topo/discover.h"
 #include "unit/unit_helpers.h"
@@ -37,16 +38,7 @@ std::unique_ptr<XmlNode> discover(std::string* notes = nullptr) {
   return sys;
 }
 
-void collect(const XmlNode& n, const std::string& name, std::vector<const XmlNode*>* out) {
-  if (n.name == name) out->push_back(&n);
-  for (const auto& c : n.children) collect(*c, name, out);
-}
-
-std::vector<const XmlNode*> all(const XmlNode& root, const std::string& name) {
-  std::vector<const XmlNode*> out;
-  collect(root, name, &out);
-  return out;
-}
+using baton_test::all;
 
 // "ffffffff,00000003" -> the CPU numbers whose bits are set.
 std::set<int> cpusOfMask(const std::string& mask) {
