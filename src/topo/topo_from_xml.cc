@@ -29,6 +29,7 @@ struct Builder {
   std::map<int, int> netByDev, gpuByDev, cpuByNuma;
   std::vector<GpuElement> gpus;        // for the nvlink and c2c passes
   int nvs = -1;
+  std::vector<std::unique_ptr<XmlNode>> completed;  // <gpu>/<nic> added to bare devices (below)
 
   int addNode(NodeType t, uint64_t id) {
     sys->nodes.emplace_back().type = t;
@@ -116,6 +117,26 @@ ncclResult_t Builder::pci(const XmlNode& el, int parent, int cpuIdx) {
   BATON_CHECK(linkBw(el, &bw));
   const XmlNode *gpuEl = nullptr, *nicEl = nullptr;
   int nPci = 0;
+  if (el.children.empty() && ((cls >> 16) == 0x03 || (cls >> 16) == 0x02)) {
+    // A bare GPU or NIC (class 0x03 / 0x02), as in cloud providers' published files (Azure's
+    // ndv4-topo.xml): NCCL completes them at run time from NVML and the net plugin; with nothing to
+    // probe, baton completes them as that probe would start: a GPU numbered in file order with an
+    // unknown sm (so no NVLink), a NIC with one port of unknown speed (NCCL's 10 Gb/s).
+    auto& add = completed.emplace_back(std::make_unique<XmlNode>());
+    add->line = el.line;
+    if ((cls >> 16) == 0x03) {
+      int dev = 0;
+      while (gpuByDev.count(dev)) ++dev;
+      add->name = "gpu", add->set("dev", std::to_string(dev)), add->set("sm", "0");
+      gpuEl = add.get();
+    } else {
+      add->name = "nic";
+      XmlNode* net = add->add("net");
+      net->line = el.line;
+      net->set("name", *busid), net->set("dev", std::to_string(netByDev.size()));
+      nicEl = add.get();
+    }
+  }
   for (const auto& ch : el.children) {
     if (ch->name == "gpu" || ch->name == "nic") {
       if (gpuEl || nicEl) return bad(*ch, "a <pci> holds at most one <gpu> or <nic>");
