@@ -147,7 +147,7 @@ $(TESTDIR)/nvidia_header_test: tests/abi/nvidia_header_test.cc $(SO) $(LIBDIR)/l
 
 # The ThreadSanitizer build of the protocol and collective tests (its own obj/lib folders).
 TSAN_TESTS := $(BUILD)/tests-thread/collective_tests
-TSAN_FILTER ?= Protocol*:Threads*Quick*:TreeShape*:TreeAllReduce*/3ranks
+TSAN_FILTER ?= Protocol*:Threads*Quick*:TreeQuick*
 tsan-build:
 	$(MAKE) SANITIZE=thread OPT=-O1 $(TSAN_TESTS)
 

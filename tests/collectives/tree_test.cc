@@ -52,6 +52,20 @@ TEST_P(TreeAllReduce, EveryShapeEveryType) {
 INSTANTIATE_TEST_SUITE_P(, TreeAllReduce, ::testing::Range(1, 9),
                          [](const ::testing::TestParamInfo<int>& i) { return std::to_string(i.param) + "ranks"; });
 
+// The ThreadSanitizer pass (Makefile TSAN_FILTER): every tree shape on 4 ranks, small counts.
+TEST(TreeQuick, ShapesUnderSanitizers) {
+  for (int perNode : {0, 1, 2}) {
+    Comms comms = treeComms({4, perNode}, "2");
+    ASSERT_FALSE(comms.empty());
+    SCOPED_TRACE("ranks per node " + std::to_string(perNode));
+    Matrix m;
+    m.ops = {Op::Sum, Op::Max};
+    m.counts = {1, 1023, 70001};
+    runMatrix(comms, Coll::AllReduce, ncclFloat32, m);
+    destroyComms(comms);
+  }
+}
+
 // The trees the communicator built are the graph's: a chain on one node; NCCL's double binary tree
 // over nodes, tree 0 on the first half of the channels and tree 1 on the second.
 TEST(TreeShape, ChainOnOneNodeDoubleBinaryTreeAcrossNodes) {
