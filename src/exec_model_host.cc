@@ -25,9 +25,29 @@ uint64_t nowNs() {
 static std::atomic<uint32_t> gSpin{256};
 void setWaitSpin(uint32_t pauses) { gSpin.store(pauses, std::memory_order_relaxed); }
 
+// Adaptive spin, per thread (as adaptive mutexes do): a wait that outlasts the spin phase means the
+// peer was probably not running (the scheduler put both on one core), so the next waits yield
+// sooner. Every 16th wait spins the full length again as a probe: answered while spinning, the
+// peer has a core of its own and the spin goes back to full. Without this, two ranks sharing a core
+// hand over once per full spin (18 us per 8-byte allreduce instead of 0.2), for as long as they
+// share it; a short spin alone would stay short (a cross-core hand-off outlasts a few pauses too).
+static thread_local uint32_t tSpin = 0;    // this thread's current spin length (0: not set yet)
+static thread_local uint32_t tLastIt = 0;  // pauses the previous wait took
+static thread_local uint32_t tWaits = 0;   // waits that paused at least once
+static thread_local bool tProbe = false;   // the current wait is a full-length probe
+
 void waitBackoff(uint32_t& it) {
   ++it;
-  const uint32_t spin = gSpin.load(std::memory_order_relaxed);
+  const uint32_t maxSpin = gSpin.load(std::memory_order_relaxed);
+  if (it == 1) {  // a new wait: judge the previous one, then pick this one's spin
+    const uint32_t floor = maxSpin < 4 ? maxSpin : 4;
+    if (tSpin == 0 || tSpin > maxSpin) tSpin = maxSpin;
+    else if (tLastIt < (tProbe ? maxSpin : tSpin)) tSpin = tProbe ? maxSpin : (tSpin * 2 < maxSpin ? tSpin * 2 : maxSpin);
+    else if (!tProbe) tSpin = tSpin / 2 > floor ? tSpin / 2 : floor;
+    tProbe = tSpin < maxSpin && ++tWaits % 16 == 0;
+  }
+  tLastIt = it;
+  const uint32_t spin = tProbe ? maxSpin : tSpin;
   if (it < spin) {
 #if defined(__x86_64__)
     __builtin_ia32_pause();
