@@ -48,6 +48,7 @@ for proto in LL LL128 Simple; do
 done
 suite baton-run 120 tests/tools/baton_run_test.sh "$BIN/baton-run"
 suite baton-topo 120 tests/tools/baton_topo_test.sh "$BIN/baton-topo"
+suite mpirun-launch 180 tests/tools/mpirun_launch_test.sh "$BIN"
 if [[ -n "${NVIDIA_HEADER_TEST:-}" ]]; then
   suite nvidia-header-threads 120 env LD_LIBRARY_PATH="$BUILD/lib" "$NVIDIA_HEADER_TEST"
   suite nvidia-header-processes 120 env LD_LIBRARY_PATH="$BUILD/lib" "$BIN/baton-run" -n 3 "$NVIDIA_HEADER_TEST"

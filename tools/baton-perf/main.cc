@@ -17,24 +17,12 @@
 #include <vector>
 
 #include "baton/tuner.h"
+#include "baton/launch.h"
 #include "baton_perf.h"
 
 using namespace batonperf;
 
 namespace {
-
-bool envInt(const char* name, int def, int* out) {
-  const char* s = std::getenv(name);
-  if (!s || !*s) return *out = def, true;
-  char* end = nullptr;
-  const long v = std::strtol(s, &end, 10);
-  if (*end || v < 0 || v > (1 << 20)) {
-    std::fprintf(stderr, "baton-perf: %s='%s' is not a rank number\n", name, s);
-    return false;
-  }
-  *out = int(v);
-  return true;
-}
 
 // 64 MiB memcpy, one warm-up, median of 5, in GB/s (1e9 B/s).
 double measureMemcpy() {
@@ -132,16 +120,17 @@ int main(int argc, char** argv) {
   if (int rc = parseOptions(argc, argv, &opt); rc >= 0) return rc;
 
   World w;
-  if (!envInt("BATON_NRANKS", 1, &w.nprocs) || !envInt("BATON_RANK", 0, &w.proc) ||
-      !envInt("BATON_LOCAL_RANK", w.proc, &w.localRank))
-    return 2;
-  if (w.nprocs < 1 || w.proc >= w.nprocs) {
-    std::fprintf(stderr, "baton-perf: BATON_RANK=%d is not below BATON_NRANKS=%d\n", w.proc, w.nprocs);
+  batonLaunchInfo launch;  // baton-run, mpirun, PMI or srun (include/baton/launch.h)
+  if (batonGetLaunchInfo(&launch) != ncclSuccess) {
+    std::fprintf(stderr, "baton-perf: %s\n", ncclGetLastError(nullptr));
     return 2;
   }
+  w.nprocs = launch.nranks, w.proc = launch.rank, w.localRank = launch.localRank;
   if (w.nprocs > 1 && !std::getenv("NCCL_COMM_ID")) {
-    std::fprintf(stderr, "baton-perf: BATON_NRANKS=%d but NCCL_COMM_ID is not set; start it with baton-run\n",
-                 w.nprocs);
+    std::fprintf(stderr,
+                 "baton-perf: %s started %d processes but NCCL_COMM_ID is not set; start it with baton-run, or set "
+                 "NCCL_COMM_ID=<rank 0's host>:<free port> for every process (mpirun -x NCCL_COMM_ID=...)\n",
+                 launch.launcher, w.nprocs);
     return 2;
   }
   w.nthreads = opt.nthreads;
