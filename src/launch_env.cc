@@ -12,19 +12,22 @@ using namespace baton;
 
 namespace {
 
-// One launcher's variables; the first launcher whose rank variable is set wins.
+// One launcher's variables; the first launcher whose marker variable is set wins. Slurm's marker
+// is a job-step variable: a batch script also has SLURM_PROCID=0 and SLURM_NTASKS, but a program
+// run directly from it is one process, not one task of an srun step.
 struct LauncherVars {
   const char* name;
+  const char* marker;
   const char* rank;
   const char* size;
   const char* local;  // may be null
 };
 constexpr LauncherVars kLaunchers[] = {
-    {"baton-run", "BATON_RANK", "BATON_NRANKS", "BATON_LOCAL_RANK"},
-    {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
-    {"pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
-    {"pmi", "PMIX_RANK", "PMI_SIZE", nullptr},
-    {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
+    {"baton-run", "BATON_RANK", "BATON_RANK", "BATON_NRANKS", "BATON_LOCAL_RANK"},
+    {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
+    {"pmi", "PMI_RANK", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
+    {"pmi", "PMIX_RANK", "PMIX_RANK", "PMI_SIZE", nullptr},
+    {"slurm", "SLURM_STEP_NUM_TASKS", "SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_LOCALID"},
 };
 
 ncclResult_t readInt(const char* var, bool required, int dflt, int* out) {
@@ -49,8 +52,8 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonGetLaunchInf
   if (!info) return batonError(ncclInvalidArgument, "batonGetLaunchInfo: info is NULL");
   *info = batonLaunchInfo{0, 1, 0, "none"};
   for (const LauncherVars& l : kLaunchers) {
-    const char* r = getenv(l.rank);
-    if (!r || !*r) continue;
+    const char* m = getenv(l.marker);
+    if (!m || !*m) continue;
     BATON_CHECK(readInt(l.rank, true, 0, &info->rank));
     BATON_CHECK(readInt(l.size, true, 1, &info->nranks));
     if (l.local) BATON_CHECK(readInt(l.local, false, 0, &info->localRank));

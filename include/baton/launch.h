@@ -4,7 +4,8 @@
  *   baton-run   BATON_RANK, BATON_NRANKS, BATON_LOCAL_RANK
  *   OpenMPI     OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK
  *   PMI/PMIx    PMI_RANK, PMI_SIZE (MPICH, Intel MPI, Hydra); PMIX_RANK with PMI_SIZE
- *   Slurm       SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID
+ *   Slurm       SLURM_PROCID, SLURM_STEP_NUM_TASKS, SLURM_LOCALID (inside an srun step only: a batch
+ *               script's own SLURM_PROCID/SLURM_NTASKS describe the allocation, not this process)
  * The rendezvous is NCCL_COMM_ID=host:port (baton-run sets it; with mpirun pass
  * `-x NCCL_COMM_ID=<rank 0's host>:<port>`, with srun `--export=ALL,NCCL_COMM_ID=...`): rank 0
  * starts the bootstrap root there and every rank's ncclGetUniqueId returns the same id. */

@@ -21,7 +21,7 @@ struct CleanLaunchEnv {
   CleanLaunchEnv() {
     for (const char* v : {"BATON_RANK", "BATON_NRANKS", "BATON_LOCAL_RANK", "OMPI_COMM_WORLD_RANK",
                           "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "PMI_SIZE",
-                          "MPI_LOCALRANKID", "PMIX_RANK", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"})
+                          "MPI_LOCALRANKID", "PMIX_RANK", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_NUM_TASKS", "SLURM_LOCALID"})
       vars.push_back(std::make_unique<ScopedEnv>(v, nullptr));
   }
 };
@@ -32,7 +32,12 @@ TEST(LaunchEnv, EachLauncherAndPrecedence) {
   ASSERT_EQ(batonGetLaunchInfo(&li), ncclSuccess);
   EXPECT_EQ(li.rank, 0); EXPECT_EQ(li.nranks, 1); EXPECT_STREQ(li.launcher, "none");
   {
-    ScopedEnv r("SLURM_PROCID", "3"), s("SLURM_NTASKS", "8"), l("SLURM_LOCALID", "1");
+    {  // a batch script: the allocation's variables, no step: one process
+      ScopedEnv r("SLURM_PROCID", "0"), s("SLURM_NTASKS", "8");
+      ASSERT_EQ(batonGetLaunchInfo(&li), ncclSuccess);
+      EXPECT_EQ(li.nranks, 1); EXPECT_STREQ(li.launcher, "none");
+    }
+    ScopedEnv r("SLURM_PROCID", "3"), s("SLURM_STEP_NUM_TASKS", "8"), l("SLURM_LOCALID", "1");
     ASSERT_EQ(batonGetLaunchInfo(&li), ncclSuccess) << baton_test::lastError();
     EXPECT_EQ(li.rank, 3); EXPECT_EQ(li.nranks, 8); EXPECT_EQ(li.localRank, 1); EXPECT_STREQ(li.launcher, "slurm");
     ScopedEnv pr("PMI_RANK", "5"), ps("PMI_SIZE", "6");
@@ -57,7 +62,7 @@ TEST(LaunchEnv, BadValuesNameTheVariable) {
     EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"OMPI_COMM_WORLD_RANK=2", "OMPI_COMM_WORLD_SIZE=2"}));
   }
   {
-    ScopedEnv r("SLURM_PROCID", "x1");
+    ScopedEnv r("SLURM_PROCID", "x1"), s("SLURM_STEP_NUM_TASKS", "2");
     EXPECT_EQ(batonGetLaunchInfo(&li), ncclInvalidArgument);
     EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"SLURM_PROCID=\"x1\""}));
   }
@@ -79,7 +84,7 @@ TEST(LaunchEnv, InitFromEnv) {
   EXPECT_EQ(batonCommInitFromEnv(nullptr, nullptr), ncclInvalidArgument);
   ncclComm_t comm = nullptr;
   {
-    ScopedEnv r("SLURM_PROCID", "0"), s("SLURM_NTASKS", "2");
+    ScopedEnv r("SLURM_PROCID", "0"), s("SLURM_STEP_NUM_TASKS", "2");
     EXPECT_EQ(batonCommInitFromEnv(&comm, nullptr), ncclInvalidArgument);
     EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"slurm", "2 processes", "NCCL_COMM_ID"}));
   }
