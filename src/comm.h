@@ -146,8 +146,6 @@ ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& sendPeers, con
 ncclResult_t connectTree(ncclComm* comm, Channel& ch);
 // The topology, rings and trees of a communicator (comm_topo.cc): fills every channel's ring order and tree.
 ncclResult_t commBuildGraph(ncclComm* comm);
-struct TopoSystem;
-ncclResult_t commTopoSystem(ncclComm* comm, TopoSystem* sys, std::string* source);
 // A FIFO layout with the buffers of every protocol, as the communicator's knobs size them.
 FifoLayout collFifoLayout(const ncclComm* comm);
 void commFree(ncclComm* comm);  // stops workers, releases connections and segments

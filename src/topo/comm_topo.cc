@@ -102,8 +102,7 @@ void placeCpuRanks(TopoSystem* sys, const ncclComm* comm, const std::vector<int>
   }
 }
 
-}  // namespace
-
+// The job's topology with every rank placed and paths computed; *source names where it came from.
 ncclResult_t commTopoSystem(ncclComm* comm, TopoSystem* sys, std::string* source) {
   std::unique_ptr<XmlNode> xml;
   const ncclResult_t loaded = localXml(&xml, source);
@@ -129,6 +128,8 @@ ncclResult_t commTopoSystem(ncclComm* comm, TopoSystem* sys, std::string* source
   topoComputePaths(sys);
   return ncclSuccess;
 }
+
+}  // namespace
 
 ncclResult_t commBuildGraph(ncclComm* comm) {
   TopoSystem sys;
