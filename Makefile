@@ -47,11 +47,11 @@ endif
 WARN     := -Wall -Wextra -Werror -Wno-restrict
 OPT      ?= -O3
 SANFLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer,)
-CPPFLAGS := -Iinclude -Isrc -Ialgorithms -Itransports -Itransports/shm
+CPPFLAGS := -Iinclude -Isrc -Ialgorithms -Itransports -Itransports/shm -Itransports/net
 CXXFLAGS := -std=c++20 $(OPT) -g $(WARN) -fPIC -pthread -fvisibility=hidden $(SANFLAGS) $(HWLOC_CFLAGS)
 LDFLAGS  := -pthread $(SANFLAGS)
 
-LIB_SRCS := $(wildcard src/*.cc src/cpu_kernels/*.cc src/topo/*.cc src/sim/*.cc transports/*.cc transports/*/*.cc)
+LIB_SRCS := $(wildcard src/*.cc src/cpu_kernels/*.cc src/topo/*.cc src/sim/*.cc transports/*.cc transports/*/*.cc transports/net/*/*.cc)
 # hwloc (topology discovery), libibverbs (RDMA devices), libdl (NVML, when a driver is installed).
 HWLOC_CFLAGS := $(shell pkg-config --cflags hwloc 2>/dev/null)
 SYS_LIBS := $(shell pkg-config --libs hwloc 2>/dev/null || echo -lhwloc) -libverbs -ldl -lrt

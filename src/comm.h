@@ -14,6 +14,7 @@
 #include "channel_worker.h"
 #include "coll_args.h"
 #include "nccl.h"
+#include "proxy.h"
 #include "transport.h"
 #include "tuner.h"
 
@@ -106,6 +107,8 @@ struct ncclComm {
 
   // Direct peer-to-peer connectors (ncclSend/ncclRecv, the naive allreduce), made on first use.
   std::vector<std::unique_ptr<baton::Connection>> p2pSendConn, p2pRecvConn;
+  // Drives NET connections (lesson 08); its thread starts with the first one.
+  std::unique_ptr<baton::Proxy> proxy = std::make_unique<baton::Proxy>(this);
   std::vector<baton::ConnDev> p2pSend, p2pRecv;
 
   int abortFlag = 0;                            // read by every wait (exec_model.h)

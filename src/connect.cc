@@ -8,6 +8,7 @@
 // the AllReduces the tuner sends to trees need them and each FIFO holds all three protocols.
 #include "comm.h"
 #include "debug.h"
+#include "proxy.h"
 
 namespace baton {
 namespace {
@@ -18,19 +19,29 @@ constexpr uint64_t kTagP2p = 2u << 16;       // point-to-point
 constexpr uint64_t kTagTreeUp = 3u << 16;    // + channel: child -> parent FIFO (parent receives)
 constexpr uint64_t kTagTreeDown = 4u << 16;  // + channel: parent -> child FIFO (child receives)
 
+ConnSetup setupFor(ncclComm* comm, int peer, int channel) {
+  ConnSetup s;
+  s.proxy = comm->proxy.get();
+  s.abortFlag = &comm->abortFlag;
+  s.rank = comm->rank;
+  s.peer = peer;
+  s.channel = channel;
+  return s;
+}
+
 // The receiving half: create the FIFO for data from `peer`, send it the connect info.
-ncclResult_t connectRecvSide(ncclComm* comm, int peer, uint64_t tag, const FifoLayout& layout,
+ncclResult_t connectRecvSide(ncclComm* comm, int peer, int channel, uint64_t tag, const FifoLayout& layout,
                              std::unique_ptr<Connection>* conn) {
   int tr = 0;
   ConnectInfo info{};
   BATON_CHECK(selectTransport(comm->peers[comm->rank], comm->peers[peer], comm->tun.p2pDisable, comm->tun.shmDisable, &tr));
-  BATON_CHECK(transports()[tr]->createRecv(layout, &info, conn));
+  BATON_CHECK(transports()[tr]->createRecv(setupFor(comm, peer, channel), layout, &info, conn));
   info.transport = tr;
   return comm->bootstrap->send(peer, tag, &info, sizeof info);
 }
 
 // The sending half: wait for `peer`'s connect info, attach to its FIFO. *transport: which one.
-ncclResult_t connectSendSide(ncclComm* comm, int peer, uint64_t tag, std::unique_ptr<Connection>* conn,
+ncclResult_t connectSendSide(ncclComm* comm, int peer, int channel, uint64_t tag, std::unique_ptr<Connection>* conn,
                              int* transport) {
   ConnectInfo info{};
   BATON_CHECK(comm->bootstrap->recv(peer, tag, &info, sizeof info));
@@ -38,7 +49,7 @@ ncclResult_t connectSendSide(ncclComm* comm, int peer, uint64_t tag, std::unique
     return batonError(ncclInternalError, "connect info from rank %d (tag 0x%llx) names transport %d", peer,
                       (unsigned long long)tag, info.transport);
   *transport = info.transport;
-  return transports()[info.transport]->connectSend(info, conn);
+  return transports()[info.transport]->connectSend(setupFor(comm, peer, channel), info, conn);
 }
 
 }  // namespace
@@ -56,8 +67,8 @@ ncclResult_t connectRing(ncclComm* comm, Channel& ch) {
   const int next = ch.ringUserRanks[(ch.ringIndex + 1) % n];
   const int prev = ch.ringUserRanks[(ch.ringIndex + n - 1) % n];
   int tr = 0;
-  BATON_CHECK(connectRecvSide(comm, prev, kTagRing + ch.id, collFifoLayout(comm), &ch.recvConn));
-  BATON_CHECK(connectSendSide(comm, next, kTagRing + ch.id, &ch.sendConn, &tr));
+  BATON_CHECK(connectRecvSide(comm, prev, ch.id, kTagRing + ch.id, collFifoLayout(comm), &ch.recvConn));
+  BATON_CHECK(connectSendSide(comm, next, ch.id, kTagRing + ch.id, &ch.sendConn, &tr));
   ch.ringSend = ch.sendConn->dev(next, comm->tun.fifoDepth);
   ch.ringRecv = ch.recvConn->dev(prev, comm->tun.fifoDepth);
   BATON_INFO(kSubInit, "Channel %02d/%d : %d[%d] -> %d[%d] via %s", ch.id, comm->nChannels, comm->rank, comm->cudaDev,
@@ -70,13 +81,13 @@ ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& sendPeers, con
   layout.stepBytes[kProtoSimple] = comm->tun.p2pStepBytes;
   for (int p : recvPeers) {
     if (p == comm->rank || comm->p2pRecvConn[p]) continue;
-    BATON_CHECK(connectRecvSide(comm, p, kTagP2p, layout, &comm->p2pRecvConn[p]));
+    BATON_CHECK(connectRecvSide(comm, p, 0, kTagP2p, layout, &comm->p2pRecvConn[p]));
     comm->p2pRecv[p] = comm->p2pRecvConn[p]->dev(p, kSteps);
   }
   for (int p : sendPeers) {
     if (p == comm->rank || comm->p2pSendConn[p]) continue;
     int tr = 0;
-    BATON_CHECK(connectSendSide(comm, p, kTagP2p, &comm->p2pSendConn[p], &tr));
+    BATON_CHECK(connectSendSide(comm, p, 0, kTagP2p, &comm->p2pSendConn[p], &tr));
     comm->p2pSend[p] = comm->p2pSendConn[p]->dev(p, comm->tun.fifoDepth);
     BATON_INFO(kSubP2p, "Channel 00/1 : %d[%d] -> %d[%d] via %s (p2p)", comm->rank, comm->cudaDev, p,
                comm->peers[p].cudaDev, transports()[tr]->name());
@@ -91,10 +102,10 @@ ncclResult_t connectTree(ncclComm* comm, Channel& ch) {
   const FifoLayout layout = collFifoLayout(comm);
   int tr = 0;
   // Receivers first (their infos are small messages the peer collects when it gets there).
-  for (int c = 0; c < t.nDown; ++c) BATON_CHECK(connectRecvSide(comm, t.down[c], up, layout, &t.upRecvConn[c]));
-  if (t.up >= 0) BATON_CHECK(connectRecvSide(comm, t.up, down, layout, &t.downRecvConn));
-  if (t.up >= 0) BATON_CHECK(connectSendSide(comm, t.up, up, &t.upSendConn, &tr));
-  for (int c = 0; c < t.nDown; ++c) BATON_CHECK(connectSendSide(comm, t.down[c], down, &t.downSendConn[c], &tr));
+  for (int c = 0; c < t.nDown; ++c) BATON_CHECK(connectRecvSide(comm, t.down[c], ch.id, up, layout, &t.upRecvConn[c]));
+  if (t.up >= 0) BATON_CHECK(connectRecvSide(comm, t.up, ch.id, down, layout, &t.downRecvConn));
+  if (t.up >= 0) BATON_CHECK(connectSendSide(comm, t.up, ch.id, up, &t.upSendConn, &tr));
+  for (int c = 0; c < t.nDown; ++c) BATON_CHECK(connectSendSide(comm, t.down[c], ch.id, down, &t.downSendConn[c], &tr));
   const int depth = comm->tun.fifoDepth;
   for (int c = 0; c < t.nDown; ++c) {
     t.upRecv[c] = t.upRecvConn[c]->dev(t.down[c], depth);

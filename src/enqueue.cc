@@ -20,6 +20,9 @@ namespace baton {
 
 static ncclResult_t failureResult(const ExecCtx& ctx, ncclComm* comm, const char* what) {
   const WaitFailure& f = ctx.failure;
+  std::string netError;  // a NET connection failed: that, not the wait it ended, is the news
+  if (const ncclResult_t code = comm->proxy->error(&netError); code != ncclSuccess)
+    return batonError(code, "%s: rank %d: %s", what, f.rank, netError.c_str());
   const bool aborted = f.result == kWaitAborted && __atomic_load_n(&comm->abortFlag, __ATOMIC_ACQUIRE);
   ncclResult_t code = f.result == kWaitTimeout ? ncclSystemError : ncclInvalidUsage;
   if (aborted && f.what && std::string(f.what).find("size") == std::string::npos)

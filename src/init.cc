@@ -229,6 +229,7 @@ void commFree(ncclComm* comm) {
   unregisterComm(comm);
   if (comm->initThread.joinable()) comm->initThread.join();
   for (auto& ch : comm->channels) ch->worker.stop();
+  if (comm->proxy) comm->proxy->stop();  // before the connections whose FIFOs it drives go away
   if (traceEnabled()) traceFlush(comm->commHash);  // ranks of one job share the id's hash: one timeline
   comm->channels.clear();
   comm->p2pSendConn.clear();

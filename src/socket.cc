@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -84,45 +85,65 @@ static bool ifnameMatches(const std::string& spec, const char* name) {
   return exclude ? !hit : hit;
 }
 
-ncclResult_t chooseBindAddress(const SocketAddress* towards, SocketAddress* out, std::string* ifName) {
-  std::string spec = envStr("NCCL_SOCKET_IFNAME");
-  int family = envInt("NCCL_SOCKET_FAMILY", 0) == 6 ? AF_INET6 : AF_INET;
-  if (spec.empty() && towards && isLoopback(*towards)) spec = "=lo";
+// Up interfaces with an IPv4/IPv6 address that `spec` (NCCL_SOCKET_IFNAME syntax) allows, each
+// ranked by NCCL's automatic order: ib*, then ordinary interfaces, then docker*, lo, virbr*; the
+// other address family (NCCL_SOCKET_FAMILY) comes after all of those.
+static ncclResult_t candidateInterfaces(const std::string& spec, std::vector<NetInterface>* out) {
+  const int family = envInt("NCCL_SOCKET_FAMILY", 0) == 6 ? AF_INET6 : AF_INET;
   ifaddrs* ifs = nullptr;
   if (getifaddrs(&ifs) != 0) return batonError(ncclSystemError, "getifaddrs failed: %s", strerror(errno));
-  struct Cand { SocketAddress a; std::string name; int rank; };
-  std::vector<Cand> cands;
   for (ifaddrs* i = ifs; i; i = i->ifa_next) {
     if (!i->ifa_addr || !(i->ifa_flags & IFF_UP)) continue;
     if (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6) continue;
     if (i->ifa_addr->sa_family == AF_INET6 &&
         IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr)) continue;
     if (!spec.empty() && !ifnameMatches(spec, i->ifa_name)) continue;
-    Cand c{};
-    memcpy(&c.a, i->ifa_addr, i->ifa_addr->sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6));
+    NetInterface c{};
+    memcpy(&c.addr, i->ifa_addr, i->ifa_addr->sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6));
     c.name = i->ifa_name;
-    // NCCL's automatic order: ib*, then ordinary interfaces, then docker*, then lo, then virbr*.
     const char* n = i->ifa_name;
     c.rank = !strncmp(n, "ib", 2) ? 0 : !strncmp(n, "docker", 6) ? 2 : !strncmp(n, "lo", 2) ? 3
              : !strncmp(n, "virbr", 5) ? 4 : 1;
-    if (c.a.sa.sa_family != family) c.rank += 10;
-    cands.push_back(c);
+    if (c.addr.sa.sa_family != family) c.rank += 10;
+    out->push_back(c);
   }
   freeifaddrs(ifs);
-  if (cands.empty())
+  if (out->empty())
     return batonError(ncclSystemError, "no usable (up, IPv4/IPv6) network interface%s%s%s",
                       spec.empty() ? "" : " matches NCCL_SOCKET_IFNAME='", spec.c_str(), spec.empty() ? "" : "'");
-  const Cand* best = &cands[0];
-  for (auto& c : cands)
-    if (c.rank < best->rank) best = &c;
-  *out = best->a;
-  if (out->sa.sa_family == AF_INET) out->sin.sin_port = 0;
-  else out->sin6.sin6_port = 0;
-  if (ifName) *ifName = best->name;
+  std::stable_sort(out->begin(), out->end(), [](const NetInterface& a, const NetInterface& b) { return a.rank < b.rank; });
+  for (NetInterface& c : *out) {
+    if (c.addr.sa.sa_family == AF_INET) c.addr.sin.sin_port = 0;
+    else c.addr.sin6.sin6_port = 0;
+  }
   return ncclSuccess;
 }
 
-static socklen_t addrLen(const SocketAddress& a) {
+ncclResult_t chooseBindAddress(const SocketAddress* towards, SocketAddress* out, std::string* ifName) {
+  std::string spec = envStr("NCCL_SOCKET_IFNAME");
+  if (spec.empty() && towards && isLoopback(*towards)) spec = "=lo";
+  std::vector<NetInterface> cands;
+  BATON_CHECK(candidateInterfaces(spec, &cands));
+  *out = cands[0].addr;
+  if (ifName) *ifName = cands[0].name;
+  return ncclSuccess;
+}
+
+ncclResult_t findNetInterfaces(std::vector<NetInterface>* out) {
+  const std::string spec = envStr("NCCL_SOCKET_IFNAME");
+  std::vector<NetInterface> cands;
+  BATON_CHECK(candidateInterfaces(spec, &cands));
+  out->clear();
+  for (const NetInterface& c : cands) {  // the best class only, one address per interface
+    if (c.rank != cands[0].rank) break;
+    bool seen = false;
+    for (const NetInterface& o : *out) seen |= o.name == c.name;
+    if (!seen) out->push_back(c);
+  }
+  return ncclSuccess;
+}
+
+socklen_t socketAddrLen(const SocketAddress& a) {
   return a.sa.sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
 }
 
@@ -131,10 +152,10 @@ ncclResult_t socketListen(SocketAddress* addr, int* fd) {
   if (s < 0) return batonError(ncclSystemError, "socket() failed: %s", strerror(errno));
   int one = 1;
   setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (bind(s, &addr->sa, addrLen(*addr)) != 0) {
+  if (bind(s, &addr->sa, socketAddrLen(*addr)) != 0) {
     int e = errno;
     close(s);
-    return batonError(ncclSystemError, "cannot bind bootstrap socket to %s: %s", addressToString(*addr).c_str(),
+    return batonError(ncclSystemError, "cannot bind a socket to %s: %s", addressToString(*addr).c_str(),
                       strerror(e));
   }
   if (listen(s, SOMAXCONN) != 0) {
@@ -196,7 +217,7 @@ ncclResult_t socketConnect(const SocketAddress& addr, uint64_t magic, uint32_t t
   while (true) {
     int s = socket(addr.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (s < 0) return batonError(ncclSystemError, "socket() failed: %s", strerror(errno));
-    if (connect(s, &addr.sa, addrLen(addr)) == 0) {
+    if (connect(s, &addr.sa, socketAddrLen(addr)) == 0) {
       int one = 1;
       setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       struct { uint64_t magic; uint32_t type; } __attribute__((packed)) hs{magic, type};

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "nccl.h"
 
@@ -23,15 +24,26 @@ union SocketAddress {
 };
 static_assert(sizeof(SocketAddress) == 28, "SocketAddress is NCCL's 28-byte union");
 
-enum SocketType : uint32_t { kSocketUnknown = 0, kSocketBootstrap = 1 };
+enum SocketType : uint32_t { kSocketUnknown = 0, kSocketBootstrap = 1, kSocketNet = 3, kSocketNetIb = 4 };  // NCCL's values
 constexpr uint64_t kNcclMagic = 0x0280028002800280ull;  // NCCL_MAGIC: used with NCCL_COMM_ID
 
 std::string addressToString(const SocketAddress& a);
+socklen_t socketAddrLen(const SocketAddress& a);
 // "host:port", "[v6]:port" or "v6:port" (last colon) -> address. Resolves host names.
 ncclResult_t parseAddress(const char* text, SocketAddress* out);
 // The address to bind for bootstrap traffic: NCCL_SOCKET_IFNAME, or the interface that reaches
 // `towards` (when given), or the first non-loopback interface, else loopback. Port 0.
 ncclResult_t chooseBindAddress(const SocketAddress* towards, SocketAddress* out, std::string* ifName);
+
+struct NetInterface {
+  std::string name;
+  SocketAddress addr;  // port 0
+  int rank = 0;        // place in NCCL's automatic order (0 best)
+};
+// The NET socket transport's devices: every interface NCCL_SOCKET_IFNAME allows (NCCL's syntax:
+// prefixes, ^ excludes, = exact), or without it every interface of the best class in NCCL's order
+// (ib*, then ordinary ones, then docker*, lo, virbr*). Error when none matches, naming the value.
+ncclResult_t findNetInterfaces(std::vector<NetInterface>* out);
 
 // Listen on `addr` (port 0 picks one); `addr` is updated with the bound port.
 ncclResult_t socketListen(SocketAddress* addr, int* fd);

@@ -4,8 +4,9 @@
 //   receiver: createRecv()  -> FIFO memory + a 256-byte ConnectInfo, sent to the peer by bootstrap
 //   sender:   connectSend() <- that ConnectInfo, maps the same FIFO
 //
-// Transports, in the order they are tried: p2p (same process), shm (same host). NET (other hosts)
-// arrives with the network issue.
+// Transports, in the order they are tried: p2p (same process), shm (same host), NET (anywhere:
+// staging FIFOs on both sides and a proxy thread in each process moving steps through a network
+// back-end, transports/net/, lesson 08).
 #pragma once
 
 #include <cstddef>
@@ -32,6 +33,18 @@ struct PeerInfo {
   int32_t pad = 0;
 };
 
+class Proxy;
+
+// Who a connection is for. p2p and shm need only the FIFO layout; NET registers the connection
+// with the communicator's proxy, names the peer in its errors, and picks a NIC by channel.
+struct ConnSetup {
+  Proxy* proxy = nullptr;
+  const volatile int* abortFlag = nullptr;
+  int rank = -1;  // this rank
+  int peer = -1;  // the other end
+  int channel = 0;
+};
+
 struct ConnectInfo {
   int32_t transport;  // index into transports()
   char data[kConnectInfoBytes - sizeof(int32_t)];
@@ -54,18 +67,21 @@ class Transport {
   virtual ~Transport() = default;
   virtual const char* name() const = 0;
   virtual bool canConnect(const PeerInfo& self, const PeerInfo& peer) const = 0;
-  virtual ncclResult_t createRecv(const FifoLayout& layout, ConnectInfo* info, std::unique_ptr<Connection>* conn) = 0;
-  virtual ncclResult_t connectSend(const ConnectInfo& info, std::unique_ptr<Connection>* conn) = 0;
+  virtual ncclResult_t createRecv(const ConnSetup& setup, const FifoLayout& layout, ConnectInfo* info,
+                                  std::unique_ptr<Connection>* conn) = 0;
+  virtual ncclResult_t connectSend(const ConnSetup& setup, const ConnectInfo& info, std::unique_ptr<Connection>* conn) = 0;
 };
 
-// p2p then shm.
+// p2p, shm, NET: the index is what ConnectInfo::transport carries.
 const std::vector<Transport*>& transports();
-// The transport for self -> peer, or an ncclInvalidUsage error naming both ranks.
+enum TransportIndex { kTransportP2p = 0, kTransportShm = 1, kTransportNet = 2 };
+// The first transport that connects self -> peer (NET always can, as in NCCL).
 // `p2pOff` / `shmOff`: NCCL_P2P_DISABLE / NCCL_SHM_DISABLE as read when the communicator was made.
 ncclResult_t selectTransport(const PeerInfo& self, const PeerInfo& peer, bool p2pOff, bool shmOff, int* index);
 
 Transport* makeP2pTransport();
 Transport* makeShmTransport();
+Transport* makeNetTransport();
 
 // Bytes a FIFO occupies: the counters and kSteps slots of every protocol it carries.
 inline size_t fifoBytes(const FifoLayout& l) { return sizeof(ConnFifo) + l.totalSlotBytes(); }

@@ -53,7 +53,8 @@ class P2pTransport : public Transport {
   const char* name() const override { return "P2P"; }
   bool canConnect(const PeerInfo& self, const PeerInfo& peer) const override { return self.pidHash == peer.pidHash; }
 
-  ncclResult_t createRecv(const FifoLayout& layout, ConnectInfo* info, std::unique_ptr<Connection>* conn) override {
+  ncclResult_t createRecv(const ConnSetup&, const FifoLayout& layout, ConnectInfo* info,
+                          std::unique_ptr<Connection>* conn) override {
     const size_t bytes = fifoBytes(layout);
     void* mem = aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
     if (!mem) return batonError(ncclSystemError, "p2p: cannot allocate a %zu-byte FIFO", bytes);
@@ -70,7 +71,7 @@ class P2pTransport : public Transport {
     return ncclSuccess;
   }
 
-  ncclResult_t connectSend(const ConnectInfo& info, std::unique_ptr<Connection>* conn) override {
+  ncclResult_t connectSend(const ConnSetup&, const ConnectInfo& info, std::unique_ptr<Connection>* conn) override {
     P2pInfo pi;
     memcpy(&pi, info.data, sizeof pi);
     if (pi.pid != getpid())

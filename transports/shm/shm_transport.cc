@@ -51,7 +51,8 @@ class ShmTransport : public Transport {
   const char* name() const override { return "SHM"; }
   bool canConnect(const PeerInfo& self, const PeerInfo& peer) const override { return self.hostHash == peer.hostHash; }
 
-  ncclResult_t createRecv(const FifoLayout& layout, ConnectInfo* info, std::unique_ptr<Connection>* conn) override {
+  ncclResult_t createRecv(const ConnSetup&, const FifoLayout& layout, ConnectInfo* info,
+                          std::unique_ptr<Connection>* conn) override {
     sweepStaleShmSegments();
     static std::atomic<uint64_t> seq{0};
     ShmInfo si{};
@@ -67,7 +68,7 @@ class ShmTransport : public Transport {
     return ncclSuccess;
   }
 
-  ncclResult_t connectSend(const ConnectInfo& info, std::unique_ptr<Connection>* conn) override {
+  ncclResult_t connectSend(const ConnSetup&, const ConnectInfo& info, std::unique_ptr<Connection>* conn) override {
     ShmInfo si;
     memcpy(&si, info.data, sizeof si);
     si.name[sizeof si.name - 1] = 0;

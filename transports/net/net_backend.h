@@ -1,0 +1,106 @@
+// The network back-end interface: what the NET transport (net_transport.cc) and its proxy need from
+// a network, modelled on NCCL's network plugin (ncclNet_v8..v11, docs/lessons/08-network-and-proxy.md).
+//
+//   receiver: listen(dev) -> a 128-byte handle, sent to the peer inside the connect info
+//   sender:   connect(dev, handle) until it yields a send comm   (non-blocking, as in NCCL)
+//   receiver: accept(listen comm) until it yields a recv comm    (non-blocking, as in NCCL)
+//   data:     isend / irecv post requests; test() drives them and reports completion; a request
+//             that cannot be posted now comes back null ("try again later", as in NCCL)
+//
+// Two implementations: sockets (transports/net/socket/) and InfiniBand verbs (transports/net/ib/).
+// NCCL_NET picks one by name ("Socket", "IB"); without it IB is used when it has a device.
+//
+// Differences from NCCL's plugin, on purpose:
+//   - tags are 64 bits. The low 8 bits select the buffer of an irecv (below); the whole tag reaches
+//     the receiver, so a message can carry a small descriptor (the NET transport puts a FIFO step's
+//     protocol there, and the step's payload byte count in the upper bits).
+//   - irecv with n > 1 buffers posts n *candidates* for ONE message: the message lands in the
+//     buffer whose tags[i] equals its tag's low 8 bits. (NCCL's n > 1 receives n messages at once.)
+//   - every call that can fail returns ncclSystemError (local trouble) or ncclRemoteError (the peer:
+//     refused, reset, closed, malformed or oversized frame) with a message naming the peer's address.
+// Threading: one comm is used by one thread at a time (the proxy); listen/connect/accept may run on
+// any thread. Every object is closed exactly once by its close call.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "nccl.h"
+
+namespace baton {
+
+constexpr size_t kNetHandleBytes = 128;  // NCCL_NET_HANDLE_MAXSIZE
+constexpr int kNetMaxRecvs = 8;          // buffers one irecv may offer
+constexpr uint64_t kNetTagMatchMask = 0xff;
+
+enum NetPtrType : int { kNetPtrHost = 1, kNetPtrCuda = 2, kNetPtrDmaBuf = 4 };  // NCCL_PTR_*
+
+struct NetProperties {
+  char name[64];      // interface or HCA name ("eth0", "mlx5_0:1")
+  char pciPath[256];  // sysfs path of the device ("" when it has none)
+  uint64_t guid;
+  int ptrSupport;     // NetPtrType bits: what regMr accepts
+  int speedMbps;      // link speed
+  int port;           // IB port (1-based) or 0
+  float latencyUs;    // 0: unknown
+  int maxComms;       // connections it can hold
+  int maxRecvs;       // buffers one irecv may offer
+};
+
+struct NetHandle {
+  char data[kNetHandleBytes];
+};
+
+// Opaque objects of a back-end.
+struct NetListenComm;
+struct NetSendComm;
+struct NetRecvComm;
+struct NetMemHandle;
+struct NetRequest;
+
+class NetBackend {
+ public:
+  virtual ~NetBackend() = default;
+  virtual const char* name() const = 0;
+  // Finds devices. Called once; a back-end without devices still initialises (devices() = 0).
+  virtual ncclResult_t init() = 0;
+  virtual int devices() const = 0;
+  virtual ncclResult_t getProperties(int dev, NetProperties* props) const = 0;
+
+  virtual ncclResult_t listen(int dev, NetHandle* handle, NetListenComm** listenComm) = 0;
+  // Non-blocking: *sendComm stays null until the connection is established; call again (the
+  // caller owns the deadline). A peer that refuses for longer than a few retries is ncclRemoteError.
+  virtual ncclResult_t connect(int dev, const NetHandle& handle, NetSendComm** sendComm) = 0;
+  // Non-blocking: *recvComm stays null until the peer has connected; call again.
+  virtual ncclResult_t accept(NetListenComm* listenComm, NetRecvComm** recvComm) = 0;
+
+  // Registers memory for the comm (sockets: a no-op handle; verbs: an MR from a cache).
+  // `type` is a NetPtrType. Both comm kinds can register: pass exactly one of send/recv.
+  virtual ncclResult_t regMr(NetSendComm* send, NetRecvComm* recv, void* data, size_t size, int type,
+                             NetMemHandle** mhandle) = 0;
+  virtual ncclResult_t deregMr(NetSendComm* send, NetRecvComm* recv, NetMemHandle* mhandle) = 0;
+
+  // Posts a send of `size` bytes. *request = null: cannot post now, try again later.
+  virtual ncclResult_t isend(NetSendComm* comm, void* data, size_t size, uint64_t tag, NetMemHandle* mhandle,
+                             NetRequest** request) = 0;
+  // Posts n (1..maxRecvs) candidate buffers for the next message (see above).
+  virtual ncclResult_t irecv(NetRecvComm* comm, int n, void** data, const size_t* sizes, const uint64_t* tags,
+                             NetMemHandle** mhandles, NetRequest** request) = 0;
+  // Drives the request. When *done: *size is the bytes received (or sent), *index the irecv
+  // buffer the message landed in, *tag its full tag (sends: the tag sent); the request is freed.
+  // An error frees it too.
+  virtual ncclResult_t test(NetRequest* request, int* done, size_t* size, int* index, uint64_t* tag) = 0;
+
+  virtual ncclResult_t closeSend(NetSendComm* comm) = 0;
+  virtual ncclResult_t closeRecv(NetRecvComm* comm) = 0;
+  virtual ncclResult_t closeListen(NetListenComm* comm) = 0;
+};
+
+// The built-in back-ends (one instance each, initialised on first use).
+NetBackend* socketNetBackend();
+NetBackend* ibNetBackend();
+// NCCL_NET's choice ("Socket" or "IB", case-insensitive), else IB when it has a device, else
+// sockets. An unknown NCCL_NET value is ncclInvalidArgument naming it.
+ncclResult_t selectNetBackend(NetBackend** out);
+
+}  // namespace baton

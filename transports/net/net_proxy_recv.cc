@@ -1,0 +1,119 @@
+// The receive half of a NET connection, run by the proxy thread (lesson 08): accepts the peer's
+// connection, then for each step waits until the ranks have freed its slot, posts one irecv whose
+// candidate buffers are the step's Simple slot and a bounce buffer for LL/LL128, and publishes
+// what arrived in the form the ranks' primitives expect.
+// Memory-ordering contract: net_transport.h.
+#include <algorithm>
+#include <cstring>
+
+#include "debug.h"
+#include "exec_model.h"
+#include "net_transport.h"
+#include "primitives_api.h"
+#include "primitives_ll128.h"
+
+namespace baton {
+
+NetRecvTask::NetRecvTask(NetBackend* net, NetListenComm* listen, std::shared_ptr<HostFifo> fifo, int rank, int peer)
+    : net_(net), listen_(listen), fifo_(std::move(fifo)), rank_(rank), peer_(peer) {
+  bounceBytes_ = std::max(fifo_->layout.stepBytes[kProtoLL], fifo_->layout.stepBytes[kProtoLL128]);
+  if (bounceBytes_) bounce_.reset(new char[bounceBytes_]);
+}
+
+NetRecvTask::~NetRecvTask() {
+  if (comm_) net_->closeRecv(comm_);
+  if (listen_) net_->closeListen(listen_);
+}
+
+ncclResult_t NetRecvTask::progress(bool* didWork, std::string* message) {
+  auto fail = [&](ncclResult_t res, const char* what) {
+    *message = "NET: " + std::string(what) + " from rank " + std::to_string(peer_) + " failed: " + lastError();
+    return res;
+  };
+  if (!comm_) {
+    ncclResult_t res = net_->accept(listen_, &comm_);
+    if (res != ncclSuccess) return fail(res, "accepting the connection");
+    if (!comm_) return ncclSuccess;
+    net_->closeListen(listen_);
+    listen_ = nullptr;
+    *didWork = true;
+  }
+  ConnFifo* f = fifo_->fifo;
+  const FifoLayout& l = fifo_->layout;
+  while (!closed_) {
+    if (!req_) {
+      if (loadAcquire(&f->head) + kSteps < next_ + 1) return ncclSuccess;  // the ranks still read that slot
+      void* data[kNumProtos + 1];
+      size_t sizes[kNumProtos + 1];
+      uint64_t tags[kNumProtos + 1];
+      int n = 0;
+      for (int p = 0; p < kNumProtos; ++p) {
+        if (!l.stepBytes[p]) continue;
+        data[n] = p == kProtoSimple ? fifoBuff(f, l, p) + (next_ % kSteps) * l.stepBytes[p] : bounce_.get();
+        sizes[n] = l.stepBytes[p];
+        tags[n] = (uint64_t)p;
+        ++n;
+      }
+      data[n] = bounce_.get(), sizes[n] = 0, tags[n] = kNetByeTag, ++n;
+      ncclResult_t res = net_->irecv(comm_, n, data, sizes, tags, nullptr, &req_);
+      if (res != ncclSuccess) return fail(res, "receive");
+      if (!req_) return ncclSuccess;
+    }
+    int done = 0;
+    size_t wire = 0;
+    uint64_t tag = 0;
+    ncclResult_t res = net_->test(req_, &done, &wire, nullptr, &tag);
+    if (res != ncclSuccess) {
+      req_ = nullptr;
+      return fail(res, "receive");
+    }
+    if (!done) return ncclSuccess;
+    req_ = nullptr;
+    if (tag == kNetByeTag) {
+      closed_ = true;
+      BATON_INFO(kSubNet, "NET: rank %d closed its connection to rank %d", peer_, rank_);
+      break;
+    }
+    BATON_CHECK(deliver(next_, tag, wire, message));
+    ++next_;
+    *didWork = true;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t NetRecvTask::deliver(uint64_t s, uint64_t tag, size_t wire, std::string* message) {
+  ConnFifo* f = fifo_->fifo;
+  const FifoLayout& l = fifo_->layout;
+  const int proto = (int)(tag & kNetTagMatchMask);
+  const uint64_t bytes = tag >> 8;
+  if (proto >= kNumProtos || !l.stepBytes[proto] || netWireBytes(proto, bytes) != wire) {
+    *message = "NET: malformed step " + std::to_string(s) + " from rank " + std::to_string(peer_) + ": protocol " +
+               std::to_string(proto) + ", " + std::to_string(bytes) + " payload bytes in a " + std::to_string(wire) +
+               "-byte frame";
+    return ncclRemoteError;
+  }
+  const int slot = (int)(s % kSteps);
+  // The LL flag clean (primitives_ll.h), done here for the receiver's copy of the slot.
+  ConnDev view = makeConnDev(f, l, peer_, kSteps);
+  view.step = s;
+  cleanLLSlotIfDue(view);
+  f->sizes[slot] = bytes;  // before the tail or line 0's flag, which release it
+  char* dst = fifoBuff(f, l, proto) + slot * l.stepBytes[proto];
+  if (proto == kProtoSimple) {
+    storeRelease(&f->tail, s + 1);
+  } else if (proto == kProtoLL) {
+    const auto* in = reinterpret_cast<const uint64_t*>(bounce_.get());
+    auto* out = reinterpret_cast<uint64_t*>(dst);
+    for (size_t i = 0; i < wire / 8; ++i) storeRelease(out + i, in[i]);  // data and flag in one store
+  } else {
+    const auto* in = reinterpret_cast<const LL128Line*>(bounce_.get());
+    auto* out = reinterpret_cast<LL128Line*>(dst);
+    for (size_t i = 0; i < wire / sizeof(LL128Line); ++i) {
+      memcpy(out[i].data, in[i].data, sizeof in[i].data);
+      storeRelease(&out[i].flag, in[i].flag);
+    }
+  }
+  return ncclSuccess;
+}
+
+}  // namespace baton

@@ -1,0 +1,122 @@
+// The send half of a NET connection, run by the proxy thread (lesson 08): watches the ranks'
+// staging FIFO, sends each finished step as one network message, and returns the slot to the
+// ranks (head) once the back-end has taken it. Up to kSteps messages are in flight.
+// Memory-ordering contract: net_transport.h.
+#include "debug.h"
+#include "exec_model.h"
+#include "net_transport.h"
+#include "primitives_api.h"
+#include "primitives_ll128.h"
+
+namespace baton {
+
+NetSendTask::NetSendTask(NetBackend* net, NetSendComm* comm, std::shared_ptr<HostFifo> fifo, int rank, int peer,
+                         std::string peerAddr)
+    : net_(net), comm_(comm), fifo_(std::move(fifo)), rank_(rank), peer_(peer), peerAddr_(std::move(peerAddr)) {}
+
+// Runs after the proxy stopped (commFree). Says goodbye so the peer can tell an orderly close
+// from a crash, waiting at most 200 ms for the back-end to take it.
+NetSendTask::~NetSendTask() {
+  NetRequest* bye = nullptr;
+  if (net_->isend(comm_, nullptr, 0, kNetByeTag, nullptr, &bye) == ncclSuccess && bye) {
+    const uint64_t until = nowNs() + 200000000ull;
+    int done = 0;
+    while (!done && net_->test(bye, &done, nullptr, nullptr, nullptr) == ncclSuccess && nowNs() < until) {
+    }
+  }
+  net_->closeSend(comm_);
+}
+
+// Which protocol did step s use? Tail first (acquire): once it covers s, every line of s is
+// visible too. A step's LL/LL128 line 0 carries flag s + 1 only if s used that protocol (a slot's
+// older flags are s + 1 - 8k, and the LL clean step keeps 32-bit flags from wrapping onto it).
+bool NetSendTask::stepReady(uint64_t s, int* proto, uint64_t* bytes) {
+  ConnFifo* f = fifo_->fifo;
+  const FifoLayout& l = fifo_->layout;
+  const uint64_t tail = loadAcquire(&f->tail);
+  const int slot = (int)(s % kSteps);
+  if (l.stepBytes[kProtoLL]) {
+    const auto* line = reinterpret_cast<const LLLine*>(fifoBuff(f, l, kProtoLL) + slot * l.stepBytes[kProtoLL]);
+    const uint64_t a = loadAcquire(&line->half[0]), b = loadAcquire(&line->half[1]);
+    if ((uint32_t)(a >> 32) == (uint32_t)(s + 1) && (uint32_t)(b >> 32) == (uint32_t)(s + 1)) {
+      *proto = kProtoLL;
+      *bytes = f->sizes[slot];
+      return true;
+    }
+  }
+  if (l.stepBytes[kProtoLL128]) {
+    const auto* line = reinterpret_cast<const LL128Line*>(fifoBuff(f, l, kProtoLL128) + slot * l.stepBytes[kProtoLL128]);
+    if (loadAcquire(&line->flag) == s + 1) {
+      *proto = kProtoLL128;
+      *bytes = f->sizes[slot];
+      return true;
+    }
+  }
+  if (tail >= s + 1) {
+    *proto = kProtoSimple;
+    *bytes = f->sizes[slot];
+    return true;
+  }
+  return false;
+}
+
+ncclResult_t NetSendTask::progress(bool* didWork, std::string* message) {
+  ConnFifo* f = fifo_->fifo;
+  const FifoLayout& l = fifo_->layout;
+  // Completions, in order: each returns one slot to the ranks.
+  while (done_ < posted_) {
+    int done = 0;
+    ncclResult_t res = net_->test(reqs_[done_ % kSteps], &done, nullptr, nullptr, nullptr);
+    if (res != ncclSuccess) {
+      *message = "NET: send to rank " + std::to_string(peer_) + " (" + peerAddr_ + ") failed: " + lastError();
+      return res;
+    }
+    if (!done) break;
+    reqs_[done_ % kSteps] = nullptr;
+    ++done_;
+    storeRelease(&f->head, done_);
+    *didWork = true;
+  }
+  // New steps.
+  while (posted_ < done_ + kSteps) {
+    const uint64_t s = posted_;
+    int proto = 0;
+    uint64_t bytes = 0;
+    if (!stepReady(s, &proto, &bytes)) break;
+    if (bytes > l.stepBytes[proto] || netWireBytes(proto, bytes) > l.stepBytes[proto]) {
+      *message = "NET: rank " + std::to_string(rank_) + " step " + std::to_string(s) + " to rank " + std::to_string(peer_) +
+                 " claims " + std::to_string(bytes) + " bytes, more than its slot";
+      return ncclInternalError;
+    }
+    char* slot = fifoBuff(f, l, proto) + (s % kSteps) * l.stepBytes[proto];
+    // LL/LL128 in host memory: every line must carry its flag before the step leaves (NCCL does
+    // the same when the staging buffer is not GPU memory written in order).
+    if (proto == kProtoLL) {
+      const auto* lines = reinterpret_cast<const LLLine*>(slot);
+      const uint64_t n = (bytes + 7) / 8;
+      for (; linesChecked_ < n; ++linesChecked_) {
+        const uint64_t a = loadAcquire(&lines[linesChecked_].half[0]), b = loadAcquire(&lines[linesChecked_].half[1]);
+        if ((uint32_t)(a >> 32) != (uint32_t)(s + 1) || (uint32_t)(b >> 32) != (uint32_t)(s + 1)) return ncclSuccess;
+      }
+    } else if (proto == kProtoLL128) {
+      const auto* lines = reinterpret_cast<const LL128Line*>(slot);
+      const uint64_t n = (bytes + kLL128DataBytes - 1) / kLL128DataBytes;
+      for (; linesChecked_ < n; ++linesChecked_)
+        if (loadAcquire(&lines[linesChecked_].flag) != s + 1) return ncclSuccess;
+    }
+    NetRequest* req = nullptr;
+    ncclResult_t res = net_->isend(comm_, slot, netWireBytes(proto, bytes), netStepTag(proto, bytes), nullptr, &req);
+    if (res != ncclSuccess) {
+      *message = "NET: send to rank " + std::to_string(peer_) + " (" + peerAddr_ + ") failed: " + lastError();
+      return res;
+    }
+    if (!req) break;  // the back-end is full: try again later
+    reqs_[s % kSteps] = req;
+    linesChecked_ = 0;
+    ++posted_;
+    *didWork = true;
+  }
+  return ncclSuccess;
+}
+
+}  // namespace baton

@@ -1,0 +1,44 @@
+// Which network back-end a process uses: NCCL_NET by name, else InfiniBand verbs when a device is
+// there, else sockets (NCCL's order: plugin, then IB, then Socket). Chosen once per process.
+#include <strings.h>
+
+#include <mutex>
+#include <string>
+
+#include "debug.h"
+#include "net_backend.h"
+#include "param.h"
+
+namespace baton {
+
+ncclResult_t selectNetBackend(NetBackend** out) {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  const std::string want = envStr("NCCL_NET");
+  NetBackend* ib = ibNetBackend();
+  NetBackend* sock = socketNetBackend();
+  static bool ibInit = false, sockInit = false;
+  static ncclResult_t ibRes = ncclSuccess, sockRes = ncclSuccess;
+  auto init = [](NetBackend* b, bool* done, ncclResult_t* res) {
+    if (!*done) *res = b->init(), *done = *res == ncclSuccess;  // a failure is tried again next time
+    return *res;
+  };
+  if (!want.empty()) {
+    NetBackend* b = !strcasecmp(want.c_str(), "IB") ? ib : !strcasecmp(want.c_str(), "Socket") ? sock : nullptr;
+    if (!b) return batonError(ncclInvalidArgument, "NCCL_NET='%s' names no network back-end (baton has 'Socket' and 'IB')", want.c_str());
+    BATON_CHECK(b == ib ? init(ib, &ibInit, &ibRes) : init(sock, &sockInit, &sockRes));
+    if (b->devices() == 0)
+      return batonError(ncclSystemError, "NCCL_NET='%s': the %s back-end found no device on this host", want.c_str(), b->name());
+    *out = b;
+    return ncclSuccess;
+  }
+  if (envInt("NCCL_IB_DISABLE", 0) == 0 && init(ib, &ibInit, &ibRes) == ncclSuccess && ib->devices() > 0) {
+    *out = ib;
+    return ncclSuccess;
+  }
+  BATON_CHECK(init(sock, &sockInit, &sockRes));
+  *out = sock;
+  return ncclSuccess;
+}
+
+}  // namespace baton

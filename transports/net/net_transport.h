@@ -1,0 +1,106 @@
+// The NET transport's pieces (lesson 08): each side of a connection has its own FIFO in host
+// memory, laid out exactly like a shm FIFO, so the primitives run unchanged on it; the proxy
+// thread of each process moves FIFO steps between them through a network back-end.
+//
+//   sender's primitives -> sender's staging FIFO -> NetSendTask (isend) ~~ network ~~
+//   NetRecvTask (irecv) -> receiver's FIFO -> receiver's primitives
+//
+// One network message per FIFO step. Its tag says which protocol's slot the step used (low 8 bits)
+// and how many payload bytes it carries (the rest), because the three protocols share one step
+// sequence (connector.h) and the receiver's primitives check each slot's size.
+//
+// Memory-ordering contract:
+//   send side: the proxy loadAcquire()s tail before it looks at the LL/LL128 flags of a step (so a
+//     Simple step's tail, or a later step's, orders the step's lines before the reads); Simple data
+//     is released by tail, LL/LL128 lines by their own flags, which the proxy checks line by line
+//     before sending (a line half-written by the ranks never leaves). After the back-end reports
+//     the send done, storeRelease(head, s + 1) hands the slot back to the ranks.
+//   receive side: a step lands only in a slot the ranks released (loadAcquire(head) + kSteps > s).
+//     Simple: payload is received straight into the slot, then sizes[slot], then
+//     storeRelease(tail, s + 1). LL/LL128: received into a bounce buffer, then copied into the slot
+//     with each line's flag stored last with release (LL: every 8-byte half is one release store;
+//     LL128: 15 payload words, then the flag), so the ranks never see a flag before its data.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "connector.h"
+#include "net_backend.h"
+#include "proxy.h"
+#include "transport.h"
+
+namespace baton {
+
+// What the receiver sends the sender (inside ConnectInfo).
+struct NetConnectInfo {
+  NetHandle handle;
+  FifoLayout layout;
+  int32_t rank;  // the receiver
+  int32_t dev;   // its device
+  char devName[32];
+};
+static_assert(sizeof(NetConnectInfo) <= sizeof(ConnectInfo::data), "fits in ConnectInfo");
+
+// A FIFO in this process's heap, zeroed (a zero LL/LL128 flag never matches a step).
+struct HostFifo {
+  explicit HostFifo(const FifoLayout& l);
+  ~HostFifo();
+  HostFifo(const HostFifo&) = delete;
+  HostFifo& operator=(const HostFifo&) = delete;
+  ConnFifo* fifo = nullptr;
+  FifoLayout layout;
+  size_t bytes = 0;
+};
+
+// The last message of a connection closed in order (a communicator destroyed): the receiver then
+// knows the end of the stream is not a crash.
+constexpr uint64_t kNetByeTag = 0xff;
+// Steps a tag carries.
+inline uint64_t netStepTag(int proto, uint64_t payloadBytes) { return (payloadBytes << 8) | (uint64_t)proto; }
+// Bytes on the wire for `payloadBytes` of protocol `proto` (LL: 16-byte lines of 8 payload bytes;
+// LL128: 128-byte lines of 120).
+uint64_t netWireBytes(int proto, uint64_t payloadBytes);
+
+class NetSendTask : public ProxyTask {
+ public:
+  NetSendTask(NetBackend* net, NetSendComm* comm, std::shared_ptr<HostFifo> fifo, int rank, int peer,
+              std::string peerAddr);
+  ~NetSendTask() override;
+  ncclResult_t progress(bool* didWork, std::string* message) override;
+
+ private:
+  // Which protocol step s used and its payload bytes, once the ranks have finished it (false: not yet).
+  bool stepReady(uint64_t s, int* proto, uint64_t* bytes);
+  NetBackend* net_;
+  NetSendComm* comm_;
+  std::shared_ptr<HostFifo> fifo_;
+  int rank_, peer_;
+  std::string peerAddr_;
+  uint64_t posted_ = 0, done_ = 0;  // steps handed to the network / confirmed sent
+  NetRequest* reqs_[kSteps] = {};
+  uint64_t linesChecked_ = 0;  // LL/LL128 lines of step posted_ already seen complete
+};
+
+class NetRecvTask : public ProxyTask {
+ public:
+  NetRecvTask(NetBackend* net, NetListenComm* listen, std::shared_ptr<HostFifo> fifo, int rank, int peer);
+  ~NetRecvTask() override;
+  ncclResult_t progress(bool* didWork, std::string* message) override;
+
+ private:
+  ncclResult_t deliver(uint64_t s, uint64_t tag, size_t wire, std::string* message);
+  NetBackend* net_;
+  NetListenComm* listen_;
+  NetRecvComm* comm_ = nullptr;
+  std::shared_ptr<HostFifo> fifo_;
+  int rank_, peer_;
+  uint64_t next_ = 0;  // the step the network delivers next
+  NetRequest* req_ = nullptr;
+  std::unique_ptr<char[]> bounce_;  // LL and LL128 steps land here first
+  size_t bounceBytes_ = 0;
+  bool closed_ = false;  // the peer said goodbye
+};
+
+}  // namespace baton
