@@ -114,6 +114,8 @@ struct ncclComm {
   int abortFlag = 0;                            // read by every wait (exec_model.h)
   std::atomic<int> initState{ncclInProgress};   // ncclSuccess once usable, or the init error
   std::atomic<int> asyncError{ncclSuccess};     // first failure of an operation
+  std::mutex firstErrorMu;
+  std::string firstError;                       // its message
   std::atomic<int> inflight{0};                 // submitted parts not finished yet
   std::thread initThread;                       // non-blocking init
   std::atomic<bool> finalized{false};
@@ -152,6 +154,10 @@ ncclResult_t commBuildGraph(ncclComm* comm);
 // A FIFO layout with the buffers of every protocol, as the communicator's knobs size them.
 FifoLayout collFifoLayout(const ncclComm* comm);
 void commFree(ncclComm* comm);  // stops workers, releases connections and segments
-void commSetError(ncclComm* comm, ncclResult_t err);
+// Records the communicator's first failure (code and message) and raises its abort flag so this
+// rank's other channels drain instead of waiting for a peer that will not come.
+void commSetError(ncclComm* comm, ncclResult_t err, const char* message);
+// The first failure's message ("" if none).
+std::string commFirstError(ncclComm* comm);
 
 }  // namespace baton

@@ -25,8 +25,14 @@ static ncclResult_t failureResult(const ExecCtx& ctx, ncclComm* comm, const char
     return batonError(code, "%s: rank %d: %s", what, f.rank, netError.c_str());
   const bool aborted = f.result == kWaitAborted && __atomic_load_n(&comm->abortFlag, __ATOMIC_ACQUIRE);
   ncclResult_t code = f.result == kWaitTimeout ? ncclSystemError : ncclInvalidUsage;
-  if (aborted && f.what && std::string(f.what).find("size") == std::string::npos)
+  if (aborted && f.what && std::string(f.what).find("size") == std::string::npos) {
+    // Another part of this rank failed first and raised the flag: that failure is the news.
+    if (const int first = comm->asyncError.load(); first != ncclSuccess) {
+      const std::string msg = commFirstError(comm);
+      if (!msg.empty()) return batonError((ncclResult_t)first, "%s: rank %d channel %d stopped: %s", what, f.rank, f.channel, msg.c_str());
+    }
     return batonError(ncclInvalidUsage, "%s: rank %d channel %d stopped: communicator aborted", what, f.rank, f.channel);
+  }
   return batonError(code, "%s: rank %d channel %d %s waiting for %s of peer %d: expected %llu, observed %llu", what,
                     f.rank, f.channel, f.result == kWaitTimeout ? "timed out (BATON_WAIT_TIMEOUT)" : "failed",
                     f.what ? f.what : "?", f.peer, (unsigned long long)f.expected, (unsigned long long)f.observed);
@@ -54,7 +60,7 @@ static std::function<void()> wrapWork(ncclComm* comm, std::shared_ptr<Completion
     if (!__atomic_load_n(&comm->abortFlag, __ATOMIC_ACQUIRE)) res = body();
     else res = ncclInvalidUsage;
     if (t0) traceComplete(comm->rank, channel, name.c_str(), "op", t0, traceNowNs());
-    if (res != ncclSuccess) commSetError(comm, res);
+    if (res != ncclSuccess) commSetError(comm, res, lastError());
     comm->inflight.fetch_sub(1);
     done->done(res);
   };
@@ -185,7 +191,7 @@ ncclResult_t runCollectiveNow(ncclComm* comm, const Task& t, bool* handled) {
   if (skip) return ncclSuccess;
   if (plan.nch == 1) {
     const ncclResult_t res = runPart(comm, plan, 0);
-    if (res != ncclSuccess) commSetError(comm, res);
+    if (res != ncclSuccess) commSetError(comm, res, lastError());
     return res;
   }
   std::shared_ptr<Completion> done;

@@ -130,11 +130,19 @@ ncclResult_t checkCommReady(ncclComm* comm, const char* fn) {
   return ncclSuccess;
 }
 
-void commSetError(ncclComm* comm, ncclResult_t err) {
+void commSetError(ncclComm* comm, ncclResult_t err, const char* message) {
   int expected = ncclSuccess;
-  comm->asyncError.compare_exchange_strong(expected, err);
+  if (comm->asyncError.compare_exchange_strong(expected, err)) {
+    std::lock_guard<std::mutex> lock(comm->firstErrorMu);
+    comm->firstError = message ? message : "";
+  }
   // Let this rank's other channels drain instead of waiting for a peer that will not come.
   __atomic_store_n(&comm->abortFlag, 1, __ATOMIC_RELEASE);
+}
+
+std::string commFirstError(ncclComm* comm) {
+  std::lock_guard<std::mutex> lock(comm->firstErrorMu);
+  return comm->firstError;
 }
 
 ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id) {
@@ -229,7 +237,13 @@ void commFree(ncclComm* comm) {
   unregisterComm(comm);
   if (comm->initThread.joinable()) comm->initThread.join();
   for (auto& ch : comm->channels) ch->worker.stop();
-  if (comm->proxy) comm->proxy->stop();  // before the connections whose FIFOs it drives go away
+  if (comm->proxy) {
+    // Sends complete when their data is staged: let the proxy put it on the wire first (not
+    // after an abort or a failure, when nobody waits for it).
+    if (!__atomic_load_n(&comm->abortFlag, __ATOMIC_ACQUIRE) && !comm->proxy->drain(10ull * 1000000000))
+      BATON_WARN("rank %d: the proxy did not finish sending within 10 s of ncclCommDestroy", comm->rank);
+    comm->proxy->stop();  // before the connections whose FIFOs it drives go away
+  }
   if (traceEnabled()) traceFlush(comm->commHash);  // ranks of one job share the id's hash: one timeline
   comm->channels.clear();
   comm->p2pSendConn.clear();

@@ -5,6 +5,7 @@
 
 #include "comm.h"
 #include "debug.h"
+#include "exec_model.h"
 
 namespace baton {
 
@@ -13,6 +14,21 @@ void Proxy::add(std::shared_ptr<ProxyTask> task) {
   tasks_.push_back(std::move(task));
   version_.fetch_add(1, std::memory_order_release);
   if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+}
+
+bool Proxy::drain(uint64_t timeoutNs) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!thread_.joinable()) return true;
+  }
+  const uint64_t ticket = drainAsked_.fetch_add(1) + 1;
+  const uint64_t until = nowNs() + timeoutNs;
+  while (drainDone_.load(std::memory_order_acquire) < ticket) {
+    if (nowNs() > until || error(nullptr) != ncclSuccess) return false;
+    timespec ts{0, 100000};
+    nanosleep(&ts, nullptr);
+  }
+  return true;
 }
 
 void Proxy::stop() {
@@ -78,7 +94,14 @@ void Proxy::run() {
         if (error_ == ncclSuccess) error_ = res, message_ = msg;
       }
       BATON_WARN("proxy of rank %d: %s", comm_->rank, msg.c_str());
-      commSetError(comm_, res);  // raises the abort flag: every wait of this rank ends now
+      commSetError(comm_, res, msg.c_str());  // raises the abort flag: every wait of this rank ends now
+    }
+    // A drain request is answered by a pass in which nothing moved and nothing waits to.
+    const uint64_t asked = drainAsked_.load(std::memory_order_acquire);
+    if (!any && asked != drainDone_.load(std::memory_order_relaxed)) {
+      bool quiet = true;
+      for (size_t i = 0; i < mine.size() && quiet; ++i) quiet = dead[i] || !mine[i]->pending();
+      if (quiet) drainDone_.store(asked, std::memory_order_release);
     }
     idle = any ? 0 : idle + 1;
     if (!any) idleWait(idle);

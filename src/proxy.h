@@ -29,6 +29,8 @@ class ProxyTask {
   // Moves what can move now; *didWork: something moved (the proxy stays hot). A failure returns
   // its code and sets *message (naming the peer rank and its address).
   virtual ncclResult_t progress(bool* didWork, std::string* message) = 0;
+  // Work the ranks handed over that has not left yet (a send task's steps still to send).
+  virtual bool pending() { return false; }
 };
 
 class Proxy {
@@ -37,6 +39,10 @@ class Proxy {
   ~Proxy() { stop(); }
   // Registers a task; the thread starts with the first one.
   void add(std::shared_ptr<ProxyTask> task);
+  // Waits (at most `timeoutNs`) until no task has pending work: a rank's send completes once
+  // its data is in the staging FIFO, so before a communicator goes away its proxy must have sent
+  // it. False on timeout. Returns at once when the thread never started.
+  bool drain(uint64_t timeoutNs);
   // Stops and joins the thread; tasks are released (a connection still holds its own).
   void stop();
   // The first failure seen (ncclSuccess and "" if none).
@@ -50,6 +56,7 @@ class Proxy {
   std::vector<std::shared_ptr<ProxyTask>> tasks_;
   std::atomic<uint64_t> version_{0};  // bumped by add(): the thread re-reads the list
   std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> drainAsked_{0}, drainDone_{0};  // drain() requests, and the last one seen quiet
   std::thread thread_;
   ncclResult_t error_ = ncclSuccess;
   std::string message_;

@@ -46,6 +46,12 @@ fi
 for proto in LL LL128 Simple; do
   suite "jitter-quick-$proto" 300 env BATON_JITTER=1 NCCL_PROTO=$proto "$TESTDIR/collective_tests" --gtest_filter='Threads*Quick*:Stage*:Tree*'
 done
+# NET between threads of one process (NCCL_P2P_DISABLE + NCCL_SHM_DISABLE leave only NET, on loopback,
+# as in NCCL); a subset: the whole suite over TCP takes 18 minutes on 2 cores.
+suite collective-tests-net 600 env NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 "$TESTDIR/collective_tests" \
+  --gtest_filter='ThreadsQuick*:Group.*:P2pPatterns.*:ProtocolLine*:AllReduce.*:TreeQuick*:TreeShape*'
+# Two namespaced hosts x 2 ranks: the process suite, every protocol, IPv6, a killed rank, a cut link.
+suite net-multihost 600 tests/net/multihost_test.sh "$BIN" "$TESTDIR"
 suite baton-run 120 tests/tools/baton_run_test.sh "$BIN/baton-run"
 suite baton-topo 120 tests/tools/baton_topo_test.sh "$BIN/baton-topo"
 suite mpirun-launch 180 tests/tools/mpirun_launch_test.sh "$BIN"

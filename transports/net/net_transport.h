@@ -69,6 +69,11 @@ class NetSendTask : public ProxyTask {
               std::string peerAddr);
   ~NetSendTask() override;
   ncclResult_t progress(bool* didWork, std::string* message) override;
+  bool pending() override {
+    int proto;
+    uint64_t bytes;
+    return posted_ > done_ || stepReady(posted_, &proto, &bytes);
+  }
 
  private:
   // Which protocol step s used and its payload bytes, once the ranks have finished it (false: not yet).

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# baton across hosts: two network namespaces on this machine (tests/net/netns.sh), each with its own
+# host identity (NCCL_HOSTID), real TCP between them over veth. Ranks on one host use shared memory,
+# ranks on different hosts the NET transport (sockets back-end, a proxy thread per communicator).
+#
+#   tests/net/multihost_test.sh BINDIR TESTDIR [--quick]
+#
+# Checks: the whole process correctness suite (rank_worker: every collective, type, operator and
+# root, exact data) on 2 hosts x 2 ranks; each protocol forced; helper threads and several sockets
+# per connection; IPv6; then faults: a rank SIGKILLed mid-run (the survivor reports the dead peer by
+# rank and address, well before BATON_WAIT_TIMEOUT), a cut link (no hang: the wait timeout ends it),
+# an interface name that does not exist (named in the error). Skipped, with the reason, where
+# namespaces cannot be made (not root, no veth). Uses namespaces btt-h0, btt-h1 and btt-hub.
+set -uo pipefail
+BIN=${1:?usage: multihost_test.sh BINDIR TESTDIR [--quick]}
+TESTDIR=${2:?usage: multihost_test.sh BINDIR TESTDIR [--quick]}
+QUICK=${3:-}
+HERE=$(cd "$(dirname "$0")" && pwd)
+export BATON_NETNS_PREFIX=btt
+LOG=$(mktemp -d /tmp/baton-multihost.XXXXXX)
+
+if ! reason=$("$HERE/netns.sh" check 2>&1); then
+  echo "SKIP: $reason"
+  exit 0
+fi
+"$HERE/netns.sh" up 2 || { echo "FAIL: netns.sh up"; exit 1; }
+cleanup() {
+  local h p
+  for h in btt-h0 btt-h1; do  # nothing of ours survives a failed check
+    for p in $(ip netns pids "$h" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+  done
+  "$HERE/netns.sh" down
+  rm -rf "$LOG"
+}
+trap cleanup EXIT
+fail=0
+pass() { echo "PASS: $*"; }
+flunk() { echo "FAIL: $*"; fail=1; }
+
+# launch NAME RANKS_PER_HOST NHOSTS [ENV=VAL...] -- PROGRAM ARGS...: one process per rank, rank r on
+# host r / RANKS_PER_HOST, all started at once; waits for them; rc of each in $LOG/NAME.rc.R.
+# Host 0's address is the rendezvous.
+launch() {
+  local name=$1 per=$2 hosts=$3
+  shift 3
+  local envs=()
+  while [[ $1 != -- ]]; do envs+=("$1"); shift; done
+  shift
+  local n=$((per * hosts)) port=$((20000 + RANDOM % 20000)) r pids=()
+  local addr=10.77.0.1:$port
+  for e in "${envs[@]}"; do [[ $e == NCCL_SOCKET_FAMILY=6 ]] && addr="[fd77::1]:$port"; done
+  for ((r = 0; r < n; r++)); do
+    local h=$((r / per))
+    ip netns exec btt-h$h env NCCL_HOSTID=btt-h$h BATON_RANK=$r BATON_NRANKS=$n BATON_LOCAL_RANK=$((r % per)) \
+      NCCL_COMM_ID=$addr NCCL_SOCKET_IFNAME=veth0 BATON_BOOTSTRAP_TIMEOUT=30 "${envs[@]}" \
+      "$@" >"$LOG/$name.out.$r" 2>&1 &
+    pids+=($!)
+  done
+  for ((r = 0; r < n; r++)); do
+    wait "${pids[$r]}"
+    echo $? >"$LOG/$name.rc.$r"
+  done
+}
+all_ok() {  # all_ok NAME N: every rank exited 0
+  local r
+  for ((r = 0; r < $2; r++)); do [[ $(cat "$LOG/$1.rc.$r") == 0 ]] || return 1; done
+}
+show() { tail -n 15 "$LOG/$1".out.* | sed 's/^/    | /'; }
+
+PERF=$BIN/baton-perf
+
+# 1. The process correctness suite, 2 hosts x 2 ranks.
+launch worker 2 2 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT BATON_WAIT_TIMEOUT=60 -- timeout 600 "$TESTDIR/rank_worker" $QUICK
+if all_ok worker 4 && grep -q "checks passed" "$LOG/worker.out.3"; then
+  pass "rank_worker on 2 hosts x 2 ranks: $(grep -ho '[0-9]* checks passed' "$LOG/worker.out.0")"
+else
+  flunk "rank_worker on 2 hosts x 2 ranks"; show worker
+fi
+if grep -q "0\[0\] -> 1\[.*via SHM" "$LOG/worker.out.0" && grep -q "1\[.*\] -> 2\[.*via NET" "$LOG/worker.out.1"; then
+  pass "ranks on one host connect by SHM, across hosts by NET"
+else
+  flunk "expected SHM inside a host and NET across: $(grep -h 'via' "$LOG"/worker.out.* | head -4)"
+fi
+
+# 2. Each protocol, 1 rank per host, every size class, results checked.
+for proto in LL LL128 Simple; do
+  launch "perf-$proto" 1 2 NCCL_PROTO=$proto -- timeout 300 "$PERF" allreduce -b 8 -e 8M -f 16 -n 3 -w 1 -c 1
+  if all_ok "perf-$proto" 2 && grep -q '^# Out of bounds values : 0 OK$' "$LOG/perf-$proto.out.0"; then
+    pass "NCCL_PROTO=$proto across hosts: 8 B .. 8 MiB allreduce correct"
+  else
+    flunk "NCCL_PROTO=$proto across hosts"; show "perf-$proto"
+  fi
+done
+
+# 3. Helper threads and several sockets per connection; 4. IPv6 (bootstrap and data).
+launch helpers 1 2 NCCL_SOCKET_NTHREADS=2 NCCL_NSOCKS_PERTHREAD=2 -- \
+  timeout 300 "$PERF" allreduce -b 1K -e 32M -f 32 -n 3 -w 1 -c 1
+if all_ok helpers 2 && grep -q '^# Out of bounds values : 0 OK$' "$LOG/helpers.out.0"; then
+  pass "2 helper threads x 2 sockets per connection: correct up to 32 MiB"
+else
+  flunk "helper threads"; show helpers
+fi
+launch ipv6 1 2 NCCL_SOCKET_FAMILY=6 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=NET -- \
+  timeout 300 "$PERF" allreduce -b 8 -e 1M -f 32 -n 3 -w 1 -c 1
+if all_ok ipv6 2 && grep -q '^# Out of bounds values : 0 OK$' "$LOG/ipv6.out.0" && grep -q "veth0 \[fd77::" "$LOG/ipv6.out.0"; then
+  pass "IPv6: bootstrap and NET over fd77::/64"
+else
+  flunk "IPv6"; show ipv6
+fi
+
+# 5. Faults. A rank killed mid-run: the survivor's proxy sees the connection end without a goodbye.
+launch_kill() {
+  launch kill 1 2 BATON_WAIT_TIMEOUT=60 -- "$PERF" allreduce -b 64M -e 64M -n 1000 -w 1 &
+  local bg=$! p t0
+  sleep 4
+  t0=$(date +%s.%N)
+  for p in $(ip netns pids btt-h1); do kill -KILL "$p"; done  # every process on host 1: rank 1
+  wait $bg
+  awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { printf "%.2f\n", a - b }' >"$LOG/kill.secs"
+}
+launch_kill
+if [[ $(cat "$LOG/kill.rc.0") != 0 ]] && grep -q "rank 1 (10.77.0.2:[0-9]*)\|from 10.77.0.2:" "$LOG/kill.out.0" &&
+   awk -v s="$(cat "$LOG/kill.secs")" 'BEGIN { exit !(s < 30) }'; then
+  pass "rank 1 SIGKILLed: rank 0 exited $(cat "$LOG/kill.secs") s later, naming it: $(grep -o 'NET: [^;]*' "$LOG/kill.out.0" | head -1)"
+else
+  flunk "rank 1 SIGKILLed: rank 0 should fail naming rank 1 and 10.77.0.2 (rc $(cat "$LOG/kill.rc.0"))"; show kill
+fi
+
+# A cut link: no error from TCP for minutes, so the wait timeout ends it.
+launch cut 1 2 BATON_WAIT_TIMEOUT=5 -- "$PERF" allreduce -b 64M -e 64M -n 1000 -w 1 &
+bg=$!
+t0=$SECONDS
+sleep 4
+ip -n btt-hub link set h1 down
+wait $bg
+secs=$((SECONDS - t0))
+ip -n btt-hub link set h1 up
+if [[ $(cat "$LOG/cut.rc.0") != 0 && $(cat "$LOG/cut.rc.1") != 0 ]] && grep -q "timed out (BATON_WAIT_TIMEOUT)" "$LOG/cut.out.0" &&
+   ((secs < 30)); then
+  pass "link cut: both ranks gave up after BATON_WAIT_TIMEOUT=5 s (run ended $secs s after start)"
+else
+  flunk "link cut: expected both ranks to time out (rc $(cat "$LOG/cut.rc.0") $(cat "$LOG/cut.rc.1"), $secs s)"; show cut
+fi
+
+# An interface that does not exist: named in the error, no hang.
+launch ifname 1 2 -- env NCCL_SOCKET_IFNAME=nosuch0 timeout 60 "$PERF" allreduce -b 8 -e 8 -n 1 -w 0
+if [[ $(cat "$LOG/ifname.rc.0") != 0 && $(cat "$LOG/ifname.rc.0") != 124 ]] && grep -q "NCCL_SOCKET_IFNAME='nosuch0'" "$LOG/ifname.out.0"; then
+  pass "NCCL_SOCKET_IFNAME=nosuch0: $(grep -o "no usable[^;]*nosuch0'" "$LOG/ifname.out.0" | head -1)"
+else
+  flunk "NCCL_SOCKET_IFNAME=nosuch0 should fail naming it"; show ifname
+fi
+
+leaked=$(ls /dev/shm | grep -c '^baton-' || true)
+echo "(shared-memory segments named baton-* left in /dev/shm: $leaked)"
+exit $fail
