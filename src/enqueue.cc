@@ -190,8 +190,12 @@ ncclResult_t runCollectiveNow(ncclComm* comm, const Task& t, bool* handled) {
   BATON_CHECK(planColl(comm, t, &plan, &skip));
   if (skip) return ncclSuccess;
   if (plan.nch == 1) {
+    // Counted in flight like a worker's part, so an ncclCommAbort from another thread waits for
+    // this thread to leave the communicator before freeing it.
+    comm->inflight.fetch_add(1);
     const ncclResult_t res = runPart(comm, plan, 0);
     if (res != ncclSuccess) commSetError(comm, res, lastError());
+    comm->inflight.fetch_sub(1);
     return res;
   }
   std::shared_ptr<Completion> done;
