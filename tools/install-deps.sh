@@ -17,6 +17,7 @@ PACKAGES=(
   libcli11-dev                             # command-line parsing in tools
   libgtest-dev googletest                  # unit tests
   openmpi-bin libopenmpi-dev               # MPI launcher and peer to compare with
+  libgloo-dev                              # Gloo: the TCP peer of tools/bench-net.sh
   iproute2 procps                          # ip / ss, pgrep / ps used by tests and tools
   python3 python3-matplotlib graphviz      # plotting; graphviz renders baton-topo --dot pictures
 )
