@@ -2,7 +2,9 @@
 # Network comparison: baton's NET transport against Gloo (TCP) and OpenMPI (TCP BTL), between two
 # "hosts" made of network namespaces on this machine (tests/net/netns.sh), one rank per host.
 #
-#   tools/bench-net.sh [--size 64M] [--repeat 5] [--iters 10] [--warmup 3] [--gloo-algo ring]
+#   tools/bench-net.sh [--size 64M] [--repeat 5] [--iters 10] [--warmup 3] [--gloo-algo ring] [--no-pin]
+#
+# Each host's processes run on their own core (taskset -c i; --no-pin turns it off), for all three.
 #
 # Brings up hosts PREFIX-h0 and PREFIX-h1 (10.77.0.1 and 10.77.0.2 on veth0, joined by a bridge) and
 # removes them on exit. Per repeat, one program at a time, a float-sum allreduce of --size bytes:
@@ -25,7 +27,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SIZE=64M REPEAT=5 ITERS=10 WARMUP=3 GLOO_ALGO=ring
+SIZE=64M REPEAT=5 ITERS=10 WARMUP=3 GLOO_ALGO=ring PIN=1
 OUT=${OUT:-build/bench/net}
 PREFIX=${BATON_NETNS_PREFIX:-bt}
 LIMIT=${BENCH_NET_TIMEOUT:-120}
@@ -51,6 +53,7 @@ while (( $# )); do
     --repeat) REPEAT=${2:?--repeat needs a number}; shift ;;
     --iters) ITERS=${2:?--iters needs a number}; shift ;;
     --warmup) WARMUP=${2:?--warmup needs a number}; shift ;;
+    --no-pin) PIN=0 ;;
     --gloo-algo) GLOO_ALGO=${2:?--gloo-algo needs ring, ring_chunked, halving_doubling or new_ring}; shift ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument '$1'" ;;
@@ -116,16 +119,24 @@ free_port() {
   done
 }
 
+# Host i's processes run on core i (taskset), for every implementation alike: separate machines
+# would each have their own CPU, and unpinned the scheduler sometimes stacks both hosts' busy
+# threads on one core (baton then ran 32-39 ms or 62-80 ms per 64 MiB from one repeat to the next).
+NCPU=$(nproc)
+MPI_PIN=()
+if ((PIN)); then MPI_PIN=(sh -c 'exec taskset -c "$((OMPI_COMM_WORLD_RANK % $(nproc)))" "$0" "$@"'); fi
+
 # The command of rank $2 for implementation $1 (gloo or baton), in the array CMD.
 rank_command() {
-  local impl=$1 i=$2 rep=$3
+  local impl=$1 i=$2 rep=$3 pin=()
+  if ((PIN)); then pin=(taskset -c $((i % NCPU))); fi
   case $impl in
-    gloo) CMD=(ip netns exec "${HOSTS[i]}" "$GLOO_BIN" --rank "$i" --size "$NRANKS" --iface "$IFACE"
+    gloo) CMD=(ip netns exec "${HOSTS[i]}" "${pin[@]}" "$GLOO_BIN" --rank "$i" --size "$NRANKS" --iface "$IFACE"
                --store "$RAW/gloo-store" --prefix "r$rep" -b "$SIZE" -n "$ITERS" -w "$WARMUP"
                --algo "$GLOO_ALGO") ;;
     baton) CMD=(ip netns exec "${HOSTS[i]}" env "NCCL_HOSTID=${HOSTS[i]}" "NCCL_SOCKET_IFNAME=$IFACE"
                 "BATON_RANK=$i" "BATON_NRANKS=$NRANKS" "NCCL_COMM_ID=${ADDRS[0]}:$PORT" "${BATON_EXTRA[@]}"
-                "$BIN/baton-perf" allreduce -b "$SIZE" -e "$SIZE" -n "$ITERS" -w "$WARMUP" -a 3) ;;
+                "${pin[@]}" "$BIN/baton-perf" allreduce -b "$SIZE" -e "$SIZE" -n "$ITERS" -w "$WARMUP" -a 3) ;;
   esac
 }
 
@@ -139,7 +150,7 @@ mpi_command() {
   CMD=(ip netns exec "${HOSTS[0]}" mpirun --allow-run-as-root --oversubscribe --bind-to none
        --mca plm_rsh_agent "$PWD/$NETNS rsh" --host "${ADDRS[0]}:1,${ADDRS[1]}:1" -np "$NRANKS"
        --mca pml ob1 --mca btl "tcp,self" --mca btl_tcp_if_include "$IFACE" --mca oob_tcp_if_include "$IFACE"
-       "$PWD/$MPI_BIN" -b "$SIZE" -e "$SIZE" -n "$ITERS" -w "$WARMUP" -a 3)
+       "${MPI_PIN[@]}" "$PWD/$MPI_BIN" -b "$SIZE" -e "$SIZE" -n "$ITERS" -w "$WARMUP" -a 3)
 }
 
 # Runs one implementation once. Output: rank 0's in $RAW/<impl>-r<rep>.txt (rank i's in .rank<i>
