@@ -193,6 +193,7 @@ ncclResult_t runCollectiveNow(ncclComm* comm, const Task& t, bool* handled) {
     // Counted in flight like a worker's part, so an ncclCommAbort from another thread waits for
     // this thread to leave the communicator before freeing it.
     comm->inflight.fetch_add(1);
+    comm->proxy->kick();
     const ncclResult_t res = runPart(comm, plan, 0);
     if (res != ncclSuccess) commSetError(comm, res, lastError());
     comm->inflight.fetch_sub(1);
@@ -252,6 +253,7 @@ static ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plansIn, s
   // flight, channel 0's worker is idle, so running its parts here keeps the per-channel order.
   const bool inlineCh0 = callerRuns && comm->inflight.load() == 0;
   comm->inflight.fetch_add((int)parts.size());
+  comm->proxy->kick();  // NET connections move only while their proxy is awake
   std::vector<std::function<void()>> mine;
   for (Part& p : parts) {
     std::function<void()> work = wrapWork(comm, done, std::move(p.body), p.channel, std::move(p.name));

@@ -1,7 +1,10 @@
 #include "proxy.h"
 
+#include <poll.h>
 #include <sched.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "comm.h"
 #include "debug.h"
@@ -9,11 +12,26 @@
 
 namespace baton {
 
+Proxy::Proxy(ncclComm* comm) : comm_(comm), wakeFd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+
+Proxy::~Proxy() {
+  stop();
+  if (wakeFd_ >= 0) close(wakeFd_);
+}
+
+void Proxy::kick() {
+  if (!sleeping_.load()) return;  // seq_cst, paired with the sleeper's re-check (run())
+  const uint64_t one = 1;
+  if (write(wakeFd_, &one, sizeof one) < 0) {
+  }  // the counter is already nonzero: the sleeper wakes anyway
+}
+
 void Proxy::add(std::shared_ptr<ProxyTask> task) {
   std::lock_guard<std::mutex> lock(mu_);
   tasks_.push_back(std::move(task));
   version_.fetch_add(1, std::memory_order_release);
   if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+  kick();  // a sleeping thread picks up the new connection's socket
 }
 
 bool Proxy::drain(uint64_t timeoutNs) {
@@ -22,6 +40,7 @@ bool Proxy::drain(uint64_t timeoutNs) {
     if (!thread_.joinable()) return true;
   }
   const uint64_t ticket = drainAsked_.fetch_add(1) + 1;
+  kick();
   const uint64_t until = nowNs() + timeoutNs;
   while (drainDone_.load(std::memory_order_acquire) < ticket) {
     if (nowNs() > until || error(nullptr) != ncclSuccess) return false;
@@ -38,6 +57,7 @@ void Proxy::stop() {
     stop_.store(true);
     t = std::move(thread_);
   }
+  kick();
   if (t.joinable()) t.join();
   std::lock_guard<std::mutex> lock(mu_);
   tasks_.clear();
@@ -51,20 +71,15 @@ ncclResult_t Proxy::error(std::string* message) const {
 
 const volatile int* Proxy::abortFlag() const { return &comm_->abortFlag; }
 
-// Idle backoff: a step usually follows within microseconds during an operation, so spin first;
-// between operations give the cores to the ranks (pause, yield, then sleeps of at most 50 us).
-static void idleWait(uint32_t idle) {
+// Idle with work about to come (an operation in flight, steps staged): a step usually follows
+// within microseconds, so pause, then yield (a rank sharing this core gets it).
+static void hotWait(uint32_t idle) {
   if (idle < 64) {
 #if defined(__x86_64__)
     __builtin_ia32_pause();
 #endif
-  } else if (idle < 1024) {
-    sched_yield();
   } else {
-    const uint32_t exp = (idle - 1024) / 256;
-    timespec ts{0, (long)(1000u << (exp < 5 ? exp : 5)) + 18000};  // 19 .. 50 us
-    if (ts.tv_nsec > 50000) ts.tv_nsec = 50000;
-    nanosleep(&ts, nullptr);
+    sched_yield();
   }
 }
 
@@ -104,8 +119,32 @@ void Proxy::run() {
       if (quiet) drainDone_.store(asked, std::memory_order_release);
     }
     idle = any ? 0 : idle + 1;
-    if (!any) idleWait(idle);
+    if (any) continue;
+    if (idle < 2048 || comm_->inflight.load() > 0 || drainAsked_.load() != drainDone_.load() || anyPending(mine, dead)) {
+      hotWait(idle);
+      continue;
+    }
+    // Nothing in flight: sleep until kicked, or until a connection's socket has news (data, a
+    // goodbye, a crash). Announce the sleep first, then look again, so a kick is never lost.
+    sleeping_.store(true);
+    if (comm_->inflight.load() == 0 && drainAsked_.load() == drainDone_.load() && !stop_.load()) {
+      std::vector<pollfd> fds{{wakeFd_, POLLIN, 0}};
+      for (size_t i = 0; i < mine.size(); ++i)
+        if (!dead[i] && mine[i]->pollFd() >= 0) fds.push_back({mine[i]->pollFd(), POLLIN, 0});
+      poll(fds.data(), fds.size(), 100);  // the timeout bounds how late a new connection is seen
+      uint64_t drained;
+      if (read(wakeFd_, &drained, sizeof drained) < 0) {
+      }  // nothing was written: woken by a socket or the timeout
+    }
+    sleeping_.store(false);
+    idle = 0;
   }
+}
+
+bool Proxy::anyPending(const std::vector<std::shared_ptr<ProxyTask>>& tasks, const std::vector<bool>& dead) {
+  for (size_t i = 0; i < tasks.size(); ++i)
+    if (!dead[i] && tasks[i]->pending()) return true;
+  return false;
 }
 
 }  // namespace baton

@@ -4,8 +4,11 @@
 // FIFOs and drives the network for it. baton's CPU ranks could call it themselves, but the proxy
 // keeps the collective code transport-blind and shows the real design.
 //
-// A connection registers a ProxyTask; the thread calls progress() on every task in turn, spinning
-// while any made progress and backing off (pause, yield, then short sleeps) while all are idle.
+// A connection registers a ProxyTask; the thread calls progress() on every task in turn. Like
+// NCCL's progress thread it is hot only while there is work: while an operation of its
+// communicator is in flight (kick() at launch wakes it), or a task has staged steps to send, it
+// spins (pause, then yield, so a rank sharing its core runs); otherwise it sleeps in poll() on an
+// eventfd and on its connections' sockets, so a peer's data or its death still wakes it at once.
 // A task that fails is dropped; the first failure becomes the communicator's async error and
 // raises its abort flag, so the ranks' waits end at once instead of at BATON_WAIT_TIMEOUT.
 #pragma once
@@ -31,12 +34,16 @@ class ProxyTask {
   virtual ncclResult_t progress(bool* didWork, std::string* message) = 0;
   // Work the ranks handed over that has not left yet (a send task's steps still to send).
   virtual bool pending() { return false; }
+  // A descriptor that becomes readable when the task has something to do (-1: none).
+  virtual int pollFd() { return -1; }
 };
 
 class Proxy {
  public:
-  explicit Proxy(ncclComm* comm) : comm_(comm) {}
-  ~Proxy() { stop(); }
+  explicit Proxy(ncclComm* comm);
+  ~Proxy();
+  // An operation was launched: wake the thread if it sleeps. Cheap when it is awake.
+  void kick();
   // Registers a task; the thread starts with the first one.
   void add(std::shared_ptr<ProxyTask> task);
   // Waits (at most `timeoutNs`) until no task has pending work: a rank's send completes once
@@ -51,12 +58,15 @@ class Proxy {
 
  private:
   void run();
+  static bool anyPending(const std::vector<std::shared_ptr<ProxyTask>>& tasks, const std::vector<bool>& dead);
   ncclComm* comm_;
   mutable std::mutex mu_;
   std::vector<std::shared_ptr<ProxyTask>> tasks_;
   std::atomic<uint64_t> version_{0};  // bumped by add(): the thread re-reads the list
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> drainAsked_{0}, drainDone_{0};  // drain() requests, and the last one seen quiet
+  std::atomic<bool> sleeping_{false};
+  int wakeFd_ = -1;  // eventfd: kick(), drain() and stop() write it
   std::thread thread_;
   ncclResult_t error_ = ncclSuccess;
   std::string message_;

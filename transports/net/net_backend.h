@@ -91,6 +91,11 @@ class NetBackend {
   // An error frees it too.
   virtual ncclResult_t test(NetRequest* request, int* done, size_t* size, int* index, uint64_t* tag) = 0;
 
+  // A descriptor that turns readable when a message (or the peer's end) arrives, or when a peer
+  // connects: the proxy sleeps on it between operations. -1: none (the proxy polls on a timer).
+  virtual int pollFd(NetRecvComm*) const { return -1; }
+  virtual int pollFd(NetListenComm*) const { return -1; }
+
   virtual ncclResult_t closeSend(NetSendComm* comm) = 0;
   virtual ncclResult_t closeRecv(NetRecvComm* comm) = 0;
   virtual ncclResult_t closeListen(NetListenComm* comm) = 0;

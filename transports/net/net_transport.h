@@ -27,6 +27,7 @@
 #include <string>
 
 #include "connector.h"
+#include "exec_model.h"
 #include "net_backend.h"
 #include "proxy.h"
 #include "transport.h"
@@ -93,6 +94,14 @@ class NetRecvTask : public ProxyTask {
   NetRecvTask(NetBackend* net, NetListenComm* listen, std::shared_ptr<HostFifo> fifo, int rank, int peer);
   ~NetRecvTask() override;
   ncclResult_t progress(bool* didWork, std::string* message) override;
+  // The socket to sleep on: the listener until the peer connected, then the connection, unless the
+  // next step waits for the ranks to free a slot (then only an operation can move it).
+  int pollFd() override {
+    if (closed_) return -1;
+    if (!comm_) return net_->pollFd(listen_);
+    if (!req_ && loadAcquire(&fifo_->fifo->head) + kSteps < next_ + 1) return -1;
+    return net_->pollFd(comm_);
+  }
 
  private:
   ncclResult_t deliver(uint64_t s, uint64_t tag, size_t wire, std::string* message);

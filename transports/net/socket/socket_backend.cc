@@ -230,6 +230,9 @@ class SocketBackend : public NetBackend {
     return testRequest(reinterpret_cast<Request*>(req), done, size, index, tag);
   }
 
+  int pollFd(NetRecvComm* c) const override { return reinterpret_cast<Comm*>(c)->ctrl; }
+  int pollFd(NetListenComm* l) const override { return reinterpret_cast<ListenComm*>(l)->fd; }
+
   ncclResult_t closeSend(NetSendComm* c) override {
     delete reinterpret_cast<Comm*>(c);
     return ncclSuccess;
