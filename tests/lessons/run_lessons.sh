@@ -63,4 +63,14 @@ expect '^# Out of bounds values : 0 OK$' "$out"
 out=$(BATON_RANKS_PER_NODE=1 "$BIN/baton-perf" allreduce -t 8 -b 8 -e 8 --explain); echo "$out"
 expect '^ +8( +[0-9.]+){6} +Tree/' "$out"
 rm -rf "$tmp"
+# Lesson 08: two namespaced hosts, one rank each, every step over NET (needs root and veth).
+if reason=$(tests/net/netns.sh check 2>&1); then
+  out=$(examples/08-network/two_hosts.sh "$BUILD"); echo "$out"
+  expect '^rank 0: Channel 00/[0-9]+ : 0\[0\] -> 1\[0\] via NET$' "$out"
+  expect '^rank 0: NET/Socket : dev 0 veth0 10\.77\.0\.1:0$' "$out"
+  expect '^# Out of bounds values : 0 OK$' "$out"
+  expect '^host 1: veth0 sent [0-9]+ MiB$' "$out"
+else
+  echo "lesson 08 skipped: $reason"
+fi
 exit $fail
