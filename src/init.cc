@@ -118,12 +118,13 @@ ncclResult_t checkCommReady(ncclComm* comm, const char* fn) {
   if (st != ncclSuccess)
     return batonError((ncclResult_t)st, "%s: comm %p failed to initialize (%s)", fn, (void*)comm,
                       ncclGetErrorString((ncclResult_t)st));
-  if (__atomic_load_n(&comm->abortFlag, __ATOMIC_ACQUIRE))
-    return batonError(ncclInvalidUsage, "%s: comm %p has been aborted", fn, (void*)comm);
+  // A failure raises the abort flag too: report the failure (it names the cause), not the flag.
   const int err = comm->asyncError.load();
   if (err != ncclSuccess)
-    return batonError((ncclResult_t)err, "%s: comm %p is in an error state from an earlier operation (%s); abort it",
-                      fn, (void*)comm, ncclGetErrorString((ncclResult_t)err));
+    return batonError((ncclResult_t)err, "%s: comm %p is in an error state (%s: %s); abort it", fn, (void*)comm,
+                      ncclGetErrorString((ncclResult_t)err), commFirstError(comm).c_str());
+  if (__atomic_load_n(&comm->abortFlag, __ATOMIC_ACQUIRE))
+    return batonError(ncclInvalidUsage, "%s: comm %p has been aborted", fn, (void*)comm);
   if (comm->finalized.load())
     return batonError(ncclInvalidUsage, "%s: comm %p has been finalized; only ncclCommDestroy is allowed", fn,
                       (void*)comm);

@@ -42,6 +42,10 @@ if [[ -n "${TSAN_TESTS:-}" && -x "${TSAN_TESTS}" ]]; then
     suite "tsan-protocol-and-collectives-$proto" 600 env NCCL_PROTO=$proto TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
       "$TSAN_TESTS" --gtest_filter="${TSAN_FILTER:-Protocol*:Threads*Quick*}"
   done
+  # The NET transport's proxy and sockets between thread ranks: every step crosses the proxy thread.
+  suite tsan-net 600 env NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=lo \
+    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" "$TSAN_TESTS" --gtest_filter='ThreadsQuick*:ProtocolLine/*'
+
 fi
 for proto in LL LL128 Simple; do
   suite "jitter-quick-$proto" 300 env BATON_JITTER=1 NCCL_PROTO=$proto "$TESTDIR/collective_tests" --gtest_filter='Threads*Quick*:Stage*:Tree*'
@@ -67,6 +71,10 @@ suite perf-8threads-16M 120 "$BIN/baton-perf" allreduce -t 8 -b 8 -e 16M -f 2 -n
 suite perf-all-collectives 300 tests/tools/perf_all_collectives.sh "$BIN"
 
 echo
+# Tests that cannot run on this machine say why (gtest's GTEST_SKIP messages, scripts' SKIP lines).
+skips=$(grep -h -A1 ': Skipped$' "$LOGDIR"/*.log 2>/dev/null | grep -v -e ': Skipped$' -e '^--$' | sort -u)
+skips+=$'\n'$(grep -h '^SKIP: ' "$LOGDIR"/*.log 2>/dev/null | sort -u)
+if [[ -n ${skips//[$'\n']/} ]]; then echo "skipped here, with the reason:"; grep -v '^$' <<<"$skips" | sed 's/^/  /'; fi
 if ((failed)); then echo "failed suites: ${failures[*]}"; fi
 echo "$passed passed, $failed failed"
 ((failed == 0))

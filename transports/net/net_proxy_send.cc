@@ -11,14 +11,16 @@
 namespace baton {
 
 NetSendTask::NetSendTask(NetBackend* net, NetSendComm* comm, std::shared_ptr<HostFifo> fifo, int rank, int peer,
-                         std::string peerAddr)
-    : net_(net), comm_(comm), fifo_(std::move(fifo)), rank_(rank), peer_(peer), peerAddr_(std::move(peerAddr)) {}
+                         std::string peerAddr, const volatile int* abortFlag)
+    : net_(net), comm_(comm), fifo_(std::move(fifo)), rank_(rank), peer_(peer), peerAddr_(std::move(peerAddr)),
+      abortFlag_(abortFlag) {}
 
-// Runs after the proxy stopped (commFree). Says goodbye so the peer can tell an orderly close
-// from a crash, waiting at most 200 ms for the back-end to take it.
+// Runs after the proxy stopped (commFree). An orderly close says goodbye, so the peer can tell it
+// from a crash (waiting at most 200 ms for the back-end to take it); an aborted or failed
+// communicator just closes, so its peers see the connection end and fail.
 NetSendTask::~NetSendTask() {
   NetRequest* bye = nullptr;
-  if (net_->isend(comm_, nullptr, 0, kNetByeTag, nullptr, &bye) == ncclSuccess && bye) {
+  if (!abortRequested(abortFlag_) && net_->isend(comm_, nullptr, 0, kNetByeTag, nullptr, &bye) == ncclSuccess && bye) {
     const uint64_t until = nowNs() + 200000000ull;
     int done = 0;
     while (!done && net_->test(bye, &done, nullptr, nullptr, nullptr) == ncclSuccess && nowNs() < until) {

@@ -97,7 +97,7 @@ class NetTransport : public Transport {
     }
     SocketAddress peerAddr;
     memcpy(&peerAddr, ni.handle.data, sizeof peerAddr);  // both back-ends start their handle with it
-    auto task = std::make_shared<NetSendTask>(net, comm, fifo, setup.rank, ni.rank, addressToString(peerAddr));
+    auto task = std::make_shared<NetSendTask>(net, comm, fifo, setup.rank, ni.rank, addressToString(peerAddr), setup.abortFlag);
     setup.proxy->add(task);
     conn->reset(new NetConnection(fifo, task));
     return ncclSuccess;

@@ -67,7 +67,7 @@ uint64_t netWireBytes(int proto, uint64_t payloadBytes);
 class NetSendTask : public ProxyTask {
  public:
   NetSendTask(NetBackend* net, NetSendComm* comm, std::shared_ptr<HostFifo> fifo, int rank, int peer,
-              std::string peerAddr);
+              std::string peerAddr, const volatile int* abortFlag);
   ~NetSendTask() override;
   ncclResult_t progress(bool* didWork, std::string* message) override;
   bool pending() override {
@@ -84,6 +84,7 @@ class NetSendTask : public ProxyTask {
   std::shared_ptr<HostFifo> fifo_;
   int rank_, peer_;
   std::string peerAddr_;
+  const volatile int* abortFlag_;  // raised (abort, or a failure): close without a goodbye
   uint64_t posted_ = 0, done_ = 0;  // steps handed to the network / confirmed sent
   NetRequest* reqs_[kSteps] = {};
   uint64_t linesChecked_ = 0;  // LL/LL128 lines of step posted_ already seen complete
