@@ -150,6 +150,16 @@ else
   flunk "NCCL_SOCKET_IFNAME=nosuch0 should fail naming it"; show ifname
 fi
 
+# An unreachable peer (an unused address of host 0's subnet: ARP gets no answer): the socket
+# back-end's connect fails within BATON_BOOTSTRAP_TIMEOUT, naming the address.
+out=$(ip netns exec btt-h0 env BATON_TEST_UNREACHABLE=10.77.0.99:9 NCCL_SOCKET_IFNAME=veth0 timeout 60 \
+      "$TESTDIR/unit_tests" --gtest_filter='NetSocketErrors.UnreachablePeer*' 2>&1)
+if grep -q '^\[       OK \]' <<<"$out" && ! grep -q 'SKIPPED' <<<"$out"; then
+  pass "unreachable peer 10.77.0.99: $(grep -o 'NET/Socket: cannot connect to peer [^(]*' <<<"$out" | head -1)"
+else
+  flunk "unreachable peer"; echo "$out" | tail -20
+fi
+
 leaked=$(ls /dev/shm | grep -c '^baton-' || true)
 echo "(shared-memory segments named baton-* left in /dev/shm: $leaked)"
 exit $fail

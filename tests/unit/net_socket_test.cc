@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <numeric>
@@ -252,6 +253,32 @@ TEST(NetSocketErrors, RefusedConnectionNamesTheAddress) {
   const std::string msg = baton::lastError();
   EXPECT_NE(msg.find("cannot connect to peer " + baton::addressToString(hd.addr)), std::string::npos) << msg;
   EXPECT_NE(msg.find("connection refused"), std::string::npos) << msg;
+}
+
+TEST(NetSocketErrors, UnreachablePeerFailsWithinTheTimeoutNamingIt) {
+  ScopedEnv timeout("BATON_BOOTSTRAP_TIMEOUT", "2");
+  auto b = loopbackBackend(nullptr);
+  // Default: TEST-NET-3 (RFC 5737), routed nowhere. tests/net/multihost_test.sh runs this inside a
+  // namespaced host with an unused address of its subnet (BATON_TEST_UNREACHABLE=10.77.0.99:9).
+  const char* env = getenv("BATON_TEST_UNREACHABLE");
+  const std::string target = env ? env : "203.0.113.7:9";
+  baton::netsock::Handle hd{};
+  ASSERT_EQ(baton::parseAddress(target.c_str(), &hd.addr), ncclSuccess);
+  hd.magic = 1;
+  NetHandle h{};
+  memcpy(h.data, &hd, sizeof hd);
+  NetSendComm* sc = nullptr;
+  const auto t0 = std::chrono::steady_clock::now();
+  const ncclResult_t res = b->connect(0, h, &sc);
+  if (res == ncclSuccess) {
+    b->closeSend(sc);
+    GTEST_SKIP() << "this machine's network accepted a connection to " << target
+                 << " (a transparent proxy?); tests/net/multihost_test.sh checks an unreachable peer in its namespaces";
+  }
+  EXPECT_EQ(res, ncclRemoteError);
+  EXPECT_LT(baton_test::secondsSince(t0), 5.0);
+  EXPECT_NE(std::string(baton::lastError()).find("cannot connect to peer " + target), std::string::npos)
+      << baton::lastError();
 }
 
 TEST(NetSocketErrors, InterfaceNameThatDoesNotExistIsNamed) {

@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -57,15 +58,37 @@ void tuneSocket(int fd) {
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
+// One non-blocking connect attempt, waited for until `deadline`: 0 or the errno that ended it
+// (a SYN nobody answers would otherwise block connect() for the kernel's two minutes).
+int connectAttempt(int s, const SocketAddress& addr, uint64_t deadline) {
+  fcntl(s, F_SETFL, fcntl(s, F_GETFL) | O_NONBLOCK);
+  if (::connect(s, &addr.sa, socketAddrLen(addr)) == 0) return 0;
+  if (errno != EINPROGRESS) return errno;
+  while (true) {
+    pollfd pfd{s, POLLOUT, 0};
+    const uint64_t now = nowNs();
+    if (now >= deadline) return ETIMEDOUT;
+    const int ms = (int)std::min<uint64_t>((deadline - now) / 1000000 + 1, 100);
+    if (poll(&pfd, 1, ms) > 0) {
+      int err = 0;
+      socklen_t len = sizeof err;
+      getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len);
+      return err;
+    }
+  }
+}
+
 // Connects one socket and sends its hello. Refusals are retried for about 0.5 s (a listener that
-// exists refuses only while its backlog is full); unreachable peers until the bootstrap deadline.
+// exists refuses only while its backlog is full); an unreachable or silent peer until the
+// bootstrap deadline (BATON_BOOTSTRAP_TIMEOUT).
 ncclResult_t connectOne(const SocketAddress& addr, const Hello& hello, int* out) {
   const uint64_t deadline = bootstrapDeadline();
   int refusals = 0;
   while (true) {
     int s = socket(addr.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (s < 0) return batonError(ncclSystemError, "NET/Socket: socket() failed: %s", strerror(errno));
-    if (::connect(s, &addr.sa, socketAddrLen(addr)) == 0) {
+    const int e = connectAttempt(s, addr, deadline);
+    if (e == 0) {
       tuneSocket(s);
       ncclResult_t res = socketSendAll(s, &hello, sizeof hello, deadline);
       if (res != ncclSuccess) {
@@ -76,13 +99,13 @@ ncclResult_t connectOne(const SocketAddress& addr, const Hello& hello, int* out)
       *out = s;
       return ncclSuccess;
     }
-    const int e = errno;
     close(s);
     const bool retry = (e == ECONNREFUSED && ++refusals < 10) || e == EINTR || e == EAGAIN ||
-                       ((e == ETIMEDOUT || e == EHOSTUNREACH || e == ENETUNREACH) && nowNs() < deadline);
+                       ((e == EHOSTUNREACH || e == ENETUNREACH) && nowNs() < deadline);
     if (!retry)
-      return batonError(ncclRemoteError, "NET/Socket: cannot connect to peer %s: %s", addressToString(addr).c_str(),
-                        describeSocketError(e).c_str());
+      return batonError(ncclRemoteError, "NET/Socket: cannot connect to peer %s: %s%s", addressToString(addr).c_str(),
+                        describeSocketError(e).c_str(),
+                        e == ETIMEDOUT ? " (no answer within BATON_BOOTSTRAP_TIMEOUT: is the peer's host reachable?)" : "");
     usleep(50 * 1000);
   }
 }
