@@ -132,10 +132,12 @@ ncclResult_t checkCommReady(ncclComm* comm, const char* fn) {
 }
 
 void commSetError(ncclComm* comm, ncclResult_t err, const char* message) {
-  int expected = ncclSuccess;
-  if (comm->asyncError.compare_exchange_strong(expected, err)) {
+  {
+    // Under the lock, so a reader that sees asyncError set and then asks commFirstError (which
+    // takes the lock) gets the message, not the empty string.
     std::lock_guard<std::mutex> lock(comm->firstErrorMu);
-    comm->firstError = message ? message : "";
+    int expected = ncclSuccess;
+    if (comm->asyncError.compare_exchange_strong(expected, err)) comm->firstError = message ? message : "";
   }
   // Let this rank's other channels drain instead of waiting for a peer that will not come.
   __atomic_store_n(&comm->abortFlag, 1, __ATOMIC_RELEASE);

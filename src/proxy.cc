@@ -127,7 +127,8 @@ void Proxy::run() {
     // Nothing in flight: sleep until kicked, or until a connection's socket has news (data, a
     // goodbye, a crash). Announce the sleep first, then look again, so a kick is never lost.
     sleeping_.store(true);
-    if (comm_->inflight.load() == 0 && drainAsked_.load() == drainDone_.load() && !stop_.load()) {
+    if (comm_->inflight.load() == 0 && drainAsked_.load() == drainDone_.load() && !stop_.load() &&
+        version_.load() == seen) {  // a connection added meanwhile: re-read the list first
       std::vector<pollfd> fds{{wakeFd_, POLLIN, 0}};
       for (size_t i = 0; i < mine.size(); ++i)
         if (!dead[i] && mine[i]->pollFd() >= 0) fds.push_back({mine[i]->pollFd(), POLLIN, 0});

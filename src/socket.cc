@@ -134,8 +134,9 @@ ncclResult_t findNetInterfaces(std::vector<NetInterface>* out) {
   std::vector<NetInterface> cands;
   BATON_CHECK(candidateInterfaces(spec, &cands));
   out->clear();
-  for (const NetInterface& c : cands) {  // the best class only, one address per interface
-    if (c.rank != cands[0].rank) break;
+  // Every interface NCCL_SOCKET_IFNAME names; without it, the best class only. One address each.
+  for (const NetInterface& c : cands) {
+    if (spec.empty() && c.rank != cands[0].rank) break;
     bool seen = false;
     for (const NetInterface& o : *out) seen |= o.name == c.name;
     if (!seen) out->push_back(c);

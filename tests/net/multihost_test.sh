@@ -155,7 +155,7 @@ fi
 out=$(ip netns exec btt-h0 env BATON_TEST_UNREACHABLE=10.77.0.99:9 NCCL_SOCKET_IFNAME=veth0 timeout 60 \
       "$TESTDIR/unit_tests" --gtest_filter='NetSocketErrors.UnreachablePeer*' 2>&1)
 if grep -q '^\[       OK \]' <<<"$out" && ! grep -q 'SKIPPED' <<<"$out"; then
-  pass "unreachable peer 10.77.0.99: $(grep -o 'NET/Socket: cannot connect to peer [^(]*' <<<"$out" | head -1)"
+  pass "unreachable peer 10.77.0.99: connect failed within BATON_BOOTSTRAP_TIMEOUT ($(grep -o 'Unreachable[A-Za-z]* ([0-9]* ms)' <<<"$out" | grep -o '[0-9]* ms'))"
 else
   flunk "unreachable peer"; echo "$out" | tail -20
 fi

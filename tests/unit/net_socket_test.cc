@@ -48,7 +48,7 @@ Pair connectPair(NetBackend* b) {
   NetListenComm* l = nullptr;
   Pair p;
   EXPECT_EQ(b->listen(0, &h, &l), ncclSuccess) << baton::lastError();
-  EXPECT_EQ(b->connect(0, h, &p.send), ncclSuccess) << baton::lastError();
+  EXPECT_EQ(b->connect(0, h, nullptr, &p.send), ncclSuccess) << baton::lastError();
   for (int i = 0; i < 10000 && !p.recv; ++i) {
     EXPECT_EQ(b->accept(l, &p.recv), ncclSuccess) << baton::lastError();
     if (!p.recv) usleep(100);
@@ -231,7 +231,7 @@ TEST(NetSocketErrors, StrangerOnTheDataPortIsDroppedAndThePeerStillConnects) {
   EXPECT_EQ(recv(stranger, &probe, 1, 0), 0) << "the stranger's connection is closed";
   close(stranger);
   NetSendComm* sc = nullptr;
-  ASSERT_EQ(b->connect(0, h, &sc), ncclSuccess);
+  ASSERT_EQ(b->connect(0, h, nullptr, &sc), ncclSuccess);
   rc = acceptOne(b.get(), l);
   EXPECT_NE(rc, nullptr) << baton::lastError();
   b->closeSend(sc);
@@ -248,7 +248,7 @@ TEST(NetSocketErrors, RefusedConnectionNamesTheAddress) {
   baton::netsock::Handle hd;
   memcpy(&hd, h.data, sizeof hd);
   NetSendComm* sc = nullptr;
-  EXPECT_EQ(b->connect(0, h, &sc), ncclRemoteError);
+  EXPECT_EQ(b->connect(0, h, nullptr, &sc), ncclRemoteError);
   EXPECT_EQ(sc, nullptr);
   const std::string msg = baton::lastError();
   EXPECT_NE(msg.find("cannot connect to peer " + baton::addressToString(hd.addr)), std::string::npos) << msg;
@@ -269,7 +269,7 @@ TEST(NetSocketErrors, UnreachablePeerFailsWithinTheTimeoutNamingIt) {
   memcpy(h.data, &hd, sizeof hd);
   NetSendComm* sc = nullptr;
   const auto t0 = std::chrono::steady_clock::now();
-  const ncclResult_t res = b->connect(0, h, &sc);
+  const ncclResult_t res = b->connect(0, h, nullptr, &sc);
   if (res == ncclSuccess) {
     b->closeSend(sc);
     GTEST_SKIP() << "this machine's network accepted a connection to " << target

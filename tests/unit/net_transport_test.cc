@@ -106,7 +106,7 @@ TEST(NetIb, LoopbackMessagesThroughTheFirstDevice) {
   baton::NetSendComm* s = nullptr;
   baton::NetRecvComm* r = nullptr;
   std::thread connector([&] {
-    for (int i = 0; i < 100000 && !s; ++i) ASSERT_EQ(ib->connect(0, h, &s), ncclSuccess) << baton::lastError();
+    for (int i = 0; i < 100000 && !s; ++i) ASSERT_EQ(ib->connect(0, h, nullptr, &s), ncclSuccess) << baton::lastError();
   });
   for (int i = 0; i < 100000 && !r; ++i) ASSERT_EQ(ib->accept(l, &r), ncclSuccess) << baton::lastError();
   connector.join();

@@ -68,9 +68,11 @@ class NetBackend {
   virtual ncclResult_t getProperties(int dev, NetProperties* props) const = 0;
 
   virtual ncclResult_t listen(int dev, NetHandle* handle, NetListenComm** listenComm) = 0;
-  // Non-blocking: *sendComm stays null until the connection is established; call again (the
-  // caller owns the deadline). A peer that refuses for longer than a few retries is ncclRemoteError.
-  virtual ncclResult_t connect(int dev, const NetHandle& handle, NetSendComm** sendComm) = 0;
+  // *sendComm stays null until the connection is established; call again (the caller owns the
+  // deadline). Sockets finish in one call, waiting at most BATON_BOOTSTRAP_TIMEOUT for an
+  // unreachable peer and returning early once `abortFlag` (may be null) is raised. A peer that
+  // refuses for longer than a few retries is ncclRemoteError.
+  virtual ncclResult_t connect(int dev, const NetHandle& handle, const volatile int* abortFlag, NetSendComm** sendComm) = 0;
   // Non-blocking: *recvComm stays null until the peer has connected; call again.
   virtual ncclResult_t accept(NetListenComm* listenComm, NetRecvComm** recvComm) = 0;
 

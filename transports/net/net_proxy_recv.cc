@@ -16,11 +16,14 @@ namespace baton {
 
 NetRecvTask::NetRecvTask(NetBackend* net, NetListenComm* listen, std::shared_ptr<HostFifo> fifo, int rank, int peer)
     : net_(net), listen_(listen), fifo_(std::move(fifo)), rank_(rank), peer_(peer) {
-  bounceBytes_ = std::max(fifo_->layout.stepBytes[kProtoLL], fifo_->layout.stepBytes[kProtoLL128]);
-  if (bounceBytes_) bounce_.reset(new char[bounceBytes_]);
+  // At least a line: the goodbye lands here too, and a registration needs a non-empty buffer.
+  bounceBytes_ = std::max<size_t>({fifo_->layout.stepBytes[kProtoLL], fifo_->layout.stepBytes[kProtoLL128], 128});
+  bounce_.reset(new char[bounceBytes_]);
 }
 
 NetRecvTask::~NetRecvTask() {
+  if (fifoMh_) net_->deregMr(nullptr, comm_, fifoMh_);
+  if (bounceMh_) net_->deregMr(nullptr, comm_, bounceMh_);
   if (comm_) net_->closeRecv(comm_);
   if (listen_) net_->closeListen(listen_);
 }
@@ -37,6 +40,9 @@ ncclResult_t NetRecvTask::progress(bool* didWork, std::string* message) {
     net_->closeListen(listen_);
     listen_ = nullptr;
     *didWork = true;
+    ncclResult_t res2 = net_->regMr(nullptr, comm_, fifo_->fifo, fifo_->bytes, kNetPtrHost, &fifoMh_);
+    if (res2 == ncclSuccess) res2 = net_->regMr(nullptr, comm_, bounce_.get(), bounceBytes_, kNetPtrHost, &bounceMh_);
+    if (res2 != ncclSuccess) return fail(res2, "registering the FIFO for the connection");
   }
   ConnFifo* f = fifo_->fifo;
   const FifoLayout& l = fifo_->layout;
@@ -46,16 +52,18 @@ ncclResult_t NetRecvTask::progress(bool* didWork, std::string* message) {
       void* data[kNumProtos + 1];
       size_t sizes[kNumProtos + 1];
       uint64_t tags[kNumProtos + 1];
+      NetMemHandle* mhs[kNumProtos + 1];
       int n = 0;
       for (int p = 0; p < kNumProtos; ++p) {
         if (!l.stepBytes[p]) continue;
         data[n] = p == kProtoSimple ? fifoBuff(f, l, p) + (next_ % kSteps) * l.stepBytes[p] : bounce_.get();
         sizes[n] = l.stepBytes[p];
         tags[n] = (uint64_t)p;
+        mhs[n] = p == kProtoSimple ? fifoMh_ : bounceMh_;
         ++n;
       }
-      data[n] = bounce_.get(), sizes[n] = 0, tags[n] = kNetByeTag, ++n;
-      ncclResult_t res = net_->irecv(comm_, n, data, sizes, tags, nullptr, &req_);
+      data[n] = bounce_.get(), sizes[n] = 0, tags[n] = kNetByeTag, mhs[n] = bounceMh_, ++n;
+      ncclResult_t res = net_->irecv(comm_, n, data, sizes, tags, mhs, &req_);
       if (res != ncclSuccess) return fail(res, "receive");
       if (!req_) return ncclSuccess;
     }

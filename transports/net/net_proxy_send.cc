@@ -2,6 +2,8 @@
 // staging FIFO, sends each finished step as one network message, and returns the slot to the
 // ranks (head) once the back-end has taken it. Up to kSteps messages are in flight.
 // Memory-ordering contract: net_transport.h.
+#include <unistd.h>
+
 #include "debug.h"
 #include "exec_model.h"
 #include "net_transport.h"
@@ -15,23 +17,30 @@ NetSendTask::NetSendTask(NetBackend* net, NetSendComm* comm, std::shared_ptr<Hos
     : net_(net), comm_(comm), fifo_(std::move(fifo)), rank_(rank), peer_(peer), peerAddr_(std::move(peerAddr)),
       abortFlag_(abortFlag) {}
 
+ncclResult_t NetSendTask::registerFifo() {
+  return net_->regMr(comm_, nullptr, fifo_->fifo, fifo_->bytes, kNetPtrHost, &mh_);
+}
+
 // Runs after the proxy stopped (commFree). An orderly close says goodbye, so the peer can tell it
 // from a crash (waiting at most 200 ms for the back-end to take it); an aborted or failed
 // communicator just closes, so its peers see the connection end and fail.
 NetSendTask::~NetSendTask() {
   NetRequest* bye = nullptr;
-  if (!abortRequested(abortFlag_) && net_->isend(comm_, nullptr, 0, kNetByeTag, nullptr, &bye) == ncclSuccess && bye) {
-    const uint64_t until = nowNs() + 200000000ull;
-    int done = 0;
-    while (!done && net_->test(bye, &done, nullptr, nullptr, nullptr) == ncclSuccess && nowNs() < until) {
-    }
-  }
+  const uint64_t until = nowNs() + 200000000ull;
+  // isend may say "later" (InfiniBand: until the peer posts a receive), so ask until the deadline.
+  while (!abortRequested(abortFlag_) && !bye && nowNs() < until &&
+         net_->isend(comm_, fifo_->fifo, 0, kNetByeTag, mh_, &bye) == ncclSuccess && !bye)
+    usleep(50);
+  int done = 0;
+  while (bye && !done && net_->test(bye, &done, nullptr, nullptr, nullptr) == ncclSuccess && nowNs() < until) usleep(50);
+  if (mh_) net_->deregMr(comm_, nullptr, mh_);
   net_->closeSend(comm_);
 }
 
-// Which protocol did step s use? Tail first (acquire): once it covers s, every line of s is
-// visible too. A step's LL/LL128 line 0 carries flag s + 1 only if s used that protocol (a slot's
-// older flags are s + 1 - 8k, and the LL clean step keeps 32-bit flags from wrapping onto it).
+// Which protocol did step s use? A step's LL/LL128 line 0 carries flag s + 1 only if s used that
+// protocol (a slot's older flags are s + 1 - 8k, and the LL clean step keeps 32-bit flags from
+// wrapping onto it); otherwise a tail that covers s says it was Simple. The acquire of line 0's
+// flag (LL/LL128) or of tail (Simple) orders the read of sizes[] after the rank's write.
 bool NetSendTask::stepReady(uint64_t s, int* proto, uint64_t* bytes) {
   ConnFifo* f = fifo_->fifo;
   const FifoLayout& l = fifo_->layout;
@@ -107,7 +116,7 @@ ncclResult_t NetSendTask::progress(bool* didWork, std::string* message) {
         if (loadAcquire(&lines[linesChecked_].flag) != s + 1) return ncclSuccess;
     }
     NetRequest* req = nullptr;
-    ncclResult_t res = net_->isend(comm_, slot, netWireBytes(proto, bytes), netStepTag(proto, bytes), nullptr, &req);
+    ncclResult_t res = net_->isend(comm_, slot, netWireBytes(proto, bytes), netStepTag(proto, bytes), mh_, &req);
     if (res != ncclSuccess) {
       *message = "NET: send to rank " + std::to_string(peer_) + " (" + peerAddr_ + ") failed: " + lastError();
       return res;

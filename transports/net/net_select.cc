@@ -1,5 +1,6 @@
-// Which network back-end a process uses: NCCL_NET by name, else InfiniBand verbs when a device is
-// there, else sockets (NCCL's order: plugin, then IB, then Socket). Chosen once per process.
+// Which network back-end a connection uses: NCCL_NET by name, else InfiniBand verbs when a device
+// is there, else sockets (NCCL's order: plugin, then IB, then Socket). Read for every connection;
+// each back-end is initialised once (a failed init is tried again next time).
 #include <strings.h>
 
 #include <mutex>

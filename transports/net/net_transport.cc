@@ -84,8 +84,8 @@ class NetTransport : public Transport {
     NetSendComm* comm = nullptr;
     const uint64_t deadline = bootstrapDeadline();
     const int dev = net->devices() ? setup.channel % net->devices() : 0;
-    while (!comm) {  // back-ends may take several calls (NCCL's contract); ours finish in one
-      ncclResult_t res = net->connect(dev, ni.handle, &comm);
+    while (!comm) {  // back-ends may take several calls (NCCL's contract)
+      ncclResult_t res = net->connect(dev, ni.handle, setup.abortFlag, &comm);
       if (res != ncclSuccess)
         return batonError(res, "NET: rank %d cannot connect to rank %d: %s", setup.rank, ni.rank, lastError());
       if (comm) break;
@@ -98,6 +98,7 @@ class NetTransport : public Transport {
     SocketAddress peerAddr;
     memcpy(&peerAddr, ni.handle.data, sizeof peerAddr);  // both back-ends start their handle with it
     auto task = std::make_shared<NetSendTask>(net, comm, fifo, setup.rank, ni.rank, addressToString(peerAddr), setup.abortFlag);
+    BATON_CHECK(task->registerFifo());
     setup.proxy->add(task);
     conn->reset(new NetConnection(fifo, task));
     return ncclSuccess;

@@ -2,6 +2,9 @@
 // memory, laid out exactly like a shm FIFO, so the primitives run unchanged on it; the proxy
 // thread of each process moves FIFO steps between them through a network back-end.
 //
+// Both FIFOs (and the receive side's bounce buffer) are registered with the back-end (regMr) once
+// the connection exists: InfiniBand needs it, sockets ignore it.
+//
 //   sender's primitives -> sender's staging FIFO -> NetSendTask (isend) ~~ network ~~
 //   NetRecvTask (irecv) -> receiver's FIFO -> receiver's primitives
 //
@@ -10,10 +13,10 @@
 // sequence (connector.h) and the receiver's primitives check each slot's size.
 //
 // Memory-ordering contract:
-//   send side: the proxy loadAcquire()s tail before it looks at the LL/LL128 flags of a step (so a
-//     Simple step's tail, or a later step's, orders the step's lines before the reads); Simple data
-//     is released by tail, LL/LL128 lines by their own flags, which the proxy checks line by line
-//     before sending (a line half-written by the ranks never leaves). After the back-end reports
+//   send side: Simple data (and its sizes[] entry) is released by tail, which the proxy
+//     loadAcquire()s; an LL/LL128 step's size is released by its line 0's flag and its data by each
+//     line's flag, which the proxy loadAcquire()s line by line before sending (a line half-written
+//     by the ranks never leaves). After the back-end reports
 //     the send done, storeRelease(head, s + 1) hands the slot back to the ranks.
 //   receive side: a step lands only in a slot the ranks released (loadAcquire(head) + kSteps > s).
 //     Simple: payload is received straight into the slot, then sizes[slot], then
@@ -70,6 +73,7 @@ class NetSendTask : public ProxyTask {
               std::string peerAddr, const volatile int* abortFlag);
   ~NetSendTask() override;
   ncclResult_t progress(bool* didWork, std::string* message) override;
+  ncclResult_t registerFifo();  // before the first step; the connection exists from the start
   bool pending() override {
     int proto;
     uint64_t bytes;
@@ -87,6 +91,7 @@ class NetSendTask : public ProxyTask {
   const volatile int* abortFlag_;  // raised (abort, or a failure): close without a goodbye
   uint64_t posted_ = 0, done_ = 0;  // steps handed to the network / confirmed sent
   NetRequest* reqs_[kSteps] = {};
+  NetMemHandle* mh_ = nullptr;  // the staging FIFO's registration (sockets: none needed)
   uint64_t linesChecked_ = 0;  // LL/LL128 lines of step posted_ already seen complete
 };
 
@@ -113,8 +118,10 @@ class NetRecvTask : public ProxyTask {
   int rank_, peer_;
   uint64_t next_ = 0;  // the step the network delivers next
   NetRequest* req_ = nullptr;
-  std::unique_ptr<char[]> bounce_;  // LL and LL128 steps land here first
+  std::unique_ptr<char[]> bounce_;  // LL and LL128 steps land here first (and the goodbye)
   size_t bounceBytes_ = 0;
+  NetMemHandle* fifoMh_ = nullptr;    // registrations, made once the peer has connected
+  NetMemHandle* bounceMh_ = nullptr;
   bool closed_ = false;  // the peer said goodbye
 };
 

@@ -53,7 +53,7 @@ class IbNetBackend final : public NetBackend {
     BATON_CHECK(ibInit());
     return ibListen(dev, handle, listenComm);
   }
-  ncclResult_t connect(int dev, const NetHandle& handle, NetSendComm** sendComm) override {
+  ncclResult_t connect(int dev, const NetHandle& handle, const volatile int*, NetSendComm** sendComm) override {
     *sendComm = nullptr;
     BATON_CHECK(ibInit());
     return ibConnect(dev, handle, sendComm);

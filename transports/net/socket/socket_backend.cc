@@ -60,7 +60,7 @@ void tuneSocket(int fd) {
 
 // One non-blocking connect attempt, waited for until `deadline`: 0 or the errno that ended it
 // (a SYN nobody answers would otherwise block connect() for the kernel's two minutes).
-int connectAttempt(int s, const SocketAddress& addr, uint64_t deadline) {
+int connectAttempt(int s, const SocketAddress& addr, uint64_t deadline, const volatile int* abortFlag) {
   fcntl(s, F_SETFL, fcntl(s, F_GETFL) | O_NONBLOCK);
   if (::connect(s, &addr.sa, socketAddrLen(addr)) == 0) return 0;
   if (errno != EINPROGRESS) return errno;
@@ -68,6 +68,7 @@ int connectAttempt(int s, const SocketAddress& addr, uint64_t deadline) {
     pollfd pfd{s, POLLOUT, 0};
     const uint64_t now = nowNs();
     if (now >= deadline) return ETIMEDOUT;
+    if (abortRequested(abortFlag)) return ECANCELED;
     const int ms = (int)std::min<uint64_t>((deadline - now) / 1000000 + 1, 100);
     if (poll(&pfd, 1, ms) > 0) {
       int err = 0;
@@ -81,13 +82,13 @@ int connectAttempt(int s, const SocketAddress& addr, uint64_t deadline) {
 // Connects one socket and sends its hello. Refusals are retried for about 0.5 s (a listener that
 // exists refuses only while its backlog is full); an unreachable or silent peer until the
 // bootstrap deadline (BATON_BOOTSTRAP_TIMEOUT).
-ncclResult_t connectOne(const SocketAddress& addr, const Hello& hello, int* out) {
+ncclResult_t connectOne(const SocketAddress& addr, const Hello& hello, const volatile int* abortFlag, int* out) {
   const uint64_t deadline = bootstrapDeadline();
   int refusals = 0;
   while (true) {
     int s = socket(addr.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (s < 0) return batonError(ncclSystemError, "NET/Socket: socket() failed: %s", strerror(errno));
-    const int e = connectAttempt(s, addr, deadline);
+    const int e = connectAttempt(s, addr, deadline, abortFlag);
     if (e == 0) {
       tuneSocket(s);
       ncclResult_t res = socketSendAll(s, &hello, sizeof hello, deadline);
@@ -100,6 +101,7 @@ ncclResult_t connectOne(const SocketAddress& addr, const Hello& hello, int* out)
       return ncclSuccess;
     }
     close(s);
+    if (e == ECANCELED) return batonError(ncclInvalidUsage, "NET/Socket: connect to %s aborted", addressToString(addr).c_str());
     const bool retry = (e == ECONNREFUSED && ++refusals < 10) || e == EINTR || e == EAGAIN ||
                        ((e == EHOSTUNREACH || e == ENETUNREACH) && nowNs() < deadline);
     if (!retry)
@@ -110,23 +112,25 @@ ncclResult_t connectOne(const SocketAddress& addr, const Hello& hello, int* out)
   }
 }
 
-// Reads a hello from a freshly accepted socket; false (after a warning) for a stranger.
-bool readHello(int fd, const SocketAddress& from, uint64_t magic, Hello* h, int nIndices) {
-  size_t got = 0;
-  const uint64_t deadline = nowNs() + 2000000000ull;  // our peer sends it right after connecting
-  char* p = reinterpret_cast<char*>(h);
-  while (got < sizeof *h) {
-    ssize_t r = recv(fd, p + got, sizeof *h - got, MSG_DONTWAIT);
-    if (r > 0) { got += r; continue; }
-    if (r == 0 || (errno != EAGAIN && errno != EINTR) || nowNs() > deadline) break;
-    pollfd pfd{fd, POLLIN, 0};
-    poll(&pfd, 1, 20);
+// Reads more of a half-accepted socket's hello without blocking. 1: complete and ours, 0: not
+// yet, -1: a stranger, or nothing within 2 s (dropped after a warning).
+int readHello(PendingSocket& p, uint64_t magic, int nIndices) {
+  char* dst = reinterpret_cast<char*>(&p.hello);
+  while (p.got < sizeof p.hello) {
+    ssize_t r = recv(p.fd, dst + p.got, sizeof p.hello - p.got, MSG_DONTWAIT);
+    if (r > 0) {
+      p.got += r;
+      continue;
+    }
+    if (r < 0 && (errno == EAGAIN || errno == EINTR) && nowNs() < p.since + 2000000000ull) return 0;
+    break;
   }
-  if (got == sizeof *h && h->magic == magic && h->type == kSocketNet && (int)h->index < nIndices) return true;
+  const Hello& h = p.hello;
+  if (p.got == sizeof h && h.magic == magic && h.type == kSocketNet && (int)h.index < nIndices) return 1;
   BATON_WARN("NET/Socket: dropped a connection from %s to a data port: not this connection's peer (%s)",
-             addressToString(from).c_str(),
-             got < sizeof *h ? "no handshake" : h->magic != magic ? "wrong magic" : "bad socket index");
-  return false;
+             addressToString(p.from).c_str(),
+             p.got < sizeof h ? "no handshake" : h.magic != magic ? "wrong magic" : "bad socket index");
+  return -1;
 }
 
 class SocketBackend : public NetBackend {
@@ -174,7 +178,7 @@ class SocketBackend : public NetBackend {
     return ncclSuccess;
   }
 
-  ncclResult_t connect(int, const NetHandle& handle, NetSendComm** out) override {
+  ncclResult_t connect(int, const NetHandle& handle, const volatile int* abortFlag, NetSendComm** out) override {
     Handle h;
     memcpy(&h, handle.data, sizeof h);
     if (h.nSocks < 0 || h.nSocks > kMaxSocks || h.nThreads < 0 || h.nThreads > kMaxThreads)
@@ -186,7 +190,7 @@ class SocketBackend : public NetBackend {
     c->nThreads = h.nThreads;
     for (int i = 0; i <= h.nSocks; ++i) {
       int fd = -1;
-      BATON_CHECK(connectOne(h.addr, Hello{h.magic, kSocketNet, (uint32_t)i}, &fd));
+      BATON_CHECK(connectOne(h.addr, Hello{h.magic, kSocketNet, (uint32_t)i}, abortFlag, &fd));
       if (i == 0) c->ctrl = fd;
       else c->data.push_back(fd);
     }
@@ -195,35 +199,42 @@ class SocketBackend : public NetBackend {
     return ncclSuccess;
   }
 
+  // Runs on the proxy thread, so it never blocks: sockets whose hello has not arrived wait in
+  // the listener's pending list. No deadline of its own: a peer that never comes leaves the ranks
+  // waiting, and their BATON_WAIT_TIMEOUT decides.
   ncclResult_t accept(NetListenComm* lc, NetRecvComm** out) override {
     auto* l = reinterpret_cast<ListenComm*>(lc);
     *out = nullptr;
-    if (l->deadlineNs == 0) l->deadlineNs = bootstrapDeadline();
     while (true) {
-      SocketAddress from{};
-      socklen_t len = sizeof from;
-      int s = accept4(l->fd, &from.sa, &len, SOCK_CLOEXEC);
-      if (s < 0) {
+      PendingSocket p{};
+      socklen_t len = sizeof p.from;
+      p.fd = accept4(l->fd, &p.from.sa, &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (p.fd < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) break;
         return batonError(ncclSystemError, "NET/Socket: accept() on %s failed: %s",
                           addressToString(l->handle.addr).c_str(), strerror(errno));
       }
-      Hello h{};
-      if (!readHello(s, from, l->handle.magic, &h, (int)l->fds.size()) || l->fds[h.index] >= 0) {
-        close(s);
+      p.since = nowNs();
+      l->pending.push_back(p);
+    }
+    for (size_t i = 0; i < l->pending.size();) {
+      PendingSocket& p = l->pending[i];
+      const int st = readHello(p, l->handle.magic, (int)l->fds.size());
+      if (st == 0) {
+        ++i;
         continue;
       }
-      tuneSocket(s);
-      l->fds[h.index] = s;
-      l->peer = from;
+      if (st == 1 && l->fds[p.hello.index] < 0) {
+        tuneSocket(p.fd);
+        l->fds[p.hello.index] = p.fd;
+        l->peer = p.from;
+      } else {
+        close(p.fd);  // a stranger, or a second socket with the same index
+      }
+      l->pending.erase(l->pending.begin() + i);
     }
     for (int fd : l->fds)
-      if (fd < 0) {
-        if (nowNs() > l->deadlineNs)
-          return batonError(ncclRemoteError, "NET/Socket: no peer connected to %s within %llus (BATON_BOOTSTRAP_TIMEOUT)",
-                            addressToString(l->handle.addr).c_str(), (unsigned long long)bootstrapTimeoutSec());
-        return ncclSuccess;  // not yet
-      }
+      if (fd < 0) return ncclSuccess;  // not yet
     auto* c = new Comm;
     c->peer = l->peer;
     c->ctrl = l->fds[0];
@@ -253,7 +264,7 @@ class SocketBackend : public NetBackend {
     return testRequest(reinterpret_cast<Request*>(req), done, size, index, tag);
   }
 
-  int pollFd(NetRecvComm* c) const override { return reinterpret_cast<Comm*>(c)->ctrl; }
+  int pollFd(NetRecvComm* c) const override { return recvPollFd(reinterpret_cast<Comm*>(c)); }
   int pollFd(NetListenComm* l) const override { return reinterpret_cast<ListenComm*>(l)->fd; }
 
   ncclResult_t closeSend(NetSendComm* c) override {
@@ -267,6 +278,7 @@ class SocketBackend : public NetBackend {
   ncclResult_t closeListen(NetListenComm* lc) override {
     auto* l = reinterpret_cast<ListenComm*>(lc);
     for (int& fd : l->fds) socketClose(fd);
+    for (PendingSocket& p : l->pending) socketClose(p.fd);
     socketClose(l->fd);
     delete l;
     return ncclSuccess;

@@ -118,13 +118,22 @@ struct Comm {
   ~Comm();
 };
 
+// An accepted socket whose hello has not fully arrived.
+struct PendingSocket {
+  int fd = -1;
+  SocketAddress from{};
+  Hello hello{};
+  size_t got = 0;
+  uint64_t since = 0;
+};
+
 // The listener: accepts 1 + nSocks sockets from one peer.
 struct ListenComm {
   int fd = -1;
   Handle handle{};
   std::vector<int> fds;  // by hello index; -1 until that socket arrived
+  std::vector<PendingSocket> pending;
   SocketAddress peer{};
-  uint64_t deadlineNs = 0;  // the peer must have connected by then
 };
 
 // A fresh back-end (tests; the library uses socketNetBackend()'s one instance).
@@ -134,6 +143,9 @@ NetBackend* makeSocketBackend();
 ncclResult_t postSend(Comm* c, void* data, size_t size, uint64_t tag, Request** out);
 ncclResult_t postRecv(Comm* c, int n, void** data, const size_t* sizes, const uint64_t* tags, Request** out);
 ncclResult_t testRequest(Request* r, int* done, size_t* size, int* index, uint64_t* tag);
+// The control socket, or -1 while the current receive waits only on helper threads (the next
+// header may already be there, and polling it would never sleep).
+int recvPollFd(Comm* c);
 
 // Text for errno `e` on a connection to `peer` (refused, reset, closed, ...).
 std::string describeSocketError(int e);

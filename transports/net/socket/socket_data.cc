@@ -173,8 +173,12 @@ ncclResult_t testRequest(Request* r, int* done, size_t* size, int* index, uint64
   *done = 0;
   progress(c);
   if (c->failed.load()) {
-    c->queue.erase(std::find(c->queue.begin(), c->queue.end(), r));
-    delete r;
+    // A helper may still be inside one of this request's tasks: then the comm keeps it, and
+    // ~Comm frees it after joining the helpers.
+    if (r->tasksLeft.load(std::memory_order_acquire) == 0) {
+      c->queue.erase(std::find(c->queue.begin(), c->queue.end(), r));
+      delete r;
+    }
     return reportFailure(c);
   }
   if (!r->done) return ncclSuccess;
@@ -185,6 +189,12 @@ ncclResult_t testRequest(Request* r, int* done, size_t* size, int* index, uint64
   c->queue.erase(std::find(c->queue.begin(), c->queue.end(), r));
   delete r;
   return ncclSuccess;
+}
+
+int recvPollFd(Comm* c) {
+  for (Request* r : c->queue)
+    if (!r->done) return (r->index >= 0 && r->inlineDone == r->inlineBytes && r->tasksLeft.load() > 0) ? -1 : c->ctrl;
+  return c->ctrl;
 }
 
 }  // namespace netsock
