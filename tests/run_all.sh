@@ -72,7 +72,7 @@ suite perf-all-collectives 300 tests/tools/perf_all_collectives.sh "$BIN"
 
 echo
 # Tests that cannot run on this machine say why (gtest's GTEST_SKIP messages, scripts' SKIP lines).
-skips=$(grep -h -A1 ': Skipped$' "$LOGDIR"/*.log 2>/dev/null | grep -v -e ': Skipped$' -e '^--$' | sort -u)
+skips=$(grep -h -A1 ': Skipped$' "$LOGDIR"/*.log 2>/dev/null | grep -v -e ': Skipped$' -e '^--$' -e '^child helper' | sort -u)
 skips+=$'\n'$(grep -h '^SKIP: ' "$LOGDIR"/*.log 2>/dev/null | sort -u)
 if [[ -n ${skips//[$'\n']/} ]]; then echo "skipped here, with the reason:"; grep -v '^$' <<<"$skips" | sed 's/^/  /'; fi
 if ((failed)); then echo "failed suites: ${failures[*]}"; fi
