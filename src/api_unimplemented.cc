@@ -35,23 +35,6 @@ ncclResult_t pncclCommInitRankScalable(ncclComm_t* /*newcomm*/, int /*nranks*/, 
                     "single root; use ncclCommInitRankConfig with one ncclUniqueId)");
 }
 
-NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags);
-ncclResult_t pncclCommRevoke(ncclComm_t /*comm*/, int /*revokeFlags*/) {
-  return batonError(ncclInvalidUsage,
-                    "ncclCommRevoke is not implemented yet in baton (use ncclCommAbort to stop "
-                    "in-flight work)");
-}
-
-NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList,
-         int excludeRanksCount, ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags);
-ncclResult_t pncclCommShrink(ncclComm_t /*comm*/, int* /*excludeRanksList*/,
-                             int /*excludeRanksCount*/, ncclComm_t* /*newcomm*/,
-                             ncclConfig_t* /*config*/, int /*shrinkFlags*/) {
-  return batonError(ncclInvalidUsage,
-                    "ncclCommShrink is not implemented yet in baton (fault-tolerant shrinking "
-                    "arrives with its own issue)");
-}
-
 // ---- Buffer registration ----------------------------------------------------------------------
 
 NCCL_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size,

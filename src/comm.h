@@ -119,6 +119,8 @@ struct ncclComm {
   std::atomic<int> inflight{0};                 // submitted parts not finished yet
   std::thread initThread;                       // non-blocking init
   std::atomic<bool> finalized{false};
+  std::atomic<bool> revoked{false};             // ncclCommRevoke: no new work; parent of shrink/split only
+  int shrinkSeq = 0;                            // shrinks made from this communicator (bootstrap tags)
   uint64_t opCount = 0;
 
   std::mutex redOpMu;
@@ -139,6 +141,17 @@ void unregisterComm(ncclComm* comm);
 // Validates `comm` for API function `fn`: NULL, not live, aborted, still initialising, failed.
 ncclResult_t checkCommReady(ncclComm* comm, const char* fn);
 ncclResult_t checkCommLive(ncclComm* comm, const char* fn);
+// A communicator that may be the parent of a split or shrink: live, initialised, not finalized;
+// revoked or failed is fine (that is what shrink is for).
+ncclResult_t checkCommParent(ncclComm* comm, const char* fn);
+// Stops this rank's in-flight work on comm (raise the abort flag, wait for it to drain), then
+// lowers the flag again so the bootstrap can be used: revoke and NCCL_SHRINK_ABORT.
+void commQuiesce(ncclComm* comm);
+// A child communicator of `parent` over `parentRanks` (its rank newRank): the child's rank 0 makes
+// a bootstrap root and sends its id to the others with parent's bootstrap (`tag`), then every
+// member inits (split and shrink).
+ncclResult_t commInitChild(ncclComm* parent, const std::vector<int>& parentRanks, int newRank, uint64_t tag,
+                           const ncclConfig_t& cfg, const char* fn, ncclComm_t* newcomm);
 
 // Init steps (init.cc), shared by CommInitRank, CommInitAll and CommSplit.
 ncclResult_t commAlloc(ncclComm** out, int nranks, int rank, const ncclConfig_t* config, const char* fn);

@@ -109,6 +109,9 @@ ncclResult_t pncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
 NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm);
 ncclResult_t pncclCommFinalize(ncclComm_t comm) {
   BATON_CHECK(checkCommLive(comm, "ncclCommFinalize"));
+  if (comm->revoked.load())
+    return batonError(ncclInvalidUsage, "ncclCommFinalize: comm %p was revoked; ncclCommDestroy or ncclCommAbort it",
+                      (void*)comm);
   if (comm->initThread.joinable() && comm->initState.load() != ncclInProgress) comm->initThread.join();
   if (!comm->blocking && comm->inflight.load() > 0) {
     comm->finalized.store(true);
@@ -137,7 +140,7 @@ ncclResult_t pncclCommAbort(ncclComm_t comm) {
 NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config);
 ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
   const char* fn = "ncclCommSplit";
-  BATON_CHECK(checkCommReady(comm, fn));
+  BATON_CHECK(checkCommParent(comm, fn));
   if (!newcomm) return batonError(ncclInvalidArgument, "%s: newcomm is NULL", fn);
   if (color < 0 && color != NCCL_SPLIT_NOCOLOR)
     return batonError(ncclInvalidArgument, "%s: color %d must be >= 0 or NCCL_SPLIT_NOCOLOR", fn, color);
@@ -163,29 +166,9 @@ ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* new
     for (size_t i = 0; i < mine.size(); ++i)
       if (mine[i].rank == comm->rank) newRank = (int)i;
     // The new rank 0 creates a root and sends the id to the others over the parent's bootstrap.
-    ncclUniqueId id;
-    const uint64_t tag = comm->bootstrap->nextCollTag();
-    if (newRank == 0) {
-      BATON_CHECK(bootstrapGetUniqueIdFresh(&id));
-      for (size_t i = 1; i < mine.size(); ++i) BATON_CHECK(comm->bootstrap->send(mine[i].rank, tag, &id, sizeof id));
-    } else {
-      BATON_CHECK(comm->bootstrap->recv(mine[0].rank, tag, &id, sizeof id));
-    }
-    BootstrapHandle h;
-    BATON_CHECK(bootstrapParseId(&id, &h));
-    ncclComm* child = nullptr;
-    BATON_CHECK(commAlloc(&child, (int)mine.size(), newRank, &cfg, "ncclCommSplit"));
-    child->cudaDev = comm->cudaDev;
-    child->blocking = true;  // the child's init runs inside this job
-    ncclResult_t res = commInitJob(child, h);
-    child->initState.store(res);
-    child->blocking = cfg.blocking == 0 ? false : true;
-    if (res != ncclSuccess) {
-      commFree(child);
-      return res;
-    }
-    *newcomm = child;
-    return ncclSuccess;
+    std::vector<int> parentRanks;
+    for (const SplitInfo& m : mine) parentRanks.push_back(m.rank);
+    return commInitChild(comm, parentRanks, newRank, comm->bootstrap->nextCollTag(), cfg, "ncclCommSplit", newcomm);
   };
   if (inGroup()) {
     // Runs at ncclGroupEnd, concurrently with the other ranks' splits driven by this thread.

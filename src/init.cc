@@ -118,6 +118,11 @@ ncclResult_t checkCommReady(ncclComm* comm, const char* fn) {
   if (st != ncclSuccess)
     return batonError((ncclResult_t)st, "%s: comm %p failed to initialize (%s)", fn, (void*)comm,
                       ncclGetErrorString((ncclResult_t)st));
+  if (comm->revoked.load())
+    return batonError(ncclInvalidUsage,
+                      "%s: comm %p was revoked (ncclCommRevoke); only ncclCommShrink, ncclCommSplit, ncclCommAbort and "
+                      "ncclCommDestroy may use it",
+                      fn, (void*)comm);
   // A failure raises the abort flag too: report the failure (it names the cause), not the flag.
   const int err = comm->asyncError.load();
   if (err != ncclSuccess)
@@ -129,6 +134,50 @@ ncclResult_t checkCommReady(ncclComm* comm, const char* fn) {
     return batonError(ncclInvalidUsage, "%s: comm %p has been finalized; only ncclCommDestroy is allowed", fn,
                       (void*)comm);
   return ncclSuccess;
+}
+
+ncclResult_t checkCommParent(ncclComm* comm, const char* fn) {
+  BATON_CHECK(checkCommLive(comm, fn));
+  const int st = comm->initState.load();
+  if (st != ncclSuccess)
+    return batonError(ncclInvalidUsage, "%s: comm %p is not initialized (%s)", fn, (void*)comm,
+                      ncclGetErrorString((ncclResult_t)st));
+  if (comm->finalized.load())
+    return batonError(ncclInvalidUsage, "%s: comm %p has been finalized; only ncclCommDestroy is allowed", fn, (void*)comm);
+  return ncclSuccess;
+}
+
+ncclResult_t commInitChild(ncclComm* parent, const std::vector<int>& parentRanks, int newRank, uint64_t tag,
+                           const ncclConfig_t& cfg, const char* fn, ncclComm_t* newcomm) {
+  ncclUniqueId id;
+  if (newRank == 0) {
+    BATON_CHECK(bootstrapGetUniqueIdFresh(&id));
+    for (size_t i = 1; i < parentRanks.size(); ++i) BATON_CHECK(parent->bootstrap->send(parentRanks[i], tag, &id, sizeof id));
+  } else {
+    BATON_CHECK(parent->bootstrap->recv(parentRanks[0], tag, &id, sizeof id));
+  }
+  BootstrapHandle h;
+  BATON_CHECK(bootstrapParseId(&id, &h));
+  ncclComm* child = nullptr;
+  BATON_CHECK(commAlloc(&child, (int)parentRanks.size(), newRank, &cfg, fn));
+  child->cudaDev = parent->cudaDev;
+  child->blocking = true;  // the child's init runs inside this job
+  ncclResult_t res = commInitJob(child, h);
+  child->initState.store(res);
+  child->blocking = cfg.blocking != 0;
+  if (res != ncclSuccess) {
+    commFree(child);
+    return res;
+  }
+  *newcomm = child;
+  return ncclSuccess;
+}
+
+void commQuiesce(ncclComm* comm) {
+  __atomic_store_n(&comm->abortFlag, 1, __ATOMIC_RELEASE);
+  uint32_t it = 0;
+  while (comm->inflight.load() > 0) waitBackoff(it);
+  __atomic_store_n(&comm->abortFlag, 0, __ATOMIC_RELEASE);
 }
 
 void commSetError(ncclComm* comm, ncclResult_t err, const char* message) {
@@ -248,7 +297,8 @@ void commFree(ncclComm* comm) {
   if (comm->proxy) {
     // Sends complete when their data is staged: let the proxy put it on the wire first (not
     // after an abort or a failure, when nobody waits for it).
-    if (!__atomic_load_n(&comm->abortFlag, __ATOMIC_ACQUIRE) && !comm->proxy->drain(10ull * 1000000000))
+    if (!__atomic_load_n(&comm->abortFlag, __ATOMIC_ACQUIRE) && !comm->revoked.load() &&
+        !comm->proxy->drain(10ull * 1000000000))
       BATON_WARN("rank %d: the proxy did not finish sending within 10 s of ncclCommDestroy", comm->rank);
     comm->proxy->stop();  // before the connections whose FIFOs it drives go away
   }

@@ -229,7 +229,6 @@ TEST(BadInputComm, UnimplementedFunctionsSayWhich) {
   ncclUniqueId id{};
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
   ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
-  int exclude[1] = {0};
   EXPECT_NCCL_ERR(ncclMemAlloc(&p, 64), ncclInvalidUsage, "ncclMemAlloc", "not implemented");
   EXPECT_EQ(p, reinterpret_cast<void*>(0x1));
   EXPECT_NCCL_ERR(ncclMemFree(p), ncclInvalidUsage, "ncclMemFree", "not implemented");
@@ -238,10 +237,6 @@ TEST(BadInputComm, UnimplementedFunctionsSayWhich) {
   EXPECT_NCCL_ERR(ncclCommWindowRegister(comm, p, 64, &win, 0), ncclInvalidUsage, "ncclCommWindowRegister",
                   "not implemented");
   EXPECT_NCCL_ERR(ncclCommWindowDeregister(comm, win), ncclInvalidUsage, "ncclCommWindowDeregister", "not implemented");
-  EXPECT_NCCL_ERR(ncclCommShrink(comm, exclude, 1, &out, nullptr, 0), ncclInvalidUsage, "ncclCommShrink",
-                  "not implemented");
-  EXPECT_EQ(out, nullptr);
-  EXPECT_NCCL_ERR(ncclCommRevoke(comm, 0), ncclInvalidUsage, "ncclCommRevoke", "not implemented");
   EXPECT_NCCL_ERR(ncclCommInitRankScalable(&out, 1, 0, 1, &id, &cfg), ncclInvalidUsage, "ncclCommInitRankScalable",
                   "not implemented");
   ASSERT_NCCL_OK(ncclGroupStart());

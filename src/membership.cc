@@ -1,0 +1,89 @@
+// Membership changes with NCCL's API and semantics (lesson 10): ncclCommRevoke stops a
+// communicator's work without freeing it, ncclCommShrink makes a communicator of the survivors.
+//
+// NCCL leaves deciding who failed to the application: every survivor passes the same exclude
+// list, and the excluded ranks do not call. Shrink never talks to an excluded rank: the child's
+// rank 0 (the lowest surviving parent rank) makes a bootstrap root and sends its id to the other
+// survivors over the parent's bootstrap, point to point (no collective over the parent).
+#include <set>
+#include <vector>
+
+#include "api.h"
+#include "comm.h"
+#include "debug.h"
+#include "group.h"
+
+using namespace baton;
+
+namespace {
+
+constexpr uint64_t kTagShrink = 5u << 16;  // + the parent's shrink count (connect.cc has 1..4)
+
+}  // namespace
+
+NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags);
+ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  const char* fn = "ncclCommRevoke";
+  BATON_CHECK(checkCommParent(comm, fn));
+  if (revokeFlags != NCCL_REVOKE_DEFAULT)
+    return batonError(ncclInvalidArgument, "%s: revokeFlags %d must be NCCL_REVOKE_DEFAULT (0)", fn, revokeFlags);
+  if (comm->revoked.load()) return batonError(ncclInvalidUsage, "%s: comm %p was already revoked", fn, (void*)comm);
+  comm->revoked.store(true);  // first, so work submitted from now on is refused
+  commQuiesce(comm);          // in-flight operations end (with an error) and nothing is left running
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+         ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags);
+ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
+                             ncclConfig_t* config, int shrinkFlags) {
+  const char* fn = "ncclCommShrink";
+  // Everything is checked before anything changes: bad input leaves the parent as it was.
+  BATON_CHECK(checkCommParent(comm, fn));
+  if (!newcomm) return batonError(ncclInvalidArgument, "%s: newcomm is NULL", fn);
+  if (shrinkFlags != NCCL_SHRINK_DEFAULT && shrinkFlags != NCCL_SHRINK_ABORT)
+    return batonError(ncclInvalidArgument, "%s: shrinkFlags %d is neither NCCL_SHRINK_DEFAULT (0) nor NCCL_SHRINK_ABORT (1)",
+                      fn, shrinkFlags);
+  if (excludeRanksCount < 0 || excludeRanksCount >= comm->nRanks)
+    return batonError(ncclInvalidArgument, "%s: excludeRanksCount %d must be in [0, %d) for a communicator of %d ranks", fn,
+                      excludeRanksCount, comm->nRanks, comm->nRanks);
+  if (excludeRanksCount > 0 && !excludeRanksList)
+    return batonError(ncclInvalidArgument, "%s: excludeRanksList is NULL with excludeRanksCount %d", fn, excludeRanksCount);
+  std::set<int> excluded;
+  for (int i = 0; i < excludeRanksCount; ++i) {
+    const int r = excludeRanksList[i];
+    if (r < 0 || r >= comm->nRanks)
+      return batonError(ncclInvalidArgument, "%s: excludeRanksList[%d] = %d is not a rank of this communicator (0..%d)", fn,
+                        i, r, comm->nRanks - 1);
+    if (r == comm->rank)
+      return batonError(ncclInvalidArgument,
+                        "%s: excludeRanksList[%d] = %d is the calling rank: excluded ranks must not call ncclCommShrink", fn,
+                        i, r);
+    if (!excluded.insert(r).second)
+      return batonError(ncclInvalidArgument, "%s: excludeRanksList[%d] = %d appears twice", fn, i, r);
+  }
+  ncclConfig_t cfg = comm->config;  // NULL config: inherit the parent's
+  if (config) cfg = *config;
+  *newcomm = nullptr;
+  std::vector<int> survivors;
+  int newRank = 0;
+  for (int r = 0; r < comm->nRanks; ++r) {
+    if (excluded.count(r)) continue;
+    if (r == comm->rank) newRank = (int)survivors.size();
+    survivors.push_back(r);
+  }
+  // NCCL_SHRINK_ABORT: stop whatever the parent still runs (an operation stuck on a dead peer)
+  // before its bootstrap is used. DEFAULT expects an idle, healthy parent.
+  if (shrinkFlags == NCCL_SHRINK_ABORT) commQuiesce(comm);
+  const uint64_t tag = kTagShrink + (uint64_t)comm->shrinkSeq++;
+  BATON_INFO(kSubInit, "%s: rank %d of %d -> rank %d of %d (%d excluded%s)", fn, comm->rank, comm->nRanks, newRank,
+             (int)survivors.size(), excludeRanksCount, shrinkFlags == NCCL_SHRINK_ABORT ? ", parent work aborted" : "");
+  auto job = [comm, survivors, newRank, tag, cfg, newcomm, fn]() -> ncclResult_t {
+    return commInitChild(comm, survivors, newRank, tag, cfg, fn, newcomm);
+  };
+  if (inGroup()) {
+    groupAddInitJob(comm, job);  // at ncclGroupEnd, with the other ranks' shrinks driven by this thread
+    return ncclSuccess;
+  }
+  return job();
+}

@@ -1,0 +1,144 @@
+// ncclCommRevoke and ncclCommShrink with NCCL's semantics (src/membership.cc), ranks as threads:
+// bad input is refused with the argument named and the parent unchanged; a revoked communicator
+// refuses new work; survivors of a rank that never comes back revoke, shrink it out, and the next
+// 10 collectives on the child are exact.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "nccl.h"
+#include "unit/unit_helpers.h"
+
+namespace {
+
+using baton_test::secondsSince;
+
+std::vector<ncclComm_t> initAll(int n) {
+  std::vector<ncclComm_t> comms(n, nullptr);
+  EXPECT_EQ(ncclCommInitAll(comms.data(), n, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  return comms;
+}
+
+// Runs fn(i) on one thread per entry of `ranks`, joins them.
+template <typename F>
+void onThreads(const std::vector<int>& ranks, F fn) {
+  std::vector<std::thread> ts;
+  for (int r : ranks) ts.emplace_back([&fn, r] { fn(r); });
+  for (auto& t : ts) t.join();
+}
+
+// Every rank contributes rank+1 (times 1000 + i): exact in float.
+void expectAllReduceExact(const std::vector<ncclComm_t>& comms, const std::vector<int>& ranks, int times) {
+  for (int it = 0; it < times; ++it) {
+    std::vector<std::vector<float>> bufs(comms.size(), std::vector<float>(4099));
+    onThreads(ranks, [&](int r) {
+      for (size_t i = 0; i < bufs[r].size(); ++i) bufs[r][i] = float((r + 1) * 1000 + i % 7 + it);
+      EXPECT_EQ(ncclAllReduce(bufs[r].data(), bufs[r].data(), bufs[r].size(), ncclFloat, ncclSum, comms[r], nullptr),
+                ncclSuccess)
+          << ncclGetLastError(nullptr);
+    });
+    for (int r : ranks)
+      for (size_t i = 0; i < bufs[r].size(); i += 1000) {
+        float want = 0;
+        for (int q : ranks) want += float((q + 1) * 1000 + i % 7 + it);
+        ASSERT_EQ(bufs[r][i], want) << "rank " << r << " element " << i << " iteration " << it;
+      }
+  }
+}
+
+TEST(Shrink, BadExcludeListsAreRefusedAndLeaveTheParentWorking) {
+  auto comms = initAll(3);
+  ncclComm_t out = nullptr;
+  int self[] = {0}, dup[] = {2, 2}, range[] = {3}, neg[] = {-1};
+  EXPECT_NCCL_ERR(ncclCommShrink(comms[0], self, 1, &out, nullptr, NCCL_SHRINK_DEFAULT), ncclInvalidArgument,
+                  "excludeRanksList[0] = 0 is the calling rank");
+  EXPECT_NCCL_ERR(ncclCommShrink(comms[0], dup, 2, &out, nullptr, NCCL_SHRINK_DEFAULT), ncclInvalidArgument,
+                  "excludeRanksList[1] = 2 appears twice");
+  EXPECT_NCCL_ERR(ncclCommShrink(comms[0], range, 1, &out, nullptr, NCCL_SHRINK_DEFAULT), ncclInvalidArgument,
+                  "excludeRanksList[0] = 3 is not a rank of this communicator (0..2)");
+  EXPECT_NCCL_ERR(ncclCommShrink(comms[0], neg, 1, &out, nullptr, NCCL_SHRINK_DEFAULT), ncclInvalidArgument,
+                  "excludeRanksList[0] = -1");
+  EXPECT_NCCL_ERR(ncclCommShrink(comms[0], nullptr, 1, &out, nullptr, NCCL_SHRINK_DEFAULT), ncclInvalidArgument,
+                  "excludeRanksList is NULL with excludeRanksCount 1");
+  EXPECT_NCCL_ERR(ncclCommShrink(comms[0], range, -2, &out, nullptr, NCCL_SHRINK_DEFAULT), ncclInvalidArgument,
+                  "excludeRanksCount -2");
+  EXPECT_NCCL_ERR(ncclCommShrink(comms[0], range, 3, &out, nullptr, NCCL_SHRINK_DEFAULT), ncclInvalidArgument,
+                  "excludeRanksCount 3");
+  EXPECT_NCCL_ERR(ncclCommShrink(comms[0], range, 0, &out, nullptr, 7), ncclInvalidArgument, "shrinkFlags 7");
+  EXPECT_NCCL_ERR(ncclCommShrink(comms[0], range, 0, nullptr, nullptr, 0), ncclInvalidArgument, "newcomm is NULL");
+  EXPECT_NCCL_ERR(ncclCommShrink(nullptr, range, 0, &out, nullptr, 0), ncclInvalidArgument, "ncclCommShrink");
+  EXPECT_EQ(out, nullptr);
+  expectAllReduceExact(comms, {0, 1, 2}, 2);  // state unchanged
+  for (auto c : comms) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
+}
+
+TEST(Revoke, RefusesNewWorkAndBadFlagsButCanBeDestroyed) {
+  auto comms = initAll(2);
+  EXPECT_NCCL_ERR(ncclCommRevoke(comms[0], 5), ncclInvalidArgument, "revokeFlags 5");
+  ASSERT_NCCL_OK(ncclCommRevoke(comms[0], NCCL_REVOKE_DEFAULT));
+  EXPECT_NCCL_ERR(ncclCommRevoke(comms[0], NCCL_REVOKE_DEFAULT), ncclInvalidUsage, "already revoked");
+  float x = 1;
+  EXPECT_NCCL_ERR(ncclAllReduce(&x, &x, 1, ncclFloat, ncclSum, comms[0], nullptr), ncclInvalidUsage, "was revoked");
+  EXPECT_NCCL_ERR(ncclCommFinalize(comms[0]), ncclInvalidUsage, "was revoked");
+  EXPECT_EQ(ncclCommDestroy(comms[0]), ncclSuccess);
+  EXPECT_EQ(ncclCommDestroy(comms[1]), ncclSuccess);
+}
+
+TEST(Shrink, HealthyParentWithoutOneRankGivesRenumberedChild) {
+  auto comms = initAll(4);
+  std::vector<ncclComm_t> kids(4, nullptr);
+  int exclude[] = {2};
+  onThreads({0, 1, 3}, [&](int r) {
+    EXPECT_EQ(ncclCommShrink(comms[r], exclude, 1, &kids[r], nullptr, NCCL_SHRINK_DEFAULT), ncclSuccess)
+        << ncclGetLastError(nullptr);
+  });
+  std::vector<ncclComm_t> child = {kids[0], kids[1], kids[3]};
+  for (int i = 0; i < 3; ++i) {
+    int n = 0, me = -1;
+    ASSERT_NE(child[i], nullptr);
+    ASSERT_NCCL_OK(ncclCommCount(child[i], &n));
+    ASSERT_NCCL_OK(ncclCommUserRank(child[i], &me));
+    EXPECT_EQ(n, 3);
+    EXPECT_EQ(me, i) << "parent ranks 0, 1, 3 become 0, 1, 2";
+  }
+  expectAllReduceExact(child, {0, 1, 2}, 10);
+  for (auto c : child) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
+  for (auto c : comms) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
+}
+
+// Rank 2 never joins an allreduce (as if it died): the others are stuck in it until each one's
+// watchdog revokes (NCCL's recipe), then they shrink rank 2 out with NCCL_SHRINK_ABORT and go on.
+TEST(Shrink, SurvivorsOfAMissingRankRevokeShrinkAndContinue) {
+  auto comms = initAll(4);
+  std::vector<float> buf(1 << 16, 1.0f);
+  std::vector<std::vector<float>> bufs(4, buf);
+  std::atomic<int> stuckResults{0};
+  std::vector<std::thread> stuck;
+  for (int r : {0, 1, 3})
+    stuck.emplace_back([&, r] {
+      if (ncclAllReduce(bufs[r].data(), bufs[r].data(), buf.size(), ncclFloat, ncclSum, comms[r], nullptr) != ncclSuccess)
+        stuckResults++;
+    });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int r : {0, 1, 3}) ASSERT_NCCL_OK(ncclCommRevoke(comms[r], NCCL_REVOKE_DEFAULT));
+  for (auto& t : stuck) t.join();
+  EXPECT_LT(secondsSince(t0), 2.0);
+  EXPECT_EQ(stuckResults.load(), 3) << "every stuck allreduce returns an error";
+  std::vector<ncclComm_t> kids(4, nullptr);
+  int exclude[] = {2};
+  onThreads({0, 1, 3}, [&](int r) {
+    EXPECT_EQ(ncclCommShrink(comms[r], exclude, 1, &kids[r], nullptr, NCCL_SHRINK_ABORT), ncclSuccess)
+        << ncclGetLastError(nullptr);
+  });
+  std::vector<ncclComm_t> child = {kids[0], kids[1], kids[3]};
+  for (auto c : child) ASSERT_NE(c, nullptr);
+  expectAllReduceExact(child, {0, 1, 2}, 10);
+  for (auto c : child) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
+  for (auto c : comms) EXPECT_EQ(ncclCommAbort(c), ncclSuccess);
+}
+
+}  // namespace
