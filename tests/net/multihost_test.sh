@@ -8,7 +8,8 @@
 # Checks: the whole process correctness suite (rank_worker: every collective, type, operator and
 # root, exact data) on 2 hosts x 2 ranks; each protocol forced; helper threads and several sockets
 # per connection; IPv6; then faults: a rank SIGKILLed mid-run (the survivor reports the dead peer by
-# rank and address, well before BATON_WAIT_TIMEOUT), a cut link (no hang: the wait timeout ends it),
+# rank and address, well before BATON_WAIT_TIMEOUT), survivors revoking and shrinking a dead rank out
+# (NCCL's recipe, then 10 exact steps), a cut link (no hang: the wait timeout ends it),
 # an interface name that does not exist (named in the error). Skipped, with the reason, where
 # namespaces cannot be made (not root, no veth). Uses namespaces btt-h0, btt-h1 and btt-hub.
 set -uo pipefail
@@ -125,6 +126,24 @@ if [[ $(cat "$LOG/kill.rc.0") != 0 ]] && grep -q "rank 1 (10.77.0.2:[0-9]*)\|fro
 else
   flunk "rank 1 SIGKILLed: rank 0 should fail naming rank 1 and 10.77.0.2 (rc $(cat "$LOG/kill.rc.0"))"; show kill
 fi
+
+# NCCL's recovery recipe across hosts (tests/process/shrink_worker.cc): a rank kills itself mid-run;
+# the survivors' operations fail (NET sees the closed connection, shm neighbours time out), they
+# revoke, shrink it out with NCCL_SHRINK_ABORT, and run 10 exact allreduces on the child. Rank 0 as
+# the victim takes the bootstrap root's process with it: the child makes its own.
+for victim in 3 0; do
+  launch "shrink$victim" 2 2 BATON_WAIT_TIMEOUT=5 -- timeout 120 "$TESTDIR/shrink_worker" --victim $victim --die-after 3
+  ok=1
+  for r in 0 1 2 3; do
+    [[ $r == "$victim" ]] && continue
+    [[ $(cat "$LOG/shrink$victim.rc.$r") == 0 ]] && grep -q "shrank from 4 to 3 ranks.*10 steps after shrink exact" "$LOG/shrink$victim.out.$r" || ok=0
+  done
+  if ((ok)); then
+    pass "rank $victim SIGKILLed: 3 survivors revoked, shrank and ran 10 exact steps ($(grep -ho 'in [0-9.]* s;' "$LOG"/shrink$victim.out.* | tr -d ';' | tr '\n' ' '))"
+  else
+    flunk "rank $victim SIGKILLed: survivors should shrink and continue"; show "shrink$victim"
+  fi
+done
 
 # A cut link: no error from TCP for minutes, so the wait timeout ends it.
 launch cut 1 2 BATON_WAIT_TIMEOUT=5 -- "$PERF" allreduce -b 64M -e 64M -n 1000 -w 1 &
