@@ -53,7 +53,7 @@ BATON_HD void storeRelease(uint64_t* p, uint64_t v) { AtomicRef64(*p).store(v, B
 BATON_HD void storeRelaxed(uint64_t* p, uint64_t v) { AtomicRef64(*p).store(v, BATON_MO(relaxed)); }
 
 // ---- why a wait gave up -------------------------------------------------------------------------
-enum WaitResult : int { kWaitOk = 0, kWaitAborted = 1, kWaitTimeout = 2 };
+enum WaitResult : int { kWaitOk = 0, kWaitAborted = 1, kWaitTimeout = 2, kWaitPeerDead = 3 };
 
 struct WaitFailure {
   int result = kWaitOk;  // WaitResult
@@ -75,6 +75,7 @@ struct ExecCtx {
   int jitter = 0;                           // CPU only: random short sleeps before flag stores
   uint32_t jitterState = 1;
   bool trace = false;                       // CPU only: record each FIFO step in the BATON_TRACE timeline
+  const int32_t* peerPids = nullptr;        // CPU only: a same-host process peer's pid per rank (0: not watched)
   bool failed = false;                      // a wait gave up: the rest of the work drains as no-ops
   WaitFailure failure;
 };
@@ -106,6 +107,7 @@ uint64_t nowNs();
 void waitBackoff(uint32_t& iteration);  // spin, then yield, then sleep with backoff
 void setWaitSpin(uint32_t pauses);       // how long the spin phase is (fewer when oversubscribed)
 void jitterSleep(ExecCtx& ctx);
+bool processAlive(int pid);  // false only when `pid` is certainly gone (kill(pid, 0): ESRCH)
 // BATON_TRACE: one span per FIFO step of a primitive (src/trace.cc), from startNs to now.
 void traceStep(const ExecCtx& ctx, const char* primitive, const char* proto, uint64_t step, uint64_t bytes,
                uint64_t startNs);
@@ -158,9 +160,10 @@ inline void waitPause(uint32_t& it) { waitBackoff(it); }
 constexpr uint32_t kWaitCheckEvery = 64;  // each pause may already be a sleep
 #endif
 
-// The give-up test of every wait, run every kWaitCheckEvery pauses: the abort flag, or no progress
-// for ctx.timeoutNs since `start` (0: starts the clock now). On giving up it records who waited
-// for what, expected and observed, in ctx.failure, and returns true.
+// The give-up test of every wait, run every kWaitCheckEvery pauses: the abort flag, no progress
+// for ctx.timeoutNs since `start` (0: starts the clock now), or (CPU) a same-host peer process
+// that no longer exists, looked at once a wait has lasted 50 ms (lesson 10). On giving up it
+// records who waited for what, expected and observed, in ctx.failure, and returns true.
 BATON_HD bool waitGiveUp(ExecCtx& ctx, uint64_t& start, int peer, const char* what, uint64_t expected,
                          uint64_t observed) {
   int reason = kWaitOk;
@@ -168,6 +171,11 @@ BATON_HD bool waitGiveUp(ExecCtx& ctx, uint64_t& start, int peer, const char* wh
   const uint64_t t = waitClockNs();
   if (start == 0) start = t;
   if (reason == kWaitOk && ctx.timeoutNs && t - start > ctx.timeoutNs) reason = kWaitTimeout;
+#if !defined(__CUDA_ARCH__)
+  if (reason == kWaitOk && ctx.peerPids && peer >= 0 && ctx.peerPids[peer] > 0 && t - start > 50000000ull &&
+      !processAlive(ctx.peerPids[peer]))
+    reason = kWaitPeerDead;
+#endif
   if (reason == kWaitOk) return false;
   ctx.failed = true;
   ctx.failure = {reason, ctx.rank, peer, ctx.channel, what, expected, observed};

@@ -99,6 +99,7 @@ struct ncclComm {
 
   std::unique_ptr<baton::Bootstrap> bootstrap;
   std::vector<baton::PeerInfo> peers;
+  std::vector<int32_t> livenessPids;  // per rank: pid of a process on this host we can watch, else 0
   int nChannels = 1;
   int nNodes = 1;               // hosts of the graph (BATON_RANKS_PER_NODE groups, else real hosts)
   bool allInProcess = false;    // every rank is a thread of this process (direct paths possible)

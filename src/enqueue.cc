@@ -24,6 +24,9 @@ static ncclResult_t failureResult(const ExecCtx& ctx, ncclComm* comm, const char
   if (const ncclResult_t code = comm->proxy->error(&netError); code != ncclSuccess)
     return batonError(code, "%s: rank %d: %s", what, f.rank, netError.c_str());
   const bool aborted = f.result == kWaitAborted && __atomic_load_n(&comm->abortFlag, __ATOMIC_ACQUIRE);
+  if (f.result == kWaitPeerDead)
+    return batonError(ncclRemoteError, "%s: rank %d channel %d: peer rank %d (pid %d, this host) died while this rank waited for its %s",
+                      what, f.rank, f.channel, f.peer, f.peer >= 0 ? comm->livenessPids[f.peer] : -1, f.what ? f.what : "?");
   ncclResult_t code = f.result == kWaitTimeout ? ncclSystemError : ncclInvalidUsage;
   if (aborted && f.what && std::string(f.what).find("size") == std::string::npos) {
     // Another part of this rank failed first and raised the flag: that failure is the news.
@@ -43,6 +46,7 @@ ExecCtx makeCtx(ncclComm* comm, int channel) {
   ctx.rank = comm->rank;
   ctx.channel = channel;
   ctx.abortFlag = &comm->abortFlag;
+  ctx.peerPids = comm->livenessPids.data();
   ctx.timeoutNs = comm->tun.waitTimeoutNs;
   ctx.jitter = comm->tun.jitter;
   ctx.jitterState = 0x9e3779b9u * (comm->rank + 1) + channel;

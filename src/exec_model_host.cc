@@ -1,7 +1,9 @@
 // The CPU side of the execution model (algorithms/exec_model.h): time, backoff and jitter.
 #include <sched.h>
+#include <signal.h>
 #include <time.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <atomic>
 #include <random>
@@ -63,6 +65,8 @@ void waitBackoff(uint32_t& it) {
   timespec ts{0, us * 1000};
   nanosleep(&ts, nullptr);
 }
+
+bool processAlive(int pid) { return kill(pid, 0) == 0 || errno != ESRCH; }
 
 void traceStep(const ExecCtx& ctx, const char* primitive, const char* proto, uint64_t step, uint64_t bytes,
                uint64_t startNs) {

@@ -1,4 +1,5 @@
 // Communicator init and teardown: bootstrap, peer exchange, rings, connections, workers, live registry.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +17,12 @@
 
 namespace baton {
 namespace {
+
+// The pid namespace's inode (low 32 bits): pids of two processes mean the same only within one.
+uint32_t pidNamespace() {
+  struct stat st;
+  return stat("/proc/self/ns/pid", &st) == 0 ? (uint32_t)st.st_ino : 0;
+}
 
 
 // Live communicators: every API call checks its comm here, from every rank's thread, so lookups
@@ -212,11 +219,19 @@ ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id) {
   me.hostHash = hostHash();
   me.pidHash = pidHash(me.hostHash);
   me.numaNode = topoLocalNumaOfThisThread();
+  me.pidNs = pidNamespace();
   BATON_CHECK(comm->bootstrap->allGather(comm->peers.data(), sizeof(PeerInfo)));
   for (const PeerInfo& p : comm->peers)
     if (p.version != NCCL_VERSION_CODE)
       return batonError(ncclInvalidUsage, "Mismatched NCCL version detected: rank %d has %d, rank %d has %d", comm->rank,
                         NCCL_VERSION_CODE, p.rank, p.version);
+
+  // Peers that are other processes of this host, in our pid namespace: a wait on one of them also
+  // checks that it still exists (lesson 10), so a crash is an error in milliseconds, not a timeout.
+  comm->livenessPids.assign(comm->nRanks, 0);
+  for (const PeerInfo& p : comm->peers)
+    if (p.hostHash == me.hostHash && p.pidHash != me.pidHash && p.pidNs == me.pidNs && p.pidNs != 0)
+      comm->livenessPids[p.rank] = p.pid;
 
   // Channels are worker threads: each one only adds bandwidth if it gets a core of its own, so by
   // default a rank takes the cores of this host divided among the ranks on it (at least one).

@@ -30,7 +30,7 @@ struct PeerInfo {
   uint64_t hostHash;  // NCCL_HOSTID or hostname + boot id
   uint64_t pidHash;   // hostHash + pid: equal means "same process"
   int32_t numaNode;   // the NUMA node the rank's thread ran on at init (topology, lesson 06)
-  int32_t pad = 0;
+  uint32_t pidNs = 0;  // low bits of the pid namespace's inode: pids compare only within one
 };
 
 class Proxy;
