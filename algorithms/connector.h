@@ -44,6 +44,9 @@ struct alignas(128) ConnFifo {
   // storeRelease(directTag, op + 1), read after loadAcquire(directTag) >= op + 1.
   alignas(128) uint64_t directTag;
   void* directPtr;
+  // Set (storeRelease, rank + 1) by either side when its communicator fails, is revoked or
+  // aborted: the other side's waits see it and stop (CPU backend; lesson 10).
+  alignas(128) uint64_t abortedBy;
   // Slot memory follows, 128-byte aligned: kSteps steps of LL, then LL128, then Simple
   // (FifoLayout gives the step sizes).
 };

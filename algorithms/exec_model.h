@@ -53,7 +53,7 @@ BATON_HD void storeRelease(uint64_t* p, uint64_t v) { AtomicRef64(*p).store(v, B
 BATON_HD void storeRelaxed(uint64_t* p, uint64_t v) { AtomicRef64(*p).store(v, BATON_MO(relaxed)); }
 
 // ---- why a wait gave up -------------------------------------------------------------------------
-enum WaitResult : int { kWaitOk = 0, kWaitAborted = 1, kWaitTimeout = 2, kWaitPeerDead = 3 };
+enum WaitResult : int { kWaitOk = 0, kWaitAborted = 1, kWaitTimeout = 2, kWaitPeerDead = 3, kWaitPeerFailed = 4 };
 
 struct WaitFailure {
   int result = kWaitOk;  // WaitResult
@@ -76,6 +76,7 @@ struct ExecCtx {
   uint32_t jitterState = 1;
   bool trace = false;                       // CPU only: record each FIFO step in the BATON_TRACE timeline
   const int32_t* peerPids = nullptr;        // CPU only: a same-host process peer's pid per rank (0: not watched)
+  const uint64_t* watch[2] = {nullptr, nullptr};  // CPU only: the ring FIFOs' abortedBy words of this channel
   bool failed = false;                      // a wait gave up: the rest of the work drains as no-ops
   WaitFailure failure;
 };
@@ -162,7 +163,8 @@ constexpr uint32_t kWaitCheckEvery = 64;  // each pause may already be a sleep
 
 // The give-up test of every wait, run every kWaitCheckEvery pauses: the abort flag, no progress
 // for ctx.timeoutNs since `start` (0: starts the clock now), or (CPU) a same-host peer process
-// that no longer exists, looked at once a wait has lasted 50 ms (lesson 10). On giving up it
+// that no longer exists, looked at once a wait has lasted 50 ms, or a ring neighbour whose
+// communicator failed and said so in a shared FIFO (lesson 10). On giving up it
 // records who waited for what, expected and observed, in ctx.failure, and returns true.
 BATON_HD bool waitGiveUp(ExecCtx& ctx, uint64_t& start, int peer, const char* what, uint64_t expected,
                          uint64_t observed) {
@@ -175,6 +177,10 @@ BATON_HD bool waitGiveUp(ExecCtx& ctx, uint64_t& start, int peer, const char* wh
   if (reason == kWaitOk && ctx.peerPids && peer >= 0 && ctx.peerPids[peer] > 0 && t - start > 50000000ull &&
       !processAlive(ctx.peerPids[peer]))
     reason = kWaitPeerDead;
+  for (int i = 0; i < 2 && reason == kWaitOk; ++i) {
+    const uint64_t by = ctx.watch[i] ? loadAcquire(ctx.watch[i]) : 0;
+    if (by) reason = kWaitPeerFailed, peer = (int)by - 1;
+  }
 #endif
   if (reason == kWaitOk) return false;
   ctx.failed = true;

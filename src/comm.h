@@ -171,6 +171,8 @@ void commFree(ncclComm* comm);  // stops workers, releases connections and segme
 // Records the communicator's first failure (code and message) and raises its abort flag so this
 // rank's other channels drain instead of waiting for a peer that will not come.
 void commSetError(ncclComm* comm, ncclResult_t err, const char* message);
+// Marks this rank's ring FIFOs with abortedBy = rank + 1 (failure, revoke, abort): neighbours stop.
+void commAnnounceFailure(ncclComm* comm);
 // The first failure's message ("" if none).
 std::string commFirstError(ncclComm* comm);
 

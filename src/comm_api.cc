@@ -134,6 +134,7 @@ ncclResult_t pncclCommAbort(ncclComm_t comm) {
   if (!comm) return ncclSuccess;
   BATON_CHECK(checkCommLive(comm, "ncclCommAbort"));
   __atomic_store_n(&comm->abortFlag, 1, __ATOMIC_RELEASE);
+  if (comm->initState.load() == ncclSuccess) commAnnounceFailure(comm);  // neighbours waiting on us stop
   return releaseComm(comm);
 }
 

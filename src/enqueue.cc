@@ -24,6 +24,9 @@ static ncclResult_t failureResult(const ExecCtx& ctx, ncclComm* comm, const char
   if (const ncclResult_t code = comm->proxy->error(&netError); code != ncclSuccess)
     return batonError(code, "%s: rank %d: %s", what, f.rank, netError.c_str());
   const bool aborted = f.result == kWaitAborted && __atomic_load_n(&comm->abortFlag, __ATOMIC_ACQUIRE);
+  if (f.result == kWaitPeerFailed)
+    return batonError(ncclRemoteError, "%s: rank %d channel %d: peer rank %d failed (its communicator stopped), so this "
+                      "operation cannot finish", what, f.rank, f.channel, f.peer);
   if (f.result == kWaitPeerDead)
     return batonError(ncclRemoteError, "%s: rank %d channel %d: peer rank %d (pid %d, this host) died while this rank waited for its %s",
                       what, f.rank, f.channel, f.peer, f.peer >= 0 ? comm->livenessPids[f.peer] : -1, f.what ? f.what : "?");
@@ -47,6 +50,11 @@ ExecCtx makeCtx(ncclComm* comm, int channel) {
   ctx.channel = channel;
   ctx.abortFlag = &comm->abortFlag;
   ctx.peerPids = comm->livenessPids.data();
+  if (channel >= 0 && channel < (int)comm->channels.size()) {
+    const Channel& ch = *comm->channels[channel];
+    if (ch.sendConn) ctx.watch[0] = &ch.sendConn->fifo->abortedBy;
+    if (ch.recvConn) ctx.watch[1] = &ch.recvConn->fifo->abortedBy;
+  }
   ctx.timeoutNs = comm->tun.waitTimeoutNs;
   ctx.jitter = comm->tun.jitter;
   ctx.jitterState = 0x9e3779b9u * (comm->rank + 1) + channel;

@@ -187,6 +187,14 @@ void commQuiesce(ncclComm* comm) {
   __atomic_store_n(&comm->abortFlag, 0, __ATOMIC_RELEASE);
 }
 
+void commAnnounceFailure(ncclComm* comm) {
+  // Ring connections only: they exist from init on (tree and p2p ones appear while other threads
+  // run), and every collective uses one; their neighbours pass it on when they fail in turn.
+  for (auto& ch : comm->channels)
+    for (Connection* c : {ch->sendConn.get(), ch->recvConn.get()})
+      if (c && c->fifo && !loadAcquire(&c->fifo->abortedBy)) storeRelease(&c->fifo->abortedBy, (uint64_t)comm->rank + 1);
+}
+
 void commSetError(ncclComm* comm, ncclResult_t err, const char* message) {
   {
     // Under the lock, so a reader that sees asyncError set and then asks commFirstError (which
@@ -195,8 +203,11 @@ void commSetError(ncclComm* comm, ncclResult_t err, const char* message) {
     int expected = ncclSuccess;
     if (comm->asyncError.compare_exchange_strong(expected, err)) comm->firstError = message ? message : "";
   }
-  // Let this rank's other channels drain instead of waiting for a peer that will not come.
+  // Let this rank's other channels drain instead of waiting for a peer that will not come, and
+  // tell the ring neighbours, whose waits would otherwise last until BATON_WAIT_TIMEOUT.
   __atomic_store_n(&comm->abortFlag, 1, __ATOMIC_RELEASE);
+  commAnnounceFailure(comm);
+  comm->proxy->kick();  // a sleeping proxy wakes and ends the NET connections
 }
 
 std::string commFirstError(ncclComm* comm) {

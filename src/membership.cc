@@ -29,6 +29,7 @@ ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags) {
     return batonError(ncclInvalidArgument, "%s: revokeFlags %d must be NCCL_REVOKE_DEFAULT (0)", fn, revokeFlags);
   if (comm->revoked.load()) return batonError(ncclInvalidUsage, "%s: comm %p was already revoked", fn, (void*)comm);
   comm->revoked.store(true);  // first, so work submitted from now on is refused
+  commAnnounceFailure(comm);  // ring neighbours still waiting on this rank stop too
   commQuiesce(comm);          // in-flight operations end (with an error) and nothing is left running
   return ncclSuccess;
 }

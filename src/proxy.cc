@@ -118,6 +118,12 @@ void Proxy::run() {
       for (size_t i = 0; i < mine.size() && quiet; ++i) quiet = dead[i] || !mine[i]->pending();
       if (quiet) drainDone_.store(asked, std::memory_order_release);
     }
+    // The communicator failed (here or in a rank's wait): end every connection, so peers on other
+    // hosts fail at once instead of at BATON_WAIT_TIMEOUT.
+    if (!severed_ && comm_->asyncError.load() != ncclSuccess) {
+      severed_ = true;
+      for (size_t i = 0; i < mine.size(); ++i) mine[i]->sever(), dead[i] = true;
+    }
     idle = any ? 0 : idle + 1;
     if (any) continue;
     if (idle < 2048 || comm_->inflight.load() > 0 || drainAsked_.load() != drainDone_.load() || anyPending(mine, dead)) {

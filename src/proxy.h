@@ -36,6 +36,8 @@ class ProxyTask {
   virtual bool pending() { return false; }
   // A descriptor that becomes readable when the task has something to do (-1: none).
   virtual int pollFd() { return -1; }
+  // The communicator failed: end the connection so the peer learns it now (lesson 10).
+  virtual void sever() {}
 };
 
 class Proxy {
@@ -66,6 +68,7 @@ class Proxy {
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> drainAsked_{0}, drainDone_{0};  // drain() requests, and the last one seen quiet
   std::atomic<bool> sleeping_{false};
+  bool severed_ = false;  // the proxy thread's: connections ended after the communicator failed
   int wakeFd_ = -1;  // eventfd: kick(), drain() and stop() write it
   std::thread thread_;
   ncclResult_t error_ = ncclSuccess;

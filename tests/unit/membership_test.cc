@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -85,6 +86,31 @@ TEST(Revoke, RefusesNewWorkAndBadFlagsButCanBeDestroyed) {
   EXPECT_NCCL_ERR(ncclCommFinalize(comms[0]), ncclInvalidUsage, "was revoked");
   EXPECT_EQ(ncclCommDestroy(comms[0]), ncclSuccess);
   EXPECT_EQ(ncclCommDestroy(comms[1]), ncclSuccess);
+}
+
+// A rank that revokes marks its ring FIFOs: neighbours stuck waiting on it stop at once, and the
+// failure travels around the ring to the ranks that wait on them.
+TEST(Revoke, PeersStuckWaitingOnTheRevokedRankStopAndSayWhy) {
+  auto comms = initAll(4);
+  std::vector<std::vector<float>> bufs(4, std::vector<float>(1 << 16, 1.0f));
+  std::vector<ncclResult_t> res(4, ncclSuccess);
+  std::vector<std::string> msg(4);
+  std::vector<std::thread> stuck;
+  for (int r : {0, 1, 3})  // rank 2 never joins
+    stuck.emplace_back([&, r] {
+      res[r] = ncclAllReduce(bufs[r].data(), bufs[r].data(), bufs[r].size(), ncclFloat, ncclSum, comms[r], nullptr);
+      msg[r] = ncclGetLastError(nullptr);
+    });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_NCCL_OK(ncclCommRevoke(comms[2], NCCL_REVOKE_DEFAULT));
+  for (auto& t : stuck) t.join();
+  EXPECT_LT(secondsSince(t0), 2.0) << "nobody waits for BATON_WAIT_TIMEOUT";
+  for (int r : {0, 1, 3}) {
+    EXPECT_EQ(res[r], ncclRemoteError) << "rank " << r << ": " << msg[r];
+    EXPECT_TRUE(baton_test::messageHas(msg[r], {"failed (its communicator stopped)"})) << "rank " << r;
+  }
+  for (auto c : comms) EXPECT_EQ(ncclCommAbort(c), ncclSuccess);
 }
 
 TEST(Shrink, HealthyParentWithoutOneRankGivesRenumberedChild) {

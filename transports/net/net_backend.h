@@ -98,6 +98,11 @@ class NetBackend {
   virtual int pollFd(NetRecvComm*) const { return -1; }
   virtual int pollFd(NetListenComm*) const { return -1; }
 
+  // Ends the connection now without freeing it (the peer sees it close; later calls fail): a
+  // failed communicator tells its remote peers this way. The close call still frees it.
+  virtual void shutdown(NetSendComm*) {}
+  virtual void shutdown(NetRecvComm*) {}
+
   virtual ncclResult_t closeSend(NetSendComm* comm) = 0;
   virtual ncclResult_t closeRecv(NetRecvComm* comm) = 0;
   virtual ncclResult_t closeListen(NetListenComm* comm) = 0;

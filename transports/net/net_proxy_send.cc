@@ -28,7 +28,7 @@ NetSendTask::~NetSendTask() {
   NetRequest* bye = nullptr;
   const uint64_t until = nowNs() + 200000000ull;
   // isend may say "later" (InfiniBand: until the peer posts a receive), so ask until the deadline.
-  while (!abortRequested(abortFlag_) && !bye && nowNs() < until &&
+  while (!severed_ && !abortRequested(abortFlag_) && !bye && nowNs() < until &&
          net_->isend(comm_, fifo_->fifo, 0, kNetByeTag, mh_, &bye) == ncclSuccess && !bye)
     usleep(50);
   int done = 0;

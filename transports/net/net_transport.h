@@ -74,6 +74,7 @@ class NetSendTask : public ProxyTask {
   ~NetSendTask() override;
   ncclResult_t progress(bool* didWork, std::string* message) override;
   ncclResult_t registerFifo();  // before the first step; the connection exists from the start
+  void sever() override { net_->shutdown(comm_), severed_ = true; }
   bool pending() override {
     int proto;
     uint64_t bytes;
@@ -89,6 +90,7 @@ class NetSendTask : public ProxyTask {
   int rank_, peer_;
   std::string peerAddr_;
   const volatile int* abortFlag_;  // raised (abort, or a failure): close without a goodbye
+  bool severed_ = false;
   uint64_t posted_ = 0, done_ = 0;  // steps handed to the network / confirmed sent
   NetRequest* reqs_[kSteps] = {};
   NetMemHandle* mh_ = nullptr;  // the staging FIFO's registration (sockets: none needed)
@@ -100,6 +102,10 @@ class NetRecvTask : public ProxyTask {
   NetRecvTask(NetBackend* net, NetListenComm* listen, std::shared_ptr<HostFifo> fifo, int rank, int peer);
   ~NetRecvTask() override;
   ncclResult_t progress(bool* didWork, std::string* message) override;
+  void sever() override {
+    if (comm_) net_->shutdown(comm_);
+    closed_ = true;
+  }
   // The socket to sleep on: the listener until the peer connected, then the connection, unless the
   // next step waits for the ranks to free a slot (then only an operation can move it).
   int pollFd() override {

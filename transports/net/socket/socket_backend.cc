@@ -264,6 +264,13 @@ class SocketBackend : public NetBackend {
     return testRequest(reinterpret_cast<Request*>(req), done, size, index, tag);
   }
 
+  void shutdown(NetSendComm* c) override { shutdownComm(reinterpret_cast<Comm*>(c)); }
+  void shutdown(NetRecvComm* c) override { shutdownComm(reinterpret_cast<Comm*>(c)); }
+  static void shutdownComm(Comm* c) {
+    ::shutdown(c->ctrl, SHUT_RDWR);
+    for (int fd : c->data) ::shutdown(fd, SHUT_RDWR);
+  }
+
   int pollFd(NetRecvComm* c) const override { return recvPollFd(reinterpret_cast<Comm*>(c)); }
   int pollFd(NetListenComm* l) const override { return reinterpret_cast<ListenComm*>(l)->fd; }
 
