@@ -16,7 +16,7 @@ tests/net/netns.sh up 2
 trap 'tests/net/netns.sh down' EXIT
 txBytes() { ip netns exec btdemo-h"$1" cat /sys/class/net/veth0/statistics/tx_bytes; }
 before=($(txBytes 0) $(txBytes 1))
-port=$((20000 + RANDOM % 20000))
+port=$((20000 + RANDOM % 12000))
 for r in 0 1; do
   ip netns exec btdemo-h$r env NCCL_HOSTID=host$r BATON_RANK=$r BATON_NRANKS=2 NCCL_COMM_ID=10.77.0.1:$port \
     NCCL_SOCKET_IFNAME=veth0 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET \

@@ -47,7 +47,8 @@ launch() {
   local envs=()
   while [[ $1 != -- ]]; do envs+=("$1"); shift; done
   shift
-  local n=$((per * hosts)) port=$((20000 + RANDOM % 20000)) r pids=()
+  # Below the ephemeral range (32768+), where sockets of earlier runs may still hold a port.
+  local n=$((per * hosts)) port=$((20000 + RANDOM % 12000)) r pids=()
   local addr=10.77.0.1:$port
   for e in "${envs[@]}"; do [[ $e == NCCL_SOCKET_FAMILY=6 ]] && addr="[fd77::1]:$port"; done
   for ((r = 0; r < n; r++)); do

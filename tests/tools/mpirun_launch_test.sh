@@ -12,7 +12,7 @@ root=()
 [[ $(id -u) == 0 ]] && root=(--allow-run-as-root)
 mpi=(mpirun "${root[@]}" --oversubscribe -np 2)
 fail=0
-port=$((20000 + RANDOM % 20000))
+port=$((20000 + RANDOM % 12000))
 out=$(timeout 120 "${mpi[@]}" -x NCCL_COMM_ID=127.0.0.1:$port -x BATON_TUNING_FILE=none \
       "$BIN/baton-perf" allreduce -b 8 -e 64K -f 8 -c 1 -n 2 -w 1 2>&1)
 echo "$out"

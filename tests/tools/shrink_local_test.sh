@@ -7,7 +7,7 @@
 # no survivor waited for it.
 set -uo pipefail
 TESTDIR=${1:?usage: shrink_local_test.sh TESTDIR}
-n=3 victim=1 port=$((20000 + RANDOM % 20000)) fail=0
+n=3 victim=1 port=$((20000 + RANDOM % 12000)) fail=0
 log=$(mktemp -d)
 t0=$SECONDS
 pids=()
