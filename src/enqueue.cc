@@ -20,9 +20,6 @@ namespace baton {
 
 static ncclResult_t failureResult(const ExecCtx& ctx, ncclComm* comm, const char* what) {
   const WaitFailure& f = ctx.failure;
-  std::string netError;  // a NET connection failed: that, not the wait it ended, is the news
-  if (const ncclResult_t code = comm->proxy->error(&netError); code != ncclSuccess)
-    return batonError(code, "%s: rank %d: %s", what, f.rank, netError.c_str());
   const bool aborted = f.result == kWaitAborted && __atomic_load_n(&comm->abortFlag, __ATOMIC_ACQUIRE);
   if (f.result == kWaitPeerFailed)
     return batonError(ncclRemoteError, "%s: rank %d channel %d: peer rank %d failed (its communicator stopped), so this "

@@ -43,7 +43,7 @@ bool Proxy::drain(uint64_t timeoutNs) {
   kick();
   const uint64_t until = nowNs() + timeoutNs;
   while (drainDone_.load(std::memory_order_acquire) < ticket) {
-    if (nowNs() > until || error(nullptr) != ncclSuccess) return false;
+    if (nowNs() > until || comm_->asyncError.load() != ncclSuccess) return false;
     timespec ts{0, 100000};
     nanosleep(&ts, nullptr);
   }
@@ -62,14 +62,6 @@ void Proxy::stop() {
   std::lock_guard<std::mutex> lock(mu_);
   tasks_.clear();
 }
-
-ncclResult_t Proxy::error(std::string* message) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (message) *message = message_;
-  return error_;
-}
-
-const volatile int* Proxy::abortFlag() const { return &comm_->abortFlag; }
 
 // Idle with work about to come (an operation in flight, steps staged): a step usually follows
 // within microseconds, so pause, then yield (a rank sharing this core gets it).
@@ -104,10 +96,6 @@ void Proxy::run() {
       any |= did;
       if (res == ncclSuccess) continue;
       dead[i] = true;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (error_ == ncclSuccess) error_ = res, message_ = msg;
-      }
       BATON_WARN("proxy of rank %d: %s", comm_->rank, msg.c_str());
       commSetError(comm_, res, msg.c_str());  // raises the abort flag: every wait of this rank ends now
     }

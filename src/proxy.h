@@ -54,9 +54,6 @@ class Proxy {
   bool drain(uint64_t timeoutNs);
   // Stops and joins the thread; tasks are released (a connection still holds its own).
   void stop();
-  // The first failure seen (ncclSuccess and "" if none).
-  ncclResult_t error(std::string* message) const;
-  const volatile int* abortFlag() const;
 
  private:
   void run();
@@ -71,8 +68,6 @@ class Proxy {
   bool severed_ = false;  // the proxy thread's: connections ended after the communicator failed
   int wakeFd_ = -1;  // eventfd: kick(), drain() and stop() write it
   std::thread thread_;
-  ncclResult_t error_ = ncclSuccess;
-  std::string message_;
 };
 
 }  // namespace baton
