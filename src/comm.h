@@ -17,6 +17,7 @@
 #include "proxy.h"
 #include "transport.h"
 #include "tuner.h"
+#include "watchdog.h"
 
 namespace baton {
 
@@ -73,6 +74,8 @@ struct Tunables {
   int allreduceAlgo = kAlgoRing;    // BATON_ALLREDUCE_ALGO=naive|ring (lesson 01's stage 0)
   size_t minChannelBytes = 64 << 10;  // BATON_MIN_CHANNEL_BYTES: below this per channel, use fewer
   uint64_t waitTimeoutNs = 0;       // BATON_WAIT_TIMEOUT seconds (0: no timeout)
+  uint64_t failTimeoutNs = 5000000000ull;  // BATON_TIMEOUT seconds: a silent peer is dead (0: no watchdog)
+  bool atomicCollectives = false;   // BATON_ATOMIC_COLLECTIVES: all-or-nothing AllReduce (lesson 10)
   int jitter = 0;                   // BATON_JITTER
   bool p2pDisable = false;          // NCCL_P2P_DISABLE
   bool shmDisable = false;          // NCCL_SHM_DISABLE
@@ -122,6 +125,11 @@ struct ncclComm {
   std::atomic<bool> finalized{false};
   std::atomic<bool> revoked{false};             // ncclCommRevoke: no new work; parent of shrink/split only
   int shrinkSeq = 0;                            // shrinks made from this communicator (bootstrap tags)
+  // Failure detector and agreement (lesson 10): only when ranks are in more than one process.
+  std::unique_ptr<baton::Watchdog> watchdog;
+  uint64_t atomicSeq = 0;                       // all-or-nothing AllReduces run (their vote keys)
+  ncclUniqueId growId{};                        // ncclCommGetUniqueId's id, until a grow uses it
+  bool growIdSet = false;
   uint64_t opCount = 0;
 
   std::mutex redOpMu;

@@ -71,6 +71,8 @@ ncclResult_t commAlloc(ncclComm** out, int nranks, int rank, const ncclConfig_t*
   t.minChannelBytes = envInt("BATON_MIN_CHANNEL_BYTES", 64 << 10);
   t.waitTimeoutNs = (uint64_t)envInt("BATON_WAIT_TIMEOUT", 300) * 1000000000ull;
   t.jitter = (int)envInt("BATON_JITTER", 0);
+  if (const char* v = getenv("BATON_TIMEOUT"); v && *v) t.failTimeoutNs = (uint64_t)(std::max(strtod(v, nullptr), 0.0) * 1e9);
+  t.atomicCollectives = envInt("BATON_ATOMIC_COLLECTIVES", 0) != 0;
   t.p2pDisable = envInt("NCCL_P2P_DISABLE", 0) != 0;
   t.shmDisable = envInt("NCCL_SHM_DISABLE", 0) != 0;
   t.direct = envInt("BATON_DIRECT", 1) != 0;

@@ -61,6 +61,8 @@ struct SharedParams {
   int32_t direct;
   int32_t oversubscribed;
   int32_t ranksPerNode;
+  int32_t atomicCollectives;  // every rank must vote, or none
+  uint64_t failTimeoutNs;     // every rank must join the watchdog mesh, or none
   TuningModel model;  // rank 0's model and masks: every rank must pick the same protocol
   AlgoProtoMask mask;
 };
@@ -268,7 +270,8 @@ ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id) {
   const Tunables& t = comm->tun;
   params[comm->rank] = {comm->nChannels, t.fifoDepth, t.chunkSteps, t.allreduceAlgo, t.stepBytes, t.llStepBytes,
                         t.ll128StepBytes, t.p2pStepBytes,
-                        t.minChannelBytes, t.direct, comm->oversubscribed, t.ranksPerNode, t.model, t.mask};
+                        t.minChannelBytes, t.direct, comm->oversubscribed, t.ranksPerNode, t.atomicCollectives,
+                        t.failTimeoutNs, t.model, t.mask};
   BATON_CHECK(comm->bootstrap->allGather(params.data(), sizeof(SharedParams)));
   const SharedParams& p0 = params[0];
   comm->nChannels = p0.nChannels;
@@ -283,6 +286,8 @@ ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id) {
   comm->tun.direct = p0.direct;
   comm->oversubscribed = p0.oversubscribed;
   comm->tun.ranksPerNode = p0.ranksPerNode;
+  comm->tun.atomicCollectives = p0.atomicCollectives != 0;
+  comm->tun.failTimeoutNs = p0.failTimeoutNs;
   comm->tun.model = p0.model;
   comm->tun.mask = p0.mask;
 
@@ -310,6 +315,11 @@ ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id) {
     snprintf(name, sizeof name, "baton r%d c%d", comm->rank, ch->id);
     ch->worker.start(name);
   }
+  // Ranks in other processes can fail on their own: watch them (lesson 10). Threads of one
+  // process share its fate, so a communicator of threads only needs no watchdog.
+  bool multiProcess = false;
+  for (const PeerInfo& p : comm->peers) multiProcess |= p.pidHash != me.pidHash;
+  if (multiProcess && comm->tun.failTimeoutNs > 0) BATON_CHECK(Watchdog::start(comm, comm->tun.failTimeoutNs, &comm->watchdog));
   BATON_CHECK(comm->bootstrap->barrier());
   BATON_INFO(kSubInit, "comm %p rank %d nRanks %d nChannels %d stepBytes %zu - Init COMPLETE", (void*)comm, comm->rank,
              comm->nRanks, comm->nChannels, comm->tun.stepBytes);
@@ -319,6 +329,7 @@ ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id) {
 void commFree(ncclComm* comm) {
   unregisterComm(comm);
   if (comm->initThread.joinable()) comm->initThread.join();
+  comm->watchdog.reset();  // says goodbye: the peers do not take this rank's leaving for a failure
   for (auto& ch : comm->channels) ch->worker.stop();
   if (comm->proxy) {
     // Sends complete when their data is staged: let the proxy put it on the wire first (not

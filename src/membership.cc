@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "api.h"
+#include "baton/membership.h"
 #include "comm.h"
 #include "debug.h"
 #include "group.h"
@@ -87,4 +88,41 @@ ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int exclude
     return ncclSuccess;
   }
   return job();
+}
+
+extern "C" __attribute__((visibility("default"))) ncclResult_t batonCommGetFailedRanks(ncclComm_t comm, int* ranks,
+                                                                                        int maxRanks, int* nFailed) {
+  const char* fn = "batonCommGetFailedRanks";
+  BATON_CHECK(checkCommParent(comm, fn));
+  if (!nFailed) return batonError(ncclInvalidArgument, "%s: nFailed is NULL", fn);
+  if (maxRanks < 0) return batonError(ncclInvalidArgument, "%s: maxRanks %d is negative", fn, maxRanks);
+  if (maxRanks > 0 && !ranks) return batonError(ncclInvalidArgument, "%s: ranks is NULL with maxRanks %d", fn, maxRanks);
+  *nFailed = 0;
+  if (!comm->watchdog) {
+    if (comm->tun.failTimeoutNs == 0)
+      return batonError(ncclInvalidUsage, "%s: failure detection is off (BATON_TIMEOUT=0), so there is nothing to agree on", fn);
+    return ncclSuccess;  // every rank is a thread of this process: none can fail alone
+  }
+  RankSet failed;
+  // Rounds end when the last awaited rank answers or is found dead (BATON_TIMEOUT); a few rounds
+  // at most when failures keep coming.
+  BATON_CHECK(comm->watchdog->failedRanks(4 * comm->watchdog->timeoutNs() + 2000000000ull, &failed));
+  int n = 0;
+  for (int r = 0; r < comm->nRanks; ++r) {
+    if (!failed.has(r)) continue;
+    if (n < maxRanks) ranks[n] = r;
+    ++n;
+  }
+  *nFailed = n;
+  const int alive = comm->nRanks - n;
+  if (failed.has(comm->rank))
+    return batonError(ncclRemoteError, "%s: rank %d was declared failed by the other ranks (they did not hear from it "
+                      "within BATON_TIMEOUT); it must leave the job", fn, comm->rank);
+  if (2 * alive < comm->nRanks || (2 * alive == comm->nRanks && failed.has(0)))
+    return batonError(ncclRemoteError, "%s: only %d of %d ranks survive on this side%s: a minority cannot tell dead "
+                      "ranks from a cut link, so it must not go on", fn, alive, comm->nRanks,
+                      2 * alive == comm->nRanks ? " (half, without rank 0)" : "");
+  if (n > maxRanks)
+    return batonError(ncclInvalidArgument, "%s: %d ranks failed but ranks holds only maxRanks = %d", fn, n, maxRanks);
+  return ncclSuccess;
 }

@@ -3,11 +3,11 @@
 //   shrink_worker --victim V --die-after S [--steps N]
 //
 // Every rank allreduces exact integer data step after step. Rank V kills itself (SIGKILL) after
-// step S, as a crashed process would. The others see their operation fail (the NET transport's
-// proxy notices the closed connection at once; a rank waiting on V through shared memory gives up
-// at BATON_WAIT_TIMEOUT), then follow NCCL's recipe: ncclCommRevoke, ncclCommShrink excluding V
-// with NCCL_SHRINK_ABORT (the application decides who failed; here it is told), and N more steps
-// on the child, each checked exactly. Prints "rank R: ... exact" and exits 0 on success.
+// step S, as a crashed process would. The others see their operation fail (the watchdog sees V's
+// connection close and revokes the communicator on every survivor), then follow the recipe of
+// lesson 10: ncclCommRevoke, batonCommGetFailedRanks (the survivors agree on who failed; it must
+// be V), ncclCommShrink excluding that list with NCCL_SHRINK_ABORT, and N more steps on the
+// child, each checked exactly. Prints "rank R: ... exact" and exits 0 on success.
 #include <signal.h>
 #include <unistd.h>
 
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "baton/launch.h"
+#include "baton/membership.h"
 #include "nccl.h"
 
 namespace {
@@ -82,9 +83,17 @@ int main(int argc, char** argv) {
     printf("rank %d: revoke failed: %s\n", me, ncclGetLastError(comm));
     return 1;
   }
-  int exclude[] = {victim};
+  // Who failed: the survivors agree (the watchdog saw it; batonCommGetFailedRanks returns the
+  // same list on every survivor), and it must be exactly the victim.
+  int exclude[8] = {}, nFailed = 0;
+  if (batonCommGetFailedRanks(comm, exclude, 8, &nFailed) != ncclSuccess) {
+    printf("rank %d: agreement failed: %s\n", me, ncclGetLastError(comm));
+    return 1;
+  }
+  printf("rank %d: agreed failed ranks: %s\n", me, nFailed == 1 ? std::to_string(exclude[0]).c_str() : "(not one)");
+  if (nFailed != 1 || exclude[0] != victim) return 1;
   ncclComm_t child = nullptr;
-  if (ncclCommShrink(comm, exclude, 1, &child, nullptr, NCCL_SHRINK_ABORT) != ncclSuccess) {
+  if (ncclCommShrink(comm, exclude, nFailed, &child, nullptr, NCCL_SHRINK_ABORT) != ncclSuccess) {
     printf("rank %d: shrink failed: %s\n", me, ncclGetLastError(comm));
     return 1;
   }

@@ -25,8 +25,8 @@ for ((r = 0; r < n; r++)); do
     echo "FAIL: rank $r did not shrink and continue"; fail=1
   fi
 done
-if grep -q "peer rank $victim (pid [0-9]*, this host) died" "$log"/out.*; then
-  echo "PASS: a survivor named the dead process: $(grep -ho "peer rank $victim (pid [0-9]*, this host) died" "$log"/out.* | head -1)"
+if grep -q "rank $victim (pid [0-9]*, this host)" "$log"/out.*; then
+  echo "PASS: a survivor named the dead process: $(grep -ho "rank $victim (pid [0-9]*, this host)[^(]*" "$log"/out.* | head -1)"
 else
   echo "FAIL: no survivor reported rank $victim's death"; fail=1
 fi

@@ -1,0 +1,304 @@
+// The watchdog's mesh, heartbeats and failure reports (watchdog.h).
+#include "watchdog.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "comm.h"
+#include "debug.h"
+#include "socket.h"
+
+namespace baton {
+
+namespace {
+
+enum WireType : uint32_t { kWireHeartbeat = 10, kWireBye = 11 };  // and kAgreeRound, kAgreeDecide
+
+struct WireHeader {
+  uint32_t type;
+  uint32_t round;
+  uint64_t key;
+  uint32_t nWords;
+  uint32_t pad;
+};
+
+constexpr uint64_t kWatchdogMagic = 0x7761746368646f67ull;  // "watchdog", mixed with the comm's hash
+
+// Writes all of `n` bytes, giving a full socket 100 ms: a peer that reads nothing for that long
+// while its buffer fills is not healthy. False on any failure (the caller reports the peer).
+bool sendQuiet(int fd, const void* buf, size_t n) {
+  const char* p = static_cast<const char*>(buf);
+  const uint64_t deadline = nowNs() + 100000000ull;
+  while (n) {
+    const ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w > 0) {
+      p += w, n -= (size_t)w;
+      continue;
+    }
+    if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;
+    if (nowNs() >= deadline) return false;
+    pollfd pfd{fd, POLLOUT, 0};
+    poll(&pfd, 1, 10);
+  }
+  return true;
+}
+
+}  // namespace
+
+Watchdog::Watchdog(ncclComm* comm, uint64_t timeoutNs)
+    : comm_(comm),
+      rank_(comm->rank),
+      nRanks_(comm->nRanks),
+      timeoutNs_(timeoutNs),
+      intervalNs_(timeoutNs / 5),
+      fds_(comm->nRanks, -1),
+      lastHeard_(comm->nRanks, 0),
+      left_(comm->nRanks, false),
+      inbuf_(comm->nRanks),
+      dead_(comm->nRanks + 1),
+      agreement_(comm->rank, comm->nRanks, [this](int peer, const AgreeMsg& m) { send(peer, m.type, &m); }) {}
+
+ncclResult_t Watchdog::start(ncclComm* comm, uint64_t timeoutNs, std::unique_ptr<Watchdog>* out) {
+  std::unique_ptr<Watchdog> w(new Watchdog(comm, timeoutNs));
+  const int me = comm->rank, n = comm->nRanks;
+  SocketAddress listen{};
+  int lfd = -1;
+  BATON_CHECK(chooseBindAddress(&comm->id.addr, &listen, nullptr));
+  BATON_CHECK(socketListen(&listen, &lfd));
+  std::vector<SocketAddress> addrs(n);
+  addrs[me] = listen;
+  ncclResult_t res = comm->bootstrap->allGather(addrs.data(), sizeof(SocketAddress));
+  const uint64_t magic = kWatchdogMagic ^ comm->commHash;
+  const uint64_t deadline = bootstrapDeadline();
+  // Lower ranks listen, higher ranks connect: a connect completes in the listener's backlog, so
+  // every rank can first connect to all below it, then accept all above it.
+  for (int p = 0; p < me && res == ncclSuccess; ++p) {
+    res = socketConnect(addrs[p], magic, kSocketWatchdog, deadline, &comm->abortFlag, &w->fds_[p]);
+    const int32_t r = me;
+    if (res == ncclSuccess) res = socketSendAll(w->fds_[p], &r, sizeof r, deadline);
+  }
+  for (int k = me + 1; k < n && res == ncclSuccess;) {
+    int fd = -1;
+    res = socketAccept(lfd, deadline, &comm->abortFlag, &fd);
+    if (res != ncclSuccess) break;
+    int32_t r = -1;
+    if (!socketCheckHandshake(fd, magic, kSocketWatchdog, deadline) ||
+        socketRecvAll(fd, &r, sizeof r, deadline, &comm->abortFlag) != ncclSuccess || r <= me || r >= n ||
+        w->fds_[r] >= 0) {
+      socketClose(fd);  // a stranger, or a rank that is not ours to accept
+      continue;
+    }
+    w->fds_[r] = fd;
+    ++k;
+  }
+  socketClose(lfd);
+  if (res != ncclSuccess)
+    return batonError(res, "rank %d: the watchdog mesh (BATON_TIMEOUT) could not connect: %s", me, lastError());
+  const uint64_t now = nowNs();
+  for (int p = 0; p < n; ++p) {
+    if (w->fds_[p] < 0) continue;
+    fcntl(w->fds_[p], F_SETFL, fcntl(w->fds_[p], F_GETFL) | O_NONBLOCK);
+    w->lastHeard_[p] = now;
+  }
+  w->wakeFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  w->thread_ = std::thread([p = w.get()] { p->run(); });
+  BATON_INFO(kSubInit, "rank %d: watchdog up, %d peers, heartbeat every %.2f s, timeout %.2f s", me, n - 1,
+             w->intervalNs_ / 1e9, timeoutNs / 1e9);
+  *out = std::move(w);
+  return ncclSuccess;
+}
+
+Watchdog::~Watchdog() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int p = 0; p < nRanks_; ++p)
+      if (fds_[p] >= 0 && !dead_.has(p)) send(p, kWireBye, nullptr);  // leaving, not failing
+  }
+  stop_.store(true);
+  if (wakeFd_ >= 0) {
+    const uint64_t one = 1;
+    (void)!write(wakeFd_, &one, sizeof one);
+  }
+  if (thread_.joinable()) thread_.join();
+  for (int& fd : fds_) socketClose(fd);
+  socketClose(wakeFd_);
+}
+
+void Watchdog::send(int peer, uint32_t type, const AgreeMsg* msg) {
+  if (fds_[peer] < 0 || left_[peer]) return;
+  WireHeader h{type, msg ? msg->round : 0, msg ? msg->key : 0, msg ? (uint32_t)msg->value.words.size() : 0, 0};
+  std::string buf(reinterpret_cast<const char*>(&h), sizeof h);
+  if (msg) buf.append(reinterpret_cast<const char*>(msg->value.words.data()), msg->value.words.size() * 8);
+  if (!sendQuiet(fds_[peer], buf.data(), buf.size())) {
+    // Reported by the thread's next pass (suspect() would re-enter the agreement that is sending).
+    shutdown(fds_[peer], SHUT_RDWR);
+    const uint64_t one = 1;
+    (void)!write(wakeFd_, &one, sizeof one);
+  }
+}
+
+void Watchdog::suspect(int peer, const std::string& why) {
+  if (dead_.has(peer)) return;
+  dead_.add(peer);
+  socketClose(fds_[peer]);
+  const PeerInfo& info = comm_->peers[peer];
+  char msg[512];
+  snprintf(msg, sizeof msg, "rank %d (pid %d%s) failed: %s", peer, info.pid,
+           info.hostHash == comm_->peers[rank_].hostHash ? ", this host" : ", another host", why.c_str());
+  BATON_WARN("rank %d: %s", rank_, msg);
+  commSetError(comm_, ncclRemoteError, msg);  // every in-flight operation of this rank returns
+  agreement_.onSuspect(peer);
+  startFailureEpoch();
+  cv_.notify_all();
+}
+
+void Watchdog::startFailureEpoch() {
+  const uint64_t key = kAgreeFailureKind + failureEpoch_;
+  if (failureEpoch_ > 0 && !agreement_.decided(key, nullptr)) return;  // the running one took the news
+  ++failureEpoch_;
+  agreement_.join(kAgreeFailureKind + failureEpoch_, dead_);
+}
+
+bool Watchdog::receive(int peer) {
+  char tmp[4096];
+  while (true) {
+    const ssize_t r = recv(fds_[peer], tmp, sizeof tmp, MSG_DONTWAIT);
+    if (r > 0) {
+      inbuf_[peer].append(tmp, (size_t)r);
+      lastHeard_[peer] = nowNs();
+      continue;
+    }
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return true;
+    return false;  // EOF, reset or error
+  }
+}
+
+void Watchdog::onBytes(int peer) {
+  std::string& in = inbuf_[peer];
+  size_t off = 0;
+  while (in.size() - off >= sizeof(WireHeader)) {
+    WireHeader h;
+    memcpy(&h, in.data() + off, sizeof h);
+    const size_t len = sizeof h + (size_t)h.nWords * 8;
+    if (in.size() - off < len) break;
+    if (h.type == kWireBye) {
+      left_[peer] = true;
+    } else if (h.type == kAgreeRound || h.type == kAgreeDecide) {
+      AgreeMsg m;
+      m.type = h.type, m.round = h.round, m.key = h.key;
+      m.value.words.assign(h.nWords, 0);
+      memcpy(m.value.words.data(), in.data() + off + sizeof h, (size_t)h.nWords * 8);
+      m.value.words.resize(dead_.words.size(), 0);
+      // Its value names ranks the sender believes dead: news for this rank too.
+      for (int r = 0; r < nRanks_; ++r) {
+        if (!m.value.has(r) || dead_.has(r) || (r == peer && r != rank_)) continue;
+        char why[160];
+        if (r == rank_) {
+          snprintf(why, sizeof why, "rank %d: the other ranks declared this rank failed (rank %d reported it)", rank_, peer);
+          commSetError(comm_, ncclRemoteError, why);
+          dead_.add(r);
+          agreement_.onSuspect(r);  // excluded: no agreement of this rank waits for anyone now
+          continue;
+        }
+        snprintf(why, sizeof why, "reported by rank %d", peer);
+        suspect(r, why);
+      }
+      if ((h.key & ~((1ull << 56) - 1)) == kAgreeFailureKind && !agreement_.joined(h.key)) {
+        failureEpoch_ = std::max(failureEpoch_, h.key - kAgreeFailureKind);
+        agreement_.join(h.key, dead_);  // failure epochs need no local input: join at once
+      }
+      agreement_.onMessage(peer, m);
+    }
+    off += len;
+  }
+  in.erase(0, off);
+}
+
+void Watchdog::run() {
+  std::vector<pollfd> pfds;
+  std::vector<int> who;
+  while (!stop_.load()) {
+    pfds.assign(1, pollfd{wakeFd_, POLLIN, 0});
+    who.assign(1, -1);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (int p = 0; p < nRanks_; ++p)
+        if (fds_[p] >= 0) pfds.push_back({fds_[p], POLLIN, 0}), who.push_back(p);
+    }
+    poll(pfds.data(), pfds.size(), (int)std::max<uint64_t>(intervalNs_ / 2000000, 10));
+    if (pfds[0].revents) {
+      uint64_t v;
+      (void)!read(wakeFd_, &v, sizeof v);
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 1; i < pfds.size(); ++i) {
+      const int p = who[i];
+      if (fds_[p] < 0) continue;
+      const bool open = receive(p);
+      onBytes(p);
+      if (open) continue;
+      if (left_[p]) socketClose(fds_[p]);
+      else suspect(p, "its watchdog connection closed (the process exited or was killed)");
+    }
+    const uint64_t now = nowNs();
+    for (int p = 0; p < nRanks_; ++p) {
+      if (fds_[p] < 0 || left_[p] || dead_.has(p) || now - lastHeard_[p] <= timeoutNs_) continue;
+      char why[160];
+      snprintf(why, sizeof why, "no heartbeat for %.1f s (BATON_TIMEOUT): the process is stopped or hung, or its host is unreachable",
+               (now - lastHeard_[p]) / 1e9);
+      suspect(p, why);
+    }
+    if (now - lastSentNs_ >= intervalNs_) {
+      lastSentNs_ = now;
+      for (int p = 0; p < nRanks_; ++p)
+        if (!dead_.has(p)) send(p, kWireHeartbeat, nullptr);
+    }
+    cv_.notify_all();
+  }
+}
+
+ncclResult_t Watchdog::agree(uint64_t key, const RankSet& proposal, uint64_t timeoutNs, RankSet* decided) {
+  std::unique_lock<std::mutex> lock(mu_);
+  RankSet p = proposal;
+  p.merge(dead_);
+  agreement_.join(key, p);
+  const bool done = cv_.wait_for(lock, std::chrono::nanoseconds(timeoutNs), [&] { return agreement_.decided(key, decided); });
+  if (!done)
+    return batonError(ncclRemoteError, "rank %d: agreement 0x%llx did not finish within %.1f s", rank_,
+                      (unsigned long long)key, timeoutNs / 1e9);
+  return ncclSuccess;
+}
+
+ncclResult_t Watchdog::failedRanks(uint64_t timeoutNs, RankSet* decided) {
+  const uint64_t deadline = nowNs() + timeoutNs;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    const uint64_t key = kAgreeFailureKind + failureEpoch_;
+    RankSet v;
+    if (failureEpoch_ > 0 && agreement_.decided(key, &v)) {
+      RankSet known = dead_;
+      known.merge(v);
+      if (known == v) {  // nothing this rank knows is missing from the decision
+        *decided = v;
+        return ncclSuccess;
+      }
+      for (int r = 0; r < nRanks_; ++r)
+        if (v.has(r) && !dead_.has(r)) dead_.add(r);
+    }
+    if (failureEpoch_ == 0 || agreement_.decided(key, nullptr)) startFailureEpoch();
+    const uint64_t now = nowNs();
+    if (now >= deadline)
+      return batonError(ncclRemoteError, "rank %d: the survivors did not agree on the failed ranks within %.1f s", rank_,
+                        timeoutNs / 1e9);
+    cv_.wait_for(lock, std::chrono::nanoseconds(std::min<uint64_t>(deadline - now, 100000000ull)));
+  }
+}
+
+}  // namespace baton

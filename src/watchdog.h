@@ -1,0 +1,83 @@
+// The watchdog (lesson 10): each rank of a communicator that spans processes keeps one TCP
+// connection to every other rank and a thread that watches them. It is baton's failure detector
+// and the channel its agreement runs over; NCCL's RAS keep-alive mesh is the same idea, used there
+// only to diagnose.
+//
+// Detect: a peer whose process dies closes its sockets (the kernel sends FIN or RST, on any host):
+// EOF or a reset means dead at once. A peer that is alive but silent (SIGSTOP, a cut link, a host
+// gone without a word) is caught by heartbeats: every rank sends one every BATON_TIMEOUT / 5, and
+// a peer not heard from for BATON_TIMEOUT is dead. A rank that leaves properly (ncclCommDestroy,
+// ncclCommAbort) says goodbye first and is not reported.
+//
+// Propagate: on the first dead peer the watchdog puts the communicator in error
+// (ncclRemoteError, naming the rank and why), which raises the abort flag so every in-flight
+// operation of this rank returns, and starts an agreement on the failed set; the others receive
+// it, learn the news and do the same: the failure revokes the communicator on every survivor.
+//
+// Agree: agreement.h, keyed by kind. Failure epochs (each later failure starts a new one) are
+// joined automatically; allreduce votes only by the rank whose operation finished.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agreement.h"
+#include "nccl.h"
+
+struct ncclComm;
+
+namespace baton {
+
+constexpr uint64_t kAgreeFailureKind = 1ull << 56;  // + epoch: who failed
+constexpr uint64_t kAgreeVoteKind = 2ull << 56;     // + operation number: commit or roll back
+
+class Watchdog {
+ public:
+  // Collective over the communicator's bootstrap (init): listen, exchange addresses, connect to
+  // every rank, start the thread. timeoutNs is BATON_TIMEOUT.
+  static ncclResult_t start(ncclComm* comm, uint64_t timeoutNs, std::unique_ptr<Watchdog>* out);
+  ~Watchdog();  // says goodbye, stops the thread, closes the connections
+
+  // Runs agreement `key` with this rank's proposal (its known dead ranks are added) and waits,
+  // at most `timeoutNs`, for the decision.
+  ncclResult_t agree(uint64_t key, const RankSet& proposal, uint64_t timeoutNs, RankSet* decided);
+  // The failed set the survivors agree on: the last decision if this rank knows of no failure
+  // beyond it, else a new agreement epoch. Bit nRanks is never set.
+  ncclResult_t failedRanks(uint64_t timeoutNs, RankSet* decided);
+  uint64_t timeoutNs() const { return timeoutNs_; }
+
+ private:
+  Watchdog(ncclComm* comm, uint64_t timeoutNs);
+  void run();
+  // Under mu_.
+  void send(int peer, uint32_t type, const AgreeMsg* msg);
+  void suspect(int peer, const std::string& why);
+  void onBytes(int peer);
+  void startFailureEpoch();
+  bool receive(int peer);  // false: the connection ended
+
+  ncclComm* comm_;
+  int rank_, nRanks_;
+  uint64_t timeoutNs_, intervalNs_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<int> fds_;              // -1: me, gone or dead
+  std::vector<uint64_t> lastHeard_;   // monotonic ns
+  std::vector<bool> left_;            // said goodbye
+  std::vector<std::string> inbuf_;    // bytes of a message not complete yet
+  RankSet dead_;                      // this rank's own knowledge, grows only
+  Agreement agreement_;
+  uint64_t failureEpoch_ = 0;         // the newest failure agreement this rank is in
+  uint64_t lastSentNs_ = 0;
+  std::atomic<bool> stop_{false};
+  int wakeFd_ = -1;
+  std::thread thread_;
+};
+
+}  // namespace baton
