@@ -127,7 +127,8 @@ TEST_OBJS_U := $(UNIT_SRCS:%.cc=$(OBJ)/%.o)
 TEST_OBJS_C := $(COLL_SRCS:%.cc=$(OBJ)/%.o)
 # A program compiled against NVIDIA's own nccl.h (from the CUDA toolkit), run against baton.
 ABI_TEST := $(if $(NVIDIA_NCCL_H),$(TESTDIR)/nvidia_header_test,)
-TEST_BINS := $(TESTDIR)/unit_tests $(TESTDIR)/collective_tests $(TESTDIR)/rank_worker $(TESTDIR)/shrink_worker
+TEST_BINS := $(TESTDIR)/unit_tests $(TESTDIR)/collective_tests $(TESTDIR)/rank_worker $(TESTDIR)/shrink_worker \
+             $(TESTDIR)/fault_worker
 tests: $(TEST_BINS) tools examples $(ABI_TEST)
 
 $(OBJ)/tests/%.o: CPPFLAGS += -Itests
@@ -140,9 +141,9 @@ $(TESTDIR)/collective_tests: $(TEST_OBJS_C) $(ARCHIVE)
 $(TESTDIR)/rank_worker: $(OBJ)/tests/process/rank_worker.o $(OBJ)/tests/process/coll_check.o $(SO) $(LIBDIR)/libnccl.so
 	@mkdir -p $(dir $@)
 	$(CXX) -o $@ $(OBJ)/tests/process/rank_worker.o $(OBJ)/tests/process/coll_check.o -L$(LIBDIR) -Wl,-rpath,$(abspath $(LIBDIR)) -lnccl $(LDFLAGS)
-$(TESTDIR)/shrink_worker: $(OBJ)/tests/process/shrink_worker.o $(SO) $(LIBDIR)/libnccl.so
+$(TESTDIR)/%_worker: $(OBJ)/tests/process/%_worker.o $(SO) $(LIBDIR)/libnccl.so
 	@mkdir -p $(dir $@)
-	$(CXX) -o $@ $(OBJ)/tests/process/shrink_worker.o -L$(LIBDIR) -Wl,-rpath,$(abspath $(LIBDIR)) -lnccl $(LDFLAGS)
+	$(CXX) -o $@ $< -L$(LIBDIR) -Wl,-rpath,$(abspath $(LIBDIR)) -lnccl $(LDFLAGS)
 
 $(TESTDIR)/nvidia_header_test: tests/abi/nvidia_header_test.cc $(SO) $(LIBDIR)/libnccl.so
 	@mkdir -p $(dir $@)
@@ -171,6 +172,10 @@ bench: all
 
 stress: all tests
 	BATON_BUILD=$(BUILD) TESTDIR=$(TESTDIR) tests/stress.sh
+
+# The fault-injection suite's long mode (lesson 10): 100+ trials, figures for docs/fault-tolerance.md.
+fault-long: all tests
+	tests/fault/fault_injection.sh --trials 120 $(TESTDIR)
 
 lessons: all
 	tests/lessons/run_lessons.sh $(BUILD)

@@ -31,7 +31,10 @@ ncclResult_t submit(ncclComm* comm, const std::vector<Task>& tasks) {
 
 ncclResult_t collective(int func, const char* fn, const void* sendbuff, void* recvbuff, size_t count,
                         ncclDataType_t type, ncclRedOp_t op, int root, ncclComm* comm) {
-  ARGCHECK(checkCommReady(comm, fn));
+  // All-or-nothing AllReduce: a communicator in error still votes (atomic_allreduce.cc).
+  const bool atomic = func == kFuncAllReduce && checkCommLive(comm, fn) == ncclSuccess && comm->tun.atomicCollectives &&
+                      comm->initState.load() == ncclSuccess && !comm->revoked.load() && comm->asyncError.load() != ncclSuccess;
+  if (!atomic) ARGCHECK(checkCommReady(comm, fn));
   ARGCHECK(checkDatatype(type, fn));
   Task t;
   t.kind = Task::kColl;
@@ -51,12 +54,16 @@ ncclResult_t collective(int func, const char* fn, const void* sendbuff, void* re
   const bool oneBuffer = func == kFuncBroadcast && sendbuff == recvbuff;  // ncclBcast's `buff`
   if (!rootOnlySend) ARGCHECK(checkPtr(sendbuff, count, fn, oneBuffer ? "buff" : "sendbuff"));
   if (!rootOnlyRecv) ARGCHECK(checkPtr(recvbuff, count, fn, oneBuffer ? "buff" : "recvbuff"));
-  if (!inGroup()) {  // the latency path: no group bookkeeping, no allocation
-    bool handled = false;
-    const ncclResult_t res = runCollectiveNow(comm, t, &handled);
-    if (handled) return res;
-  }
-  return submit(comm, {t});
+  auto run = [comm, &t]() -> ncclResult_t {
+    if (!inGroup()) {  // the latency path: no group bookkeeping, no allocation
+      bool handled = false;
+      const ncclResult_t res = runCollectiveNow(comm, t, &handled);
+      if (handled) return res;
+    }
+    return submit(comm, {t});
+  };
+  if (func == kFuncAllReduce && comm->tun.atomicCollectives) return atomicAllReduce(comm, t, run);
+  return run();
 }
 
 Task p2pTask(Task::Kind kind, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t type, int peer) {

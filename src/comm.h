@@ -128,6 +128,12 @@ struct ncclComm {
   // Failure detector and agreement (lesson 10): only when ranks are in more than one process.
   std::unique_ptr<baton::Watchdog> watchdog;
   uint64_t atomicSeq = 0;                       // all-or-nothing AllReduces run (their vote keys)
+  // A child (split, shrink, grow) being initialised from this communicator: its abort flag and its
+  // members (ranks of this one), so a member dying mid-shrink ends the child's init (NCCL's
+  // childAbortFlag) instead of leaving the others in its rendezvous until BATON_BOOTSTRAP_TIMEOUT.
+  std::mutex childMu;
+  int* childAbortFlag = nullptr;
+  std::vector<int> childMembers;
   ncclUniqueId growId{};                        // ncclCommGetUniqueId's id, until a grow uses it
   bool growIdSet = false;
   uint64_t opCount = 0;
@@ -181,6 +187,8 @@ void commFree(ncclComm* comm);  // stops workers, releases connections and segme
 void commSetError(ncclComm* comm, ncclResult_t err, const char* message);
 // Marks this rank's ring FIFOs with abortedBy = rank + 1 (failure, revoke, abort): neighbours stop.
 void commAnnounceFailure(ncclComm* comm);
+// The watchdog found rank `failed` of comm dead: a child being made with it as a member stops.
+void commAbortChildInit(ncclComm* comm, int failed);
 // The first failure's message ("" if none).
 std::string commFirstError(ncclComm* comm);
 

@@ -30,6 +30,9 @@ ncclResult_t runInitJob(ncclComm* comm, std::function<ncclResult_t()> job);
 // Outside a group: runs one collective on an idle blocking communicator at once, on the calling
 // thread (*handled = true, the result returned), or leaves it to the group path (*handled = false).
 ncclResult_t runCollectiveNow(ncclComm* comm, const Task& task, bool* handled);
+// BATON_ATOMIC_COLLECTIVES=1 (atomic_allreduce.cc): runs `run` (the AllReduce), votes with the
+// other ranks on the outcome, and restores the input unless every rank succeeded.
+ncclResult_t atomicAllReduce(ncclComm* comm, const Task& t, const std::function<ncclResult_t()>& run);
 // callerRuns: the calling thread may run channel 0's parts itself (see enqueue.cc: the latency path).
 ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_ptr<class Completion>* done,
                          bool callerRuns);

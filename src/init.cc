@@ -171,7 +171,21 @@ ncclResult_t commInitChild(ncclComm* parent, const std::vector<int>& parentRanks
   BATON_CHECK(commAlloc(&child, (int)parentRanks.size(), newRank, &cfg, fn));
   child->cudaDev = parent->cudaDev;
   child->blocking = true;  // the child's init runs inside this job
+  {
+    std::lock_guard<std::mutex> lock(parent->childMu);
+    parent->childAbortFlag = &child->abortFlag;
+    parent->childMembers = parentRanks;
+  }
+  // A member that died before the flag was registered is not reported again: look now.
+  if (parent->watchdog && parent->watchdog->anyDead(parentRanks)) __atomic_store_n(&child->abortFlag, 1, __ATOMIC_RELEASE);
   ncclResult_t res = commInitJob(child, h);
+  {
+    std::lock_guard<std::mutex> lock(parent->childMu);
+    parent->childAbortFlag = nullptr;
+  }
+  if (res != ncclSuccess && __atomic_load_n(&child->abortFlag, __ATOMIC_ACQUIRE))
+    res = batonError(ncclRemoteError, "%s: a member failed while the new communicator was being made (%s); agree on "
+                     "the failed ranks again and retry", fn, std::string(lastError()).c_str());
   child->initState.store(res);
   child->blocking = cfg.blocking != 0;
   if (res != ncclSuccess) {
@@ -210,6 +224,13 @@ void commSetError(ncclComm* comm, ncclResult_t err, const char* message) {
   __atomic_store_n(&comm->abortFlag, 1, __ATOMIC_RELEASE);
   commAnnounceFailure(comm);
   comm->proxy->kick();  // a sleeping proxy wakes and ends the NET connections
+}
+
+void commAbortChildInit(ncclComm* comm, int failed) {
+  std::lock_guard<std::mutex> lock(comm->childMu);
+  if (!comm->childAbortFlag) return;
+  for (int r : comm->childMembers)
+    if (r == failed) __atomic_store_n(comm->childAbortFlag, 1, __ATOMIC_RELEASE);
 }
 
 std::string commFirstError(ncclComm* comm) {

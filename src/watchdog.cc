@@ -154,6 +154,7 @@ void Watchdog::suspect(int peer, const std::string& why) {
            info.hostHash == comm_->peers[rank_].hostHash ? ", this host" : ", another host", why.c_str());
   BATON_WARN("rank %d: %s", rank_, msg);
   commSetError(comm_, ncclRemoteError, msg);  // every in-flight operation of this rank returns
+  commAbortChildInit(comm_, peer);            // and a shrink that counted on it stops
   agreement_.onSuspect(peer);
   startFailureEpoch();
   cv_.notify_all();
@@ -269,11 +270,19 @@ ncclResult_t Watchdog::agree(uint64_t key, const RankSet& proposal, uint64_t tim
   RankSet p = proposal;
   p.merge(dead_);
   agreement_.join(key, p);
+  if (timeoutNs == 0) return ncclSuccess;
   const bool done = cv_.wait_for(lock, std::chrono::nanoseconds(timeoutNs), [&] { return agreement_.decided(key, decided); });
   if (!done)
     return batonError(ncclRemoteError, "rank %d: agreement 0x%llx did not finish within %.1f s", rank_,
                       (unsigned long long)key, timeoutNs / 1e9);
   return ncclSuccess;
+}
+
+bool Watchdog::anyDead(const std::vector<int>& ranks) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (int r : ranks)
+    if (dead_.has(r)) return true;
+  return false;
 }
 
 ncclResult_t Watchdog::failedRanks(uint64_t timeoutNs, RankSet* decided) {

@@ -45,12 +45,14 @@ class Watchdog {
   ~Watchdog();  // says goodbye, stops the thread, closes the connections
 
   // Runs agreement `key` with this rank's proposal (its known dead ranks are added) and waits,
-  // at most `timeoutNs`, for the decision.
+  // at most `timeoutNs`, for the decision (0: joins and returns at once, *decided untouched).
   ncclResult_t agree(uint64_t key, const RankSet& proposal, uint64_t timeoutNs, RankSet* decided);
   // The failed set the survivors agree on: the last decision if this rank knows of no failure
   // beyond it, else a new agreement epoch. Bit nRanks is never set.
   ncclResult_t failedRanks(uint64_t timeoutNs, RankSet* decided);
   uint64_t timeoutNs() const { return timeoutNs_; }
+  // Whether this rank already knows one of `ranks` to be dead.
+  bool anyDead(const std::vector<int>& ranks);
 
  private:
   Watchdog(ncclComm* comm, uint64_t timeoutNs);

@@ -57,6 +57,9 @@ suite collective-tests-net 600 env NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 "$TESTD
 # Two namespaced hosts x 2 ranks: the process suite, every protocol, IPv6, a killed rank, a cut link.
 suite net-multihost 600 tests/net/multihost_test.sh "$BIN" "$TESTDIR"
 suite shrink-local 120 tests/tools/shrink_local_test.sh "$TESTDIR"
+# SIGKILL, SIGSTOP and a rank leaving mid-shrink at random points of every collective (lesson 10);
+# `make fault-long` runs 120 trials.
+suite fault-injection 300 tests/fault/fault_injection.sh --trials 24 "$TESTDIR"
 suite baton-run 120 tests/tools/baton_run_test.sh "$BIN/baton-run"
 suite baton-topo 120 tests/tools/baton_topo_test.sh "$BIN/baton-topo"
 suite mpirun-launch 180 tests/tools/mpirun_launch_test.sh "$BIN"
