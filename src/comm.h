@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -162,11 +163,17 @@ ncclResult_t checkCommParent(ncclComm* comm, const char* fn);
 // Stops this rank's in-flight work on comm (raise the abort flag, wait for it to drain), then
 // lowers the flag again so the bootstrap can be used: revoke and NCCL_SHRINK_ABORT.
 void commQuiesce(ncclComm* comm);
-// A child communicator of `parent` over `parentRanks` (its rank newRank): the child's rank 0 makes
-// a bootstrap root and sends its id to the others with parent's bootstrap (`tag`), then every
-// member inits (split and shrink).
-ncclResult_t commInitChild(ncclComm* parent, const std::vector<int>& parentRanks, int newRank, uint64_t tag,
-                           const ncclConfig_t& cfg, const char* fn, ncclComm_t* newcomm);
+// A child communicator of `parent` (split, shrink, grow): this rank is newRank of nRanks, and
+// parentRanks are the parent's members in it (a member found dead aborts the child's init).
+// getId fetches the child's unique id (childIdFromRank0 for split and shrink). Blocking: returns
+// when the child is made; non-blocking: *newcomm at once, ncclInProgress, the init on a thread.
+ncclResult_t commInitChild(ncclComm* parent, const std::vector<int>& parentRanks, int nRanks, int newRank,
+                           std::function<ncclResult_t(ncclUniqueId*)> getId, const ncclConfig_t& cfg, const char* fn,
+                           ncclComm_t* newcomm);
+// The child's rank 0 makes a bootstrap root and sends its id to the other members over the
+// parent's bootstrap (`tag`), point to point: no collective over the parent.
+ncclResult_t childIdFromRank0(ncclComm* parent, const std::vector<int>& parentRanks, int newRank, uint64_t tag,
+                              ncclUniqueId* id);
 
 // Init steps (init.cc), shared by CommInitRank, CommInitAll and CommSplit.
 ncclResult_t commAlloc(ncclComm** out, int nranks, int rank, const ncclConfig_t* config, const char* fn);

@@ -169,7 +169,11 @@ ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* new
     // The new rank 0 creates a root and sends the id to the others over the parent's bootstrap.
     std::vector<int> parentRanks;
     for (const SplitInfo& m : mine) parentRanks.push_back(m.rank);
-    return commInitChild(comm, parentRanks, newRank, comm->bootstrap->nextCollTag(), cfg, "ncclCommSplit", newcomm);
+    const uint64_t tag = comm->bootstrap->nextCollTag();
+    auto getId = [comm, parentRanks, newRank, tag](ncclUniqueId* id) {
+      return childIdFromRank0(comm, parentRanks, newRank, tag, id);
+    };
+    return commInitChild(comm, parentRanks, (int)parentRanks.size(), newRank, getId, cfg, "ncclCommSplit", newcomm);
   };
   if (inGroup()) {
     // Runs at ncclGroupEnd, concurrently with the other ranks' splits driven by this thread.

@@ -156,38 +156,51 @@ ncclResult_t checkCommParent(ncclComm* comm, const char* fn) {
   return ncclSuccess;
 }
 
-ncclResult_t commInitChild(ncclComm* parent, const std::vector<int>& parentRanks, int newRank, uint64_t tag,
-                           const ncclConfig_t& cfg, const char* fn, ncclComm_t* newcomm) {
-  ncclUniqueId id;
-  if (newRank == 0) {
-    BATON_CHECK(bootstrapGetUniqueIdFresh(&id));
-    for (size_t i = 1; i < parentRanks.size(); ++i) BATON_CHECK(parent->bootstrap->send(parentRanks[i], tag, &id, sizeof id));
-  } else {
-    BATON_CHECK(parent->bootstrap->recv(parentRanks[0], tag, &id, sizeof id));
-  }
-  BootstrapHandle h;
-  BATON_CHECK(bootstrapParseId(&id, &h));
+ncclResult_t childIdFromRank0(ncclComm* parent, const std::vector<int>& parentRanks, int newRank, uint64_t tag,
+                              ncclUniqueId* id) {
+  if (newRank != 0) return parent->bootstrap->recv(parentRanks[0], tag, id, sizeof *id);
+  BATON_CHECK(bootstrapGetUniqueIdFresh(id));
+  for (size_t i = 1; i < parentRanks.size(); ++i) BATON_CHECK(parent->bootstrap->send(parentRanks[i], tag, id, sizeof *id));
+  return ncclSuccess;
+}
+
+ncclResult_t commInitChild(ncclComm* parent, const std::vector<int>& parentRanks, int nRanks, int newRank,
+                           std::function<ncclResult_t(ncclUniqueId*)> getId, const ncclConfig_t& cfg, const char* fn,
+                           ncclComm_t* newcomm) {
   ncclComm* child = nullptr;
-  BATON_CHECK(commAlloc(&child, (int)parentRanks.size(), newRank, &cfg, fn));
+  BATON_CHECK(commAlloc(&child, nRanks, newRank, &cfg, fn));
   child->cudaDev = parent->cudaDev;
-  child->blocking = true;  // the child's init runs inside this job
-  {
-    std::lock_guard<std::mutex> lock(parent->childMu);
-    parent->childAbortFlag = &child->abortFlag;
-    parent->childMembers = parentRanks;
+  auto job = [parent, parentRanks, child, getId, fn]() -> ncclResult_t {
+    ncclUniqueId id;
+    BATON_CHECK(getId(&id));
+    BootstrapHandle h;
+    BATON_CHECK(bootstrapParseId(&id, &h));
+    {
+      std::lock_guard<std::mutex> lock(parent->childMu);
+      parent->childAbortFlag = &child->abortFlag;
+      parent->childMembers = parentRanks;
+    }
+    // A member that died before the flag was registered is not reported again: look now.
+    if (parent->watchdog && parent->watchdog->anyDead(parentRanks)) __atomic_store_n(&child->abortFlag, 1, __ATOMIC_RELEASE);
+    ncclResult_t res = commInitJob(child, h);
+    {
+      std::lock_guard<std::mutex> lock(parent->childMu);
+      parent->childAbortFlag = nullptr;
+    }
+    if (res != ncclSuccess && __atomic_load_n(&child->abortFlag, __ATOMIC_ACQUIRE))
+      res = batonError(ncclRemoteError, "%s: a member failed while the new communicator was being made (%s); agree on "
+                       "the failed ranks again and retry", fn, std::string(lastError()).c_str());
+    return res;
+  };
+  if (!child->blocking) {
+    // Non-blocking (NCCL's semantics): the caller gets the communicator now and polls
+    // ncclCommGetAsyncError(newcomm) until it leaves ncclInProgress. The parent must outlive it.
+    *newcomm = child;
+    child->initThread = std::thread([child, job] { child->initState.store(job()); });
+    return ncclInProgress;
   }
-  // A member that died before the flag was registered is not reported again: look now.
-  if (parent->watchdog && parent->watchdog->anyDead(parentRanks)) __atomic_store_n(&child->abortFlag, 1, __ATOMIC_RELEASE);
-  ncclResult_t res = commInitJob(child, h);
-  {
-    std::lock_guard<std::mutex> lock(parent->childMu);
-    parent->childAbortFlag = nullptr;
-  }
-  if (res != ncclSuccess && __atomic_load_n(&child->abortFlag, __ATOMIC_ACQUIRE))
-    res = batonError(ncclRemoteError, "%s: a member failed while the new communicator was being made (%s); agree on "
-                     "the failed ranks again and retry", fn, std::string(lastError()).c_str());
+  const ncclResult_t res = job();
   child->initState.store(res);
-  child->blocking = cfg.blocking != 0;
   if (res != ncclSuccess) {
     commFree(child);
     return res;

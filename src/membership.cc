@@ -81,7 +81,10 @@ ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int exclude
   BATON_INFO(kSubInit, "%s: rank %d of %d -> rank %d of %d (%d excluded%s)", fn, comm->rank, comm->nRanks, newRank,
              (int)survivors.size(), excludeRanksCount, shrinkFlags == NCCL_SHRINK_ABORT ? ", parent work aborted" : "");
   auto job = [comm, survivors, newRank, tag, cfg, newcomm, fn]() -> ncclResult_t {
-    return commInitChild(comm, survivors, newRank, tag, cfg, fn, newcomm);
+    auto getId = [comm, survivors, newRank, tag](ncclUniqueId* id) {
+      return childIdFromRank0(comm, survivors, newRank, tag, id);
+    };
+    return commInitChild(comm, survivors, (int)survivors.size(), newRank, getId, cfg, fn, newcomm);
   };
   if (inGroup()) {
     groupAddInitJob(comm, job);  // at ncclGroupEnd, with the other ranks' shrinks driven by this thread

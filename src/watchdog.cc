@@ -62,6 +62,7 @@ Watchdog::Watchdog(ncclComm* comm, uint64_t timeoutNs)
       lastHeard_(comm->nRanks, 0),
       left_(comm->nRanks, false),
       inbuf_(comm->nRanks),
+      where_(comm->nRanks),
       dead_(comm->nRanks + 1),
       agreement_(comm->rank, comm->nRanks, [this](int peer, const AgreeMsg& m) { send(peer, m.type, &m); }) {}
 
@@ -75,6 +76,7 @@ ncclResult_t Watchdog::start(ncclComm* comm, uint64_t timeoutNs, std::unique_ptr
   std::vector<SocketAddress> addrs(n);
   addrs[me] = listen;
   ncclResult_t res = comm->bootstrap->allGather(addrs.data(), sizeof(SocketAddress));
+  for (int p = 0; p < n; ++p) w->where_[p] = addressToString(addrs[p]);
   const uint64_t magic = kWatchdogMagic ^ comm->commHash;
   const uint64_t deadline = bootstrapDeadline();
   // Lower ranks listen, higher ranks connect: a connect completes in the listener's backlog, so
@@ -150,8 +152,9 @@ void Watchdog::suspect(int peer, const std::string& why) {
   socketClose(fds_[peer]);
   const PeerInfo& info = comm_->peers[peer];
   char msg[512];
-  snprintf(msg, sizeof msg, "rank %d (pid %d%s) failed: %s", peer, info.pid,
-           info.hostHash == comm_->peers[rank_].hostHash ? ", this host" : ", another host", why.c_str());
+  const bool local = info.hostHash == comm_->peers[rank_].hostHash;
+  snprintf(msg, sizeof msg, "rank %d (pid %d%s%s) failed: %s", peer, info.pid, local ? ", this host" : " at ",
+           local ? "" : where_[peer].c_str(), why.c_str());
   BATON_WARN("rank %d: %s", rank_, msg);
   commSetError(comm_, ncclRemoteError, msg);  // every in-flight operation of this rank returns
   commAbortChildInit(comm_, peer);            // and a shrink that counted on it stops

@@ -73,6 +73,7 @@ class Watchdog {
   std::vector<uint64_t> lastHeard_;   // monotonic ns
   std::vector<bool> left_;            // said goodbye
   std::vector<std::string> inbuf_;    // bytes of a message not complete yet
+  std::vector<std::string> where_;    // each peer's watchdog address, for messages
   RankSet dead_;                      // this rank's own knowledge, grows only
   Agreement agreement_;
   uint64_t failureEpoch_ = 0;         // the newest failure agreement this rank is in

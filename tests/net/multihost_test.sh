@@ -9,7 +9,8 @@
 # root, exact data) on 2 hosts x 2 ranks; each protocol forced; helper threads and several sockets
 # per connection; IPv6; then faults: a rank SIGKILLed mid-run (the survivor reports the dead peer by
 # rank and address, well before BATON_WAIT_TIMEOUT), survivors revoking and shrinking a dead rank out
-# (NCCL's recipe, then 10 exact steps), a cut link (no hang: the wait timeout ends it),
+# (NCCL's recipe, then 10 exact steps), a cut link (no hang: the watchdog's heartbeat ends it; one
+# side goes on, the other refuses),
 # an interface name that does not exist (named in the error). Skipped, with the reason, where
 # namespaces cannot be made (not root, no veth). Uses namespaces btt-h0, btt-h1 and btt-hub.
 set -uo pipefail
@@ -121,9 +122,9 @@ launch_kill() {
   awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { printf "%.2f\n", a - b }' >"$LOG/kill.secs"
 }
 launch_kill
-if [[ $(cat "$LOG/kill.rc.0") != 0 ]] && grep -q "rank 1 (10.77.0.2:[0-9]*)\|from 10.77.0.2:" "$LOG/kill.out.0" &&
+if [[ $(cat "$LOG/kill.rc.0") != 0 ]] && grep -q "rank 1 (10.77.0.2:[0-9]*)\|from 10.77.0.2:\|rank 1 (pid [0-9]* at 10.77.0.2:" "$LOG/kill.out.0" &&
    awk -v s="$(cat "$LOG/kill.secs")" 'BEGIN { exit !(s < 30) }'; then
-  pass "rank 1 SIGKILLed: rank 0 exited $(cat "$LOG/kill.secs") s later, naming it: $(grep -o 'NET: [^;]*' "$LOG/kill.out.0" | head -1)"
+  pass "rank 1 SIGKILLed: rank 0 exited $(cat "$LOG/kill.secs") s later, naming it: $(grep -o 'rank 1 ([^)]*)[^;]*' "$LOG/kill.out.0" | head -1 | cut -c1-160)"
 else
   flunk "rank 1 SIGKILLed: rank 0 should fail naming rank 1 and 10.77.0.2 (rc $(cat "$LOG/kill.rc.0"))"; show kill
 fi
@@ -146,8 +147,9 @@ for victim in 3 0; do
   fi
 done
 
-# A cut link: no error from TCP for minutes, so the wait timeout ends it.
-launch cut 1 2 BATON_WAIT_TIMEOUT=5 -- "$PERF" allreduce -b 64M -e 64M -n 1000 -w 1 &
+# A cut link: TCP reports nothing for minutes, so the watchdog's heartbeats end it within
+# BATON_TIMEOUT (the wait timeout is far away).
+launch cut 1 2 BATON_TIMEOUT=3 BATON_WAIT_TIMEOUT=120 -- "$PERF" allreduce -b 64M -e 64M -n 1000 -w 1 &
 bg=$!
 t0=$SECONDS
 sleep 4
@@ -155,11 +157,29 @@ ip -n btt-hub link set h1 down
 wait $bg
 secs=$((SECONDS - t0))
 ip -n btt-hub link set h1 up
-if [[ $(cat "$LOG/cut.rc.0") != 0 && $(cat "$LOG/cut.rc.1") != 0 ]] && grep -q "timed out (BATON_WAIT_TIMEOUT)" "$LOG/cut.out.0" &&
-   ((secs < 30)); then
-  pass "link cut: both ranks gave up after BATON_WAIT_TIMEOUT=5 s (run ended $secs s after start)"
+if [[ $(cat "$LOG/cut.rc.0") != 0 && $(cat "$LOG/cut.rc.1") != 0 ]] && grep -q "no heartbeat for 3.[0-9] s (BATON_TIMEOUT)" "$LOG/cut.out.0" &&
+   grep -q "no heartbeat for 3.[0-9] s (BATON_TIMEOUT)" "$LOG/cut.out.1" && ((secs < 15)); then
+  pass "link cut: both ranks named the other unreachable after BATON_TIMEOUT=3 s (run ended $secs s after start)"
 else
-  flunk "link cut: expected both ranks to time out (rc $(cat "$LOG/cut.rc.0") $(cat "$LOG/cut.rc.1"), $secs s)"; show cut
+  flunk "link cut: expected both ranks to report no heartbeat (rc $(cat "$LOG/cut.rc.0") $(cat "$LOG/cut.rc.1"), $secs s)"; show cut
+fi
+
+# A cut link between 2 hosts x 2 ranks, then agreement: each side sees the other side dead. Only
+# the side with rank 0 may go on (half the ranks, with rank 0): it agrees on [2,3], shrinks and runs
+# 10 exact collectives; the other side's batonCommGetFailedRanks refuses (a minority cannot tell
+# dead ranks from a cut link), so there is no split brain.
+launch quorum 2 2 BATON_TIMEOUT=2 BATON_WAIT_TIMEOUT=120 -- timeout 60 "$TESTDIR/fault_worker" --victim -1 --count 300000 &
+bg=$!
+sleep 3
+ip -n btt-hub link set h1 down
+wait $bg
+ip -n btt-hub link set h1 up
+if [[ $(cat "$LOG/quorum.rc.0") == 0 && $(cat "$LOG/quorum.rc.1") == 0 ]] &&
+   grep -q "agreed failed ranks \[2,3\]" "$LOG/quorum.out.0" && grep -q "recovered: 2 ranks, 10 collectives exact" "$LOG/quorum.out.1" &&
+   grep -q "a minority cannot tell" "$LOG/quorum.out.2" && grep -q "a minority cannot tell" "$LOG/quorum.out.3"; then
+  pass "link cut, 2+2 ranks: the side with rank 0 agreed on [2,3] and went on; the other side refused (no split brain)"
+else
+  flunk "link cut, 2+2 ranks: expected ranks 0,1 to shrink and go on and ranks 2,3 to refuse"; show quorum
 fi
 
 # An interface that does not exist: named in the error, no hang.
