@@ -276,6 +276,18 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeR
 ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
                              ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags);
 
+/* Growing a communicator (NCCL 2.29's API). One existing rank gets an id from its communicator
+ * (one outstanding id per communicator, usable once) and hands it to the new processes out of band.
+ * Then every existing rank calls ncclCommGrow(comm, nRanks, id or NULL, -1, ...) (only the rank
+ * that got the id passes it) and every new rank ncclCommGrow(NULL, nRanks, &id, itsRank, ...) with
+ * a rank from comm's size up: existing ranks keep their numbers. comm must be healthy and idle. */
+ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId);
+ncclResult_t pncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId);
+ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
+                          ncclComm_t* newcomm, ncclConfig_t* config);
+ncclResult_t pncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
+                           ncclComm_t* newcomm, ncclConfig_t* config);
+
 /* Like ncclCommInitRankConfig, but bootstraps through nId roots (commIds[0..nId-1]). */
 ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
                                       ncclUniqueId* commIds, ncclConfig_t* config);

@@ -137,6 +137,8 @@ struct ncclComm {
   std::vector<int> childMembers;
   ncclUniqueId growId{};                        // ncclCommGetUniqueId's id, until a grow uses it
   bool growIdSet = false;
+  ncclUniqueId growIdUsed{};                    // the last one a grow used (a second use is an error)
+  bool growIdUsedSet = false;
   uint64_t opCount = 0;
 
   std::mutex redOpMu;
@@ -175,6 +177,9 @@ ncclResult_t commInitChild(ncclComm* parent, const std::vector<int>& parentRanks
 ncclResult_t childIdFromRank0(ncclComm* parent, const std::vector<int>& parentRanks, int newRank, uint64_t tag,
                               ncclUniqueId* id);
 
+// ncclCommInitRank's body (comm_api.cc): now, on a thread (non-blocking), or at ncclGroupEnd.
+ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId* commId, int rank, const ncclConfig_t* config,
+                      const char* fn, int cudaDev);
 // Init steps (init.cc), shared by CommInitRank, CommInitAll and CommSplit.
 ncclResult_t commAlloc(ncclComm** out, int nranks, int rank, const ncclConfig_t* config, const char* fn);
 ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id);  // the collective part

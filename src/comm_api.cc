@@ -16,7 +16,7 @@ namespace baton {
 void resetLogConfig();
 
 // Init a communicator: now, on a thread (non-blocking), or at ncclGroupEnd (inside a group).
-static ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId* commId, int rank,
+ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId* commId, int rank,
                              const ncclConfig_t* config, const char* fn, int cudaDev) {
   if (!out) return batonError(ncclInvalidArgument, "%s: comm (the output pointer) is NULL", fn);
   if (!commId) return batonError(ncclInvalidArgument, "%s: commId is NULL", fn);

@@ -1,7 +1,8 @@
 // ncclCommRevoke and ncclCommShrink with NCCL's semantics (src/membership.cc), ranks as threads:
 // bad input is refused with the argument named and the parent unchanged; a revoked communicator
 // refuses new work; survivors of a rank that never comes back revoke, shrink it out, and the next
-// 10 collectives on the child are exact.
+// 10 collectives on the child are exact. Grow (NCCL 2.29), non-blocking shrink, abort racing
+// completion and batonCommGetFailedRanks' arguments too.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -12,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "baton/membership.h"
 #include "nccl.h"
 #include "unit/unit_helpers.h"
 
@@ -212,6 +214,118 @@ TEST(Abort, RacingCompletionOnNonBlockingCommsEndsInBoundedTime) {
   printf("abort racing completion: 40 runs, %d had finished before the abort; slowest abort of 3 ranks %.3f s\n",
          finishedFirst, slowest);
   EXPECT_LT(slowest, 5.0) << "an abort waited for an operation that could not finish";
+}
+
+}  // namespace
+
+namespace {
+
+// NCCL 2.29's grow: 2 ranks become 3; the existing ones keep their numbers, the new one takes 2.
+TEST(Grow, TwoRanksAdmitAThirdAndTheGrownCommunicatorIsExact) {
+  auto comms = initAll(2);
+  ncclUniqueId id;
+  ASSERT_NCCL_OK(ncclCommGetUniqueId(comms[1], &id));  // any existing rank may ask
+  std::vector<ncclComm_t> grown(3, nullptr);
+  onThreads({0, 1, 2}, [&](int r) {
+    ncclResult_t res;
+    if (r < 2) res = ncclCommGrow(comms[r], 3, r == 1 ? &id : nullptr, -1, &grown[r], nullptr);
+    else res = ncclCommGrow(nullptr, 3, &id, 2, &grown[r], nullptr);
+    EXPECT_EQ(res, ncclSuccess) << "rank " << r << ": " << ncclGetLastError(nullptr);
+  });
+  for (int r = 0; r < 3; ++r) {
+    int n = 0, me = -1;
+    ASSERT_NE(grown[r], nullptr);
+    ASSERT_NCCL_OK(ncclCommCount(grown[r], &n));
+    ASSERT_NCCL_OK(ncclCommUserRank(grown[r], &me));
+    EXPECT_EQ(n, 3);
+    EXPECT_EQ(me, r) << "existing ranks keep their numbers, the new one is 2";
+  }
+  expectAllReduceExact(grown, {0, 1, 2}, 10);
+  // The id was used: a second grow with it is refused, and the old communicator is unchanged.
+  ncclComm_t again = nullptr;
+  EXPECT_NCCL_ERR(ncclCommGrow(comms[1], 3, &id, -1, &again, nullptr), ncclInvalidArgument, "already used");
+  expectAllReduceExact(comms, {0, 1}, 2);
+  for (auto c : grown) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
+  for (auto c : comms) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
+}
+
+TEST(Grow, BadInputIsRefusedAndLeavesTheCommunicatorWorking) {
+  auto comms = initAll(2);
+  ncclUniqueId foreign, id;
+  ASSERT_NCCL_OK(ncclGetUniqueId(&foreign));
+  ncclComm_t out = nullptr;
+  EXPECT_NCCL_ERR(ncclCommGrow(comms[0], 3, &foreign, -1, &out, nullptr), ncclInvalidArgument, "foreign id");
+  EXPECT_NCCL_ERR(ncclCommGrow(nullptr, 3, &foreign, 2, &out, nullptr), ncclInvalidArgument, "foreign id");
+  ASSERT_NCCL_OK(ncclCommGetUniqueId(comms[0], &id));
+  EXPECT_NCCL_ERR(ncclCommGetUniqueId(comms[0], &foreign), ncclInvalidUsage, "one at a time");
+  EXPECT_NCCL_ERR(ncclCommGrow(comms[1], 3, &id, -1, &out, nullptr), ncclInvalidArgument,
+                  "not the id ncclCommGetUniqueId returned for this communicator");
+  EXPECT_NCCL_ERR(ncclCommGrow(comms[0], 2, &id, -1, &out, nullptr), ncclInvalidArgument, "nRanks 2 must be larger");
+  EXPECT_NCCL_ERR(ncclCommGrow(comms[0], 3, &id, 1, &out, nullptr), ncclInvalidArgument, "keep their numbers");
+  EXPECT_NCCL_ERR(ncclCommGrow(nullptr, 3, &id, 3, &out, nullptr), ncclInvalidArgument, "rank 3, nRanks 3");
+  EXPECT_NCCL_ERR(ncclCommGrow(nullptr, 3, nullptr, 2, &out, nullptr), ncclInvalidArgument, "must pass the id");
+  EXPECT_NCCL_ERR(ncclCommGrow(comms[0], 3, &id, -1, nullptr, nullptr), ncclInvalidArgument, "newcomm is NULL");
+  EXPECT_NCCL_ERR(ncclCommInitRank(&out, 3, id, 2), ncclInvalidArgument, "not a valid ncclUniqueId");
+  EXPECT_NCCL_ERR(ncclCommGetUniqueId(comms[0], nullptr), ncclInvalidArgument, "uniqueId is NULL");
+  EXPECT_EQ(out, nullptr);
+  expectAllReduceExact(comms, {0, 1}, 2);  // state unchanged
+  ASSERT_NCCL_OK(ncclCommRevoke(comms[0], NCCL_REVOKE_DEFAULT));
+  EXPECT_NCCL_ERR(ncclCommGrow(comms[0], 3, &id, -1, &out, nullptr), ncclInvalidUsage, "was revoked");
+  for (auto c : comms) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
+}
+
+// Non-blocking communicators (NCCL's semantics): shrink returns ncclInProgress and the child is
+// polled with ncclCommGetAsyncError until it is ready.
+TEST(Shrink, NonBlockingReturnsInProgressAndTheChildBecomesReady) {
+  auto comms = initAll(3);
+  std::vector<ncclComm_t> kids(3, nullptr);
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  int exclude[] = {1};
+  for (int r : {0, 2})
+    EXPECT_EQ(ncclCommShrink(comms[r], exclude, 1, &kids[r], &cfg, NCCL_SHRINK_DEFAULT), ncclInProgress)
+        << ncclGetLastError(nullptr);
+  std::vector<ncclComm_t> child = {kids[0], kids[2]};
+  for (auto c : child) {
+    ASSERT_NE(c, nullptr) << "a non-blocking shrink hands out the communicator at once";
+    ncclResult_t st = ncclInProgress;
+    while (st == ncclInProgress) ASSERT_NCCL_OK(ncclCommGetAsyncError(c, &st));
+    ASSERT_EQ(st, ncclSuccess);
+  }
+  // Non-blocking collectives return ncclInProgress too: wait for each before checking.
+  std::vector<std::vector<float>> bufs(2, std::vector<float>(1000));
+  for (int i = 0; i < 2; ++i) {
+    for (size_t k = 0; k < bufs[i].size(); ++k) bufs[i][k] = float(i * 100 + k % 7);
+    const ncclResult_t r = ncclAllReduce(bufs[i].data(), bufs[i].data(), 1000, ncclFloat, ncclSum, child[i], nullptr);
+    EXPECT_TRUE(r == ncclSuccess || r == ncclInProgress) << ncclGetLastError(nullptr);
+  }
+  for (auto c : child) {
+    ncclResult_t st = ncclInProgress;
+    while (st == ncclInProgress) ASSERT_NCCL_OK(ncclCommGetAsyncError(c, &st));
+    ASSERT_EQ(st, ncclSuccess);
+  }
+  for (int i = 0; i < 2; ++i)
+    for (size_t k = 0; k < 1000; k += 97) EXPECT_EQ(bufs[i][k], float(0 * 100 + k % 7) + float(1 * 100 + k % 7));
+  for (auto c : child) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
+  for (auto c : comms) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
+}
+
+}  // namespace
+
+namespace {
+
+// Ranks that are threads of one process share its fate: no watchdog, nothing ever failed alone.
+TEST(FailedRanks, ThreadCommunicatorsHaveNoneAndBadArgumentsAreNamed) {
+  auto comms = initAll(2);
+  int ranks[4] = {-1, -1, -1, -1}, n = -1;
+  ASSERT_NCCL_OK(batonCommGetFailedRanks(comms[0], ranks, 4, &n));
+  EXPECT_EQ(n, 0);
+  ASSERT_NCCL_OK(batonCommGetFailedRanks(comms[0], nullptr, 0, &n));  // a count query
+  EXPECT_NCCL_ERR(batonCommGetFailedRanks(comms[0], ranks, 4, nullptr), ncclInvalidArgument, "nFailed is NULL");
+  EXPECT_NCCL_ERR(batonCommGetFailedRanks(comms[0], ranks, -1, &n), ncclInvalidArgument, "maxRanks -1");
+  EXPECT_NCCL_ERR(batonCommGetFailedRanks(comms[0], nullptr, 2, &n), ncclInvalidArgument, "ranks is NULL with maxRanks 2");
+  EXPECT_NCCL_ERR(batonCommGetFailedRanks(nullptr, ranks, 4, &n), ncclInvalidArgument, "comm is NULL");
+  for (auto c : comms) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
 }
 
 }  // namespace
