@@ -64,6 +64,7 @@ Watchdog::Watchdog(ncclComm* comm, uint64_t timeoutNs)
       inbuf_(comm->nRanks),
       where_(comm->nRanks),
       dead_(comm->nRanks + 1),
+      gone_(comm->nRanks + 1),
       agreement_(comm->rank, comm->nRanks, [this](int peer, const AgreeMsg& m) { send(peer, m.type, &m); }) {}
 
 ncclResult_t Watchdog::start(ncclComm* comm, uint64_t timeoutNs, std::unique_ptr<Watchdog>* out) {
@@ -167,7 +168,9 @@ void Watchdog::startFailureEpoch() {
   const uint64_t key = kAgreeFailureKind + failureEpoch_;
   if (failureEpoch_ > 0 && !agreement_.decided(key, nullptr)) return;  // the running one took the news
   ++failureEpoch_;
-  agreement_.join(kAgreeFailureKind + failureEpoch_, dead_);
+  RankSet p = dead_;
+  p.merge(gone_);
+  agreement_.join(kAgreeFailureKind + failureEpoch_, p);
 }
 
 bool Watchdog::receive(int peer) {
@@ -193,7 +196,11 @@ void Watchdog::onBytes(int peer) {
     const size_t len = sizeof h + (size_t)h.nWords * 8;
     if (in.size() - off < len) break;
     if (h.type == kWireBye) {
+      // Gone without failing: no error, but no agreement may wait for it either (an application
+      // that destroys a communicator on one rank while others use it learns that it is gone).
       left_[peer] = true;
+      gone_.add(peer);
+      agreement_.onSuspect(peer);
     } else if (h.type == kAgreeRound || h.type == kAgreeDecide) {
       AgreeMsg m;
       m.type = h.type, m.round = h.round, m.key = h.key;
@@ -216,7 +223,9 @@ void Watchdog::onBytes(int peer) {
       }
       if ((h.key & ~((1ull << 56) - 1)) == kAgreeFailureKind && !agreement_.joined(h.key)) {
         failureEpoch_ = std::max(failureEpoch_, h.key - kAgreeFailureKind);
-        agreement_.join(h.key, dead_);  // failure epochs need no local input: join at once
+        RankSet p = dead_;
+        p.merge(gone_);
+        agreement_.join(h.key, p);  // failure epochs need no local input: join at once
       }
       agreement_.onMessage(peer, m);
     }
@@ -272,6 +281,7 @@ ncclResult_t Watchdog::agree(uint64_t key, const RankSet& proposal, uint64_t tim
   std::unique_lock<std::mutex> lock(mu_);
   RankSet p = proposal;
   p.merge(dead_);
+  p.merge(gone_);
   agreement_.join(key, p);
   if (timeoutNs == 0) return ncclSuccess;
   const bool done = cv_.wait_for(lock, std::chrono::nanoseconds(timeoutNs), [&] { return agreement_.decided(key, decided); });
@@ -296,6 +306,7 @@ ncclResult_t Watchdog::failedRanks(uint64_t timeoutNs, RankSet* decided) {
     RankSet v;
     if (failureEpoch_ > 0 && agreement_.decided(key, &v)) {
       RankSet known = dead_;
+      known.merge(gone_);
       known.merge(v);
       if (known == v) {  // nothing this rank knows is missing from the decision
         *decided = v;

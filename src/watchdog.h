@@ -75,6 +75,7 @@ class Watchdog {
   std::vector<std::string> inbuf_;    // bytes of a message not complete yet
   std::vector<std::string> where_;    // each peer's watchdog address, for messages
   RankSet dead_;                      // this rank's own knowledge, grows only
+  RankSet gone_;                      // said goodbye: not failed, but not waited for either
   Agreement agreement_;
   uint64_t failureEpoch_ = 0;         // the newest failure agreement this rank is in
   uint64_t lastSentNs_ = 0;

@@ -73,4 +73,11 @@ if reason=$(tests/net/netns.sh check 2>&1); then
 else
   echo "lesson 08 skipped: $reason"
 fi
+# Lesson 10: the elastic loop: a rank killed, the survivors agree, shrink and retry the step with
+# their gradients restored; a newcomer joins with ncclCommGrow; every rank's weights are exact.
+out=$(examples/10-fault-tolerance/elastic.sh "$BIN"); echo "$out"
+expect '^rank 0: step (9|1[0-9]) failed \(remote process exited or there was a network error\); gradient restored$' "$out"
+expect '^rank 0: ranks \[2\] failed; survivors agreed and shrank to 3 ranks \(now rank 0\)' "$out"
+expect '^step 20: admitted a new rank: 4 ranks$' "$out"
+for who in 0 1 3 103; do expect "^rank $who: done after 30 steps: w\[0\] = ([0-9]+), expected \\1: OK$" "$out"; done
 exit $fail
