@@ -6,7 +6,8 @@
 #   stop            SIGSTOP of a random rank: a hang, not a death (every 8th trial)
 #   exit-in-shrink  SIGKILL, then a second rank exits between agreeing and shrinking (every 8th)
 # Transports alternate between shared memory and NET over loopback; every other trial runs with
-# BATON_ATOMIC_COLLECTIVES=1 (a failed AllReduce must leave its input in place).
+# BATON_ATOMIC_COLLECTIVES=1 (a failed AllReduce must leave its input in place), every fourth with
+# non-blocking communicators (the failure arrives through ncclCommGetAsyncError).
 #
 # A trial passes when every survivor: reports its operation failed, naming the dead rank, within
 # BATON_TIMEOUT + 1 s of the fault (else it counts as a hang); never returned success with a wrong
@@ -45,6 +46,8 @@ for ((t = 1; t <= trials; t++)); do
   transport=shm atomic=""
   if ((t % 3 == 0)); then transport=net env+=(NCCL_SHM_DISABLE=1 NCCL_P2P_DISABLE=1 NCCL_SOCKET_IFNAME=lo); fi
   if ((t % 2 == 0)); then atomic=", atomic" env+=(BATON_ATOMIC_COLLECTIVES=1); fi
+  nb=0
+  if ((t % 4 == 1)); then nb=1 atomic=", non-blocking"; fi  # failures arrive as the async error
   dir=$work/t$t
   mkdir -p "$dir"
   shm0=$(shmCount)
@@ -53,7 +56,7 @@ for ((t = 1; t <= trials; t++)); do
   for ((r = 0; r < n; r++)); do
     env "${env[@]}" BATON_RANK=$r BATON_NRANKS=$n NCCL_COMM_ID=127.0.0.1:$port \
       timeout -s KILL 60 "$worker" --victim $victim --fault $fault --second $second --at $at --delay-us $delay \
-      --count $count --stamp "$dir/stamp" >"$dir/out.$r" 2>&1 &
+      --count $count --nonblocking $nb --stamp "$dir/stamp" >"$dir/out.$r" 2>&1 &
     pids+=($!)
   done
   ok=1 why=""
@@ -91,7 +94,7 @@ for ((t = 1; t <= trials; t++)); do
       unrecovered=$((unrecovered + 1)) ok=0 why+=" rank $r did not recover (rc $(cat "$dir/rc.$r")): $(tail -1 "$out")"
     fi
   done
-  if [[ -n $atomic ]]; then
+  if [[ $atomic == ", atomic" ]]; then
     # All or nothing: once a survivor's AllReduce at step S failed, no survivor got past step S.
     steps=$(for ((r = 0; r < n; r++)); do [[ $r == "$victim" || $r == "$second" ]] || sed -n 's/.*failed at step \([0-9]*\) (\([A-Za-z]*\)).*/\1 \2/p' "$dir/out.$r" | head -1; done)
     firstAr=$(awk '$2 == "AllReduce" { print $1 }' <<<"$steps" | sort -n | head -1)

@@ -1,7 +1,7 @@
 // One rank of a fault-injection trial (tests/fault/fault_injection.sh), a process per rank:
 //
 //   fault_worker --victim V --fault kill|stop|exit-in-shrink --at S --delay-us D --count C
-//                --stamp FILE [--second W] [--after 10]
+//                --stamp FILE [--second W] [--after 10] [--nonblocking 1]
 //
 // Every rank runs the six collectives in turn (AllReduce, AllGather, ReduceScatter, Broadcast,
 // Reduce, a Send/Recv ring), each on exact integer data and each result checked element by
@@ -17,7 +17,9 @@
 //   "rank R: failed at step S (<collective>) at T ns: <error>"   (T: CLOCK_MONOTONIC)
 //   "rank R: WRONG ..."                                            (a success with a wrong result)
 //   "rank R: recovered: N ranks, A collectives exact"
-// With BATON_ATOMIC_COLLECTIVES=1 a failed AllReduce must also have restored its input.
+// With BATON_ATOMIC_COLLECTIVES=1 a failed AllReduce must also have restored its input. With
+// --nonblocking 1 every communicator is non-blocking: calls return ncclInProgress and the failure
+// arrives as the communicator's async error (ncclCommGetAsyncError).
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,6 +47,14 @@ uint64_t monoNs() {
 float value(int who, size_t i, int s) { return float((who + 1) * 16 + int(i % 13) + s % 50); }
 
 const char* kNames[] = {"AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce", "SendRecv"};
+
+// A non-blocking communicator's call returns ncclInProgress; its outcome, a failure included, is
+// the communicator's async error (NCCL's semantics).
+ncclResult_t finish(ncclComm_t comm, ncclResult_t res) {
+  while (res == ncclInProgress)
+    if (ncclCommGetAsyncError(comm, &res) != ncclSuccess) return ncclInvalidUsage;
+  return res;
+}
 
 struct Job {
   ncclComm_t comm = nullptr;
@@ -80,6 +90,7 @@ ncclResult_t runStep(Job& j, int s, std::string* wrong) {
       res = ncclGroupEnd();
     }
   }
+  res = finish(j.comm, res);
   if (res != ncclSuccess) {
     if (kind == 0 && atomic) {  // all-or-nothing: recvbuff holds this rank's input again
       for (size_t i = 0; i < c && wrong->empty(); ++i)
@@ -112,7 +123,7 @@ ncclResult_t runStep(Job& j, int s, std::string* wrong) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int victim = -1, at = 5, delayUs = 0, after = 10, second = -1;
+  int victim = -1, at = 5, delayUs = 0, after = 10, second = -1, nonBlocking = 0;
   size_t count = 4096;
   std::string fault = "kill", stamp = "/dev/null";
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -125,9 +136,12 @@ int main(int argc, char** argv) {
     else if (a == "--stamp") stamp = argv[i + 1];
     else if (a == "--second") second = atoi(argv[i + 1]);
     else if (a == "--after") after = atoi(argv[i + 1]);
+    else if (a == "--nonblocking") nonBlocking = atoi(argv[i + 1]);
   }
   Job job;
-  if (batonCommInitFromEnv(&job.comm, nullptr) != ncclSuccess) {
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.blocking = nonBlocking ? 0 : 1;
+  if (finish(job.comm, batonCommInitFromEnv(&job.comm, &cfg)) != ncclSuccess) {
     printf("init failed: %s\n", ncclGetLastError(nullptr));
     return 1;
   }
@@ -171,7 +185,9 @@ int main(int argc, char** argv) {
     printf("rank %d: attempt %d: agreed failed ranks [%s]\n", me, attempt, list.c_str());
     fflush(stdout);
     if (me == second && fault == "exit-in-shrink") _exit(0);  // leaves without a word, mid-recovery
-    if (ncclCommShrink(parent, failed, nFailed, &child, nullptr, NCCL_SHRINK_ABORT) != ncclSuccess) {
+    const ncclResult_t shrunk = ncclCommShrink(parent, failed, nFailed, &child, &cfg, NCCL_SHRINK_ABORT);
+    if (finish(child, shrunk) != ncclSuccess) {
+      if (child) ncclCommAbort(child);
       printf("rank %d: shrink attempt %d failed: %s\n", me, attempt, ncclGetLastError(parent));
       child = nullptr;
       continue;
