@@ -97,10 +97,13 @@ ncclResult_t Bootstrap::recv(int peer, uint64_t tag, void* data, size_t size) {
     if (res != ncclSuccess)
       return batonError(res, "rank %d: waiting for bootstrap message from rank %d (tag 0x%llx): %s", rank_, peer,
                         (unsigned long long)tag, lastError());
+    // A message once accepted is read whole, abort or not (bounded by its own deadline): it may be
+    // another caller's (a shrink's id while this rank's aborted operation still waits here), and
+    // dropping it would lose it for good.
     const uint64_t connDeadline = std::min<uint64_t>(deadline, nowNs() + 5000000000ull);
     PeerHeader h{};
     if (!socketCheckHandshake(fd, magic_, kSocketBootstrap, connDeadline) ||
-        socketRecvAll(fd, &h, sizeof h, connDeadline, abortFlag_) != ncclSuccess || h.srcRank < 0 ||
+        socketRecvAll(fd, &h, sizeof h, connDeadline, nullptr) != ncclSuccess || h.srcRank < 0 ||
         h.srcRank >= nranks_ || h.size > kMaxBootstrapMessage) {
       BATON_INFO(kSubBootstrap, "rank %d: dropped a malformed bootstrap message (src %d, size %llu)", rank_, h.srcRank,
                  (unsigned long long)h.size);
@@ -108,7 +111,7 @@ ncclResult_t Bootstrap::recv(int peer, uint64_t tag, void* data, size_t size) {
       continue;
     }
     Parked p{h.srcRank, h.tag, std::vector<char>(h.size)};
-    res = h.size ? socketRecvAll(fd, p.data.data(), h.size, connDeadline, abortFlag_) : ncclSuccess;
+    res = h.size ? socketRecvAll(fd, p.data.data(), h.size, connDeadline, nullptr) : ncclSuccess;
     socketClose(fd);
     if (res != ncclSuccess) continue;  // truncated: drop it, keep serving
     if (p.peer == peer && p.tag == tag) return deliver(p.data);

@@ -138,6 +138,8 @@ int main(int argc, char** argv) {
     else if (a == "--after") after = atoi(argv[i + 1]);
     else if (a == "--nonblocking") nonBlocking = atoi(argv[i + 1]);
   }
+  printf("pid %d\n", (int)getpid());  // the script tells a killed rank's leftovers from a leak
+  fflush(stdout);
   Job job;
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
   cfg.blocking = nonBlocking ? 0 : 1;

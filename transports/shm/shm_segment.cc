@@ -15,6 +15,7 @@
 #include <string>
 
 #include "debug.h"
+#include "exec_model.h"
 
 namespace baton {
 
@@ -50,25 +51,28 @@ ncclResult_t shmOpen(const char* name, size_t bytes, void** base) {
 }
 
 int sweepStaleShmSegments() {
-  static std::once_flag once;
-  static int removed = 0;
-  std::call_once(once, [] {
-    DIR* d = opendir("/dev/shm");
-    if (!d) return;
-    const size_t plen = strlen(kShmPrefix);
-    while (dirent* e = readdir(d)) {
-      if (strncmp(e->d_name, kShmPrefix, plen) != 0) continue;
-      const long pid = strtol(e->d_name + plen, nullptr, 10);
-      if (pid <= 0 || pid == getpid()) continue;
-      if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;  // creator alive (or not ours to judge)
-      std::string name = std::string("/") + e->d_name;
-      if (shm_unlink(name.c_str()) == 0) {
-        ++removed;
-        BATON_INFO(kSubShm, "shm: removed stale segment %s (creator pid %ld is gone)", name.c_str(), pid);
-      }
+  static std::mutex mu;
+  static uint64_t last = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  const uint64_t now = nowNs();
+  if (last && now - last < 100000000ull) return 0;
+  last = now;
+  int removed = 0;
+  DIR* d = opendir("/dev/shm");
+  if (!d) return 0;
+  const size_t plen = strlen(kShmPrefix);
+  while (dirent* e = readdir(d)) {
+    if (strncmp(e->d_name, kShmPrefix, plen) != 0) continue;
+    const long pid = strtol(e->d_name + plen, nullptr, 10);
+    if (pid <= 0 || pid == getpid()) continue;
+    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;  // creator alive (or not ours to judge)
+    std::string name = std::string("/") + e->d_name;
+    if (shm_unlink(name.c_str()) == 0) {
+      ++removed;
+      BATON_INFO(kSubShm, "shm: removed stale segment %s (creator pid %ld is gone)", name.c_str(), pid);
     }
-    closedir(d);
-  });
+  }
+  closedir(d);
   return removed;
 }
 
