@@ -125,7 +125,6 @@ struct ncclComm {
   std::thread initThread;                       // non-blocking init
   std::atomic<bool> finalized{false};
   std::atomic<bool> revoked{false};             // ncclCommRevoke: no new work; parent of shrink/split only
-  int shrinkSeq = 0;                            // shrinks made from this communicator (bootstrap tags)
   // Failure detector and agreement (lesson 10): only when ranks are in more than one process.
   std::unique_ptr<baton::Watchdog> watchdog;
   uint64_t atomicSeq = 0;                       // all-or-nothing AllReduces run (their vote keys)

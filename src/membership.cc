@@ -18,7 +18,7 @@ using namespace baton;
 
 namespace {
 
-constexpr uint64_t kTagShrink = 5u << 16;  // + the parent's shrink count (connect.cc has 1..4)
+constexpr uint64_t kTagShrink = 5u << 16;  // + 16 bits of the exclude list's hash (connect.cc has 1..4)
 
 }  // namespace
 
@@ -77,7 +77,11 @@ ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int exclude
   // NCCL_SHRINK_ABORT: stop whatever the parent still runs (an operation stuck on a dead peer)
   // before its bootstrap is used. DEFAULT expects an idle, healthy parent.
   if (shrinkFlags == NCCL_SHRINK_ABORT) commQuiesce(comm);
-  const uint64_t tag = kTagShrink + (uint64_t)comm->shrinkSeq++;
+  // The tag names the exclude list, not a count of attempts: survivors that retried a different
+  // number of times (one agreed before a second failure, another after) still meet on the same list.
+  uint64_t listHash = 1469598103934665603ull;  // FNV-1a over the sorted list
+  for (int r : excluded) listHash = (listHash ^ (uint64_t)r) * 1099511628211ull;
+  const uint64_t tag = kTagShrink + (listHash & 0xffff);
   BATON_INFO(kSubInit, "%s: rank %d of %d -> rank %d of %d (%d excluded%s)", fn, comm->rank, comm->nRanks, newRank,
              (int)survivors.size(), excludeRanksCount, shrinkFlags == NCCL_SHRINK_ABORT ? ", parent work aborted" : "");
   auto job = [comm, survivors, newRank, tag, cfg, newcomm, fn]() -> ncclResult_t {
