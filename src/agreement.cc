@@ -10,7 +10,7 @@ void Agreement::broadcast(const Instance& in, uint64_t key, uint32_t type) {
   m.key = key;
   m.value = in.value;
   for (int p = 0; p < nRanks_; ++p)
-    if (p != rank_ && !in.value.has(p)) send_(p, m);
+    if (p != rank_ && !in.value.has(p) && !gone_.has(p)) send_(p, m);
 }
 
 void Agreement::decide(Instance& in, uint64_t key, const RankSet& value, bool announce) {
@@ -63,6 +63,15 @@ void Agreement::onSuspect(int r) {
   }
 }
 
+void Agreement::onGone(int r) {
+  gone_.add(r);
+  for (auto& [key, in] : inst_) {
+    if (in.decided || !in.joined) continue;
+    in.changed = true;  // as a death would: what it sent may have reached only some ranks
+    advance(in, key);
+  }
+}
+
 bool Agreement::decided(uint64_t key, RankSet* value) const {
   auto it = inst_.find(key);
   if (it == inst_.end() || !it->second.decided) return false;
@@ -85,11 +94,11 @@ void Agreement::advance(Instance& in, uint64_t key) {
       return;
     }
     for (int p = 0; p < nRanks_; ++p)
-      if (p != rank_ && !in.value.has(p) && !in.got.count(p)) return;  // still waiting
+      if (p != rank_ && !in.value.has(p) && !gone_.has(p) && !in.got.count(p)) return;  // still waiting
     RankSet all = in.value;
     bool same = !in.changed;
     for (auto& [p, v] : in.got) {
-      if (in.value.has(p)) continue;  // found dead after it sent: only the living count
+      if (in.value.has(p) || gone_.has(p)) continue;  // dead or gone after it sent: only the living count
       all.merge(v);
       same &= v == in.value;
     }

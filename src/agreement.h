@@ -65,7 +65,8 @@ struct AgreeMsg {
 class Agreement {
  public:
   using SendFn = std::function<void(int peer, const AgreeMsg& msg)>;
-  Agreement(int rank, int nRanks, SendFn send) : rank_(rank), nRanks_(nRanks), send_(std::move(send)) {}
+  Agreement(int rank, int nRanks, SendFn send)
+      : rank_(rank), nRanks_(nRanks), send_(std::move(send)), gone_(nRanks + 1) {}
 
   // This rank enters agreement `key` proposing `proposal` (which should hold every rank it
   // already knows to be dead). Joining twice is a no-op.
@@ -73,10 +74,15 @@ class Agreement {
   bool joined(uint64_t key) const;
   // A message from rank `from` (kept for later if this rank has not joined yet).
   void onMessage(int from, const AgreeMsg& msg);
-  // Rank `r` is dead: no undecided agreement waits for it any more.
+  // Rank `r` is dead: no undecided agreement waits for it any more, and it joins their values.
   void onSuspect(int r);
+  // Rank `r` left properly (its communicator was destroyed): not waited for, not sent to, but not
+  // a failure either, so it stays out of the values (a value's ranks are reports of failures).
+  void onGone(int r);
   bool decided(uint64_t key, RankSet* value) const;
-  void forget(uint64_t key) { inst_.erase(key); }
+  // Drops the instances with keys in [from, to) (votes long decided); the caller must then drop
+  // late messages for them too, or a late DECIDE would re-create one and be relayed again.
+  void forgetRange(uint64_t from, uint64_t to) { inst_.erase(inst_.lower_bound(from), inst_.lower_bound(to)); }
 
  private:
   struct Instance {
@@ -93,6 +99,7 @@ class Agreement {
 
   int rank_, nRanks_;
   SendFn send_;
+  RankSet gone_;
   std::map<uint64_t, Instance> inst_;
 };
 

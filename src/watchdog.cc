@@ -64,7 +64,6 @@ Watchdog::Watchdog(ncclComm* comm, uint64_t timeoutNs)
       inbuf_(comm->nRanks),
       where_(comm->nRanks),
       dead_(comm->nRanks + 1),
-      gone_(comm->nRanks + 1),
       agreement_(comm->rank, comm->nRanks, [this](int peer, const AgreeMsg& m) { send(peer, m.type, &m); }) {}
 
 ncclResult_t Watchdog::start(ncclComm* comm, uint64_t timeoutNs, std::unique_ptr<Watchdog>* out) {
@@ -121,6 +120,9 @@ ncclResult_t Watchdog::start(ncclComm* comm, uint64_t timeoutNs, std::unique_ptr
 Watchdog::~Watchdog() {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // From here on this rank is leaving: a peer that already left, or whose goodbye crosses ours,
+    // is not news to report (reporting it would fail the operations of ranks still finishing).
+    leaving_ = true;
     for (int p = 0; p < nRanks_; ++p)
       if (fds_[p] >= 0 && !dead_.has(p)) send(p, kWireBye, nullptr);  // leaving, not failing
   }
@@ -139,7 +141,7 @@ void Watchdog::send(int peer, uint32_t type, const AgreeMsg* msg) {
   WireHeader h{type, msg ? msg->round : 0, msg ? msg->key : 0, msg ? (uint32_t)msg->value.words.size() : 0, 0};
   std::string buf(reinterpret_cast<const char*>(&h), sizeof h);
   if (msg) buf.append(reinterpret_cast<const char*>(msg->value.words.data()), msg->value.words.size() * 8);
-  if (!sendQuiet(fds_[peer], buf.data(), buf.size())) {
+  if (!sendQuiet(fds_[peer], buf.data(), buf.size()) && !leaving_) {
     // Reported by the thread's next pass (suspect() would re-enter the agreement that is sending).
     shutdown(fds_[peer], SHUT_RDWR);
     const uint64_t one = 1;
@@ -148,7 +150,7 @@ void Watchdog::send(int peer, uint32_t type, const AgreeMsg* msg) {
 }
 
 void Watchdog::suspect(int peer, const std::string& why) {
-  if (dead_.has(peer)) return;
+  if (dead_.has(peer) || leaving_) return;
   dead_.add(peer);
   socketClose(fds_[peer]);
   const PeerInfo& info = comm_->peers[peer];
@@ -168,9 +170,7 @@ void Watchdog::startFailureEpoch() {
   const uint64_t key = kAgreeFailureKind + failureEpoch_;
   if (failureEpoch_ > 0 && !agreement_.decided(key, nullptr)) return;  // the running one took the news
   ++failureEpoch_;
-  RankSet p = dead_;
-  p.merge(gone_);
-  agreement_.join(kAgreeFailureKind + failureEpoch_, p);
+  agreement_.join(kAgreeFailureKind + failureEpoch_, dead_);
 }
 
 bool Watchdog::receive(int peer) {
@@ -193,15 +193,20 @@ void Watchdog::onBytes(int peer) {
   while (in.size() - off >= sizeof(WireHeader)) {
     WireHeader h;
     memcpy(&h, in.data() + off, sizeof h);
+    if (h.nWords > dead_.words.size()) {  // not a message of ours: end the connection (it is reported)
+      in.clear();
+      shutdown(fds_[peer], SHUT_RDWR);
+      return;
+    }
     const size_t len = sizeof h + (size_t)h.nWords * 8;
     if (in.size() - off < len) break;
     if (h.type == kWireBye) {
       // Gone without failing: no error, but no agreement may wait for it either (an application
       // that destroys a communicator on one rank while others use it learns that it is gone).
       left_[peer] = true;
-      gone_.add(peer);
-      agreement_.onSuspect(peer);
-    } else if (h.type == kAgreeRound || h.type == kAgreeDecide) {
+      agreement_.onGone(peer);
+    } else if ((h.type == kAgreeRound || h.type == kAgreeDecide) && !leaving_ && h.nWords == dead_.words.size() &&
+               !(h.key >= kAgreeVoteKind && h.key < voteFloor_)) {
       AgreeMsg m;
       m.type = h.type, m.round = h.round, m.key = h.key;
       m.value.words.assign(h.nWords, 0);
@@ -223,9 +228,7 @@ void Watchdog::onBytes(int peer) {
       }
       if ((h.key & ~((1ull << 56) - 1)) == kAgreeFailureKind && !agreement_.joined(h.key)) {
         failureEpoch_ = std::max(failureEpoch_, h.key - kAgreeFailureKind);
-        RankSet p = dead_;
-        p.merge(gone_);
-        agreement_.join(h.key, p);  // failure epochs need no local input: join at once
+        agreement_.join(h.key, dead_);  // failure epochs need no local input: join at once
       }
       agreement_.onMessage(peer, m);
     }
@@ -281,13 +284,16 @@ ncclResult_t Watchdog::agree(uint64_t key, const RankSet& proposal, uint64_t tim
   std::unique_lock<std::mutex> lock(mu_);
   RankSet p = proposal;
   p.merge(dead_);
-  p.merge(gone_);
   agreement_.join(key, p);
   if (timeoutNs == 0) return ncclSuccess;
   const bool done = cv_.wait_for(lock, std::chrono::nanoseconds(timeoutNs), [&] { return agreement_.decided(key, decided); });
   if (!done)
     return batonError(ncclRemoteError, "rank %d: agreement 0x%llx did not finish within %.1f s", rank_,
                       (unsigned long long)key, timeoutNs / 1e9);
+  if (key > kAgreeVoteKind + 1 && key - 1 > voteFloor_) {  // keep this vote and the one before
+    voteFloor_ = key - 1;
+    agreement_.forgetRange(kAgreeVoteKind, voteFloor_);
+  }
   return ncclSuccess;
 }
 
@@ -306,7 +312,6 @@ ncclResult_t Watchdog::failedRanks(uint64_t timeoutNs, RankSet* decided) {
     RankSet v;
     if (failureEpoch_ > 0 && agreement_.decided(key, &v)) {
       RankSet known = dead_;
-      known.merge(gone_);
       known.merge(v);
       if (known == v) {  // nothing this rank knows is missing from the decision
         *decided = v;

@@ -75,10 +75,11 @@ class Watchdog {
   std::vector<std::string> inbuf_;    // bytes of a message not complete yet
   std::vector<std::string> where_;    // each peer's watchdog address, for messages
   RankSet dead_;                      // this rank's own knowledge, grows only
-  RankSet gone_;                      // said goodbye: not failed, but not waited for either
   Agreement agreement_;
   uint64_t failureEpoch_ = 0;         // the newest failure agreement this rank is in
+  uint64_t voteFloor_ = kAgreeVoteKind;  // votes below this are forgotten; their late messages dropped
   uint64_t lastSentNs_ = 0;
+  bool leaving_ = false;               // the destructor said goodbye: report nothing more
   std::atomic<bool> stop_{false};
   int wakeFd_ = -1;
   std::thread thread_;

@@ -1,8 +1,9 @@
 // The agreement of lesson 10 (src/agreement.h) under simulated crashes: n ranks exchange messages
 // over FIFO links delivered in random order; a crashing rank stops after a random number of sends
 // (the rest are lost), and each survivor learns of the crash only after everything the dead rank
-// had already sent it (TCP's EOF comes after the data). Every survivor must decide, all on the
-// same value, and no value may name a rank that did not crash.
+// had already sent it (TCP's EOF comes after the data). Some ranks leave properly instead (their
+// goodbye also comes after their data). Every survivor must decide, all on the same value, and no
+// value may name a rank that did not crash, nor one that left.
 #include <gtest/gtest.h>
 
 #include <deque>
@@ -17,6 +18,7 @@ namespace {
 struct Sim {
   struct Item {
     bool eof = false;
+    bool bye = false;  // the rank left properly (ncclCommDestroy) rather than crashed
     AgreeMsg msg;
   };
   int n;
@@ -24,9 +26,9 @@ struct Sim {
   std::vector<std::unique_ptr<Agreement>> ranks;
   std::vector<std::deque<Item>> links;  // from * n + to
   std::vector<int> sendsLeft;           // -1: never crashes
-  std::vector<bool> crashed;
+  std::vector<bool> crashed, leaves;    // leaves: it says goodbye instead of crashing
 
-  Sim(int n, unsigned seed) : n(n), rng(seed), links(n * n), sendsLeft(n, -1), crashed(n, false) {
+  Sim(int n, unsigned seed) : n(n), rng(seed), links(n * n), sendsLeft(n, -1), crashed(n, false), leaves(n, false) {
     for (int r = 0; r < n; ++r)
       ranks.push_back(std::make_unique<Agreement>(r, n, [this, r](int to, const AgreeMsg& m) { send(r, to, m); }));
   }
@@ -37,12 +39,12 @@ struct Sim {
       return;
     }
     if (sendsLeft[from] > 0) --sendsLeft[from];
-    links[from * n + to].push_back({false, m});
+    links[from * n + to].push_back({false, false, m});
   }
   void crash(int r) {
     crashed[r] = true;
     for (int to = 0; to < n; ++to)
-      if (to != r) links[r * n + to].push_back({true, {}});
+      if (to != r) links[r * n + to].push_back({true, leaves[r], {}});
   }
   // Delivers one item of a random non-empty link; false when nothing is left.
   bool step() {
@@ -55,7 +57,8 @@ struct Sim {
     links[l].pop_front();
     const int from = l / n, to = l % n;
     if (crashed[to]) return true;
-    if (it.eof) ranks[to]->onSuspect(from);
+    if (it.eof && it.bye) ranks[to]->onGone(from);
+    else if (it.eof) ranks[to]->onSuspect(from);
     else ranks[to]->onMessage(from, it.msg);
     return true;
   }
@@ -71,7 +74,10 @@ TEST(Agreement, SurvivorsDecideTheSameValueUnderRandomCrashes) {
     std::vector<int> order(n);
     for (int r = 0; r < n; ++r) order[r] = r;
     std::shuffle(order.begin(), order.end(), pick);
-    for (int i = 0; i < nCrash; ++i) sim.sendsLeft[order[i]] = pick() % (3 * n);
+    for (int i = 0; i < nCrash; ++i) {
+      sim.sendsLeft[order[i]] = pick() % (3 * n);
+      sim.leaves[order[i]] = pick() % 3 == 0;
+    }
     runsWithCrash += nCrash > 0;
     const uint64_t key = 7;
     for (int r = 0; r < n; ++r) {
@@ -87,7 +93,10 @@ TEST(Agreement, SurvivorsDecideTheSameValueUnderRandomCrashes) {
       if (sim.crashed[r]) continue;
       RankSet v;
       ASSERT_TRUE(sim.ranks[r]->decided(key, &v)) << "seed " << seed << ": survivor " << r << " of " << n << " never decided";
-      for (int q = 0; q < n; ++q) ASSERT_FALSE(v.has(q) && !sim.crashed[q]) << "seed " << seed << ": rank " << q << " is alive";
+      for (int q = 0; q < n; ++q) {
+        ASSERT_FALSE(v.has(q) && !sim.crashed[q]) << "seed " << seed << ": rank " << q << " is alive";
+        ASSERT_FALSE(v.has(q) && sim.leaves[q]) << "seed " << seed << ": rank " << q << " left, it did not fail";
+      }
       if (!have) first = v, have = true;
       ASSERT_TRUE(v == first) << "seed " << seed << ": survivors " << r << " and another decided differently";
     }
