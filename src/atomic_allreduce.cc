@@ -41,8 +41,9 @@ ncclResult_t atomicAllReduce(ncclComm* comm, const Task& t, const std::function<
 
   // A communicator already in error does not run the operation, but still votes (nack), so the
   // others' vote on this operation ends at once instead of waiting for this rank.
-  ncclResult_t res = comm->asyncError.load() != ncclSuccess ? (ncclResult_t)comm->asyncError.load() : run();
-  const std::string localError = res == ncclSuccess ? "" : lastError();
+  const bool failedBefore = comm->asyncError.load() != ncclSuccess;
+  ncclResult_t res = failedBefore ? (ncclResult_t)comm->asyncError.load() : run();
+  const std::string localError = res == ncclSuccess ? "" : failedBefore ? commFirstError(comm) : lastError();
 
   RankSet decision(comm->nRanks + 1);
   if (res != ncclSuccess) decision.add(comm->nRanks);
