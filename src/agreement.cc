@@ -72,6 +72,14 @@ void Agreement::onGone(int r) {
   }
 }
 
+void Agreement::amend(uint64_t key, int bit) {
+  auto it = inst_.find(key);
+  if (it == inst_.end() || it->second.decided || !it->second.joined || it->second.value.has(bit)) return;
+  it->second.value.add(bit);
+  it->second.changed = true;
+  advance(it->second, key);
+}
+
 bool Agreement::decided(uint64_t key, RankSet* value) const {
   auto it = inst_.find(key);
   if (it == inst_.end() || !it->second.decided) return false;
@@ -98,10 +106,11 @@ void Agreement::advance(Instance& in, uint64_t key) {
     RankSet all = in.value;
     bool same = !in.changed;
     for (auto& [p, v] : in.got) {
-      if (in.value.has(p) || gone_.has(p)) continue;  // dead or gone after it sent: only the living count
-      all.merge(v);
-      same &= v == in.value;
+      if (in.value.has(p)) continue;  // found dead after it sent: only the living count
+      all.merge(v);                   // a rank that left still said what it knew (a nack, say)
+      if (!gone_.has(p)) same &= v == in.value;
     }
+    same &= all == in.value;
     if (same) {
       decide(in, key, in.value, /*announce=*/true);
       return;

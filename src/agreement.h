@@ -79,6 +79,9 @@ class Agreement {
   // Rank `r` left properly (its communicator was destroyed): not waited for, not sent to, but not
   // a failure either, so it stays out of the values (a value's ranks are reports of failures).
   void onGone(int r);
+  // This rank adds `bit` to its undecided value of `key` (a vote it gave up waiting for: its
+  // value then can only lead to roll back, wherever the decision is made).
+  void amend(uint64_t key, int bit);
   bool decided(uint64_t key, RankSet* value) const;
   // Drops the instances with keys in [from, to) (votes long decided); the caller must then drop
   // late messages for them too, or a late DECIDE would re-create one and be relayed again.

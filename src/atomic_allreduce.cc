@@ -53,7 +53,9 @@ ncclResult_t atomicAllReduce(ncclComm* comm, const Task& t, const std::function<
     // wait, since a survivor stuck in an earlier, unvoted operation may never vote on this one.
     const RankSet proposal = decision;
     const uint64_t wait = proposal.empty() ? 4 * comm->watchdog->timeoutNs() + 2000000000ull : 0;
+    comm->inflight.fetch_add(1);  // ncclCommAbort from another thread waits for the vote to return
     const ncclResult_t v = comm->watchdog->agree(kAgreeVoteKind + seq, proposal, wait, &decision);
+    comm->inflight.fetch_sub(1);
     if (v != ncclSuccess) decision.add(comm->nRanks);  // no decision: this rank cannot claim success
   }
   if (decision.empty()) return ncclSuccess;

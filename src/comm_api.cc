@@ -135,6 +135,7 @@ ncclResult_t pncclCommAbort(ncclComm_t comm) {
   BATON_CHECK(checkCommLive(comm, "ncclCommAbort"));
   __atomic_store_n(&comm->abortFlag, 1, __ATOMIC_RELEASE);
   if (comm->initState.load() == ncclSuccess) commAnnounceFailure(comm);  // neighbours waiting on us stop
+  if (comm->watchdog) comm->watchdog->close();  // and a vote or agreement another thread waits in
   return releaseComm(comm);
 }
 

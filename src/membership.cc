@@ -113,7 +113,10 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonCommGetFaile
   RankSet failed;
   // Rounds end when the last awaited rank answers or is found dead (BATON_TIMEOUT); a few rounds
   // at most when failures keep coming.
-  BATON_CHECK(comm->watchdog->failedRanks(4 * comm->watchdog->timeoutNs() + 2000000000ull, &failed));
+  comm->inflight.fetch_add(1);  // ncclCommAbort from another thread waits for this to return
+  const ncclResult_t res = comm->watchdog->failedRanks(4 * comm->watchdog->timeoutNs() + 2000000000ull, &failed);
+  comm->inflight.fetch_sub(1);
+  BATON_CHECK(res);
   int n = 0;
   for (int r = 0; r < comm->nRanks; ++r) {
     if (!failed.has(r)) continue;

@@ -123,8 +123,15 @@ Watchdog::~Watchdog() {
     // From here on this rank is leaving: a peer that already left, or whose goodbye crosses ours,
     // is not news to report (reporting it would fail the operations of ranks still finishing).
     leaving_ = true;
+    closing_ = true;  // a thread waiting in agree() or failedRanks() returns now
     for (int p = 0; p < nRanks_; ++p)
       if (fds_[p] >= 0 && !dead_.has(p)) send(p, kWireBye, nullptr);  // leaving, not failing
+  }
+  cv_.notify_all();
+  {
+    // Wait for those threads to leave (they hold mu_ when they wake), so mu_ and cv_ outlive them.
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return waiters_ == 0; });
   }
   stop_.store(true);
   if (wakeFd_ >= 0) {
@@ -280,20 +287,44 @@ void Watchdog::run() {
   }
 }
 
+// Counts a thread inside agree() or failedRanks(), so the destructor waits until it has left.
+struct Watchdog::Waiter {
+  Watchdog* w;
+  explicit Waiter(Watchdog* w) : w(w) { ++w->waiters_; }
+  ~Waiter() {
+    --w->waiters_;
+    w->cv_.notify_all();
+  }
+};
+
+void Watchdog::close() {
+  std::lock_guard<std::mutex> lock(mu_);
+  closing_ = true;
+  cv_.notify_all();
+}
+
 ncclResult_t Watchdog::agree(uint64_t key, const RankSet& proposal, uint64_t timeoutNs, RankSet* decided) {
   std::unique_lock<std::mutex> lock(mu_);
+  Waiter waiter(this);
   RankSet p = proposal;
   p.merge(dead_);
   agreement_.join(key, p);
-  if (timeoutNs == 0) return ncclSuccess;
-  const bool done = cv_.wait_for(lock, std::chrono::nanoseconds(timeoutNs), [&] { return agreement_.decided(key, decided); });
-  if (!done)
-    return batonError(ncclRemoteError, "rank %d: agreement 0x%llx did not finish within %.1f s", rank_,
-                      (unsigned long long)key, timeoutNs / 1e9);
-  if (key > kAgreeVoteKind + 1 && key - 1 > voteFloor_) {  // keep this vote and the one before
-    voteFloor_ = key - 1;
+  if (key >= kAgreeVoteKind && key > kAgreeVoteKind + 1 && key - 1 > voteFloor_) {
+    voteFloor_ = key - 1;  // keep this vote and the one before; older ones are done everywhere
     agreement_.forgetRange(kAgreeVoteKind, voteFloor_);
   }
+  if (timeoutNs == 0) return ncclSuccess;
+  auto done = [&] { return closing_ || agreement_.decided(key, decided); };
+  if (!cv_.wait_for(lock, std::chrono::nanoseconds(timeoutNs), done) && key >= kAgreeVoteKind) {
+    // Given up on: from now on this rank's value says "roll back", so no decision made from here
+    // can commit; a commit decided elsewhere before still reaches us, so wait for it once more.
+    agreement_.amend(key, nRanks_);
+    cv_.wait_for(lock, std::chrono::nanoseconds(timeoutNs), done);
+  }
+  if (closing_) return batonError(ncclInvalidUsage, "rank %d: the communicator was aborted during agreement", rank_);
+  if (!agreement_.decided(key, decided))
+    return batonError(ncclRemoteError, "rank %d: agreement 0x%llx did not finish within %.1f s", rank_,
+                      (unsigned long long)key, timeoutNs / 1e9);
   return ncclSuccess;
 }
 
@@ -307,6 +338,7 @@ bool Watchdog::anyDead(const std::vector<int>& ranks) {
 ncclResult_t Watchdog::failedRanks(uint64_t timeoutNs, RankSet* decided) {
   const uint64_t deadline = nowNs() + timeoutNs;
   std::unique_lock<std::mutex> lock(mu_);
+  Waiter waiter(this);
   while (true) {
     const uint64_t key = kAgreeFailureKind + failureEpoch_;
     RankSet v;
@@ -326,6 +358,7 @@ ncclResult_t Watchdog::failedRanks(uint64_t timeoutNs, RankSet* decided) {
       return batonError(ncclRemoteError, "rank %d: the survivors did not agree on the failed ranks within %.1f s", rank_,
                         timeoutNs / 1e9);
     cv_.wait_for(lock, std::chrono::nanoseconds(std::min<uint64_t>(deadline - now, 100000000ull)));
+    if (closing_) return batonError(ncclInvalidUsage, "rank %d: the communicator was aborted during agreement", rank_);
   }
 }
 

@@ -51,11 +51,14 @@ class Watchdog {
   // beyond it, else a new agreement epoch. Bit nRanks is never set.
   ncclResult_t failedRanks(uint64_t timeoutNs, RankSet* decided);
   uint64_t timeoutNs() const { return timeoutNs_; }
+  // ncclCommAbort from another thread: a thread waiting in agree() or failedRanks() returns now.
+  void close();
   // Whether this rank already knows one of `ranks` to be dead.
   bool anyDead(const std::vector<int>& ranks);
 
  private:
   Watchdog(ncclComm* comm, uint64_t timeoutNs);
+  struct Waiter;
   void run();
   // Under mu_.
   void send(int peer, uint32_t type, const AgreeMsg* msg);
@@ -80,6 +83,8 @@ class Watchdog {
   uint64_t voteFloor_ = kAgreeVoteKind;  // votes below this are forgotten; their late messages dropped
   uint64_t lastSentNs_ = 0;
   bool leaving_ = false;               // the destructor said goodbye: report nothing more
+  bool closing_ = false;               // the destructor runs: agree() and failedRanks() return
+  int waiters_ = 0;                    // threads inside agree() or failedRanks()
   std::atomic<bool> stop_{false};
   int wakeFd_ = -1;
   std::thread thread_;

@@ -135,3 +135,36 @@ TEST(Agreement, AnExcludedRankDecidesAtOnce) {
 
 }  // namespace
 }  // namespace baton
+
+namespace baton {
+namespace {
+
+// A rank votes "my part failed" and then leaves properly (its application aborted at once): the
+// others must still roll back, since that rank already rolled back.
+TEST(Agreement, ANackFromARankThatLeftStillRollsBack) {
+  Sim sim(3, 5);
+  RankSet nack(4);
+  nack.add(3);
+  sim.ranks[0]->join(1, nack);
+  for (int to : {1, 2}) {  // rank 0's value arrives, then its goodbye
+    auto& link = sim.links[0 * 3 + to];
+    while (!link.empty()) {
+      sim.ranks[to]->onMessage(0, link.front().msg);
+      link.pop_front();
+    }
+  }
+  sim.crashed[0] = true;
+  for (int to : {1, 2}) sim.ranks[to]->onGone(0);
+  for (int r : {1, 2}) sim.ranks[r]->join(1, RankSet(4));
+  while (sim.step()) {
+  }
+  for (int r : {1, 2}) {
+    RankSet v;
+    ASSERT_TRUE(sim.ranks[r]->decided(1, &v)) << "rank " << r;
+    EXPECT_TRUE(v.has(3)) << "rank " << r << " would commit what rank 0 rolled back";
+    EXPECT_FALSE(v.has(0)) << "leaving is not failing";
+  }
+}
+
+}  // namespace
+}  // namespace baton
