@@ -24,7 +24,7 @@ ncclResult_t Bootstrap::create(const BootstrapHandle& handle, int rank, int nran
   // With NCCL_COMM_ID nobody called ncclGetUniqueId's root: rank 0 starts it at the given address.
   if (handle.magic == kNcclMagic && rank == 0) {
     BootstrapHandle h = handle;
-    BATON_CHECK(bootstrapStartRoot(&h, true));
+    BATON_CHECK(bootstrapStartRoot(&h, RootBind::kGivenAddress));
   }
   SocketAddress listen{};
   BATON_CHECK(chooseBindAddress(&handle.addr, &listen, nullptr));

@@ -28,11 +28,16 @@ static_assert(sizeof(BootstrapHandle) <= sizeof(ncclUniqueId), "handle fits in n
 // during init); otherwise a fresh random magic and the address of a root thread started now.
 ncclResult_t bootstrapGetUniqueId(ncclUniqueId* id);
 // Always a fresh random magic and a new root thread (CommSplit's children), ignoring NCCL_COMM_ID.
-ncclResult_t bootstrapGetUniqueIdFresh(ncclUniqueId* id);
+// `loopback`: every rank is in this process (ncclCommInitAll), so the root listens on loopback
+// unless NCCL_SOCKET_IFNAME names an interface.
+ncclResult_t bootstrapGetUniqueIdFresh(ncclUniqueId* id, bool loopback = false);
 // Validates the bytes of an id a caller passed (family, port, zero padding).
 ncclResult_t bootstrapParseId(const ncclUniqueId* id, BootstrapHandle* out);
+// Where a root listens: the id's own address (NCCL_COMM_ID), the interface NCCL's order picks, or
+// loopback.
+enum class RootBind { kGivenAddress, kChosenInterface, kLoopback };
 // Starts a root thread that serves one rendezvous of `nranks` ranks (0: learnt from the first).
-ncclResult_t bootstrapStartRoot(BootstrapHandle* handle, bool bindToGivenAddress);
+ncclResult_t bootstrapStartRoot(BootstrapHandle* handle, RootBind bind);
 
 class Bootstrap {
  public:

@@ -93,10 +93,15 @@ void rootThread(int listenFd, uint64_t magic) {
 
 }  // namespace
 
-ncclResult_t bootstrapStartRoot(BootstrapHandle* handle, bool bindToGivenAddress) {
+ncclResult_t bootstrapStartRoot(BootstrapHandle* handle, RootBind bind) {
   SocketAddress addr{};
-  if (bindToGivenAddress) addr = handle->addr;
-  else BATON_CHECK(chooseBindAddress(nullptr, &addr, nullptr));
+  if (bind == RootBind::kGivenAddress) {
+    addr = handle->addr;
+  } else {
+    SocketAddress loopback{};
+    if (bind == RootBind::kLoopback) BATON_CHECK(parseAddress("127.0.0.1:0", &loopback));
+    BATON_CHECK(chooseBindAddress(bind == RootBind::kLoopback ? &loopback : nullptr, &addr, nullptr));
+  }
   int fd = -1;
   BATON_CHECK(socketListen(&addr, &fd));
   handle->addr = addr;
@@ -118,13 +123,13 @@ ncclResult_t bootstrapGetUniqueId(ncclUniqueId* id) {
   return bootstrapGetUniqueIdFresh(id);
 }
 
-ncclResult_t bootstrapGetUniqueIdFresh(ncclUniqueId* id) {
+ncclResult_t bootstrapGetUniqueIdFresh(ncclUniqueId* id, bool loopback) {
   memset(id, 0, sizeof *id);
   BootstrapHandle h{};
   std::random_device rd;
   h.magic = (uint64_t(rd()) << 32) ^ rd();
   if (h.magic == kNcclMagic || h.magic == 0) h.magic ^= 1;
-  BATON_CHECK(bootstrapStartRoot(&h, false));
+  BATON_CHECK(bootstrapStartRoot(&h, loopback ? RootBind::kLoopback : RootBind::kChosenInterface));
   memcpy(id, &h, sizeof h);
   return ncclSuccess;
 }

@@ -90,8 +90,10 @@ ncclResult_t pncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
   const char* fn = "ncclCommInitAll";
   if (!comms) return batonError(ncclInvalidArgument, "%s: comms is NULL", fn);
   if (ndev < 1) return batonError(ncclInvalidArgument, "%s: ndev %d must be at least 1", fn, ndev);
+  // Every rank is a thread of this process: the root listens on loopback (unless NCCL_COMM_ID or
+  // NCCL_SOCKET_IFNAME say otherwise), so InitAll never opens a port on a network interface.
   ncclUniqueId id;
-  BATON_CHECK(pncclGetUniqueId(&id));
+  BATON_CHECK(getenv("NCCL_COMM_ID") ? pncclGetUniqueId(&id) : bootstrapGetUniqueIdFresh(&id, /*loopback=*/true));
   std::fill(comms, comms + ndev, nullptr);
   pncclGroupStart();
   ncclResult_t res = ncclSuccess;

@@ -10,6 +10,9 @@ export BATON_BUILD=$BUILD TESTDIR
 export BATON_BOOTSTRAP_TIMEOUT=${BATON_BOOTSTRAP_TIMEOUT:-60}
 export BATON_TUNING_FILE=${BATON_TUNING_FILE:-none}  # the built-in model: choices do not depend on ~/.cache
 export BATON_WAIT_TIMEOUT=${BATON_WAIT_TIMEOUT:-120}   # a hang fails the suite instead of stalling CI
+# Sockets on loopback only: tests never address a network interface (docs/testing.md); the
+# namespaced suites name their hosts' interface themselves.
+export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo}
 LOGDIR=$BUILD/test-logs
 mkdir -p "$LOGDIR"
 passed=0 failed=0 failures=()
@@ -31,6 +34,9 @@ suite() {  # suite NAME TIMEOUT_SECONDS CMD...
   fi
 }
 
+# No test, tool, example or doc command dials outside this machine (docs/testing.md); the guard
+# first proves it reports planted outside addresses.
+suite network-destinations 60 sh -c 'python3 tests/lint/check_addresses.py --self-test && python3 tests/lint/check_addresses.py'
 suite unit-tests 300 "$TESTDIR/unit_tests"
 suite collective-tests-threads 900 "$TESTDIR/collective_tests"
 # Every protocol under the whole suite, on two channels (this machine's default is one per rank).

@@ -80,7 +80,7 @@ SWEEP=(-b 8 -e "$MAX" -f 2 -n "$ITERS" -w "$WARMUP" -a 3)
 command_for() {  # impl np -> the command line, in the array CMD
   local impl=$1 np=$2
   case $impl in
-    openmpi) CMD=(mpirun --allow-run-as-root --oversubscribe -np "$np" --bind-to none
+    openmpi) CMD=(mpirun --allow-run-as-root --oversubscribe -np "$np" --bind-to none --mca oob_tcp_if_include lo
                   --mca btl "self,$SHM_BTL" --mca pml ob1 "$MPI_BIN" "${SWEEP[@]}") ;;
     baton) CMD=(env -u NCCL_PROTO "$BIN/baton-run" -n "$np" --no-prefix "$BIN/baton-perf" allreduce "${SWEEP[@]}") ;;
     baton-*) CMD=(env "NCCL_PROTO=${impl#baton-}" "$BIN/baton-run" -n "$np" --no-prefix "$BIN/baton-perf" allreduce

@@ -75,8 +75,8 @@ ids=$(sed -n 's/^\[[0-9]*\] \([^ ]*\) .*/\1/p' "$TMP/out" | sort -u)
 check "NCCL_COMM_ID is 127.0.0.1:<port>, same for all ranks" eval '[[ $ids =~ ^127\.0\.0\.1:[0-9]+$ ]]'
 env_ok() { local r; for r in 0 1 2 3; do grep -qx "\[$r\] [^ ]* $r 4 $r 4 kept" "$TMP/out" || return 1; done; }
 check "BATON_RANK/NRANKS/LOCAL_* set, env inherited" env_ok
-BATON_RUN_HOST=10.1.2.3 run -n 1 sh -c 'echo "$NCCL_COMM_ID"'
-check "BATON_RUN_HOST replaces the host" eval 'grep -qx "\[0\] 10\.1\.2\.3:[0-9]*" "$TMP/out"'
+BATON_RUN_HOST=127.0.0.2 run -n 1 sh -c 'echo "$NCCL_COMM_ID"'
+check "BATON_RUN_HOST replaces the host" eval 'grep -qx "\[0\] 127\.0\.0\.2:[0-9]*" "$TMP/out"'
 
 run -n 2 --no-prefix sh -c 'echo plain'
 check "--no-prefix leaves lines alone" eval '[[ $(cat "$TMP/out") == $'"'"'plain\nplain'"'"' ]]'

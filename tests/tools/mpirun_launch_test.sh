@@ -10,7 +10,8 @@ if ! command -v mpirun >/dev/null 2>&1; then
 fi
 root=()
 [[ $(id -u) == 0 ]] && root=(--allow-run-as-root)
-mpi=(mpirun "${root[@]}" --oversubscribe -np 2)
+# OpenMPI's runtime talks over TCP too: keep it on loopback (docs/testing.md).
+mpi=(mpirun "${root[@]}" --oversubscribe -np 2 --mca oob_tcp_if_include lo --mca btl_tcp_if_include lo)
 fail=0
 port=$((20000 + RANDOM % 12000))
 out=$(timeout 120 "${mpi[@]}" -x NCCL_COMM_ID=127.0.0.1:$port -x BATON_TUNING_FILE=none \

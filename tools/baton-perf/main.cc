@@ -133,6 +133,9 @@ int main(int argc, char** argv) {
                  launch.launcher, w.nprocs);
     return 2;
   }
+  // One process holds every rank: its sockets (bootstrap, and NET when P2P and SHM are disabled) need
+  // nothing but loopback, so a sweep on one machine never addresses a network interface.
+  if (w.nprocs == 1 && !std::getenv("NCCL_COMM_ID")) setenv("NCCL_SOCKET_IFNAME", "lo", 0);
   w.nthreads = opt.nthreads;
   w.nranks = w.nprocs * w.nthreads;
   if (collDesc(opt.coll).rooted && opt.root >= w.nranks) {
