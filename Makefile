@@ -47,11 +47,11 @@ endif
 WARN     := -Wall -Wextra -Werror -Wno-restrict
 OPT      ?= -O3
 SANFLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer,)
-CPPFLAGS := -Iinclude -Isrc -Ialgorithms -Itransports -Itransports/shm -Itransports/net
+CPPFLAGS := -Iinclude -Isrc -Ialgorithms -Itransports
 CXXFLAGS := -std=c++20 $(OPT) -g $(WARN) -fPIC -pthread -fvisibility=hidden $(SANFLAGS) $(HWLOC_CFLAGS)
 LDFLAGS  := -pthread $(SANFLAGS)
 
-LIB_SRCS := $(wildcard src/*.cc src/cpu_kernels/*.cc src/topo/*.cc src/sim/*.cc transports/*.cc transports/*/*.cc transports/net/*/*.cc)
+LIB_SRCS := $(wildcard src/*.cc src/*/*.cc transports/*.cc transports/*/*.cc transports/net/*/*.cc)
 # hwloc (topology discovery), libibverbs (RDMA devices), libdl (NVML, when a driver is installed).
 HWLOC_CFLAGS := $(shell pkg-config --cflags hwloc 2>/dev/null)
 SYS_LIBS := $(shell pkg-config --libs hwloc 2>/dev/null || echo -lhwloc) -libverbs -ldl -lrt
@@ -68,9 +68,9 @@ $(OBJ)/%.o: %.cc
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -MMD -MP -c $< -o $@
 
-$(SO): $(LIB_OBJS) src/libnccl.map
+$(SO): $(LIB_OBJS) src/api/libnccl.map
 	@mkdir -p $(dir $@)
-	$(CXX) -shared -Wl,-soname,libnccl.so.2 -Wl,--version-script=src/libnccl.map -Wl,--no-undefined \
+	$(CXX) -shared -Wl,-soname,libnccl.so.2 -Wl,--version-script=src/api/libnccl.map -Wl,--no-undefined \
 	  -o $@ $(LIB_OBJS) $(LDFLAGS) $(SYS_LIBS)
 $(LIBDIR)/libnccl.so: $(SO)
 	ln -sf libnccl.so.2 $@

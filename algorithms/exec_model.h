@@ -109,7 +109,7 @@ void waitBackoff(uint32_t& iteration);  // spin, then yield, then sleep with bac
 void setWaitSpin(uint32_t pauses);       // how long the spin phase is (fewer when oversubscribed)
 void jitterSleep(ExecCtx& ctx);
 bool processAlive(int pid);  // false only when `pid` is certainly gone (kill(pid, 0): ESRCH)
-// BATON_TRACE: one span per FIFO step of a primitive (src/trace.cc), from startNs to now.
+// BATON_TRACE: one span per FIFO step of a primitive (src/misc/trace.cc), from startNs to now.
 void traceStep(const ExecCtx& ctx, const char* primitive, const char* proto, uint64_t step, uint64_t bytes,
                uint64_t startNs);
 #endif

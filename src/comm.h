@@ -11,14 +11,14 @@
 #include <thread>
 #include <vector>
 
-#include "bootstrap.h"
+#include "bootstrap/bootstrap.h"
 #include "channel_worker.h"
 #include "coll_args.h"
 #include "nccl.h"
 #include "proxy.h"
 #include "transport.h"
-#include "tuner.h"
-#include "watchdog.h"
+#include "tuner/tuner.h"
+#include "fault/watchdog.h"
 
 namespace baton {
 

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "comm.h"
-#include "debug.h"
-#include "param.h"
+#include "misc/debug.h"
+#include "misc/param.h"
 
 namespace baton {
 namespace {

@@ -7,7 +7,7 @@
 // channel's worker on every rank (all ranks run every collective, so all reach it), because only
 // the AllReduces the tuner sends to trees need them and each FIFO holds all three protocols.
 #include "comm.h"
-#include "debug.h"
+#include "misc/debug.h"
 #include "proxy.h"
 
 namespace baton {

@@ -11,10 +11,10 @@
 #include "comm.h"
 #include "completion.h"
 #include "cpu_kernels/coll_kernel.h"
-#include "debug.h"
+#include "misc/debug.h"
 #include "group.h"
 #include "p2p_executor.h"
-#include "trace.h"
+#include "misc/trace.h"
 
 namespace baton {
 

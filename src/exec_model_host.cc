@@ -9,7 +9,7 @@
 #include <random>
 
 #include "exec_model.h"
-#include "trace.h"
+#include "misc/trace.h"
 
 namespace baton {
 

@@ -4,9 +4,9 @@
 #include <thread>
 #include <vector>
 
-#include "api.h"
+#include "api/api.h"
 #include "completion.h"
-#include "debug.h"
+#include "misc/debug.h"
 
 namespace baton {
 namespace {

@@ -10,10 +10,10 @@
 #include <unordered_set>
 
 #include "comm.h"
-#include "debug.h"
-#include "param.h"
+#include "misc/debug.h"
+#include "misc/param.h"
 #include "topo/discover.h"
-#include "trace.h"
+#include "misc/trace.h"
 
 namespace baton {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <deque>
 
-#include "debug.h"
+#include "misc/debug.h"
 #include "p2p_progress.h"
 
 namespace baton {

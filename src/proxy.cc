@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "comm.h"
-#include "debug.h"
+#include "misc/debug.h"
 #include "exec_model.h"
 
 namespace baton {

@@ -1,6 +1,6 @@
 #include "transport.h"
 
-#include "debug.h"
+#include "misc/debug.h"
 
 namespace baton {
 

@@ -6,7 +6,7 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "debug.h"
+#include "misc/debug.h"
 #include "reduce_ops.h"
 #include "ring_allgather.h"
 #include "ring_allreduce.h"
@@ -15,7 +15,7 @@
 #include "ring_reduce_scatter.h"
 #include "sim/recorded_primitives.h"
 #include "tree_allreduce.h"
-#include "tuner.h"
+#include "tuner/tuner.h"
 
 namespace baton {
 namespace {

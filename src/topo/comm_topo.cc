@@ -14,8 +14,8 @@
 #include <string>
 
 #include "comm.h"
-#include "debug.h"
-#include "param.h"
+#include "misc/debug.h"
+#include "misc/param.h"
 #include "topo/discover.h"
 #include "topo/graph.h"
 

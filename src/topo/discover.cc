@@ -12,8 +12,8 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "debug.h"
-#include "param.h"
+#include "misc/debug.h"
+#include "misc/param.h"
 #include "topo/discover_detail.h"
 
 namespace baton {

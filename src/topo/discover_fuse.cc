@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "debug.h"
+#include "misc/debug.h"
 #include "topo/discover.h"
 
 namespace baton {

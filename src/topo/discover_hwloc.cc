@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <set>
 
-#include "debug.h"
+#include "misc/debug.h"
 #include "topo/discover_detail.h"
 
 namespace baton {

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <iterator>
 
-#include "debug.h"
+#include "misc/debug.h"
 #include "search_ring.h"
 
 namespace baton {

@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <map>
 
-#include "debug.h"
+#include "misc/debug.h"
 #include "topo/topo_xml_common.h"
 
 namespace baton {

@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "debug.h"
+#include "misc/debug.h"
 #include "topo/topo_xml_common.h"
 
 namespace baton {

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "debug.h"
+#include "misc/debug.h"
 #include "topo/topo_xml_common.h"
 
 namespace baton {

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "debug.h"
+#include "misc/debug.h"
 
 namespace baton {
 

@@ -21,7 +21,7 @@
 #include "sim/sim.h"
 #include "topo/graph.h"
 #include "topo/topo.h"
-#include "tuner.h"
+#include "tuner/tuner.h"
 
 namespace bt {
 namespace {

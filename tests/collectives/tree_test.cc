@@ -8,7 +8,7 @@
 
 #include "comm.h"
 #include "topo/graph.h"
-#include "tuner.h"
+#include "tuner/tuner.h"
 #include "baton/tuner.h"
 
 namespace bt {

@@ -1,4 +1,4 @@
-// The agreement of lesson 10 (src/agreement.h) under simulated crashes: n ranks exchange messages
+// The agreement of lesson 10 (src/fault/agreement.h) under simulated crashes: n ranks exchange messages
 // over FIFO links delivered in random order; a crashing rank stops after a random number of sends
 // (the rest are lost), and each survivor learns of the crash only after everything the dead rank
 // had already sent it (TCP's EOF comes after the data). Some ranks leave properly instead (their
@@ -10,7 +10,7 @@
 #include <memory>
 #include <random>
 
-#include "agreement.h"
+#include "fault/agreement.h"
 
 namespace baton {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 #include <thread>
 
-#include "bootstrap.h"
+#include "bootstrap/bootstrap.h"
 #include "nccl.h"
 #include "unit/unit_helpers.h"
 
@@ -41,7 +41,7 @@ class BadInputInit : public ::testing::Test {
   ncclComm_t comm_ = nullptr;
 };
 
-// BUG (library): initRank (src/comm_api.cc) writes `*out = comm` without checking `out`; commAlloc
+// BUG (library): initRank (src/api/comm_api.cc) writes `*out = comm` without checking `out`; commAlloc
 // checks its own (never NULL) output pointer instead. ncclCommInitRank(NULL, ...) and
 // ncclCommInitRankConfig(NULL, ...) crash with SIGSEGV at comm_api.cc:27. Enable once fixed.
 TEST_F(BadInputInit, NullCommOutputPointer) {

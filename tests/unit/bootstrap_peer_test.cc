@@ -7,8 +7,8 @@
 #include <thread>
 #include <vector>
 
-#include "bootstrap.h"
-#include "bootstrap_wire.h"
+#include "bootstrap/bootstrap.h"
+#include "bootstrap/bootstrap_wire.h"
 #include "exec_model.h"
 #include "nccl.h"
 #include "unit/raw_socket.h"

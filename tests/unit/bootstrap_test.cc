@@ -7,8 +7,8 @@
 #include <thread>
 #include <vector>
 
-#include "bootstrap.h"
-#include "bootstrap_wire.h"
+#include "bootstrap/bootstrap.h"
+#include "bootstrap/bootstrap_wire.h"
 #include "nccl.h"
 #include "unit/raw_socket.h"
 #include "unit/unit_helpers.h"
@@ -149,7 +149,7 @@ TEST(Bootstrap, MissingRankFailsAfterTimeout) {
 }
 
 // BUG (library): a rendezvous that times out is often reported as ncclInvalidUsage: the root's
-// replyAll in src/bootstrap_root.cc sends ncclInvalidUsage for every failure, the timeout included.
+// replyAll in src/bootstrap/bootstrap_root.cc sends ncclInvalidUsage for every failure, the timeout included.
 // Root and rank time out at about the same moment, so the code is ncclInvalidUsage or (when the
 // rank's own recv deadline fires first) ncclRemoteError. A timeout is ncclSystemError /
 // ncclRemoteError, as a dead root's is. Enable once fixed.

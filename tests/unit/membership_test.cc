@@ -1,4 +1,4 @@
-// ncclCommRevoke and ncclCommShrink with NCCL's semantics (src/membership.cc), ranks as threads:
+// ncclCommRevoke and ncclCommShrink with NCCL's semantics (src/fault/membership.cc), ranks as threads:
 // bad input is refused with the argument named and the parent unchanged; a revoked communicator
 // refuses new work; survivors of a rank that never comes back revoke, shrink it out, and the next
 // 10 collectives on the child are exact. Grow (NCCL 2.29), non-blocking shrink, abort racing

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "debug.h"
+#include "misc/debug.h"
 #include "exec_model.h"
 #include "socket/socket_comm.h"
 #include "unit/unit_helpers.h"

@@ -10,8 +10,8 @@
 #include <thread>
 #include <vector>
 
-#include "debug.h"
-#include "net_backend.h"
+#include "misc/debug.h"
+#include "net/net_backend.h"
 #include "nccl.h"
 #include "unit/unit_helpers.h"
 

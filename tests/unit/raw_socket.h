@@ -11,7 +11,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "socket.h"
+#include "misc/socket.h"
 #include "unit/unit_helpers.h"
 
 namespace baton_test {

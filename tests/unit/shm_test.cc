@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "nccl.h"
-#include "shm_segment.h"
+#include "shm/shm_segment.h"
 #include "unit/unit_helpers.h"
 
 extern char** environ;

@@ -4,7 +4,7 @@
 // keep each PCIe switch's GPUs together.
 #include <gtest/gtest.h>
 
-#include "debug.h"
+#include "misc/debug.h"
 #include "topo/graph.h"
 #include "topo/topo.h"
 

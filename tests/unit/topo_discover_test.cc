@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "unit/xml_helpers.h"
-#include "debug.h"
+#include "misc/debug.h"
 #include "topo/discover.h"
 #include "unit/unit_helpers.h"
 

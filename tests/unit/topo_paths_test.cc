@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <string>
 
-#include "debug.h"
+#include "misc/debug.h"
 #include "topo/topo.h"
 #include "topo/xml.h"
 

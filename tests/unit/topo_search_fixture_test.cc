@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "debug.h"
+#include "misc/debug.h"
 #include "topo/graph.h"
 #include "topo/xml.h"
 

@@ -1,4 +1,4 @@
-// BATON_TRACE (src/trace.h): events from many threads land with the right ids and times, processes
+// BATON_TRACE (src/misc/trace.h): events from many threads land with the right ids and times, processes
 // of one job merge into one file while another job replaces it, the buffer's cap drops and counts,
 // the exit-time flush writes what is left, and the file is valid JSON once closed with "]".
 #include <sys/stat.h>
@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "trace.h"
+#include "misc/trace.h"
 #include "unit/unit_helpers.h"
 
 namespace {

@@ -2,7 +2,7 @@
 #include <cstdio>
 
 #include "baton_topo.h"
-#include "debug.h"
+#include "misc/debug.h"
 #include "topo/discover.h"
 
 namespace batontopo {

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "baton_topo.h"
-#include "tuner.h"
+#include "tuner/tuner.h"
 
 namespace batontopo {
 

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "baton_topo.h"
-#include "debug.h"
+#include "misc/debug.h"
 #include "sim/schedule.h"
 #include "sim/sim.h"
-#include "tuner.h"
+#include "tuner/tuner.h"
 
 namespace batontopo {
 

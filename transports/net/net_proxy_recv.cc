@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "debug.h"
+#include "misc/debug.h"
 #include "exec_model.h"
-#include "net_transport.h"
+#include "net/net_transport.h"
 #include "primitives_api.h"
 #include "primitives_ll128.h"
 

@@ -4,9 +4,9 @@
 // Memory-ordering contract: net_transport.h.
 #include <unistd.h>
 
-#include "debug.h"
+#include "misc/debug.h"
 #include "exec_model.h"
-#include "net_transport.h"
+#include "net/net_transport.h"
 #include "primitives_api.h"
 #include "primitives_ll128.h"
 

@@ -6,9 +6,9 @@
 #include <mutex>
 #include <string>
 
-#include "debug.h"
-#include "net_backend.h"
-#include "param.h"
+#include "misc/debug.h"
+#include "net/net_backend.h"
+#include "misc/param.h"
 
 namespace baton {
 

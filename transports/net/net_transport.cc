@@ -8,10 +8,10 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "debug.h"
+#include "misc/debug.h"
 #include "exec_model.h"
-#include "net_transport.h"
-#include "socket.h"
+#include "net/net_transport.h"
+#include "misc/socket.h"
 
 namespace baton {
 

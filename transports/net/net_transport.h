@@ -31,7 +31,7 @@
 
 #include "connector.h"
 #include "exec_model.h"
-#include "net_backend.h"
+#include "net/net_backend.h"
 #include "proxy.h"
 #include "transport.h"
 

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <new>
 
-#include "debug.h"
+#include "misc/debug.h"
 #include "transport.h"
 
 namespace baton {

@@ -1,6 +1,6 @@
 // Mappings are populated up front (MAP_POPULATE): a FIFO slot touched for the first time inside a
 // timed operation would otherwise pay page faults there.
-#include "shm_segment.h"
+#include "shm/shm_segment.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 #include <mutex>
 #include <string>
 
-#include "debug.h"
+#include "misc/debug.h"
 #include "exec_model.h"
 
 namespace baton {

@@ -14,8 +14,8 @@
 #include <random>
 #include <string>
 
-#include "debug.h"
-#include "shm_segment.h"
+#include "misc/debug.h"
+#include "shm/shm_segment.h"
 #include "transport.h"
 
 namespace baton {

@@ -12,8 +12,8 @@
 #include <mutex>
 #include <string>
 
-#include "net_backend.h"
-#include "socket.h"
+#include "net/net_backend.h"
+#include "misc/socket.h"
 
 namespace baton {
 namespace netib {

@@ -25,7 +25,7 @@
 #include <random>
 #include <string>
 
-#include "debug.h"
+#include "misc/debug.h"
 #include "exec_model.h"
 #include "ib_common.h"
 

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-#include "debug.h"
+#include "misc/debug.h"
 #include "ib_common.h"
 
 namespace baton {

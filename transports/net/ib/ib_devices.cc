@@ -12,9 +12,9 @@
 #include <memory>
 #include <vector>
 
-#include "debug.h"
+#include "misc/debug.h"
 #include "ib_common.h"
-#include "param.h"
+#include "misc/param.h"
 
 namespace baton {
 namespace netib {

@@ -13,9 +13,9 @@
 #include <fstream>
 #include <random>
 
-#include "debug.h"
+#include "misc/debug.h"
 #include "exec_model.h"
-#include "param.h"
+#include "misc/param.h"
 #include "socket_comm.h"
 
 namespace baton {

@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
-#include "net_backend.h"
-#include "socket.h"
+#include "net/net_backend.h"
+#include "misc/socket.h"
 
 namespace baton {
 namespace netsock {

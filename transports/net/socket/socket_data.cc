@@ -14,7 +14,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "debug.h"
+#include "misc/debug.h"
 #include "socket_comm.h"
 
 namespace baton {

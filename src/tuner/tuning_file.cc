@@ -19,9 +19,9 @@
 #include <sstream>
 #include <sys/stat.h>
 
-#include "debug.h"
-#include "param.h"
-#include "tuner.h"
+#include "misc/debug.h"
+#include "misc/param.h"
+#include "tuner/tuner.h"
 
 namespace baton {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "nccl.h"
-#include "socket.h"
+#include "misc/socket.h"
 
 namespace baton {
 

@@ -1,9 +1,9 @@
-#include "param.h"
+#include "misc/param.h"
 
 #include <cerrno>
 #include <cstdlib>
 
-#include "debug.h"
+#include "misc/debug.h"
 
 namespace baton {
 

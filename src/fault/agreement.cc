@@ -1,5 +1,5 @@
 // The early-deciding flooding consensus of agreement.h.
-#include "agreement.h"
+#include "fault/agreement.h"
 
 namespace baton {
 

@@ -5,9 +5,9 @@
 #include <thread>
 #include <vector>
 
-#include "api.h"
+#include "api/api.h"
 #include "comm.h"
-#include "debug.h"
+#include "misc/debug.h"
 #include "group.h"
 
 using namespace baton;

@@ -1,9 +1,9 @@
-#include "argcheck.h"
+#include "api/argcheck.h"
 
 #include <cstdint>
 
-#include "debug.h"
-#include "redop.h"
+#include "misc/debug.h"
+#include "api/redop.h"
 
 namespace baton {
 

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "comm.h"
-#include "debug.h"
-#include "tuner.h"
+#include "misc/debug.h"
+#include "tuner/tuner.h"
 
 using namespace baton;
 

@@ -1,4 +1,4 @@
-#include "socket.h"
+#include "misc/socket.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -15,9 +15,9 @@
 #include <cstring>
 #include <vector>
 
-#include "debug.h"
+#include "misc/debug.h"
 #include "exec_model.h"
-#include "param.h"
+#include "misc/param.h"
 
 namespace baton {
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "comm.h"
-#include "debug.h"
+#include "misc/debug.h"
 #include "group.h"
 
 namespace baton {

@@ -1,13 +1,13 @@
 // Bootstrap between ranks: check-in with the root, then tagged send/recv, allGather and barrier.
-#include "bootstrap.h"
+#include "bootstrap/bootstrap.h"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 
-#include "bootstrap_wire.h"
-#include "debug.h"
+#include "bootstrap/bootstrap_wire.h"
+#include "misc/debug.h"
 #include "exec_model.h"
 
 namespace baton {

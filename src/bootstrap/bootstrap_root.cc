@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "bootstrap.h"
-#include "bootstrap_wire.h"
-#include "debug.h"
+#include "bootstrap/bootstrap.h"
+#include "bootstrap/bootstrap_wire.h"
+#include "misc/debug.h"
 #include "exec_model.h"
 
 namespace baton {

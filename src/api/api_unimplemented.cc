@@ -4,8 +4,8 @@
 // link and run, and each fails loudly: it returns ncclInvalidUsage and leaves a message naming the
 // function in ncclGetLastError. None of them touches its output arguments. When a feature lands,
 // its function moves out of this file into the one that implements it.
-#include "api.h"
-#include "debug.h"
+#include "api/api.h"
+#include "misc/debug.h"
 
 // ---- Memory -----------------------------------------------------------------------------------
 

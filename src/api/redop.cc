@@ -1,10 +1,10 @@
-#include "redop.h"
+#include "api/redop.h"
 
 #include <cstring>
 
-#include "api.h"
-#include "argcheck.h"
-#include "debug.h"
+#include "api/api.h"
+#include "api/argcheck.h"
+#include "misc/debug.h"
 
 namespace baton {
 

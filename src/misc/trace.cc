@@ -1,6 +1,6 @@
 // BATON_TRACE: the event buffer, the Chrome JSON writer and the file protocol that lets several
 // processes of one job share one trace file (trace.h).
-#include "trace.h"
+#include "misc/trace.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "debug.h"
+#include "misc/debug.h"
 
 namespace baton {
 namespace {

@@ -1,5 +1,5 @@
 // NCCL_DEBUG / NCCL_DEBUG_SUBSYS logging and the process-wide last-error message.
-#include "debug.h"
+#include "misc/debug.h"
 
 #include <pthread.h>
 #include <sys/syscall.h>

@@ -8,10 +8,10 @@
 #include <set>
 #include <vector>
 
-#include "api.h"
+#include "api/api.h"
 #include "baton/membership.h"
 #include "comm.h"
-#include "debug.h"
+#include "misc/debug.h"
 #include "group.h"
 
 using namespace baton;

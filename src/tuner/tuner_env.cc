@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "debug.h"
-#include "tuner.h"
+#include "misc/debug.h"
+#include "tuner/tuner.h"
 
 namespace baton {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "socket.h"
+#include "misc/socket.h"
 
 namespace baton {
 

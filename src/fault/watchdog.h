@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "agreement.h"
+#include "fault/agreement.h"
 #include "nccl.h"
 
 struct ncclComm;

@@ -5,10 +5,10 @@
 #include <memory>
 #include <vector>
 
-#include "api.h"
-#include "argcheck.h"
+#include "api/api.h"
+#include "api/argcheck.h"
 #include "comm.h"
-#include "debug.h"
+#include "misc/debug.h"
 #include "group.h"
 
 namespace baton {

@@ -1,9 +1,9 @@
 // The cost model and the choice per operation (tuner.h).
-#include "tuner.h"
+#include "tuner/tuner.h"
 
 #include <cmath>
 
-#include "debug.h"
+#include "misc/debug.h"
 #include "protocols.h"
 #include "task.h"
 

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "baton/launch.h"
-#include "debug.h"
+#include "misc/debug.h"
 
 using namespace baton;
 

@@ -9,9 +9,9 @@
 // application destroys it (NCCL's recipe destroys it right away).
 #include <cstring>
 
-#include "api.h"
+#include "api/api.h"
 #include "comm.h"
-#include "debug.h"
+#include "misc/debug.h"
 #include "group.h"
 
 using namespace baton;

@@ -1,5 +1,5 @@
 // The watchdog's mesh, heartbeats and failure reports (watchdog.h).
-#include "watchdog.h"
+#include "fault/watchdog.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -12,8 +12,8 @@
 #include <cstring>
 
 #include "comm.h"
-#include "debug.h"
-#include "socket.h"
+#include "misc/debug.h"
+#include "misc/socket.h"
 
 namespace baton {
 
