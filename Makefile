@@ -8,6 +8,7 @@
 #   make stress     long runs: jitter mode, 8 ranks, repeated sweeps (not part of `make test`)
 #   make lessons    run every lesson's example
 #   make deps       install the Debian packages baton needs (tools/install-deps.sh)
+#   make format     format every C/C++ source as .clang-format says (make test checks it)
 #
 # Variables: BUILD=build, CXX=g++, NVCC=auto-detected, SANITIZE=thread|address.
 
@@ -59,7 +60,7 @@ LIB_OBJS := $(LIB_SRCS:%.cc=$(OBJ)/%.o)
 SO       := $(LIBDIR)/libnccl.so.2
 ARCHIVE  := $(LIBDIR)/libnccl_static.a
 
-.PHONY: all lib tools examples tests test test-tsan tsan-build sweep bench stress lessons deps clean device
+.PHONY: all lib tools examples tests test test-tsan tsan-build sweep bench stress lessons deps clean device format
 all: lib tools examples device
 
 lib: $(SO) $(LIBDIR)/libnccl.so $(ARCHIVE)
@@ -182,6 +183,9 @@ lessons: all
 
 deps:
 	tools/install-deps.sh
+
+format:
+	git ls-files '*.c' '*.cc' '*.h' '*.cu' | xargs clang-format -i --style=file
 
 clean:
 	rm -rf $(BUILD)

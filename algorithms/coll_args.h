@@ -17,7 +17,21 @@ namespace baton {
 enum CollFunc : int {
   kFuncAllReduce = 0, kFuncBroadcast, kFuncReduce, kFuncAllGather, kFuncReduceScatter, kFuncCount
 };
-enum CollAlgo : int { kAlgoRing = 0, kAlgoNaive = 1, kAlgoTree = 2 };
+// NCCL's algorithm numbers (NCCL_ALGO_* in NCCL's src/include/plugin/nccl_tuner.h), which are also
+// baton's public BATON_ALGO_* (include/baton/tuner.h); 2..6 are NCCL's CollNet, NVLS and PAT, which
+// baton does not build. baton's own stages, which NCCL has no number for, come after NCCL's.
+enum CollAlgo : int {
+  kAlgoTree = 0,
+  kAlgoRing = 1,
+  kNcclNumAlgos = 7,         // NCCL_NUM_ALGORITHMS
+  kAlgoNaive = kNcclNumAlgos  // lesson 01's stage 0: every rank sends to rank 0, rank 0 sends back
+};
+// The algorithms the tuner models: the ids below this (Tree and Ring).
+constexpr int kNumTunedAlgos = 2;
+
+BATON_HD const char* algoName(CollAlgo algo) {
+  return algo == kAlgoTree ? "Tree" : algo == kAlgoRing ? "Ring" : algo == kAlgoNaive ? "Naive" : "?";
+}
 
 // One channel's ring: its position and the user rank at every position.
 struct RingDev {
@@ -44,9 +58,9 @@ struct TreeDev {
 };
 
 struct CollArgs {
-  int func = kFuncAllReduce;
-  int algo = kAlgoRing;
-  int proto = kProtoSimple;  // Proto (connector.h): which of the connectors' buffers and line formats
+  CollFunc func = kFuncAllReduce;
+  CollAlgo algo = kAlgoRing;
+  Proto proto = kProtoSimple;  // which of the connectors' buffers and line formats (connector.h)
   bool direct = false;       // every rank is a thread of this process: direct paths (ring_allreduce_direct.h)
   bool streamStores = true;  // CPU direct paths: non-temporal stores for large outputs (BATON_STREAM_STORES)
   uint64_t opTag = 0;        // the operation's number + 1, the same on every rank (direct pointer exchange)
@@ -64,6 +78,47 @@ struct CollArgs {
   ConnDev* peerSend = nullptr;  // indexed by user rank (naive algorithm)
   ConnDev* peerRecv = nullptr;
 };
+
+// AllGather and Broadcast only move data: their kernels count bytes, whatever the datatype.
+BATON_HD constexpr bool countsBytes(CollFunc f) { return f == kFuncAllGather || f == kFuncBroadcast; }
+
+// nccl-tests' size of an operation on `count` elements (the API's count): the per-rank buffer, or
+// the whole output of AllGather and the whole input of ReduceScatter. The tuner prices this size.
+BATON_HD size_t collBytes(CollFunc f, size_t count, size_t typeBytes, int nRanks) {
+  const bool gathered = f == kFuncAllGather || f == kFuncReduceScatter;
+  return count * typeBytes * (gathered ? (size_t)nRanks : 1);
+}
+
+// One collective as the API call described it.
+struct CollOp {
+  CollFunc func = kFuncAllReduce;
+  const void* sendbuff = nullptr;
+  void* recvbuff = nullptr;
+  size_t count = 0;      // the API's count (AllGather: sendcount, ReduceScatter: recvcount)
+  size_t typeBytes = 1;  // bytes per element
+  int root = 0;
+};
+
+// What every channel's part of `op` shares, once algorithm, protocol and channels are chosen. The
+// planner and the simulator's schedule both build their arguments here; the caller adds the
+// ring, tree or peer connectors of each part.
+inline CollArgs collArgsFor(const CollOp& op, CollAlgo algo, Proto proto, int rank, int nRanks, int nChannels,
+                            int chunkSteps) {
+  CollArgs a;
+  a.func = op.func;
+  a.algo = algo;
+  a.proto = proto;
+  a.sendbuff = op.sendbuff;
+  a.recvbuff = op.recvbuff;
+  a.count = countsBytes(op.func) ? op.count * op.typeBytes : op.count;
+  a.root = op.root;
+  a.rank = rank;
+  a.nRanks = nRanks;
+  a.nChannels = nChannels;
+  a.chunkSteps = chunkSteps;
+  a.ring.nRanks = nRanks;
+  return a;
+}
 
 // The contiguous part of [0, total) this channel owns, in whole grains of `grainElems` elements
 // (the last channel takes the remainder), so every rank cuts identically.

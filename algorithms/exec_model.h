@@ -24,6 +24,9 @@
 #else
 #include <atomic>
 #endif
+
+#include "moves.h"
+
 #ifndef BATON_HD
 #ifdef __CUDACC__
 #define BATON_HD __host__ __device__ __forceinline__
@@ -115,12 +118,12 @@ void traceStep(const ExecCtx& ctx, const char* primitive, const char* proto, uin
 #endif
 
 // Names a primitive by what it does (for the trace): send, recvReduceCopySend, ...
-template <bool Recv, bool Send, bool Src, bool Dst>
+template <Moves M>
 constexpr const char* primitiveName() {
-  if (!Recv) return Dst ? "copySend" : "send";
-  if (!Send) return Src ? "recvReduceCopy" : "recv";
-  if (!Src) return "recvCopySend";
-  return Dst ? "recvReduceCopySend" : "recvReduceSend";
+  if (!M.recv) return M.dst ? "copySend" : "send";
+  if (!M.send) return M.src ? "recvReduceCopy" : "recv";
+  if (!M.src) return "recvCopySend";
+  return M.dst ? "recvReduceCopySend" : "recvReduceSend";
 }
 
 // Traces one step when the timeline is on: start with traceStart(), end with traceEnd().
@@ -132,10 +135,10 @@ BATON_HD uint64_t traceStart(const ExecCtx& ctx) {
   return 0;
 #endif
 }
-template <bool Recv, bool Send, bool Src, bool Dst>
+template <Moves M>
 BATON_HD void traceEnd(const ExecCtx& ctx, const char* proto, uint64_t step, uint64_t bytes, uint64_t startNs) {
 #if !defined(__CUDA_ARCH__)
-  if (ctx.trace && threadId(ctx) == 0) traceStep(ctx, primitiveName<Recv, Send, Src, Dst>(), proto, step, bytes, startNs);
+  if (ctx.trace && threadId(ctx) == 0) traceStep(ctx, primitiveName<M>(), proto, step, bytes, startNs);
 #else
   (void)ctx, (void)proto, (void)step, (void)bytes, (void)startNs;
 #endif

@@ -21,12 +21,12 @@ BATON_HD void runNaiveAllReduce(ExecCtx& ctx, const CollArgs& a, const Op& op) {
   T* dst = static_cast<T*>(a.recvbuff);
   const int k = a.nRanks, root = 0;
   if (k == 1) {
-    reduceCopy<T, Op, false, true, true, true, false, true>(ctx, op, nullptr, src, dst, nullptr, a.count);
+    reduceCopy<T, Op, kOwnInputToOutput>(ctx, op, nullptr, src, nullptr, dst, a.count);
     return;
   }
   if (a.rank == root) {
     // Start the running result with our own (pre-applied) input, then fold in one peer at a time.
-    reduceCopy<T, Op, false, true, true, true, false, false>(ctx, op, nullptr, src, dst, nullptr, a.count);
+    reduceCopy<T, Op, Moves{.src = true, .dst = true, .preSrc = true}>(ctx, op, nullptr, src, nullptr, dst, a.count);
     for (int peer = 1; peer < k; ++peer) {
       PrimitivesSimple<T, Op> prims(ctx, &a.peerRecv[peer], nullptr, op);
       prims.recvReduceAccumulate(dst, a.count, /*postOp=*/peer == k - 1);

@@ -2,9 +2,9 @@
 // written against these names and never against a transport or a protocol's line format.
 //
 // Computes: each call moves `n` elements through the connectors, slice by slice (one FIFO step of
-// the protocol per slice): read the receive slot (Recv) and/or the user's source (Src), reduce,
-// write the send slot (Send) and/or the user's destination (Dst). PreSrc applies the operator's
-// pre-op to the source (PreMulSum); Post applies its post-op to what is written (ncclAvg).
+// the protocol per slice), doing what its Moves (moves.h) name: read the receive slot and/or the
+// user's source, reduce, write the send slot and/or the user's destination, with the operator's
+// pre-op on the source (PreMulSum) and post-op on what is written (ncclAvg) where they apply.
 // Introduced in lesson 03 (docs/lessons/03-pipelining.md); the protocols in lesson 04.
 //
 // Memory-ordering contract: none here; each protocol's run() states its own.
@@ -16,39 +16,39 @@
 
 namespace baton {
 
-// CRTP base: D provides run<Recv, Send, Src, Dst, PreSrc, Post>(src, dst, n).
+// CRTP base: D provides run<Moves>(src, dst, n).
 template <typename D, typename T>
 class PrimitivesApi {
  public:
-  BATON_HD void send(const T* src, size_t n) { self().template run<false, true, true, false, true, false>(src, nullptr, n); }
-  BATON_HD void recv(T* dst, size_t n) { self().template run<true, false, false, true, false, false>(nullptr, dst, n); }
+  BATON_HD void send(const T* src, size_t n) { self().template run<Moves{.send = true, .src = true, .preSrc = true}>(src, nullptr, n); }
+  BATON_HD void recv(T* dst, size_t n) { self().template run<Moves{.recv = true, .dst = true}>(nullptr, dst, n); }
   BATON_HD void copySend(const T* src, T* dst, size_t n) {
-    self().template run<false, true, true, true, true, false>(src, dst, n);
+    self().template run<Moves{.send = true, .src = true, .dst = true, .preSrc = true}>(src, dst, n);
   }
-  BATON_HD void recvCopySend(T* dst, size_t n) { self().template run<true, true, false, true, false, false>(nullptr, dst, n); }
+  BATON_HD void recvCopySend(T* dst, size_t n) { self().template run<Moves{.recv = true, .send = true, .dst = true}>(nullptr, dst, n); }
   BATON_HD void recvReduceSend(const T* src, size_t n) {
-    self().template run<true, true, true, false, true, false>(src, nullptr, n);
+    self().template run<Moves{.recv = true, .send = true, .src = true, .preSrc = true}>(src, nullptr, n);
   }
   // postOp (e.g. the division of ncclAvg) is applied to what is written out, once, at the end.
   BATON_HD void recvReduceCopy(const T* src, T* dst, size_t n, bool postOp) {
-    if (postOp) self().template run<true, false, true, true, true, true>(src, dst, n);
-    else self().template run<true, false, true, true, true, false>(src, dst, n);
+    if (postOp) self().template run<Moves{.recv = true, .src = true, .dst = true, .preSrc = true, .post = true}>(src, dst, n);
+    else self().template run<Moves{.recv = true, .src = true, .dst = true, .preSrc = true}>(src, dst, n);
   }
   BATON_HD void recvReduceCopySend(const T* src, T* dst, size_t n, bool postOp) {
-    if (postOp) self().template run<true, true, true, true, true, true>(src, dst, n);
-    else self().template run<true, true, true, true, true, false>(src, dst, n);
+    if (postOp) self().template run<Moves{.recv = true, .send = true, .src = true, .dst = true, .preSrc = true, .post = true}>(src, dst, n);
+    else self().template run<Moves{.recv = true, .send = true, .src = true, .dst = true, .preSrc = true}>(src, dst, n);
   }
   // Send values that are already reduced (no pre-op): the naive root's result going back out.
-  BATON_HD void sendReduced(const T* src, size_t n) { self().template run<false, true, true, false, false, false>(src, nullptr, n); }
+  BATON_HD void sendReduced(const T* src, size_t n) { self().template run<Moves{.send = true, .src = true}>(src, nullptr, n); }
   // Add what arrives to values that are already reduced (no pre-op) and send the sum on: the last
   // child's contribution at a tree rank with several children (tree_allreduce.h).
   BATON_HD void recvAccumulateSend(const T* acc, size_t n) {
-    self().template run<true, true, true, false, false, false>(acc, nullptr, n);
+    self().template run<Moves{.recv = true, .send = true, .src = true}>(acc, nullptr, n);
   }
   // Accumulate into a buffer that already holds pre-applied values (the naive root's running sum).
   BATON_HD void recvReduceAccumulate(T* acc, size_t n, bool postOp) {
-    if (postOp) self().template run<true, false, true, true, false, true>(acc, acc, n);
-    else self().template run<true, false, true, true, false, false>(acc, acc, n);
+    if (postOp) self().template run<Moves{.recv = true, .src = true, .dst = true, .post = true}>(acc, acc, n);
+    else self().template run<Moves{.recv = true, .src = true, .dst = true}>(acc, acc, n);
   }
 
  private:
@@ -76,17 +76,17 @@ BATON_HD void cleanLLSlotIfDue(const ConnDev& c) {
 // The end of one FIFO step of protocol P, run by thread 0: trace it; a Simple sender writes the
 // slot size and storeRelease()s tail (LL and LL128 lines carried their own flags); the receiver
 // storeRelease()s head to return the slot. Both advance their step.
-template <typename P, bool Recv, bool Send, bool Src, bool Dst>
+template <typename P, Moves M>
 BATON_HD void finishStep(ExecCtx& ctx, ConnDev* recv, ConnDev* send, uint64_t bytes, uint64_t t0) {
-  traceEnd<Recv, Send, Src, Dst>(ctx, P::name, Send ? send->step : recv->step, bytes, t0);
-  if constexpr (Send) {
+  traceEnd<M>(ctx, P::name, M.send ? send->step : recv->step, bytes, t0);
+  if constexpr (M.send) {
     if constexpr (P::id == kProtoSimple) {
       send->fifo->sizes[send->step % kSteps] = bytes;
       publish(ctx, &send->fifo->tail, send->step + 1);
     }
     send->step++;
   }
-  if constexpr (Recv) {
+  if constexpr (M.recv) {
     publish(ctx, &recv->fifo->head, recv->step + 1);
     recv->step++;
   }

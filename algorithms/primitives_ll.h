@@ -53,7 +53,7 @@ class Primitives<T, Op, ProtoLL> : public PrimitivesApi<Primitives<T, Op, ProtoL
   BATON_HD Primitives(ExecCtx& ctx, ConnDev* recvConn, ConnDev* sendConn, const Op& op)
       : ctx_(ctx), recv_(recvConn), send_(sendConn), op_(op) {}
 
-  template <bool Recv, bool Send, bool Src, bool Dst, bool PreSrc, bool Post>
+  template <Moves M>
   BATON_HD void run(const T* src, T* dst, size_t n) {
     if (ctx_.failed) return;
     constexpr int P = kProtoLL;
@@ -64,12 +64,12 @@ class Primitives<T, Op, ProtoLL> : public PrimitivesApi<Primitives<T, Op, ProtoL
       const uint64_t bytes = cnt * sizeof(T);
       const uint64_t t0 = traceStart(ctx_);
       const size_t nLines = divUp(cnt, E);
-      LLLine* recvLines = Recv ? reinterpret_cast<LLLine*>(slotPtr(*recv_, P, recv_->step)) : nullptr;
-      LLLine* sendLines = Send ? reinterpret_cast<LLLine*>(slotPtr(*send_, P, send_->step)) : nullptr;
-      const uint32_t recvFlag = Recv ? (uint32_t)(recv_->step + 1) : 0;
-      const uint32_t sendFlag = Send ? (uint32_t)(send_->step + 1) : 0;
+      LLLine* recvLines = M.recv ? reinterpret_cast<LLLine*>(slotPtr(*recv_, P, recv_->step)) : nullptr;
+      LLLine* sendLines = M.send ? reinterpret_cast<LLLine*>(slotPtr(*send_, P, send_->step)) : nullptr;
+      const uint32_t recvFlag = M.recv ? (uint32_t)(recv_->step + 1) : 0;
+      const uint32_t sendFlag = M.send ? (uint32_t)(send_->step + 1) : 0;
       if (threadId(ctx_) == 0) {
-        if constexpr (Send) {
+        if constexpr (M.send) {
           waitSendCredit(ctx_, *send_);
           if (!ctx_.failed) {
             cleanLLSlotIfDue(*send_);
@@ -77,7 +77,7 @@ class Primitives<T, Op, ProtoLL> : public PrimitivesApi<Primitives<T, Op, ProtoL
           }
         }
 #if !defined(__CUDA_ARCH__)
-        if (Recv && !ctx_.failed) {  // line 0's release store ordered the size before it
+        if (M.recv && !ctx_.failed) {  // line 0's release store ordered the size before it
           readLL(ctx_, recvLines, recvFlag, recv_->peer);
           const uint64_t got = recv_->fifo->sizes[recv_->step % kSteps];
           if (!ctx_.failed && got != bytes) failSlotSize(ctx_, recv_->peer, bytes, got);
@@ -87,29 +87,29 @@ class Primitives<T, Op, ProtoLL> : public PrimitivesApi<Primitives<T, Op, ProtoL
       blockBarrier();
       if (ctx_.failed) return;
 #if !defined(__CUDA_ARCH__)
-      if (Send && ctx_.jitter) jitterSleep(ctx_);
+      if (M.send && ctx_.jitter) jitterSleep(ctx_);
 #endif
       for (size_t l = threadId(ctx_); l < nLines; l += threadCount(ctx_)) {
         union {
           uint64_t u;
           T t[E];
         } in{0}, out{0};
-        if constexpr (Recv) {
+        if constexpr (M.recv) {
           in.u = readLL(ctx_, recvLines + l, recvFlag, recv_->peer);
           if (ctx_.failed) break;
         }
         const size_t base = off + l * E;
         const size_t valid = minSize(E, n - base);
         for (size_t e = 0; e < valid; ++e) {
-          const T v = reduceElem<T, Op, Recv, Src, PreSrc, Post>(op_, in.t[e], Src ? src[base + e] : T{});
+          const T v = reduceElem<T, Op, M>(op_, in.t[e], M.src ? src[base + e] : T{});
           out.t[e] = v;
-          if constexpr (Dst) dst[base + e] = v;
+          if constexpr (M.dst) dst[base + e] = v;
         }
-        if constexpr (Send) storeLL(sendLines + l, out.u, sendFlag);
+        if constexpr (M.send) storeLL(sendLines + l, out.u, sendFlag);
       }
       blockBarrier();
       if (ctx_.failed) return;
-      if (threadId(ctx_) == 0) finishStep<ProtoLL, Recv, Send, Src, Dst>(ctx_, recv_, send_, bytes, t0);
+      if (threadId(ctx_) == 0) finishStep<ProtoLL, M>(ctx_, recv_, send_, bytes, t0);
       blockBarrier();
     }
   }

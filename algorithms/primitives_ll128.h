@@ -51,7 +51,7 @@ class Primitives<T, Op, ProtoLL128> : public PrimitivesApi<Primitives<T, Op, Pro
   BATON_HD Primitives(ExecCtx& ctx, ConnDev* recvConn, ConnDev* sendConn, const Op& op)
       : ctx_(ctx), recv_(recvConn), send_(sendConn), op_(op) {}
 
-  template <bool Recv, bool Send, bool Src, bool Dst, bool PreSrc, bool Post>
+  template <Moves M>
   BATON_HD void run(const T* src, T* dst, size_t n) {
     if (ctx_.failed) return;
     constexpr int P = kProtoLL128;
@@ -62,17 +62,17 @@ class Primitives<T, Op, ProtoLL128> : public PrimitivesApi<Primitives<T, Op, Pro
       const uint64_t bytes = cnt * sizeof(T);
       const uint64_t t0 = traceStart(ctx_);
       const size_t nLines = divUp(cnt, E);
-      LL128Line* recvLines = Recv ? reinterpret_cast<LL128Line*>(slotPtr(*recv_, P, recv_->step)) : nullptr;
-      LL128Line* sendLines = Send ? reinterpret_cast<LL128Line*>(slotPtr(*send_, P, send_->step)) : nullptr;
-      const uint64_t recvFlag = Recv ? recv_->step + 1 : 0;
-      const uint64_t sendFlag = Send ? send_->step + 1 : 0;
+      LL128Line* recvLines = M.recv ? reinterpret_cast<LL128Line*>(slotPtr(*recv_, P, recv_->step)) : nullptr;
+      LL128Line* sendLines = M.send ? reinterpret_cast<LL128Line*>(slotPtr(*send_, P, send_->step)) : nullptr;
+      const uint64_t recvFlag = M.recv ? recv_->step + 1 : 0;
+      const uint64_t sendFlag = M.send ? send_->step + 1 : 0;
       if (threadId(ctx_) == 0) {
-        if constexpr (Send) {
+        if constexpr (M.send) {
           waitSendCredit(ctx_, *send_);
           if (!ctx_.failed) cleanLLSlotIfDue(*send_), send_->fifo->sizes[send_->step % kSteps] = bytes;
         }
 #if !defined(__CUDA_ARCH__)
-        if (Recv && !ctx_.failed && waitLL128(ctx_, recvLines, recvFlag, recv_->peer)) {
+        if (M.recv && !ctx_.failed && waitLL128(ctx_, recvLines, recvFlag, recv_->peer)) {
           const uint64_t got = recv_->fifo->sizes[recv_->step % kSteps];
           if (got != bytes) failSlotSize(ctx_, recv_->peer, bytes, got);
         }
@@ -81,35 +81,35 @@ class Primitives<T, Op, ProtoLL128> : public PrimitivesApi<Primitives<T, Op, Pro
       blockBarrier();
       if (ctx_.failed) return;
 #if !defined(__CUDA_ARCH__)
-      if (Send && ctx_.jitter) jitterSleep(ctx_);
+      if (M.send && ctx_.jitter) jitterSleep(ctx_);
 #endif
       for (size_t l = threadId(ctx_); l < nLines; l += threadCount(ctx_)) {
-        if constexpr (Recv) {
+        if constexpr (M.recv) {
           if (!waitLL128(ctx_, recvLines + l, recvFlag, recv_->peer)) break;
         }
         const size_t base = off + l * E;
         const size_t valid = minSize(E, n - base);
-        const T* in = Recv ? reinterpret_cast<const T*>(recvLines[l].data) : nullptr;
-        T* out = Send ? reinterpret_cast<T*>(sendLines[l].data) : nullptr;
-        if (valid == E) line<Recv, Send, Src, Dst, PreSrc, Post>(in, Src ? src + base : nullptr, out, Dst ? dst + base : nullptr, E);  // unrolled
-        else line<Recv, Send, Src, Dst, PreSrc, Post>(in, Src ? src + base : nullptr, out, Dst ? dst + base : nullptr, valid);
-        if constexpr (Send) storeRelease(&sendLines[l].flag, sendFlag);
+        const T* in = M.recv ? reinterpret_cast<const T*>(recvLines[l].data) : nullptr;
+        T* out = M.send ? reinterpret_cast<T*>(sendLines[l].data) : nullptr;
+        if (valid == E) line<M>(in, M.src ? src + base : nullptr, out, M.dst ? dst + base : nullptr, E);  // unrolled
+        else line<M>(in, M.src ? src + base : nullptr, out, M.dst ? dst + base : nullptr, valid);
+        if constexpr (M.send) storeRelease(&sendLines[l].flag, sendFlag);
       }
       blockBarrier();
       if (ctx_.failed) return;
-      if (threadId(ctx_) == 0) finishStep<ProtoLL128, Recv, Send, Src, Dst>(ctx_, recv_, send_, bytes, t0);
+      if (threadId(ctx_) == 0) finishStep<ProtoLL128, M>(ctx_, recv_, send_, bytes, t0);
       blockBarrier();
     }
   }
 
  private:
   // One line's elements; each thread owns whole lines (a GPU warp would share one).
-  template <bool Recv, bool Send, bool Src, bool Dst, bool PreSrc, bool Post>
+  template <Moves M>
   BATON_HD void line(const T* in, const T* src, T* out, T* dst, size_t cnt) {
     for (size_t e = 0; e < cnt; ++e) {
-      const T v = reduceElem<T, Op, Recv, Src, PreSrc, Post>(op_, Recv ? in[e] : T{}, Src ? src[e] : T{});
-      if constexpr (Send) out[e] = v;
-      if constexpr (Dst) dst[e] = v;
+      const T v = reduceElem<T, Op, M>(op_, M.recv ? in[e] : T{}, M.src ? src[e] : T{});
+      if constexpr (M.send) out[e] = v;
+      if constexpr (M.dst) dst[e] = v;
     }
   }
 

@@ -26,8 +26,8 @@ class Primitives<T, Op, ProtoSimple> : public PrimitivesApi<Primitives<T, Op, Pr
   BATON_HD Primitives(ExecCtx& ctx, ConnDev* recvConn, ConnDev* sendConn, const Op& op)
       : ctx_(ctx), recv_(recvConn), send_(sendConn), op_(op) {}
 
-  // Recv: read the receive slot. Send: fill the send slot. Src/Dst: user buffers.
-  template <bool Recv, bool Send, bool Src, bool Dst, bool PreSrc, bool Post>
+  // M.recv: read the receive slot. M.send: fill the send slot. M.src/M.dst: user buffers.
+  template <Moves M>
   BATON_HD void run(const T* src, T* dst, size_t n) {
     if (ctx_.failed) return;  // a peer or the abort flag stopped us: drain as no-ops
     constexpr int P = kProtoSimple;
@@ -39,24 +39,24 @@ class Primitives<T, Op, ProtoSimple> : public PrimitivesApi<Primitives<T, Op, Pr
       T* recvSlot = nullptr;
       T* sendSlot = nullptr;
       if (threadId(ctx_) == 0) {
-        if (Recv) waitAtLeast(ctx_, &recv_->fifo->tail, recv_->step + 1, recv_->peer, "recv tail");
-        if (Send && !ctx_.failed) waitSendCredit(ctx_, *send_);
-        if (Send && !ctx_.failed) cleanLLSlotIfDue(*send_);
+        if (M.recv) waitAtLeast(ctx_, &recv_->fifo->tail, recv_->step + 1, recv_->peer, "recv tail");
+        if (M.send && !ctx_.failed) waitSendCredit(ctx_, *send_);
+        if (M.send && !ctx_.failed) cleanLLSlotIfDue(*send_);
       }
       blockBarrier();
       if (ctx_.failed) return;
-      if constexpr (Recv) {
+      if constexpr (M.recv) {
         recvSlot = reinterpret_cast<T*>(slotPtr(*recv_, P, recv_->step));
         const uint64_t got = recv_->fifo->sizes[recv_->step % kSteps];
         if (got != bytes) return failSlotSize(ctx_, recv_->peer, bytes, got);
       }
-      if constexpr (Send) sendSlot = reinterpret_cast<T*>(slotPtr(*send_, P, send_->step));
-      reduceCopy<T, Op, Recv, Src, PreSrc, Send, Dst, Post>(ctx_, op_, recvSlot, Src ? src + off : nullptr,
-                                                            sendSlot, Dst ? dst + off : nullptr, cnt);
+      if constexpr (M.send) sendSlot = reinterpret_cast<T*>(slotPtr(*send_, P, send_->step));
+      reduceCopy<T, Op, M>(ctx_, op_, recvSlot, M.src ? src + off : nullptr,
+                                                            sendSlot, M.dst ? dst + off : nullptr, cnt);
       blockBarrier();
       // One thread publishes and advances the step counters; the next slice's barrier orders the
       // other threads' reads of `step` after this update.
-      if (threadId(ctx_) == 0) finishStep<ProtoSimple, Recv, Send, Src, Dst>(ctx_, recv_, send_, bytes, t0);
+      if (threadId(ctx_) == 0) finishStep<ProtoSimple, M>(ctx_, recv_, send_, bytes, t0);
     }
     blockBarrier();
   }

@@ -2,7 +2,7 @@
 //
 // Computes nothing by itself; the primitives (primitives_simple.h, primitives_ll.h,
 // primitives_ll128.h) and the collectives read these constants. Introduced in lesson 04
-// (docs/lessons/04-protocols.md). Sizes follow NCCL (reference: nccl-internals.md section 4.1):
+// (docs/lessons/04-protocols.md). Sizes follow NCCL (NCCL's src/include/device.h):
 //   Simple: 4 MiB buffer, 512 KiB steps, all payload, 4 steps per ring chunk, 512-byte grain;
 //   LL:     512 KiB buffer, 64 KiB steps of 16-byte lines {data, flag, data, flag}: half payload;
 //   LL128:  4 915 200-byte buffer, 614 400-byte steps of 128-byte lines, 120 bytes payload each.

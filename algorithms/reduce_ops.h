@@ -95,56 +95,54 @@ struct OpSumPostDiv {
 };
 
 // One element of reduceCopy, for the line-at-a-time protocols (LL): post(op(recv, pre(src))).
-template <typename T, typename Op, bool HasRecv, bool HasSrc, bool PreSrc, bool ApplyPost>
+template <typename T, typename Op, Moves M>
 BATON_HD T reduceElem(const Op& op, T recv, T src) {
   using Tr = TypeTraits<T>;
-  constexpr bool kPre = HasSrc && PreSrc && !Op::kPreIdentity, kPost = ApplyPost && !Op::kPostIdentity;
-  if constexpr (!(HasRecv && HasSrc) && !kPre && !kPost) return HasRecv ? recv : src;  // a copy keeps the bits (NaN payloads)
+  constexpr bool kPre = M.src && M.preSrc && !Op::kPreIdentity, kPost = M.post && !Op::kPostIdentity;
+  if constexpr (!(M.recv && M.src) && !kPre && !kPost) return M.recv ? recv : src;  // a copy keeps the bits (NaN payloads)
   typename Op::C v;
-  if constexpr (HasSrc) {
+  if constexpr (M.src) {
     v = Tr::load(src);
-    if constexpr (PreSrc && !Op::kPreIdentity) v = op.pre(v);
-    if constexpr (HasRecv) v = op(Tr::load(recv), v);
+    if constexpr (kPre) v = op.pre(v);
+    if constexpr (M.recv) v = op(Tr::load(recv), v);
   } else {
     v = Tr::load(recv);
   }
-  if constexpr (ApplyPost && !Op::kPostIdentity) v = op.post(v);
+  if constexpr (kPost) v = op.post(v);
   return Tr::store(v);
 }
 
-// The one loop behind every primitive. Inputs: `recv` (already reduced upstream) when HasRecv and
-// `src` (this rank's user input, `pre` applied when PreSrc) when HasSrc. Outputs: `dst0` and/or
-// `dst1`, both receiving post(value) when ApplyPost. The flags are template parameters so each
-// combination compiles to a branch-free loop the compiler can vectorise.
-template <typename T, typename Op, bool HasRecv, bool HasSrc, bool PreSrc, bool HasDst0, bool HasDst1,
-          bool ApplyPost>
-BATON_HD void reduceCopy(const ExecCtx& ctx, const Op& op, const T* __restrict__ recv,
-                         const T* src, T* dst0, T* dst1,
+// The one loop behind every primitive. Inputs: `recv` (already reduced upstream) when M.recv and
+// `src` (this rank's user input, `pre` applied when M.preSrc) when M.src. Outputs: `sendOut` (a
+// send slot, or wherever the caller sends) when M.send and `dst` when M.dst, both receiving
+// post(value) when M.post. Each Moves compiles to a branch-free loop the compiler can vectorise.
+template <typename T, typename Op, Moves M>
+BATON_HD void reduceCopy(const ExecCtx& ctx, const Op& op, const T* __restrict__ recv, const T* src, T* sendOut, T* dst,
                          size_t n) {
-  static_assert(HasRecv || HasSrc, "reduceCopy needs an input");
+  static_assert(M.recv || M.src, "reduceCopy needs an input");
   using Tr = TypeTraits<T>;
-  constexpr bool kPre = HasSrc && PreSrc && !Op::kPreIdentity;
-  constexpr bool kPost = ApplyPost && !Op::kPostIdentity;
-  if constexpr (!(HasRecv && HasSrc) && !kPre && !kPost) {
+  constexpr bool kPre = M.src && M.preSrc && !Op::kPreIdentity;
+  constexpr bool kPost = M.post && !Op::kPostIdentity;
+  if constexpr (!(M.recv && M.src) && !kPre && !kPost) {
     // A pure copy: let the backend's copy loop (memcpy on the CPU) do it.
-    const T* in = HasRecv ? recv : src;
-    if constexpr (HasDst0) copyBytes(ctx, dst0, in, n * sizeof(T));
-    if constexpr (HasDst1) copyBytes(ctx, dst1, in, n * sizeof(T));
+    const T* in = M.recv ? recv : src;
+    if constexpr (M.send) copyBytes(ctx, sendOut, in, n * sizeof(T));
+    if constexpr (M.dst) copyBytes(ctx, dst, in, n * sizeof(T));
     return;
   } else {
     for (size_t i = threadId(ctx); i < n; i += threadCount(ctx)) {
       typename Op::C v;
-      if constexpr (HasSrc) {
+      if constexpr (M.src) {
         v = Tr::load(src[i]);
         if constexpr (kPre) v = op.pre(v);
-        if constexpr (HasRecv) v = op(Tr::load(recv[i]), v);
+        if constexpr (M.recv) v = op(Tr::load(recv[i]), v);
       } else {
         v = Tr::load(recv[i]);
       }
       if constexpr (kPost) v = op.post(v);
       const T out = Tr::store(v);
-      if constexpr (HasDst0) dst0[i] = out;
-      if constexpr (HasDst1) dst1[i] = out;
+      if constexpr (M.send) sendOut[i] = out;
+      if constexpr (M.dst) dst[i] = out;
     }
   }
 }

@@ -44,7 +44,7 @@ BATON_HD void runRingAllReduce(ExecCtx& ctx, const CollArgs& a, const Op& op) {
   size_t lo, chanCount;
   channelRange(a.count, a.channel, a.nChannels, protoGrainElems<P, T>(), &lo, &chanCount);
   if (k == 1) {  // nothing to exchange: the reduction of one input is the input (post-op applied)
-    reduceCopy<T, Op, false, true, true, true, false, true>(ctx, op, nullptr, src + lo, dst + lo, nullptr, chanCount);
+    reduceCopy<T, Op, kOwnInputToOutput>(ctx, op, nullptr, src + lo, nullptr, dst + lo, chanCount);
     return;
   }
   Primitives<T, Op, P> prims(ctx, a.ring.recv, a.ring.send, op);

@@ -33,6 +33,12 @@ constexpr uint64_t kSlotPointer = 1ull << 63;    // the slot holds a pointer to 
 constexpr uint64_t kSlotDelivered = 1ull << 62;  // the data is already in the receiver's recvbuff
 constexpr uint64_t kSlotSizeMask = kSlotDelivered - 1;
 
+// What DirectRing::combine does: a received slice (+) our input into our output, and on the final
+// value the post-op. (Two constants, not one template on Final: nvcc 13 cannot substitute a
+// variable template as a class-type template argument.)
+constexpr Moves kCombine{.recv = true, .src = true, .dst = true, .preSrc = true};
+constexpr Moves kCombineFinal{.recv = true, .src = true, .dst = true, .preSrc = true, .post = true};
+
 template <typename T, typename Op>
 class DirectRing {
  public:
@@ -58,8 +64,8 @@ class DirectRing {
         memcpy(slot, &p, sizeof p);
         return kSlotPointer | (cnt * sizeof(T));
       } else {
-        reduceCopy<T, Op, false, true, true, true, false, false>(ctx_, op_, nullptr, src + off, reinterpret_cast<T*>(slot),
-                                                                 nullptr, cnt);
+        reduceCopy<T, Op, Moves{.send = true, .src = true, .preSrc = true}>(ctx_, op_, nullptr, src + off,
+                                                                             reinterpret_cast<T*>(slot), nullptr, cnt);
         return uint64_t(cnt * sizeof(T));
       }
     });
@@ -151,25 +157,25 @@ class DirectRing {
         reinterpret_cast<uintptr_t>(out0) % sizeof(T) == 0) {
       size_t i = 0;
       for (; i < cnt && reinterpret_cast<uintptr_t>(out0 + i) % 16; ++i) {  // up to the first aligned line
-        const T v = reduceElem<T, Op, true, true, true, Final>(op_, in[i], src[i]);
+        const T v = reduceElem<T, Op, Final ? kCombineFinal : kCombine>(op_, in[i], src[i]);
         out0[i] = v, out1[i] = v;
       }
       for (; i + kVec <= cnt; i += kVec) {
         alignas(16) T v[kVec];
-        for (size_t e = 0; e < kVec; ++e) v[e] = reduceElem<T, Op, true, true, true, Final>(op_, in[i + e], src[i + e]);
+        for (size_t e = 0; e < kVec; ++e) v[e] = reduceElem<T, Op, Final ? kCombineFinal : kCombine>(op_, in[i + e], src[i + e]);
         const __m128i x = _mm_load_si128(reinterpret_cast<const __m128i*>(v));
         _mm_stream_si128(reinterpret_cast<__m128i*>(out0 + i), x);
         _mm_stream_si128(reinterpret_cast<__m128i*>(out1 + i), x);
       }
       for (; i < cnt; ++i) {
-        const T v = reduceElem<T, Op, true, true, true, Final>(op_, in[i], src[i]);
+        const T v = reduceElem<T, Op, Final ? kCombineFinal : kCombine>(op_, in[i], src[i]);
         out0[i] = v, out1[i] = v;
       }
       streamed_ = true;
       return;
     }
 #endif
-    reduceCopy<T, Op, true, true, true, true, false, Final>(ctx_, op_, in, src, out0, nullptr, cnt);
+    reduceCopy<T, Op, Final ? kCombineFinal : kCombine>(ctx_, op_, in, src, nullptr, out0, cnt);
     if (out1) {
       blockBarrier();
       copyBytes(ctx_, out1, out0, cnt * sizeof(T));

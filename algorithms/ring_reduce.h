@@ -22,7 +22,7 @@ BATON_HD void runRingReduce(ExecCtx& ctx, const CollArgs& a, const Op& op) {
   channelRange(a.count, a.channel, a.nChannels, protoGrainElems<P, T>(), &lo, &chanCount);
   const bool isRoot = a.rank == a.root;
   if (k == 1) {
-    reduceCopy<T, Op, false, true, true, true, false, true>(ctx, op, nullptr, src + lo, dst + lo, nullptr, chanCount);
+    reduceCopy<T, Op, kOwnInputToOutput>(ctx, op, nullptr, src + lo, nullptr, dst + lo, chanCount);
     return;
   }
   const bool isFirst = a.ring.userRankAt(a.ring.index - 1) == a.root;

@@ -22,7 +22,7 @@ BATON_HD void runRingReduceScatter(ExecCtx& ctx, const CollArgs& a, const Op& op
   channelRange(count, a.channel, a.nChannels, protoGrainElems<P, T>(), &lo, &chanCount);
   const T* ownSrc = src + (size_t)a.rank * count;
   if (k == 1) {
-    reduceCopy<T, Op, false, true, true, true, false, true>(ctx, op, nullptr, ownSrc + lo, dst + lo, nullptr, chanCount);
+    reduceCopy<T, Op, kOwnInputToOutput>(ctx, op, nullptr, ownSrc + lo, nullptr, dst + lo, chanCount);
     return;
   }
   Primitives<T, Op, P> prims(ctx, a.ring.recv, a.ring.send, op);

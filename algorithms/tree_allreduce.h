@@ -90,7 +90,7 @@ BATON_HD void runTreeAllReduce(ExecCtx& ctx, const CollArgs& a, const Op& op) {
   channelRange(a.count, a.channel, a.nChannels, protoGrainElems<P, T>(), &lo, &chanCount);
   const TreeDev& t = a.tree;
   if (t.up < 0 && t.nDown == 0) {  // alone in the tree
-    reduceCopy<T, Op, false, true, true, true, false, true>(ctx, op, nullptr, src + lo, dst + lo, nullptr, chanCount);
+    reduceCopy<T, Op, kOwnInputToOutput>(ctx, op, nullptr, src + lo, nullptr, dst + lo, chanCount);
     return;
   }
   const ConnDev& any = t.upSend ? *t.upSend : *t.downSend[0];

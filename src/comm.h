@@ -64,29 +64,40 @@ struct RedOpSlot {
   const void* ptr = nullptr;    // the scalar's address, read when the operation runs (device residence)
 };
 
-// Knobs read once at init (docs/env.md).
-struct Tunables {
-  size_t stepBytes = 512 << 10;     // NCCL_BUFFSIZE / NCCL_STEPS (Simple)
-  size_t llStepBytes = 64 << 10;    // NCCL_LL_BUFFSIZE / NCCL_STEPS
-  size_t ll128StepBytes = 614400;   // NCCL_LL128_BUFFSIZE / NCCL_STEPS
-  size_t p2pStepBytes = 128 << 10;  // NCCL_P2P_NET_CHUNKSIZE-like: p2p FIFO step
-  int fifoDepth = kSteps;           // BATON_FIFO_DEPTH: slots a sender may fill ahead (lesson 03)
-  int chunkSteps = 4;               // FIFO steps per ring chunk (NCCL's CHUNKSTEPS)
-  int allreduceAlgo = kAlgoRing;    // BATON_ALLREDUCE_ALGO=naive|ring (lesson 01's stage 0)
-  size_t minChannelBytes = 64 << 10;  // BATON_MIN_CHANNEL_BYTES: below this per channel, use fewer
-  uint64_t waitTimeoutNs = 0;       // BATON_WAIT_TIMEOUT seconds (0: no timeout)
-  uint64_t failTimeoutNs = 5000000000ull;  // BATON_TIMEOUT seconds: a silent peer is dead (0: no watchdog)
-  bool atomicCollectives = false;   // BATON_ATOMIC_COLLECTIVES: all-or-nothing AllReduce (lesson 10)
-  int jitter = 0;                   // BATON_JITTER
-  bool p2pDisable = false;          // NCCL_P2P_DISABLE
-  bool shmDisable = false;          // NCCL_SHM_DISABLE
-  bool streamStores = true;         // BATON_STREAM_STORES: direct paths write large outputs with streaming stores
-  bool direct = true;               // BATON_DIRECT: direct paths between ranks of one process (lesson 05)
-  int ranksPerNode = 0;             // BATON_RANKS_PER_NODE: k consecutive ranks form one node of the graph (0: real hosts)
-  int minChannels = 1, maxChannels = 64;  // NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS (or config CTAs)
-  TuningModel model;                // tuning file or built-in (tuner.h)
-  AlgoProtoMask mask;               // NCCL_ALGO / NCCL_PROTO
+// Knobs every rank must agree on: rank 0's values win at init, where they are exchanged as one
+// struct (commAgreeOnKnobs). Which environment variable sets each one, and its default, is written
+// once, in readTunables (comm_config.cc); docs/env.md lists them for users.
+struct SharedTunables {
+  size_t stepBytes;         // NCCL_BUFFSIZE / NCCL_STEPS (Simple)
+  size_t llStepBytes;       // NCCL_LL_BUFFSIZE / NCCL_STEPS
+  size_t ll128StepBytes;    // NCCL_LL128_BUFFSIZE / NCCL_STEPS
+  size_t sendrecvStepBytes; // NCCL_P2P_CHUNKSIZE: the send/recv FIFO step
+  int fifoDepth;            // BATON_FIFO_DEPTH: slots a sender may fill ahead (lesson 03)
+  int chunkSteps;           // BATON_CHUNK_STEPS: FIFO steps per ring chunk (NCCL's CHUNKSTEPS)
+  CollAlgo allreduceAlgo;   // BATON_ALLREDUCE_ALGO=naive|ring (lesson 01's stage 0)
+  size_t minChannelBytes;   // BATON_MIN_CHANNEL_BYTES: below this per channel, use fewer
+  bool direct;              // BATON_DIRECT: direct paths between ranks of one process (lesson 05)
+  int ranksPerNode;         // BATON_RANKS_PER_NODE: k consecutive ranks form one node of the graph (0: real hosts)
+  bool atomicCollectives;   // BATON_ATOMIC_COLLECTIVES: all-or-nothing AllReduce (lesson 10); every rank votes or none
+  uint64_t failTimeoutNs;   // BATON_TIMEOUT: a silent peer is dead (0: no watchdog); every rank joins the mesh or none
+  TuningModel model;        // rank 0's tuning file or the built-in model (tuner.h): every rank picks alike
+  AlgoProtoMask mask;       // NCCL_ALGO / NCCL_PROTO
 };
+
+// Every knob of a communicator: the shared ones and those each rank keeps for itself.
+struct Tunables : SharedTunables {
+  uint64_t waitTimeoutNs;   // BATON_WAIT_TIMEOUT: a wait without progress fails (0: never)
+  int waitSpin;             // BATON_WAIT_SPIN: pauses before a wait yields (-1: by oversubscription)
+  int jitter;               // BATON_JITTER
+  bool p2pDisable;          // NCCL_P2P_DISABLE
+  bool shmDisable;          // NCCL_SHM_DISABLE
+  bool streamStores;        // BATON_STREAM_STORES: direct paths write large outputs with streaming stores
+  int minChannels, maxChannels;  // NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS (or config CTAs)
+};
+
+// Reads every knob from the environment and `cfg` (comm_config.cc). Rank 0 also reads the tuning
+// file (the others take its model at init). ncclInvalidArgument: NCCL_ALGO / NCCL_PROTO malformed.
+ncclResult_t readTunables(const ncclConfig_t& cfg, int rank, Tunables* t);
 
 }  // namespace baton
 
@@ -99,7 +110,7 @@ struct ncclComm {
   ncclConfig_t config{};
   uint64_t commHash = 0;
   baton::BootstrapHandle id{};
-  baton::Tunables tun;
+  baton::Tunables tun{};
 
   std::unique_ptr<baton::Bootstrap> bootstrap;
   std::vector<baton::PeerInfo> peers;
@@ -110,11 +121,11 @@ struct ncclComm {
   bool oversubscribed = false;  // more ranks on this host than cores (rank 0's view, shared)
   std::vector<std::unique_ptr<baton::Channel>> channels;
 
-  // Direct peer-to-peer connectors (ncclSend/ncclRecv, the naive allreduce), made on first use.
-  std::vector<std::unique_ptr<baton::Connection>> p2pSendConn, p2pRecvConn;
+  // A connector to and from each peer (ncclSend/ncclRecv, the naive allreduce), made on first use.
+  std::vector<std::unique_ptr<baton::Connection>> peerSendConn, peerRecvConn;
+  std::vector<baton::ConnDev> peerSend, peerRecv;
   // Drives NET connections (lesson 08); its thread starts with the first one.
   std::unique_ptr<baton::Proxy> proxy = std::make_unique<baton::Proxy>(this);
-  std::vector<baton::ConnDev> p2pSend, p2pRecv;
 
   int abortFlag = 0;                            // read by every wait (exec_model.h)
   std::atomic<int> initState{ncclInProgress};   // ncclSuccess once usable, or the init error
@@ -152,29 +163,6 @@ inline int tuningPathOf(const ncclComm* comm) {
   return comm->oversubscribed ? kPathOversub : kPathShm;
 }
 
-// Live communicators, so a destroyed or foreign pointer is an error instead of a crash.
-bool registerComm(ncclComm* comm);  // false: the registry is full
-void unregisterComm(ncclComm* comm);
-// Validates `comm` for API function `fn`: NULL, not live, aborted, still initialising, failed.
-ncclResult_t checkCommReady(ncclComm* comm, const char* fn);
-ncclResult_t checkCommLive(ncclComm* comm, const char* fn);
-// A communicator that may be the parent of a split or shrink: live, initialised, not finalized;
-// revoked or failed is fine (that is what shrink is for).
-ncclResult_t checkCommParent(ncclComm* comm, const char* fn);
-// Stops this rank's in-flight work on comm (raise the abort flag, wait for it to drain), then
-// lowers the flag again so the bootstrap can be used: revoke and NCCL_SHRINK_ABORT.
-void commQuiesce(ncclComm* comm);
-// A child communicator of `parent` (split, shrink, grow): this rank is newRank of nRanks, and
-// parentRanks are the parent's members in it (a member found dead aborts the child's init).
-// getId fetches the child's unique id (childIdFromRank0 for split and shrink). Blocking: returns
-// when the child is made; non-blocking: *newcomm at once, ncclInProgress, the init on a thread.
-ncclResult_t commInitChild(ncclComm* parent, const std::vector<int>& parentRanks, int nRanks, int newRank,
-                           std::function<ncclResult_t(ncclUniqueId*)> getId, const ncclConfig_t& cfg, const char* fn,
-                           ncclComm_t* newcomm);
-// The child's rank 0 makes a bootstrap root and sends its id to the other members over the
-// parent's bootstrap (`tag`), point to point: no collective over the parent.
-ncclResult_t childIdFromRank0(ncclComm* parent, const std::vector<int>& parentRanks, int newRank, uint64_t tag,
-                              ncclUniqueId* id);
 
 // ncclCommInitRank's body (comm_api.cc): now, on a thread (non-blocking), or at ncclGroupEnd.
 ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId* commId, int rank, const ncclConfig_t* config,
@@ -182,6 +170,9 @@ ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId* commId, i
 // Init steps (init.cc), shared by CommInitRank, CommInitAll and CommSplit.
 ncclResult_t commAlloc(ncclComm** out, int nranks, int rank, const ncclConfig_t* config, const char* fn);
 ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id);  // the collective part
+// Runs `job` as `comm`'s initialisation: blocking comms inline, non-blocking ones on a thread
+// (ncclCommGetAsyncError reports ncclInProgress until it is done).
+ncclResult_t runInitJob(ncclComm* comm, std::function<ncclResult_t()> job);
 // Connections (connect.cc). Channel `ch`'s ring, both directions (init).
 ncclResult_t connectRing(ncclComm* comm, Channel& ch);
 // Makes sure direct connectors exist towards these peers (both sides call it with mirrored lists).
@@ -193,14 +184,5 @@ ncclResult_t commBuildGraph(ncclComm* comm);
 // A FIFO layout with the buffers of every protocol, as the communicator's knobs size them.
 FifoLayout collFifoLayout(const ncclComm* comm);
 void commFree(ncclComm* comm);  // stops workers, releases connections and segments
-// Records the communicator's first failure (code and message) and raises its abort flag so this
-// rank's other channels drain instead of waiting for a peer that will not come.
-void commSetError(ncclComm* comm, ncclResult_t err, const char* message);
-// Marks this rank's ring FIFOs with abortedBy = rank + 1 (failure, revoke, abort): neighbours stop.
-void commAnnounceFailure(ncclComm* comm);
-// The watchdog found rank `failed` of comm dead: a child being made with it as a member stops.
-void commAbortChildInit(ncclComm* comm, int failed);
-// The first failure's message ("" if none).
-std::string commFirstError(ncclComm* comm);
 
 }  // namespace baton

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "api/argcheck.h"
 #include "comm.h"
 #include "misc/debug.h"
 #include "misc/param.h"
@@ -13,7 +14,44 @@ namespace {
 
 int intOrUndef(int v, int def) { return v == NCCL_CONFIG_UNDEF_INT ? def : v; }
 
+// One FIFO step of a buffer of `buffBytes`: an NCCL_STEPS-th of it, at least `minimum`, in whole `grain`s.
+size_t stepOf(int64_t buffBytes, int64_t minimum, int64_t grain) {
+  return (size_t)(std::max<int64_t>(buffBytes / kSteps, minimum) / grain * grain);
+}
+
 }  // namespace
+
+ncclResult_t readTunables(const ncclConfig_t& cfg, int rank, Tunables* t) {
+  t->stepBytes = stepOf(envInt("NCCL_BUFFSIZE", 4 << 20), 4096, 4096);
+  // LL steps are whole 16-byte lines, LL128 steps whole 128-byte lines (algorithms/protocols.h).
+  t->llStepBytes = stepOf(envInt("NCCL_LL_BUFFSIZE", 512 << 10), 1024, 1024);
+  t->ll128StepBytes = stepOf(envInt("NCCL_LL128_BUFFSIZE", 4915200), 1024, 128);
+  t->sendrecvStepBytes = (size_t)(std::max<int64_t>(envInt("NCCL_P2P_CHUNKSIZE", 128 << 10), 4096) / 4096 * 4096);
+  t->fifoDepth = (int)std::clamp<int64_t>(envInt("BATON_FIFO_DEPTH", kSteps), 1, kSteps);
+  t->chunkSteps = (int)std::clamp<int64_t>(envInt("BATON_CHUNK_STEPS", 4), 1, kSteps);
+  const std::string algo = envStr("BATON_ALLREDUCE_ALGO", "ring");
+  t->allreduceAlgo = (algo == "naive" || algo == "Naive") ? kAlgoNaive : kAlgoRing;
+  t->minChannelBytes = (size_t)envInt("BATON_MIN_CHANNEL_BYTES", 64 << 10);
+  t->direct = envInt("BATON_DIRECT", 1) != 0;
+  t->ranksPerNode = (int)std::max<int64_t>(envInt("BATON_RANKS_PER_NODE", 0), 0);
+  t->atomicCollectives = envInt("BATON_ATOMIC_COLLECTIVES", 0) != 0;
+  t->failTimeoutNs = (uint64_t)(std::max(envSeconds("BATON_TIMEOUT", 5.0), 0.0) * 1e9);
+  BATON_CHECK(parseAlgoProtoEnv(envStr("NCCL_ALGO").c_str(), envStr("NCCL_PROTO").c_str(), &t->mask));
+  // Every rank uses rank 0's model (shared at init), so only rank 0 reads the tuning file.
+  t->model = rank == 0 ? initialTuningModel() : defaultTuningModel();
+
+  t->waitTimeoutNs = (uint64_t)(std::max(envSeconds("BATON_WAIT_TIMEOUT", 300), 0.0) * 1e9);
+  t->waitSpin = (int)envInt("BATON_WAIT_SPIN", -1);
+  t->jitter = (int)envInt("BATON_JITTER", 0);
+  t->p2pDisable = envInt("NCCL_P2P_DISABLE", 0) != 0;
+  t->shmDisable = envInt("NCCL_SHM_DISABLE", 0) != 0;
+  t->streamStores = envInt("BATON_STREAM_STORES", 1) != 0;
+  const int minCh = (int)envInt("NCCL_MIN_NCHANNELS", envInt("NCCL_MIN_CTAS", intOrUndef(cfg.minCTAs, 1)));
+  const int maxCh = (int)envInt("NCCL_MAX_NCHANNELS", envInt("NCCL_MAX_CTAS", intOrUndef(cfg.maxCTAs, kMaxChannels)));
+  t->minChannels = std::clamp(minCh, 1, kMaxChannels);
+  t->maxChannels = std::clamp(maxCh, t->minChannels, kMaxChannels);
+  return ncclSuccess;
+}
 
 ncclResult_t commAlloc(ncclComm** out, int nranks, int rank, const ncclConfig_t* config, const char* fn) {
   if (!out) return batonError(ncclInvalidArgument, "%s: comm (the output pointer) is NULL", fn);
@@ -56,44 +94,12 @@ ncclResult_t commAlloc(ncclComm** out, int nranks, int rank, const ncclConfig_t*
   comm->nRanks = nranks;
   comm->config = cfg;
   comm->blocking = envInt("NCCL_COMM_BLOCKING", intOrUndef(cfg.blocking, 1)) != 0;
-
-  Tunables& t = comm->tun;
-  const int64_t buff = envInt("NCCL_BUFFSIZE", 4 << 20);
-  t.stepBytes = std::max<int64_t>(buff / kSteps, 4096) / 4096 * 4096;
-  // LL steps are whole 16-byte lines, LL128 steps whole 128-byte lines (algorithms/protocols.h).
-  t.llStepBytes = std::max<int64_t>(envInt("NCCL_LL_BUFFSIZE", 512 << 10) / kSteps, 1024) / 1024 * 1024;
-  t.ll128StepBytes = std::max<int64_t>(envInt("NCCL_LL128_BUFFSIZE", 4915200) / kSteps, 1024) / 128 * 128;
-  t.p2pStepBytes = std::max<int64_t>(envInt("NCCL_P2P_CHUNKSIZE", 128 << 10), 4096) / 4096 * 4096;
-  t.fifoDepth = (int)std::clamp<int64_t>(envInt("BATON_FIFO_DEPTH", kSteps), 1, kSteps);
-  t.chunkSteps = (int)std::clamp<int64_t>(envInt("BATON_CHUNK_STEPS", 4), 1, kSteps);
-  std::string algo = envStr("BATON_ALLREDUCE_ALGO", "ring");
-  t.allreduceAlgo = (algo == "naive" || algo == "Naive") ? kAlgoNaive : kAlgoRing;
-  t.minChannelBytes = envInt("BATON_MIN_CHANNEL_BYTES", 64 << 10);
-  t.waitTimeoutNs = (uint64_t)envInt("BATON_WAIT_TIMEOUT", 300) * 1000000000ull;
-  t.jitter = (int)envInt("BATON_JITTER", 0);
-  if (const char* v = getenv("BATON_TIMEOUT"); v && *v) t.failTimeoutNs = (uint64_t)(std::max(strtod(v, nullptr), 0.0) * 1e9);
-  t.atomicCollectives = envInt("BATON_ATOMIC_COLLECTIVES", 0) != 0;
-  t.p2pDisable = envInt("NCCL_P2P_DISABLE", 0) != 0;
-  t.shmDisable = envInt("NCCL_SHM_DISABLE", 0) != 0;
-  t.direct = envInt("BATON_DIRECT", 1) != 0;
-  t.streamStores = envInt("BATON_STREAM_STORES", 1) != 0;
-  t.ranksPerNode = (int)std::max<int64_t>(envInt("BATON_RANKS_PER_NODE", 0), 0);
-  const std::string algoEnv = envStr("NCCL_ALGO"), protoEnv = envStr("NCCL_PROTO");
-  if (parseAlgoProtoEnv(algoEnv.c_str(), protoEnv.c_str(), &t.mask) != ncclSuccess) {
+  if (readTunables(cfg, rank, &comm->tun) != ncclSuccess) {
     const std::string why = lastError();
     delete comm;
     return batonError(ncclInvalidArgument, "%s: %s", fn, why.c_str());
   }
-  // Every rank uses rank 0's model (shared at init), so only rank 0 reads the tuning file.
-  t.model = rank == 0 ? initialTuningModel() : defaultTuningModel();
-
-  int minCh = (int)envInt("NCCL_MIN_NCHANNELS", envInt("NCCL_MIN_CTAS", intOrUndef(cfg.minCTAs, 1)));
-  int maxCh = (int)envInt("NCCL_MAX_NCHANNELS", envInt("NCCL_MAX_CTAS", intOrUndef(cfg.maxCTAs, kMaxChannels)));
-  minCh = std::clamp(minCh, 1, kMaxChannels);
-  maxCh = std::clamp(maxCh, minCh, kMaxChannels);
-  t.minChannels = minCh;
-  t.maxChannels = maxCh;
-  comm->nChannels = minCh;  // the default depends on cores per local rank: commInitJob
+  comm->nChannels = comm->tun.minChannels;  // the default depends on cores per local rank: commInitJob
 
   if (!registerComm(comm)) {
     delete comm;

@@ -15,7 +15,7 @@ namespace {
 
 // Bootstrap tags of connect infos (below the collective tags, which start at 1 << 20).
 constexpr uint64_t kTagRing = 1u << 16;      // + channel
-constexpr uint64_t kTagP2p = 2u << 16;       // point-to-point
+constexpr uint64_t kTagPeer = 2u << 16;      // a peer connector (send/recv)
 constexpr uint64_t kTagTreeUp = 3u << 16;    // + channel: child -> parent FIFO (parent receives)
 constexpr uint64_t kTagTreeDown = 4u << 16;  // + channel: parent -> child FIFO (child receives)
 
@@ -78,17 +78,17 @@ ncclResult_t connectRing(ncclComm* comm, Channel& ch) {
 
 ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& sendPeers, const std::vector<int>& recvPeers) {
   FifoLayout layout;
-  layout.stepBytes[kProtoSimple] = comm->tun.p2pStepBytes;
+  layout.stepBytes[kProtoSimple] = comm->tun.sendrecvStepBytes;
   for (int p : recvPeers) {
-    if (p == comm->rank || comm->p2pRecvConn[p]) continue;
-    BATON_CHECK(connectRecvSide(comm, p, 0, kTagP2p, layout, &comm->p2pRecvConn[p]));
-    comm->p2pRecv[p] = comm->p2pRecvConn[p]->dev(p, kSteps);
+    if (p == comm->rank || comm->peerRecvConn[p]) continue;
+    BATON_CHECK(connectRecvSide(comm, p, 0, kTagPeer, layout, &comm->peerRecvConn[p]));
+    comm->peerRecv[p] = comm->peerRecvConn[p]->dev(p, kSteps);
   }
   for (int p : sendPeers) {
-    if (p == comm->rank || comm->p2pSendConn[p]) continue;
+    if (p == comm->rank || comm->peerSendConn[p]) continue;
     int tr = 0;
-    BATON_CHECK(connectSendSide(comm, p, 0, kTagP2p, &comm->p2pSendConn[p], &tr));
-    comm->p2pSend[p] = comm->p2pSendConn[p]->dev(p, comm->tun.fifoDepth);
+    BATON_CHECK(connectSendSide(comm, p, 0, kTagPeer, &comm->peerSendConn[p], &tr));
+    comm->peerSend[p] = comm->peerSendConn[p]->dev(p, comm->tun.fifoDepth);
     BATON_INFO(kSubP2p, "Channel 00/1 : %d[%d] -> %d[%d] via %s (p2p)", comm->rank, comm->cudaDev, p,
                comm->peers[p].cudaDev, transports()[tr]->name());
   }

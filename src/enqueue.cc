@@ -3,17 +3,19 @@
 //
 // A collective is cut into one part per channel (fewer for small messages); each part runs the
 // algorithm's kernel on that channel's worker. All point-to-point tasks of the group become one
-// batch on channel 0's worker (p2p_executor.cc), after the group's collectives.
+// batch on channel 0's worker (sendrecv_executor.cc), after the group's collectives.
 #include <algorithm>
 #include <memory>
 #include <string>
 
 #include "comm.h"
+#include "comm_error.h"
 #include "completion.h"
 #include "cpu_kernels/coll_kernel.h"
+#include "enqueue.h"
 #include "misc/debug.h"
 #include "group.h"
-#include "p2p_executor.h"
+#include "sendrecv_executor.h"
 #include "misc/trace.h"
 
 namespace baton {
@@ -92,14 +94,10 @@ struct CollPlan {
 
 // Chooses algorithm, protocol and channels for `t` and numbers it. *skip: nothing to run (count 0).
 static ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool* skip) {
-  // AllGather and Broadcast move bytes: their kernels count in bytes, whatever the datatype.
-  const bool bytesOnly = t.func == kFuncAllGather || t.func == kFuncBroadcast;
-  const size_t count = bytesOnly ? t.count * typeSize(t.type) : t.count;
-  const bool gathered = t.func == kFuncAllGather || t.func == kFuncReduceScatter;
-  const size_t totalBytes = t.count * typeSize(t.type) * (gathered ? comm->nRanks : 1);
+  const size_t totalBytes = collBytes(t.func, t.count, typeSize(t.type), comm->nRanks);
   const int nch = channelsFor(comm, t, totalBytes);
   AlgoProtoChoice choice;
-  if (t.func == kFuncAllReduce && comm->tun.allreduceAlgo == kAlgoNaive) choice = {kAlgoNaive, kProtoSimple, 0};
+  if (t.func == kFuncAllReduce && comm->tun.allreduceAlgo == kAlgoNaive) choice = {kAlgoNaive, kProtoSimple, 0.0};
   else
     BATON_CHECK(chooseAlgoProto(comm->tun.model, tuningPathOf(comm), comm->tun.mask, t.func, comm->nRanks, comm->nNodes,
                                 totalBytes, &choice));
@@ -119,23 +117,13 @@ static ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool
   if (traceEnabled())
     plan->traceName = std::string(funcName(t.func)) + " " + std::to_string(totalBytes) + " B " + algoName(choice.algo) +
                       "/" + protoName(choice.proto);
+  const CollOp op{t.func, t.sendbuff, t.recvbuff, t.count, typeSize(t.type), t.root};
   CollArgs& b = plan->base;
-  b.func = t.func;
-  b.algo = choice.algo;
-  b.proto = choice.proto;
+  b = collArgsFor(op, choice.algo, choice.proto, comm->rank, comm->nRanks, nch, comm->tun.chunkSteps);
   b.direct = comm->allInProcess && comm->tun.direct && t.func == kFuncAllReduce && choice.proto == kProtoSimple &&
              choice.algo == kAlgoRing;
   b.opTag = opCount + 1;
   b.streamStores = comm->tun.streamStores;
-  b.sendbuff = t.sendbuff;
-  b.recvbuff = t.recvbuff;
-  b.count = count;
-  b.root = t.root;
-  b.rank = comm->rank;
-  b.nRanks = comm->nRanks;
-  b.nChannels = nch;
-  b.chunkSteps = comm->tun.chunkSteps;
-  b.ring.nRanks = comm->nRanks;
   plan->depth = planFifoDepth(t.func, comm->tun.fifoDepth, comm->tun.chunkSteps);
   return ncclSuccess;
 }
@@ -153,8 +141,8 @@ static ncclResult_t runPart(ncclComm* comm, const CollPlan& p, int c) {
     if (comm->rank == 0) for (int r = 1; r < comm->nRanks; ++r) peers.push_back(r);
     else peers.push_back(0);
     BATON_CHECK(connectPeers(comm, peers, peers));
-    a.peerSend = comm->p2pSend.data();
-    a.peerRecv = comm->p2pRecv.data();
+    a.peerSend = comm->peerSend.data();
+    a.peerRecv = comm->peerRecv.data();
   } else if (p.base.algo == kAlgoTree) {
     Channel& ch = *comm->channels[c];
     TreeConns& tc = ch.tree;
@@ -250,7 +238,7 @@ static ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plansIn, s
   if (!p2p.empty()) {
     parts.push_back({0, [comm, p2p] {
       ExecCtx ctx = makeCtx(comm, 0);
-      ncclResult_t res = runP2pBatch(comm, p2p, ctx);
+      ncclResult_t res = runSendRecvBatch(comm, p2p, ctx);
       if (res == ncclSuccess && ctx.failed) res = failureResult(ctx, comm, "Send/Recv");
       return res;
     }, "Send/Recv batch"});

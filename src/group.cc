@@ -6,6 +6,7 @@
 
 #include "api/api.h"
 #include "completion.h"
+#include "enqueue.h"
 #include "misc/debug.h"
 
 namespace baton {
@@ -60,16 +61,6 @@ void groupAddInitJob(ncclComm* comm, std::function<ncclResult_t()> job) {
 ncclResult_t groupRecordError(ncclResult_t err) {
   if (inGroup() && tGroup.error == ncclSuccess) tGroup.error = err;
   return err;
-}
-
-ncclResult_t runInitJob(ncclComm* comm, std::function<ncclResult_t()> job) {
-  if (comm->blocking) {
-    ncclResult_t res = job();
-    comm->initState.store(res);
-    return res;
-  }
-  comm->initThread = std::thread([comm, job] { comm->initState.store(job()); });
-  return ncclInProgress;
 }
 
 ncclResult_t groupEnd() {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "comm.h"
+#include "comm_error.h"
 #include "misc/debug.h"
 #include "exec_model.h"
 

@@ -20,7 +20,7 @@ struct OpParams {
 
 struct Task {
   enum Kind { kColl, kSend, kRecv } kind = kColl;
-  int func = kFuncAllReduce;  // CollFunc, for kColl
+  CollFunc func = kFuncAllReduce;  // for kColl
   const void* sendbuff = nullptr;
   void* recvbuff = nullptr;
   size_t count = 0;

@@ -37,6 +37,8 @@ suite() {  # suite NAME TIMEOUT_SECONDS CMD...
 # No test, tool, example or doc command dials outside this machine (docs/testing.md); the guard
 # first proves it reports planted outside addresses.
 suite network-destinations 60 sh -c 'python3 tests/lint/check_addresses.py --self-test && python3 tests/lint/check_addresses.py'
+# Formatted as .clang-format says; nothing points at notes outside the repository.
+suite source-hygiene 120 tests/lint/check_sources.sh
 suite unit-tests 300 "$TESTDIR/unit_tests"
 suite collective-tests-threads 900 "$TESTDIR/collective_tests"
 # Every protocol under the whole suite, on two channels (this machine's default is one per rank).
@@ -59,7 +61,7 @@ done
 # NET between threads of one process (NCCL_P2P_DISABLE + NCCL_SHM_DISABLE leave only NET, on loopback,
 # as in NCCL); a subset: the whole suite over TCP takes 18 minutes on 2 cores.
 suite collective-tests-net 600 env NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 "$TESTDIR/collective_tests" \
-  --gtest_filter='ThreadsQuick*:Group.*:P2pPatterns.*:ProtocolLine*:AllReduce.*:TreeQuick*:TreeShape*'
+  --gtest_filter='ThreadsQuick*:Group.*:SendRecvPatterns.*:ProtocolLine*:AllReduce.*:TreeQuick*:TreeShape*'
 # Two namespaced hosts x 2 ranks: the process suite, every protocol, IPv6, a killed rank, a cut link.
 suite net-multihost 600 tests/net/multihost_test.sh "$BIN" "$TESTDIR"
 suite shrink-local 120 tests/tools/shrink_local_test.sh "$TESTDIR"

@@ -19,6 +19,7 @@ PACKAGES=(
   openmpi-bin libopenmpi-dev               # MPI launcher and peer to compare with
   libgloo-dev                              # Gloo: the TCP peer of tools/bench-net.sh
   iproute2 procps                          # ip / ss, pgrep / ps used by tests and tools
+  clang-format                             # make format, and the format check of make test
   python3 python3-matplotlib graphviz      # plotting; graphviz renders baton-topo --dot pictures
 )
 

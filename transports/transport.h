@@ -50,9 +50,6 @@ struct ConnectInfo {
   char data[kConnectInfoBytes - sizeof(int32_t)];
 };
 
-// This host's identity: a hash of NCCL_HOSTID, else of the host name and boot id (init.cc).
-uint64_t hostHash();
-
 // One side's mapping of a FIFO. Destroying it releases that side's share of the memory.
 class Connection {
  public:

@@ -8,6 +8,8 @@
 #include "api/api.h"
 #include "api/argcheck.h"
 #include "comm.h"
+#include "enqueue.h"
+#include "fault/atomic_allreduce.h"
 #include "misc/debug.h"
 #include "group.h"
 
@@ -29,7 +31,7 @@ ncclResult_t submit(ncclComm* comm, const std::vector<Task>& tasks) {
     if (r_ != ncclSuccess) return groupRecordError(r_);                           \
   } while (0)
 
-ncclResult_t collective(int func, const char* fn, const void* sendbuff, void* recvbuff, size_t count,
+ncclResult_t collective(CollFunc func, const char* fn, const void* sendbuff, void* recvbuff, size_t count,
                         ncclDataType_t type, ncclRedOp_t op, int root, ncclComm* comm) {
   // All-or-nothing AllReduce: a communicator in error still votes (atomic_allreduce.cc).
   const bool atomic = func == kFuncAllReduce && checkCommLive(comm, fn) == ncclSuccess && comm->tun.atomicCollectives &&
@@ -66,7 +68,7 @@ ncclResult_t collective(int func, const char* fn, const void* sendbuff, void* re
   return run();
 }
 
-Task p2pTask(Task::Kind kind, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t type, int peer) {
+Task sendRecvTask(Task::Kind kind, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t type, int peer) {
   Task t;
   t.kind = kind;
   t.sendbuff = sendbuff;
@@ -77,7 +79,7 @@ Task p2pTask(Task::Kind kind, const void* sendbuff, void* recvbuff, size_t count
   return t;
 }
 
-ncclResult_t checkP2p(const char* fn, const void* buf, size_t count, ncclDataType_t type, int peer, ncclComm* comm,
+ncclResult_t checkSendRecv(const char* fn, const void* buf, size_t count, ncclDataType_t type, int peer, ncclComm* comm,
                       const char* bufName) {
   BATON_CHECK(checkCommReady(comm, fn));
   BATON_CHECK(checkDatatype(type, fn));
@@ -136,16 +138,16 @@ NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataTyp
          ncclComm_t comm, cudaStream_t stream);
 ncclResult_t pncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                        cudaStream_t) {
-  ARGCHECK(checkP2p("ncclSend", sendbuff, count, datatype, peer, comm, "sendbuff"));
-  return submit(comm, {p2pTask(Task::kSend, sendbuff, nullptr, count, datatype, peer)});
+  ARGCHECK(checkSendRecv("ncclSend", sendbuff, count, datatype, peer, comm, "sendbuff"));
+  return submit(comm, {sendRecvTask(Task::kSend, sendbuff, nullptr, count, datatype, peer)});
 }
 
 NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
          cudaStream_t stream);
 ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                        cudaStream_t) {
-  ARGCHECK(checkP2p("ncclRecv", recvbuff, count, datatype, peer, comm, "recvbuff"));
-  return submit(comm, {p2pTask(Task::kRecv, nullptr, recvbuff, count, datatype, peer)});
+  ARGCHECK(checkSendRecv("ncclRecv", recvbuff, count, datatype, peer, comm, "recvbuff"));
+  return submit(comm, {sendRecvTask(Task::kRecv, nullptr, recvbuff, count, datatype, peer)});
 }
 
 NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
@@ -174,8 +176,8 @@ ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, n
   }
   std::vector<Task> tasks;
   for (int r = 0; r < comm->nRanks; ++r) {
-    tasks.push_back(p2pTask(Task::kSend, src + r * block, nullptr, count, datatype, r));
-    tasks.push_back(p2pTask(Task::kRecv, nullptr, static_cast<char*>(recvbuff) + r * block, count, datatype, r));
+    tasks.push_back(sendRecvTask(Task::kSend, src + r * block, nullptr, count, datatype, r));
+    tasks.push_back(sendRecvTask(Task::kRecv, nullptr, static_cast<char*>(recvbuff) + r * block, count, datatype, r));
   }
   return submit(comm, tasks);
 }
@@ -192,10 +194,10 @@ ncclResult_t pncclGather(const void* sendbuff, void* recvbuff, size_t count, ncc
   ARGCHECK(checkPtr(sendbuff, count, fn, "sendbuff"));
   if (comm->rank == root) ARGCHECK(checkPtr(recvbuff, count, fn, "recvbuff"));
   const size_t block = count * typeSize(datatype);
-  std::vector<Task> tasks{p2pTask(Task::kSend, sendbuff, nullptr, count, datatype, root)};
+  std::vector<Task> tasks{sendRecvTask(Task::kSend, sendbuff, nullptr, count, datatype, root)};
   if (comm->rank == root)
     for (int r = 0; r < comm->nRanks; ++r)
-      tasks.push_back(p2pTask(Task::kRecv, nullptr, static_cast<char*>(recvbuff) + r * block, count, datatype, r));
+      tasks.push_back(sendRecvTask(Task::kRecv, nullptr, static_cast<char*>(recvbuff) + r * block, count, datatype, r));
   return submit(comm, tasks);
 }
 
@@ -214,7 +216,7 @@ ncclResult_t pncclScatter(const void* sendbuff, void* recvbuff, size_t count, nc
   std::vector<Task> tasks;
   if (comm->rank == root)
     for (int r = 0; r < comm->nRanks; ++r)
-      tasks.push_back(p2pTask(Task::kSend, static_cast<const char*>(sendbuff) + r * block, nullptr, count, datatype, r));
-  tasks.push_back(p2pTask(Task::kRecv, nullptr, recvbuff, count, datatype, root));
+      tasks.push_back(sendRecvTask(Task::kSend, static_cast<const char*>(sendbuff) + r * block, nullptr, count, datatype, r));
+  tasks.push_back(sendRecvTask(Task::kRecv, nullptr, recvbuff, count, datatype, root));
   return submit(comm, tasks);
 }

@@ -6,9 +6,13 @@
 #include <vector>
 
 #include "api/api.h"
+#include "api/argcheck.h"
 #include "comm.h"
+#include "comm_error.h"
+#include "fault/child_comm.h"
 #include "misc/debug.h"
 #include "group.h"
+#include "misc/param.h"
 
 using namespace baton;
 
@@ -93,7 +97,7 @@ ncclResult_t pncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
   // Every rank is a thread of this process: the root listens on loopback (unless NCCL_COMM_ID or
   // NCCL_SOCKET_IFNAME say otherwise), so InitAll never opens a port on a network interface.
   ncclUniqueId id;
-  BATON_CHECK(getenv("NCCL_COMM_ID") ? pncclGetUniqueId(&id) : bootstrapGetUniqueIdFresh(&id, /*loopback=*/true));
+  BATON_CHECK(envSet("NCCL_COMM_ID") ? pncclGetUniqueId(&id) : bootstrapGetUniqueIdFresh(&id, /*loopback=*/true));
   std::fill(comms, comms + ndev, nullptr);
   pncclGroupStart();
   ncclResult_t res = ncclSuccess;

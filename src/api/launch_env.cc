@@ -7,6 +7,7 @@
 
 #include "baton/launch.h"
 #include "misc/debug.h"
+#include "misc/param.h"
 
 using namespace baton;
 
@@ -31,8 +32,9 @@ constexpr LauncherVars kLaunchers[] = {
 };
 
 ncclResult_t readInt(const char* var, bool required, int dflt, int* out) {
-  const char* s = getenv(var);
-  if (!s || !*s) {
+  const std::string value = envStr(var);
+  const char* s = value.c_str();
+  if (value.empty()) {
     if (required) return batonError(ncclInvalidArgument, "batonGetLaunchInfo: %s is not set", var);
     *out = dflt;
     return ncclSuccess;
@@ -52,8 +54,7 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonGetLaunchInf
   if (!info) return batonError(ncclInvalidArgument, "batonGetLaunchInfo: info is NULL");
   *info = batonLaunchInfo{0, 1, 0, "none"};
   for (const LauncherVars& l : kLaunchers) {
-    const char* m = getenv(l.marker);
-    if (!m || !*m) continue;
+    if (!envSet(l.marker)) continue;
     BATON_CHECK(readInt(l.rank, true, 0, &info->rank));
     BATON_CHECK(readInt(l.size, true, 1, &info->nranks));
     if (l.local) BATON_CHECK(readInt(l.local, false, 0, &info->localRank));
@@ -73,8 +74,7 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonCommInitFrom
   if (!comm) return batonError(ncclInvalidArgument, "batonCommInitFromEnv: comm is NULL");
   batonLaunchInfo li;
   BATON_CHECK(batonGetLaunchInfo(&li));
-  const char* id = getenv("NCCL_COMM_ID");
-  if (li.nranks > 1 && (!id || !*id))
+  if (li.nranks > 1 && !envSet("NCCL_COMM_ID"))
     return batonError(ncclInvalidArgument,
                       "batonCommInitFromEnv: %s started %d processes but NCCL_COMM_ID is not set; set it to "
                       "<rank 0's host>:<free port> for every process (mpirun -x NCCL_COMM_ID=..., srun "

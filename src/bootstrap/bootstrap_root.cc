@@ -16,6 +16,7 @@
 #include "bootstrap/bootstrap_wire.h"
 #include "misc/debug.h"
 #include "exec_model.h"
+#include "misc/param.h"
 
 namespace baton {
 namespace {
@@ -112,7 +113,8 @@ ncclResult_t bootstrapStartRoot(BootstrapHandle* handle, RootBind bind) {
 
 ncclResult_t bootstrapGetUniqueId(ncclUniqueId* id) {
   memset(id, 0, sizeof *id);
-  if (const char* env = getenv("NCCL_COMM_ID")) {
+  if (const std::string commId = envStr("NCCL_COMM_ID"); !commId.empty()) {
+    const char* env = commId.c_str();
     BootstrapHandle h{};
     if (parseAddress(env, &h.addr) != ncclSuccess)
       return batonError(ncclInvalidArgument, "NCCL_COMM_ID='%s' is not a usable host:port (%s)", env, lastError());

@@ -3,17 +3,9 @@
 #pragma once
 
 #include "coll_args.h"
+#include "coll_dispatch.h"
 #include "exec_model.h"
-#include "naive_allreduce.h"
-#include "reduce_ops.h"
-#include "ring_allgather.h"
-#include "ring_allreduce.h"
-#include "ring_allreduce_direct.h"
-#include "ring_broadcast.h"
-#include "ring_reduce.h"
-#include "ring_reduce_scatter.h"
 #include "task.h"
-#include "tree_allreduce.h"
 
 namespace baton {
 
@@ -34,29 +26,14 @@ OpT<T> makeOp(const OpParams& p) {
   else return OpT<T>{};
 }
 
-// Reducing collectives: AllReduce, Reduce, ReduceScatter, for one protocol.
-template <typename T, template <typename> class OpT, typename P>
-void reduceKernelProto(ExecCtx& ctx, const CollArgs& a, const OpT<T>& op) {
-  switch (a.func) {
-    case kFuncAllReduce:
-      if (a.algo == kAlgoNaive) runNaiveAllReduce<T>(ctx, a, op);
-      else if (a.algo == kAlgoTree) runTreeAllReduce<T, P>(ctx, a, op);
-      else if (std::is_same_v<P, ProtoSimple> && a.direct && a.ring.nRanks > 1) runRingAllReduceDirect<T>(ctx, a, op);
-      else runRingAllReduce<T, P>(ctx, a, op);
-      break;
-    case kFuncReduce: runRingReduce<T, P>(ctx, a, op); break;
-    case kFuncReduceScatter: runRingReduceScatter<T, P>(ctx, a, op); break;
-    default: break;
-  }
-}
-
+// Reducing collectives (AllReduce, Reduce, ReduceScatter) for one (type, operator), any protocol.
 template <typename T, template <typename> class OpT>
 void reduceKernel(ExecCtx& ctx, const CollArgs& a, const OpParams& p) {
   const OpT<T> op = makeOp<T, OpT>(p);
   switch (a.proto) {
-    case kProtoLL: reduceKernelProto<T, OpT, ProtoLL>(ctx, a, op); break;
-    case kProtoLL128: reduceKernelProto<T, OpT, ProtoLL128>(ctx, a, op); break;
-    default: reduceKernelProto<T, OpT, ProtoSimple>(ctx, a, op); break;
+    case kProtoLL: runReducingColl<T, ProtoLL>(ctx, a, op); break;
+    case kProtoLL128: runReducingColl<T, ProtoLL128>(ctx, a, op); break;
+    default: runReducingColl<T, ProtoSimple>(ctx, a, op); break;
   }
 }
 
@@ -92,6 +69,6 @@ BATON_DECLARE_KERNELS(fp8e4m3_t)
 BATON_DECLARE_KERNELS(fp8e5m2_t)
 
 // The kernel for (func, type, op). AllGather/Broadcast ignore type and op.
-CollKernel collKernel(int func, ncclDataType_t type, RedOpKind op);
+CollKernel collKernel(CollFunc func, ncclDataType_t type, RedOpKind op);
 
 }  // namespace baton

@@ -3,18 +3,11 @@
 
 namespace baton {
 
-template <typename P>
-static void copyKernelProto(ExecCtx& ctx, const CollArgs& a) {
-  const OpSum<uint8_t> op{};
-  if (a.func == kFuncAllGather) runRingAllGather<uint8_t, P>(ctx, a, op);
-  else runRingBroadcast<uint8_t, P>(ctx, a, op);
-}
-
 void copyKernel(ExecCtx& ctx, const CollArgs& a, const OpParams&) {
   switch (a.proto) {
-    case kProtoLL: copyKernelProto<ProtoLL>(ctx, a); break;
-    case kProtoLL128: copyKernelProto<ProtoLL128>(ctx, a); break;
-    default: copyKernelProto<ProtoSimple>(ctx, a); break;
+    case kProtoLL: runMovingColl<ProtoLL>(ctx, a); break;
+    case kProtoLL128: runMovingColl<ProtoLL128>(ctx, a); break;
+    default: runMovingColl<ProtoSimple>(ctx, a); break;
   }
 }
 
@@ -31,8 +24,8 @@ static CollKernel forType(RedOpKind op) {
   }
 }
 
-CollKernel collKernel(int func, ncclDataType_t type, RedOpKind op) {
-  if (func == kFuncAllGather || func == kFuncBroadcast) return copyKernel;
+CollKernel collKernel(CollFunc func, ncclDataType_t type, RedOpKind op) {
+  if (countsBytes(func)) return copyKernel;
   switch (type) {
     case ncclInt8: return forType<int8_t>(op);
     case ncclUint8: return forType<uint8_t>(op);

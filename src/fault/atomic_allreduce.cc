@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "comm.h"
+#include "comm_error.h"
+#include "fault/atomic_allreduce.h"
 #include "misc/debug.h"
 #include "group.h"
 

@@ -10,7 +10,9 @@
 #include <cstring>
 
 #include "api/api.h"
+#include "api/argcheck.h"
 #include "comm.h"
+#include "fault/child_comm.h"
 #include "misc/debug.h"
 #include "group.h"
 

@@ -10,7 +10,10 @@
 
 #include "api/api.h"
 #include "baton/membership.h"
+#include "api/argcheck.h"
 #include "comm.h"
+#include "comm_error.h"
+#include "fault/child_comm.h"
 #include "misc/debug.h"
 #include "group.h"
 

@@ -12,6 +12,8 @@
 #include <cstring>
 
 #include "comm.h"
+#include "comm_error.h"
+#include "fault/child_comm.h"
 #include "misc/debug.h"
 #include "misc/socket.h"
 

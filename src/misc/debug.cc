@@ -14,6 +14,8 @@
 #include <string>
 #include <strings.h>
 
+#include "misc/param.h"
+
 namespace baton {
 namespace {
 
@@ -37,14 +39,16 @@ uint64_t subsysBit(const char* name) {
 
 LogConfig readConfig() {
   LogConfig c;
-  if (const char* lv = getenv("NCCL_DEBUG")) {
+  if (const std::string level = envStr("NCCL_DEBUG"); !level.empty()) {
+    const char* lv = level.c_str();
     if (!strcasecmp(lv, "VERSION")) c.level = kLogVersion;
     else if (!strcasecmp(lv, "WARN")) c.level = kLogWarn;
     else if (!strcasecmp(lv, "INFO")) c.level = kLogInfo;
     else if (!strcasecmp(lv, "ABORT")) c.level = kLogAbort;
     else if (!strcasecmp(lv, "TRACE")) c.level = kLogTrace;
   }
-  if (const char* s = getenv("NCCL_DEBUG_SUBSYS")) {
+  if (const std::string subsys = envStr("NCCL_DEBUG_SUBSYS"); !subsys.empty()) {
+    const char* s = subsys.c_str();
     bool invert = s[0] == '^';
     uint64_t m = 0;
     std::string list(invert ? s + 1 : s);
@@ -57,7 +61,8 @@ LogConfig readConfig() {
     }
     c.mask = invert ? ~m : m;
   }
-  if (const char* f = getenv("NCCL_DEBUG_FILE")) {
+  if (const std::string file = envStr("NCCL_DEBUG_FILE"); !file.empty()) {
+    const char* f = file.c_str();
     std::string path;
     for (const char* p = f; *p; ++p) {  // %h host, %p pid, as NCCL
       if (p[0] == '%' && p[1] == 'h') { char h[64]; gethostname(h, sizeof h); path += h; ++p; }

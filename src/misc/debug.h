@@ -41,11 +41,6 @@ void clearLastError();
       ::baton::logMessage(::baton::kLogInfo, (subsys), __FILE__, __LINE__, __VA_ARGS__);    \
   } while (0)
 #define BATON_WARN(...) ::baton::logMessage(::baton::kLogWarn, ::baton::kSubAll, __FILE__, __LINE__, __VA_ARGS__)
-#define BATON_TRACE(subsys, ...)                                                            \
-  do {                                                                                      \
-    if (::baton::logEnabled(::baton::kLogTrace, (subsys)))                                  \
-      ::baton::logMessage(::baton::kLogTrace, (subsys), __FILE__, __LINE__, __VA_ARGS__);   \
-  } while (0)
 #define batonError(code, ...) ::baton::batonErrorAt((code), __FILE__, __LINE__, __VA_ARGS__)
 
 // Propagate a failing ncclResult_t (ncclInProgress is not a failure).

@@ -21,7 +21,7 @@ static bool parseSize(const char* s, int64_t* out) {
   return true;
 }
 
-int64_t envInt(const char* name, int64_t def) {
+int64_t envInt(const char* name, int64_t def, EnvLog log) {
   const char* s = getenv(name);
   if (!s || !*s) return def;
   int64_t v;
@@ -29,7 +29,21 @@ int64_t envInt(const char* name, int64_t def) {
     BATON_WARN("ignoring %s='%s': not an integer; using %lld", name, s, (long long)def);
     return def;
   }
-  BATON_INFO(kSubEnv, "%s set by environment to %lld", name, (long long)v);
+  if (log == EnvLog::kInfo) BATON_INFO(kSubEnv, "%s set by environment to %lld", name, (long long)v);
+  return v;
+}
+
+double envSeconds(const char* name, double def, EnvLog log) {
+  const char* s = getenv(name);
+  if (!s || !*s) return def;
+  errno = 0;
+  char* end = nullptr;
+  const double v = strtod(s, &end);
+  if (errno || end == s || *end) {
+    BATON_WARN("ignoring %s='%s': not a number of seconds; using %g", name, s, def);
+    return def;
+  }
+  if (log == EnvLog::kInfo) BATON_INFO(kSubEnv, "%s set by environment to %g s", name, v);
   return v;
 }
 
@@ -37,6 +51,11 @@ std::string envStr(const char* name, const char* def) {
   const char* s = getenv(name);
   if (!s || !*s) return def;
   return s;
+}
+
+bool envSet(const char* name) {
+  const char* s = getenv(name);
+  return s && *s;
 }
 
 }  // namespace baton

@@ -23,8 +23,7 @@ namespace baton {
 
 // Read on every bootstrap operation (tests change it at run time), so without envInt's INFO line.
 uint64_t bootstrapTimeoutSec() {
-  const char* s = getenv("BATON_BOOTSTRAP_TIMEOUT");
-  const long v = s ? strtol(s, nullptr, 10) : 0;
+  const int64_t v = envInt("BATON_BOOTSTRAP_TIMEOUT", 120, EnvLog::kQuiet);
   return v > 0 ? (uint64_t)v : 120;
 }
 uint64_t bootstrapDeadline() { return nowNs() + bootstrapTimeoutSec() * 1000000000ull; }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "misc/debug.h"
+#include "misc/param.h"
 
 namespace baton {
 namespace {
@@ -92,8 +93,8 @@ void registerExitFlush() {
 }
 
 bool initFromEnv() {
-  const char* p = getenv("BATON_TRACE");
-  if (p && *p) {
+  const std::string p = envStr("BATON_TRACE");
+  if (!p.empty()) {
     TraceState& s = state();
     {
       std::lock_guard<std::mutex> lk(s.mu);

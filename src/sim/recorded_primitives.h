@@ -33,12 +33,12 @@ class Primitives<T, Op, Recorded<P>> : public PrimitivesApi<Primitives<T, Op, Re
  public:
   Primitives(ExecCtx&, ConnDev* recvConn, ConnDev* sendConn, const Op&) : recv_(recvConn), send_(sendConn) {}
 
-  template <bool Recv, bool Send, bool Src, bool Dst, bool PreSrc, bool Post>
+  template <Moves M>
   void run(const T*, T*, size_t n) {
-    const ConnDev* c = Send ? send_ : recv_;
+    const ConnDev* c = M.send ? send_ : recv_;
     const size_t slice = P::payloadBytes(c->stepBytes[P::id]) / sizeof(T);
     for (size_t off = 0; off < n; off += slice)
-      StepRecorder::current()->step(Recv ? recv_ : nullptr, Send ? send_ : nullptr, minSize(slice, n - off) * sizeof(T));
+      StepRecorder::current()->step(M.recv ? recv_ : nullptr, M.send ? send_ : nullptr, minSize(slice, n - off) * sizeof(T));
   }
 
  private:

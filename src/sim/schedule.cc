@@ -7,14 +7,8 @@
 #include <unordered_map>
 
 #include "misc/debug.h"
-#include "reduce_ops.h"
-#include "ring_allgather.h"
-#include "ring_allreduce.h"
-#include "ring_broadcast.h"
-#include "ring_reduce.h"
-#include "ring_reduce_scatter.h"
+#include "coll_dispatch.h"
 #include "sim/recorded_primitives.h"
-#include "tree_allreduce.h"
 #include "tuner/tuner.h"
 
 namespace baton {
@@ -73,20 +67,11 @@ class ConnTable : public StepRecorder {
   std::unordered_map<const ConnDev*, int> connOf_;
 };
 
+// The library's own dispatch, with primitives that record instead of moving data; float, sum.
 template <typename P>
 void runPart(ExecCtx& ctx, const CollArgs& a) {
-  const OpSum<float> op{};
-  const OpSum<uint8_t> copyOp{};
-  switch (a.func) {
-    case kFuncAllReduce:
-      if (a.algo == kAlgoTree) runTreeAllReduce<float, Recorded<P>>(ctx, a, op);
-      else runRingAllReduce<float, Recorded<P>>(ctx, a, op);
-      break;
-    case kFuncReduce: runRingReduce<float, Recorded<P>>(ctx, a, op); break;
-    case kFuncReduceScatter: runRingReduceScatter<float, Recorded<P>>(ctx, a, op); break;
-    case kFuncAllGather: runRingAllGather<uint8_t, Recorded<P>>(ctx, a, copyOp); break;
-    default: runRingBroadcast<uint8_t, Recorded<P>>(ctx, a, copyOp); break;
-  }
+  if (countsBytes(a.func)) runMovingColl<Recorded<P>>(ctx, a);
+  else runReducingColl<float, Recorded<P>>(ctx, a, OpSum<float>{});
 }
 
 }  // namespace
@@ -99,25 +84,20 @@ ncclResult_t buildSchedule(const CommGraph& graph, int nRanks, const ScheduleSpe
   if ((int)graph.channels.size() < spec.nChannels)
     return batonError(ncclInvalidArgument, "simulate: %d channels asked, the graph has %zu", spec.nChannels,
                       graph.channels.size());
-  const bool gathered = spec.func == kFuncAllGather || spec.func == kFuncReduceScatter;
-  const bool bytesOnly = spec.func == kFuncAllGather || spec.func == kFuncBroadcast;
-  size_t count = bytesOnly ? spec.bytes : spec.bytes / sizeof(float);
-  if (gathered) count /= nRanks;
-  if (count == 0) return ncclSuccess;
+  // Buffers are never touched: any address will do for the algorithm's pointer arithmetic.
+  char* fakeBuf = reinterpret_cast<char*>(uintptr_t(1) << 40);
+  CollOp op{spec.func, fakeBuf, fakeBuf, 0, sizeof(float), spec.root};
+  op.count = spec.bytes / collBytes(spec.func, 1, sizeof(float), nRanks);  // float elements per rank
+  if (op.count == 0) return ncclSuccess;
   const int nch = channelsForBytes(spec.nChannels, spec.minChannelBytes, spec.bytes);
   ConnTable conns(out, spec.layout, spec.proto, planFifoDepth(spec.func, spec.fifoDepth, spec.chunkSteps));
   StepRecorder::current() = &conns;
-  // Buffers are never touched: any address will do for the algorithm's pointer arithmetic.
-  char* fakeBuf = reinterpret_cast<char*>(uintptr_t(1) << 40);
   out->streams.reserve(2 * nRanks * nch);  // the recorder keeps pointers into it: never reallocate
   for (int r = 0; r < nRanks; ++r) {
     for (int c = 0; c < nch; ++c) {
       const ChannelGraph& g = graph.channels[c];
-      CollArgs a;
-      a.func = spec.func, a.algo = spec.algo, a.proto = spec.proto;
-      a.sendbuff = fakeBuf, a.recvbuff = fakeBuf;
-      a.count = count, a.root = spec.root, a.rank = r, a.nRanks = nRanks;
-      a.channel = c, a.nChannels = nch, a.chunkSteps = spec.chunkSteps;
+      CollArgs a = collArgsFor(op, spec.algo, spec.proto, r, nRanks, nch, spec.chunkSteps);
+      a.channel = c;
       std::vector<int> ring = g.ring;
       int index = 0;
       while (ring[index] != r) ++index;

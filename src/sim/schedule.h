@@ -12,9 +12,9 @@
 namespace baton {
 
 struct ScheduleSpec {
-  int func = kFuncAllReduce;    // CollFunc
-  int algo = kAlgoRing;         // kAlgoRing or kAlgoTree (AllReduce only)
-  int proto = kProtoSimple;
+  CollFunc func = kFuncAllReduce;
+  CollAlgo algo = kAlgoRing;    // kAlgoRing or kAlgoTree (AllReduce only)
+  Proto proto = kProtoSimple;
   size_t bytes = 0;             // nccl-tests' size (AllGather: the whole output; ReduceScatter: the whole input)
   int root = 0;
   int nChannels = 1;            // channels the communicator has (the planner may use fewer)

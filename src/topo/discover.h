@@ -1,5 +1,5 @@
-// Topology discovery of the local machine into NCCL's topology XML (shared/reference/
-// nccl-internals.md section 3.1), and the fusion of several ranks' views of one host.
+// Topology discovery of the local machine into NCCL's topology XML (as NCCL's
+// src/graph/xml.cc writes it), and the fusion of several ranks' views of one host.
 //
 // Sources: hwloc (NUMA nodes, CPU vendor/model, the PCI tree and the network interfaces it sees),
 // libibverbs (RDMA devices and their active ports) and, when the driver is installed, NVML through

@@ -2,7 +2,7 @@
 // ibverbs and NVML probes and the process-wide cache. Not part of the topology API.
 #pragma once
 
-#include "transport.h"  // hostHash()
+#include "bootstrap/host_identity.h"
 
 #include <cstdint>
 #include <map>

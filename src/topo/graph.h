@@ -1,5 +1,5 @@
 // Graph search: the rings and trees each channel runs on, chosen from the topology graph so that
-// consecutive ranks share the fastest paths. Reference: shared/reference/nccl-internals.md 3.6-3.7.
+// consecutive ranks share the fastest paths. NCCL: src/graph/search.cc, trees.cc.
 // Lessons 06 (rings per channel) and 07 (trees, the double binary tree).
 #pragma once
 

@@ -2,7 +2,7 @@
 // bandwidth; at each speed places as many rings as the links can carry (search_ring.cc), keeps the
 // speed whose channels carry the most in total, then duplicates the channels as NCCL does (channel
 // c + n repeats channel c's ring on tree 1). CPU ranks, and systems where no ring fits, get rings
-// in rank order grouped by host. Reference: shared/reference/nccl-internals.md 3.6-3.7.
+// in rank order grouped by host. NCCL: src/graph/search.cc and src/graph/trees.cc.
 #include <algorithm>
 #include <cmath>
 #include <iterator>

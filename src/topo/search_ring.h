@@ -1,6 +1,6 @@
 // Internal to the graph search (search.cc drives, search_ring.cc searches): the ledger of bandwidth
 // left on every link, and the search for one channel's ring at a given speed with bounded
-// backtracking. Reference: shared/reference/nccl-internals.md 3.6.
+// backtracking. NCCL searches the same way in src/graph/search.cc (ncclTopoCompute).
 #pragma once
 
 #include <vector>

@@ -1,7 +1,7 @@
 // The topology graph: GPU / PCI / NVS / CPU / NIC / NET nodes joined by typed, bandwidth-annotated
 // links, and the best path between every pair of endpoints with NCCL's path types (LOC, NVL, NVB,
 // PIX, PXB, PHB, SYS, NET). Built from NCCL's topology XML (read from NCCL_TOPO_FILE, or written by
-// discovery); reference: shared/reference/nccl-internals.md section 3. Lesson 06.
+// discovery); as in NCCL's src/graph/topo.h and topo.cc. Lesson 06.
 //
 // On a machine without GPUs a communicator's ranks are CPU ranks: each rank sits on the CPU (NUMA)
 // node it runs on, and paths between ranks are paths between those nodes.

@@ -14,15 +14,6 @@ const char* protoName(int proto) {
   return proto >= 0 && proto < kNumProtos ? names[proto] : "?";
 }
 
-const char* algoName(int algo) {
-  switch (algo) {
-    case kAlgoRing: return "Ring";
-    case kAlgoNaive: return "Naive";
-    case kAlgoTree: return "Tree";
-    default: return "?";
-  }
-}
-
 TuningModel defaultTuningModel() {
   // `baton-perf --calibrate` on the 2-core development machine, allreduce 8 B..256 MiB: the shm
   // table with 2 processes, the direct table with 2 threads (-t 2), the oversub table with 4
@@ -70,10 +61,10 @@ TuningModel defaultTuningModel() {
         {0.838f, 0.841f, 1.107f, 1.374f, 1.334f, 1.293f, 1.334f, 1.374f, 1.281f, 1.187f, 1.219f, 1.250f,
          1.210f, 1.169f, 0.979f, 0.789f, 0.862f, 0.934f, 0.986f, 1.038f, 1.014f, 0.989f, 0.989f}}},
   };
-  for (const auto& e : kMeasured) m.cost[e.path][kTunedRing][e.proto] = e.cost;
+  for (const auto& e : kMeasured) m.cost[e.path][kAlgoRing][e.proto] = e.cost;
   for (int p = 0; p < kNumProtos; ++p)  // a table without measurements starts from the other one
     for (int k = 0; k < kNumPaths; ++k)
-      if (m.cost[k][0][p].busBwGBs <= 0) m.cost[k][0][p] = m.cost[kPathShm][0][p];
+      if (m.cost[k][kAlgoRing][p].busBwGBs <= 0) m.cost[k][kAlgoRing][p] = m.cost[kPathShm][kAlgoRing][p];
   // Trees: a tree step costs what a ring step costs on the same path and protocol (the same FIFO
   // hand-off), and the busBw is the ring's, halved by predictUs as NCCL does. Trees never take the
   // direct paths, which only Ring/Simple uses among threads: there the tree's Simple keeps the
@@ -81,17 +72,11 @@ TuningModel defaultTuningModel() {
   // --calibrate` times NCCL_ALGO=Tree too) replaces these with measured values.
   for (int k = 0; k < kNumPaths; ++k)
     for (int p = 0; p < kNumProtos; ++p)
-      if (m.cost[k][kTunedTree][p].busBwGBs <= 0) {
-        m.cost[k][kTunedTree][p] = m.cost[k][kTunedRing][p];
-        if (k == kPathDirect && p == kProtoSimple) m.cost[k][kTunedTree][p].busBwGBs = m.cost[kPathShm][kTunedRing][p].busBwGBs;
+      if (m.cost[k][kAlgoTree][p].busBwGBs <= 0) {
+        m.cost[k][kAlgoTree][p] = m.cost[k][kAlgoRing][p];
+        if (k == kPathDirect && p == kProtoSimple) m.cost[k][kAlgoTree][p].busBwGBs = m.cost[kPathShm][kAlgoRing][p].busBwGBs;
       }
   return m;
-}
-
-int tunedAlgoIndex(int algo) {
-  for (int a = 0; a < kNumTunedAlgos; ++a)
-    if (kTunedAlgos[a] == algo) return a;
-  return -1;
 }
 
 int treeDepth(int nRanks, int nNodes) {
@@ -126,10 +111,12 @@ const char* tuningPathName(int path) {
   }
 }
 
-double predictUs(const TuningModel& m, int path, int func, int algoIdx, int proto, int nRanks, int nNodes, size_t bytes) {
-  const AlgoProtoCost& c = m.cost[path][algoIdx][proto];
+double predictUs(const TuningModel& m, int path, CollFunc func, CollAlgo algo, Proto proto, int nRanks, int nNodes,
+                 size_t bytes) {
+  if (algo < 0 || algo >= kNumTunedAlgos) return -1;
+  const AlgoProtoCost& c = m.cost[path][algo][proto];
   if (c.busBwGBs <= 0) return -1;
-  if (kTunedAlgos[algoIdx] == kAlgoTree) {
+  if (algo == kAlgoTree) {
     if (func != kFuncAllReduce) return -1;  // as NCCL: trees only for AllReduce
     if (nRanks <= 1) return c.baseUs;
     const int steps = 2 * treeDepth(nRanks, nNodes);
@@ -144,20 +131,20 @@ double predictUs(const TuningModel& m, int path, int func, int algoIdx, int prot
   return (c.baseUs + steps * c.hopUs + bytes / (1e3 * algBw)) * c.corr[corrBucket(bytes)];
 }
 
-ncclResult_t chooseAlgoProto(const TuningModel& m, int path, const AlgoProtoMask& mask, int func, int nRanks,
+ncclResult_t chooseAlgoProto(const TuningModel& m, int path, const AlgoProtoMask& mask, CollFunc func, int nRanks,
                              int nNodes, size_t bytes, AlgoProtoChoice* out) {
   double best = -1;
   bool enabled = false;
-  for (int a = 0; a < kNumTunedAlgos; ++a) {
+  for (const CollAlgo a : kTunedAlgos) {
     if (!mask.algo[func][a]) continue;
     for (int p = 0; p < kNumProtos; ++p) {
       if (!mask.proto[func][p]) continue;
-      if (kTunedAlgos[a] == kAlgoTree && func != kFuncAllReduce) continue;
+      if (a == kAlgoTree && func != kFuncAllReduce) continue;
       enabled = true;
-      const double t = predictUs(m, path, func, a, p, nRanks, nNodes, bytes);
+      const double t = predictUs(m, path, func, a, Proto(p), nRanks, nNodes, bytes);
       if (t < 0 || (best >= 0 && t >= best)) continue;
       best = t;
-      *out = {kTunedAlgos[a], p, t};
+      *out = {a, Proto(p), t};
     }
   }
   if (best < 0 && enabled)

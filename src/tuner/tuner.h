@@ -1,5 +1,5 @@
 // The tuner: for each collective, predict time = latency + bytes / bandwidth for every enabled
-// (algorithm, protocol) and pick the fastest (NCCL's model, reference: nccl-internals.md section 5).
+// (algorithm, protocol) and pick the fastest (NCCL's model, src/graph/tuning.cc).
 //
 // The model's numbers come from a tuning file written by `baton-perf --calibrate` (BATON_TUNING_FILE,
 // default ~/.cache/baton/tuning.txt) or from built-in defaults; NCCL_ALGO / NCCL_PROTO restrict the
@@ -16,10 +16,9 @@
 
 namespace baton {
 
-constexpr int kNumTunedAlgos = 2;  // index 0: Ring, 1: Tree (AllReduce only, lesson 07)
-constexpr int kTunedAlgos[kNumTunedAlgos] = {kAlgoRing, kAlgoTree};
-constexpr int kTunedRing = 0, kTunedTree = 1;
-int tunedAlgoIndex(int algo);  // kAlgoRing -> 0, kAlgoTree -> 1, else -1
+// The modelled algorithms (kNumTunedAlgos, coll_args.h: Tree for AllReduce only, lesson 07), in the
+// order the tuner prefers them when two predictions are equal; tables are indexed by algorithm id.
+constexpr CollAlgo kTunedAlgos[kNumTunedAlgos] = {kAlgoRing, kAlgoTree};
 
 // Size buckets of the correction factor: log2(bytes / 64), 64 B .. 256 MiB (NCCL's tree table too).
 constexpr int kCorrBuckets = 23;
@@ -78,15 +77,16 @@ int treeDepth(int nRanks, int nNodes);
 // output for AllGather and the whole input for ReduceScatter). < 0: not usable. Ring: base +
 // ringSteps * hop + bytes / (busBw * n / steps); Tree (AllReduce only): base + 2 * depth * hop +
 // bytes / (busBw / 2), NCCL's factors (every byte goes up and down the same tree).
-double predictUs(const TuningModel& m, int path, int func, int algoIdx, int proto, int nRanks, int nNodes, size_t bytes);
+double predictUs(const TuningModel& m, int path, CollFunc func, CollAlgo algo, Proto proto, int nRanks, int nNodes,
+                 size_t bytes);
 
 struct AlgoProtoChoice {
-  int algo = kAlgoRing;
-  int proto = kProtoSimple;
+  CollAlgo algo = kAlgoRing;
+  Proto proto = kProtoSimple;
   double us = 0;
 };
 // The fastest enabled pair, or ncclInvalidUsage naming NCCL_ALGO / NCCL_PROTO when none is left.
-ncclResult_t chooseAlgoProto(const TuningModel& m, int path, const AlgoProtoMask& mask, int func, int nRanks,
+ncclResult_t chooseAlgoProto(const TuningModel& m, int path, const AlgoProtoMask& mask, CollFunc func, int nRanks,
                              int nNodes, size_t bytes, AlgoProtoChoice* out);
 
 // Channels an operation of `bytes` uses: one per minChannelBytes, at most the communicator's
@@ -112,6 +112,5 @@ inline int planFifoDepth(int func, int fifoDepth, int chunkSteps) {
 int funcByName(const char* name);
 
 const char* protoName(int proto);
-const char* algoName(int algo);
 
 }  // namespace baton

@@ -1,4 +1,5 @@
 // include/baton/tuner.h: the tuner's predictions and tuning file, for baton-perf and baton-topo.
+#include "api/argcheck.h"
 #include "baton/tuner.h"
 
 #include <strings.h>
@@ -26,10 +27,7 @@ ncclResult_t parseFunc(const char* fn, const char* collective, int* func) {
   return ncclSuccess;
 }
 
-// NCCL's public algorithm index -> baton's tuned-algorithm index.
-int tunedOfPublic(int algorithm) {
-  return algorithm == BATON_ALGO_RING ? kTunedRing : algorithm == BATON_ALGO_TREE ? kTunedTree : -1;
-}
+static_assert(BATON_ALGO_TREE == kAlgoTree && BATON_ALGO_RING == kAlgoRing, "one numbering: NCCL's");
 
 }  // namespace
 
@@ -41,14 +39,14 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerPredict
   int func = -1;
   BATON_CHECK(parseFunc("batonTunerPredictAlgo", collective, &func));
   if (!predictedUs) return batonError(ncclInvalidArgument, "batonTunerPredictAlgo: predictedUs is NULL");
-  const int a = tunedOfPublic(algorithm);
-  if (a < 0)
+  if (algorithm != kAlgoRing && algorithm != kAlgoTree)
     return batonError(ncclInvalidArgument, "batonTunerPredictAlgo: algorithm %d (expected BATON_ALGO_RING %d or "
                       "BATON_ALGO_TREE %d)", algorithm, BATON_ALGO_RING, BATON_ALGO_TREE);
   const Tunables& t = comm->tun;
   for (int p = 0; p < kNumProtos; ++p)
-    predictedUs[p] = t.mask.algo[func][a] && t.mask.proto[func][p]
-                         ? predictUs(t.model, tuningPathOf(comm), func, a, p, comm->nRanks, comm->nNodes, bytes)
+    predictedUs[p] = t.mask.algo[func][algorithm] && t.mask.proto[func][p]
+                         ? predictUs(t.model, tuningPathOf(comm), CollFunc(func), CollAlgo(algorithm), Proto(p),
+                                     comm->nRanks, comm->nNodes, bytes)
                          : -1;
   return ncclSuccess;
 }
@@ -72,8 +70,8 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerChoose(
   if (!algorithm || !protocol) return batonError(ncclInvalidArgument, "batonTunerChoose: an output pointer is NULL");
   AlgoProtoChoice c;
   const Tunables& t = comm->tun;
-  BATON_CHECK(chooseAlgoProto(t.model, tuningPathOf(comm), t.mask, func, comm->nRanks, comm->nNodes, bytes, &c));
-  *algorithm = c.algo == kAlgoTree ? BATON_ALGO_TREE : BATON_ALGO_RING;
+  BATON_CHECK(chooseAlgoProto(t.model, tuningPathOf(comm), t.mask, CollFunc(func), comm->nRanks, comm->nNodes, bytes, &c));
+  *algorithm = c.algo;
   *protocol = c.proto;
   if (us) *us = c.us;
   return ncclSuccess;
@@ -89,7 +87,7 @@ extern "C" __attribute__((visibility("default"))) int batonTunerSteps(ncclComm_t
 }
 
 extern "C" __attribute__((visibility("default"))) const char* batonAlgorithmName(int algorithm) {
-  return algorithm == BATON_ALGO_TREE ? "Tree" : algorithm == BATON_ALGO_RING ? "Ring" : "?";
+  return algorithm == kAlgoTree || algorithm == kAlgoRing ? algoName(CollAlgo(algorithm)) : "?";
 }
 
 extern "C" __attribute__((visibility("default"))) const char* batonTunerModelSource(ncclComm_t comm) {
@@ -132,8 +130,9 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerWriteFi
   static_assert(BATON_TUNER_BUCKETS == kCorrBuckets, "public and internal bucket counts agree");
   if (!path || !*path) return batonError(ncclInvalidArgument, "batonTunerWriteFile: path is NULL or empty");
   if (!baseUs || !hopUs || !busBwGBs) return batonError(ncclInvalidArgument, "batonTunerWriteFile: a value array is NULL");
-  const int a = tunedOfPublic(algorithm);
-  if (a < 0) return batonError(ncclInvalidArgument, "batonTunerWriteFile: algorithm %d (expected Ring 1 or Tree 0)", algorithm);
+  if (algorithm != kAlgoRing && algorithm != kAlgoTree)
+    return batonError(ncclInvalidArgument, "batonTunerWriteFile: algorithm %d (expected Ring 1 or Tree 0)", algorithm);
+  const int a = algorithm;
   int kind = -1;
   for (int k = 0; k < kNumPaths; ++k)
     if (pathKind && strcmp(pathKind, tuningPathName(k)) == 0) kind = k;

@@ -13,14 +13,9 @@ namespace baton {
 namespace {
 
 const char* kFuncKeys[kFuncCount] = {"allreduce", "broadcast", "reduce", "allgather", "reducescatter"};
-// NCCL's algorithm names; Ring and Tree are implemented (index into kTunedAlgos), the rest parse
-// and enable nothing, so "NCCL_ALGO=NVLS" fails at the first collective with a clear message.
-struct AlgoName {
-  const char* name;
-  int tuned;  // index into kTunedAlgos, or -1
-};
-const AlgoName kAlgoNames[] = {{"Tree", kTunedTree}, {"Ring", kTunedRing},     {"CollNetDirect", -1}, {"CollNetChain", -1},
-                               {"NVLS", -1}, {"NVLSTree", -1}, {"PAT", -1}};
+// NCCL's algorithm names, by NCCL's number (coll_args.h); Ring and Tree are implemented, the rest
+// parse and enable nothing, so "NCCL_ALGO=NVLS" fails at the first collective with a clear message.
+const char* kAlgoNames[kNcclNumAlgos] = {"Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
@@ -50,10 +45,10 @@ ncclResult_t parseList(const char* var, const std::string& list, bool isAlgo, ui
     if (tok.empty()) continue;
     bool known = false;
     if (isAlgo) {
-      for (const AlgoName& a : kAlgoNames)
-        if (strcasecmp(tok.c_str(), a.name) == 0) {
+      for (int a = 0; a < kNcclNumAlgos; ++a)
+        if (strcasecmp(tok.c_str(), kAlgoNames[a]) == 0) {
           known = true;
-          if (a.tuned >= 0) named[a.tuned] = 1;
+          if (a < kNumTunedAlgos) named[a] = 1;
         }
     } else {
       for (int p = 0; p < kNumProtos; ++p)

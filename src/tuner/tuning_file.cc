@@ -63,8 +63,8 @@ ncclResult_t loadTuningFile(const std::string& path, TuningModel* model) {
       return batonError(ncclInvalidArgument, "tuning file %s line %d: expected a protocol after '%s'", path.c_str(), lineNo,
                         algo.c_str());
     int a = -1, p = -1;
-    for (int i = 0; i < kNumTunedAlgos; ++i)
-      if (strcasecmp(algo.c_str(), algoName(kTunedAlgos[i])) == 0) a = i;
+    for (const CollAlgo i : kTunedAlgos)
+      if (strcasecmp(algo.c_str(), algoName(i)) == 0) a = i;
     for (int i = 0; i < kNumProtos; ++i)
       if (strcasecmp(proto.c_str(), protoName(i)) == 0) p = i;
     if (a < 0) return batonError(ncclInvalidArgument, "tuning file %s line %d: unknown algorithm '%s'", path.c_str(), lineNo, algo.c_str());
@@ -114,17 +114,17 @@ ncclResult_t writeTuningFile(const std::string& path, const TuningModel& model, 
   while (std::getline(cs, line)) fprintf(f, "# %s\n", line.c_str());
   fprintf(f, "# path algorithm protocol base_us hop_us busbw_GBs\n");
   for (int k = 0; k < kNumPaths; ++k)
-    for (int a = 0; a < kNumTunedAlgos; ++a)
+    for (const CollAlgo a : kTunedAlgos)
       for (int p = 0; p < kNumProtos; ++p) {
         const AlgoProtoCost& c = model.cost[k][a][p];
-        fprintf(f, "%s %s %s %.3f %.3f %.3f\n", tuningPathName(k), algoName(kTunedAlgos[a]), protoName(p), c.baseUs,
+        fprintf(f, "%s %s %s %.3f %.3f %.3f\n", tuningPathName(k), algoName(a), protoName(p), c.baseUs,
                 c.hopUs, c.busBwGBs);
       }
   fprintf(f, "# path algorithm protocol corr: measured / model per size bucket (64 B, 128 B, ... 256 MiB)\n");
   for (int k = 0; k < kNumPaths; ++k)
-    for (int a = 0; a < kNumTunedAlgos; ++a)
+    for (const CollAlgo a : kTunedAlgos)
       for (int p = 0; p < kNumProtos; ++p) {
-        fprintf(f, "%s %s %s corr", tuningPathName(k), algoName(kTunedAlgos[a]), protoName(p));
+        fprintf(f, "%s %s %s corr", tuningPathName(k), algoName(a), protoName(p));
         for (int b = 0; b < kCorrBuckets; ++b) fprintf(f, " %.3f", model.cost[k][a][p].corr[b]);
         fprintf(f, "\n");
       }

@@ -1,5 +1,5 @@
 // A program compiled against NVIDIA's own nccl.h (the CUDA toolkit's), run against baton's
-// libnccl.so.2 with host buffers: the drop-in promise of design.md's "ABI" section.
+// libnccl.so.2 with host buffers: the drop-in promise (README: "NCCL 2.28 host API and ABI").
 //
 // Thread mode (default): one thread drives 4 ranks from ncclCommInitAll, inside groups.
 // Process mode (under baton-run, BATON_NRANKS set): one rank per process, ncclCommInitRankConfig.

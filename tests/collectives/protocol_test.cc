@@ -1,13 +1,13 @@
 // Protocol: the Simple protocol's FIFO primitives and the p2p step functions, driven directly on a
 // heap-allocated ConnFifo by a producer and a consumer thread (no communicator): data through many
 // wrap-arounds of the 8-slot FIFO at depth 8 and depth 1, reduce and copy chains over three
-// threads, p2pTrySend / p2pTryRecv loops, waits that end on the abort flag or the timeout instead of
+// threads, sendRecvTrySend / sendRecvTryRecv loops, waits that end on the abort flag or the timeout instead of
 // hanging, and mismatched sizes reported as failures that name the size.
 #include <thread>
 
 #include "collectives/data.h"
 #include "gtest/gtest.h"
-#include "p2p_progress.h"
+#include "sendrecv_progress.h"
 #include "primitives_simple.h"
 
 namespace baton {
@@ -109,7 +109,7 @@ INSTANTIATE_TEST_SUITE_P(, ProtocolSimple, ::testing::Values(8, 1),
                          [](const ::testing::TestParamInfo<int>& i) { return "Depth" + std::to_string(i.param); });
 
 // Transfers as non-blocking steps: both sides poll, backing off when they cannot progress.
-TEST(Protocol, P2pTrySendTryRecvLoops) {
+TEST(Protocol, SendRecvTrySendTryRecvLoops) {
   for (int depth : {8, 1}) {
     Fifo f(256, depth);
     const std::vector<size_t> sizes = {100003, 0, 1, 256, 257, 4096};
@@ -118,17 +118,17 @@ TEST(Protocol, P2pTrySendTryRecvLoops) {
     std::thread producer([&] {
       ExecCtx ctx = ctxFor(0);
       for (size_t i = 0; i < sizes.size(); ++i) {
-        P2pTransfer t{reinterpret_cast<char*>(src[i].data()), sizes[i], 0, &f.send, 1};
+        SendRecvTransfer t{reinterpret_cast<char*>(src[i].data()), sizes[i], 0, &f.send, 1};
         for (uint32_t it = 0; !t.complete() && !ctx.failed;)
-          if (!p2pTrySend(ctx, t)) waitBackoff(it);
+          if (!sendRecvTrySend(ctx, t)) waitBackoff(it);
       }
       EXPECT_FALSE(ctx.failed);
     });
     ExecCtx ctx = ctxFor(1);
     for (size_t i = 0; i < sizes.size(); ++i) {
-      P2pTransfer t{reinterpret_cast<char*>(dst[i].data()), sizes[i], 0, &f.recv, 0};
+      SendRecvTransfer t{reinterpret_cast<char*>(dst[i].data()), sizes[i], 0, &f.recv, 0};
       for (uint32_t it = 0; !t.complete() && !ctx.failed;)
-        if (!p2pTryRecv(ctx, t)) waitBackoff(it);
+        if (!sendRecvTryRecv(ctx, t)) waitBackoff(it);
     }
     producer.join();
     EXPECT_FALSE(ctx.failed);
@@ -206,14 +206,14 @@ TEST(Protocol, MismatchedSizeIsReported) {
   EXPECT_EQ(ctx.failure.observed, 400u);
   EXPECT_EQ(ctx.failure.peer, 0);
 
-  // The same through p2pTryRecv: 300 bytes sent, 200 expected (both within one 1024-byte step).
+  // The same through sendRecvTryRecv: 300 bytes sent, 200 expected (both within one 1024-byte step).
   Fifo g(1024, 8);
-  P2pTransfer s{reinterpret_cast<char*>(src.data()), 300, 0, &g.send, 1};
+  SendRecvTransfer s{reinterpret_cast<char*>(src.data()), 300, 0, &g.send, 1};
   ExecCtx sctx = ctxFor(0);
-  ASSERT_TRUE(p2pTrySend(sctx, s));
-  P2pTransfer r{reinterpret_cast<char*>(dst.data()), 200, 0, &g.recv, 0};
+  ASSERT_TRUE(sendRecvTrySend(sctx, s));
+  SendRecvTransfer r{reinterpret_cast<char*>(dst.data()), 200, 0, &g.recv, 0};
   ExecCtx rctx = ctxFor(1);
-  EXPECT_FALSE(p2pTryRecv(rctx, r));
+  EXPECT_FALSE(sendRecvTryRecv(rctx, r));
   ASSERT_TRUE(rctx.failed);
   EXPECT_NE(std::string(rctx.failure.what).find("size"), std::string::npos) << rctx.failure.what;
   EXPECT_EQ(rctx.failure.expected, 200u);

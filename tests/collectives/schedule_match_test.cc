@@ -153,7 +153,7 @@ void checkOne(const Comms& comms, int algo, int proto, size_t count) {
   const baton::CommGraph graph = graphOf(comms);
   const baton::Tunables& tun = comms[0]->tun;
   baton::ScheduleSpec spec;
-  spec.func = baton::kFuncAllReduce, spec.algo = algo, spec.proto = proto;
+  spec.func = baton::kFuncAllReduce, spec.algo = baton::CollAlgo(algo), spec.proto = baton::Proto(proto);
   spec.bytes = count * sizeof(float), spec.nChannels = comms[0]->nChannels;
   spec.minChannelBytes = tun.minChannelBytes, spec.chunkSteps = tun.chunkSteps, spec.splitTree = false;
   spec.fifoDepth = tun.fifoDepth;

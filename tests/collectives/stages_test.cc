@@ -110,7 +110,7 @@ void runStage(const std::vector<Coll>& colls, const std::vector<ncclDataType_t>&
 
 const std::vector<Coll> kCollectives = {Coll::AllReduce, Coll::Reduce, Coll::ReduceScatter, Coll::AllGather,
                                         Coll::Broadcast};
-const std::vector<Coll> kP2pColls = {Coll::AlltoAll, Coll::Gather, Coll::Scatter, Coll::SendRecv};
+const std::vector<Coll> kSendRecvColls = {Coll::AlltoAll, Coll::Gather, Coll::Scatter, Coll::SendRecv};
 const std::vector<ncclDataType_t> kSomeTypes = {ncclInt8, ncclFloat32, ncclFloat8e5m2};
 
 struct NaiveCfg {
@@ -140,7 +140,7 @@ struct FifoCfg {
 };
 using StageFifo = Stage<FifoCfg>;
 TEST_F(StageFifo, Collectives) { runStage<StageFifo>(kCollectives, kSomeTypes); }
-TEST_F(StageFifo, PointToPoint) { runStage<StageFifo>(kP2pColls, {ncclUint8, ncclFloat64}); }
+TEST_F(StageFifo, PointToPoint) { runStage<StageFifo>(kSendRecvColls, {ncclUint8, ncclFloat64}); }
 TEST_F(StageFifo, FourChannels) {
   EXPECT_NE(log().find("Channel 03/4"), std::string::npos) << log();
 }
@@ -159,7 +159,7 @@ TEST_F(StageShm, UsesShmTransport) {
   EXPECT_EQ(log().find("via P2P"), std::string::npos) << log();
 }
 TEST_F(StageShm, Collectives) { runStage<StageShm>(kCollectives, kSomeTypes); }
-TEST_F(StageShm, PointToPoint) { runStage<StageShm>(kP2pColls, {ncclUint8, ncclFloat64}); }
+TEST_F(StageShm, PointToPoint) { runStage<StageShm>(kSendRecvColls, {ncclUint8, ncclFloat64}); }
 
 struct NaiveShmCfg {
   static ScopedEnv::Vars env() {

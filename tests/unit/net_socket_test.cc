@@ -17,7 +17,7 @@
 
 #include "misc/debug.h"
 #include "exec_model.h"
-#include "socket/socket_comm.h"
+#include "net/socket/socket_comm.h"
 #include "unit/unit_helpers.h"
 
 namespace {

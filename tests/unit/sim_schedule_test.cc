@@ -49,7 +49,7 @@ CommGraph twoRankGraph() {
   return g;
 }
 
-ScheduleSpec spec(int algo, int proto, size_t bytes) {
+ScheduleSpec spec(CollAlgo algo, Proto proto, size_t bytes) {
   ScheduleSpec s;
   s.algo = algo, s.proto = proto, s.bytes = bytes, s.splitTree = false;
   s.layout.stepBytes[kProtoSimple] = 512 << 10;
@@ -111,7 +111,7 @@ TEST(SimSchedule, PathsAreOneNvlHop) {
 // Ring AllReduce of `bytes` floats in `proto`: both ranks run k steps of each primitive on
 // `wire`-byte steps; time 2k P + k o (P > o: a send step ends at delivery, P after it starts;
 // the k receives of the result then take o each after the last arrival at 2k P).
-void ringCase(int proto, size_t bytes, int k, uint64_t wire) {
+void ringCase(Proto proto, size_t bytes, int k, uint64_t wire) {
   SCOPED_TRACE(std::string("proto ") + std::to_string(proto) + ", " + std::to_string(bytes) + " bytes");
   const SimSchedule s = build(spec(kAlgoRing, proto, bytes));
   ASSERT_EQ(s.streams.size(), 2u);

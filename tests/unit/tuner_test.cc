@@ -26,7 +26,7 @@ TEST(Tuner, ProtoListsNegationAndPerFunctionSections) {
     EXPECT_TRUE(m.proto[f][kProtoLL]);
     EXPECT_FALSE(m.proto[f][kProtoLL128]);
     EXPECT_TRUE(m.proto[f][kProtoSimple]);
-    EXPECT_TRUE(m.algo[f][0]);
+    EXPECT_TRUE(m.algo[f][kAlgoRing]);
   }
   m = parse("Ring", "^LL128;allreduce:LL128");
   EXPECT_TRUE(m.proto[kFuncAllReduce][kProtoLL128]);
@@ -36,11 +36,11 @@ TEST(Tuner, ProtoListsNegationAndPerFunctionSections) {
   EXPECT_TRUE(m.proto[kFuncBroadcast][kProtoLL]);
   EXPECT_TRUE(m.proto[kFuncBroadcast][kProtoSimple]);
   m = parse("Tree", nullptr);
-  EXPECT_FALSE(m.algo[kFuncAllReduce][kTunedRing]);
-  EXPECT_TRUE(m.algo[kFuncAllReduce][kTunedTree]);
+  EXPECT_FALSE(m.algo[kFuncAllReduce][kAlgoRing]);
+  EXPECT_TRUE(m.algo[kFuncAllReduce][kAlgoTree]);
   m = parse("NVLS", nullptr);  // a known NCCL algorithm baton does not have: nothing enabled
-  EXPECT_FALSE(m.algo[kFuncAllReduce][kTunedRing]);
-  EXPECT_FALSE(m.algo[kFuncAllReduce][kTunedTree]);
+  EXPECT_FALSE(m.algo[kFuncAllReduce][kAlgoRing]);
+  EXPECT_FALSE(m.algo[kFuncAllReduce][kAlgoTree]);
 }
 
 TEST(Tuner, BadNamesAreErrorsThatNameThem) {
@@ -73,10 +73,10 @@ TEST(Tuner, CommInitRejectsABadProtoAndCollectivesRejectAnEmptyChoice) {
 
 TEST(Tuner, ChoiceFollowsTheModelAndTheMask) {
   TuningModel m = defaultTuningModel();
-  m.cost[kPathShm][0][kProtoLL] = {0, 1.0f, 1.0f};
-  m.cost[kPathShm][0][kProtoLL128] = {0, 2.0f, 10.0f};
-  m.cost[kPathShm][0][kProtoSimple] = {0, 4.0f, 20.0f};
-  for (int p = 0; p < kNumProtos; ++p) m.cost[kPathShm][kTunedTree][p] = m.cost[kPathShm][kTunedRing][p];
+  m.cost[kPathShm][kAlgoRing][kProtoLL] = {0, 1.0f, 1.0f};
+  m.cost[kPathShm][kAlgoRing][kProtoLL128] = {0, 2.0f, 10.0f};
+  m.cost[kPathShm][kAlgoRing][kProtoSimple] = {0, 4.0f, 20.0f};
+  for (int p = 0; p < kNumProtos; ++p) m.cost[kPathShm][kAlgoTree][p] = m.cost[kPathShm][kAlgoRing][p];
   AlgoProtoMask all = parse(nullptr, nullptr);
   AlgoProtoChoice c;
   ASSERT_EQ(chooseAlgoProto(m, kPathShm, all, kFuncAllReduce, 2, 1, 8, &c), ncclSuccess);
@@ -89,13 +89,13 @@ TEST(Tuner, ChoiceFollowsTheModelAndTheMask) {
   ASSERT_EQ(chooseAlgoProto(m, kPathShm, parse(nullptr, "^Simple"), kFuncAllReduce, 2, 1, 1 << 20, &c), ncclSuccess);
   EXPECT_EQ(c.proto, kProtoLL128);
   // The correction factor of a bucket scales the prediction.
-  m.cost[kPathShm][0][kProtoSimple].corr[corrBucket(1 << 20)] = 3.0f;
+  m.cost[kPathShm][kAlgoRing][kProtoSimple].corr[corrBucket(1 << 20)] = 3.0f;
   ASSERT_EQ(chooseAlgoProto(m, kPathShm, all, kFuncAllReduce, 2, 1, 1 << 20, &c), ncclSuccess);
   EXPECT_EQ(c.proto, kProtoLL128);
   // Trees: 2 * depth steps (depth = ranks per node - 1 + log2(nodes)) and half the bus bandwidth.
   // 8 ranks on 4 nodes: depth 1 + 2 = 3, 6 steps against the ring's 14.
-  m.cost[kPathShm][kTunedRing][kProtoSimple].corr[corrBucket(1 << 20)] = 1.0f;
-  m.cost[kPathShm][kTunedTree][kProtoSimple].corr[corrBucket(1 << 20)] = 1.0f;
+  m.cost[kPathShm][kAlgoRing][kProtoSimple].corr[corrBucket(1 << 20)] = 1.0f;
+  m.cost[kPathShm][kAlgoTree][kProtoSimple].corr[corrBucket(1 << 20)] = 1.0f;
   EXPECT_EQ(treeDepth(8, 4), 3);
   EXPECT_EQ(treeDepth(8, 1), 7);
   EXPECT_EQ(treeDepth(5, 5), 3);
@@ -122,19 +122,19 @@ TEST(Tuner, TuningFileRoundTrip) {
   ASSERT_EQ(batonTunerWriteFile(path.c_str(), "shm", base, hop, bw, corr, "a test\ntwo lines"), ncclSuccess);
   TuningModel m = defaultTuningModel();
   ASSERT_EQ(loadTuningFile(path, &m), ncclSuccess) << baton_test::lastError();
-  EXPECT_FLOAT_EQ(m.cost[kPathShm][0][kProtoLL128].hopUs, 0.2f);
-  EXPECT_FLOAT_EQ(m.cost[kPathShm][0][kProtoSimple].busBwGBs, 14.0f);
-  EXPECT_FLOAT_EQ(m.cost[kPathShm][0][kProtoLL].baseUs, 0.5f);
-  EXPECT_FLOAT_EQ(m.cost[kPathShm][0][kProtoLL].corr[7], 1.5f);
+  EXPECT_FLOAT_EQ(m.cost[kPathShm][kAlgoRing][kProtoLL128].hopUs, 0.2f);
+  EXPECT_FLOAT_EQ(m.cost[kPathShm][kAlgoRing][kProtoSimple].busBwGBs, 14.0f);
+  EXPECT_FLOAT_EQ(m.cost[kPathShm][kAlgoRing][kProtoLL].baseUs, 0.5f);
+  EXPECT_FLOAT_EQ(m.cost[kPathShm][kAlgoRing][kProtoLL].corr[7], 1.5f);
   EXPECT_EQ(std::string(m.source), path);
   // Writing the other table keeps this one.
   const double bw2[3] = {3, 30, 40};
   ASSERT_EQ(batonTunerWriteFile(path.c_str(), "direct", base, hop, bw2, nullptr, nullptr), ncclSuccess);
   m = defaultTuningModel();
   ASSERT_EQ(loadTuningFile(path, &m), ncclSuccess) << baton_test::lastError();
-  EXPECT_FLOAT_EQ(m.cost[kPathShm][0][kProtoSimple].busBwGBs, 14.0f);
-  EXPECT_FLOAT_EQ(m.cost[kPathDirect][0][kProtoSimple].busBwGBs, 40.0f);
-  EXPECT_FLOAT_EQ(m.cost[kPathDirect][0][kProtoLL].corr[7], 1.0f);
+  EXPECT_FLOAT_EQ(m.cost[kPathShm][kAlgoRing][kProtoSimple].busBwGBs, 14.0f);
+  EXPECT_FLOAT_EQ(m.cost[kPathDirect][kAlgoRing][kProtoSimple].busBwGBs, 40.0f);
+  EXPECT_FLOAT_EQ(m.cost[kPathDirect][kAlgoRing][kProtoLL].corr[7], 1.0f);
   EXPECT_EQ(batonTunerWriteFile(path.c_str(), "nvlink", base, hop, bw2, nullptr, nullptr), ncclInvalidArgument);
   EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"pathKind 'nvlink'"}));
   ScopedEnv env("BATON_TUNING_FILE", path.c_str());

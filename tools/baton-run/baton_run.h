@@ -1,6 +1,6 @@
 // baton-run: local launcher that starts N ranks of a program on this host.
 //
-// Shared declarations between baton_run.cc (options and the supervision
+// Shared declarations between main.cc (options and the supervision
 // loop) and launch.cc (port choice, watchdog, spawning, output relay).
 #pragma once
 
@@ -16,7 +16,7 @@ inline constexpr int kMaxRanks = 1024;
 
 struct Options {
   int nranks = 0;
-  double grace_s = 3.0;           // --grace / BATON_RUN_GRACE
+  double graceSec = 3.0;           // --grace / BATON_RUN_GRACE
   bool prefix = true;             // false with --no-prefix
   std::vector<std::string> argv;  // program and its arguments
 };
@@ -24,7 +24,7 @@ struct Options {
 // One relayed child output stream (the stdout or stderr of one rank).
 struct Stream {
   int fd = -1;           // non-blocking read end; -1 once EOF was seen
-  int out_fd = 1;        // where complete lines go: 1 or 2
+  int outFd = 1;        // where complete lines go: 1 or 2
   int rank = 0;
   std::string pending;   // bytes of a line whose '\n' has not arrived yet
   bool midline = false;  // part of the current line was already written
@@ -39,39 +39,39 @@ struct Rank {
 // Process-wide setup: fds 0..2 open, RLIMIT_NOFILE raised for nranks,
 // child subreaper, SIGPIPE ignored, and SIGCHLD/SIGINT/SIGTERM/SIGHUP
 // written as one byte each to a self-pipe whose read end is returned.
-int setup_process(int nranks);
+int setupProcess(int nranks);
 
 // Writes all of buf to fd, retrying on EINTR/EAGAIN; gives up silently on
 // other errors (e.g. EPIPE when our own reader went away).
-void write_all(int fd, const char* buf, size_t len);
-void write_str(int fd, const std::string& s);
+void writeAll(int fd, const char* buf, size_t len);
+void writeStr(int fd, const std::string& s);
 
 // "SIGSEGV" etc., or "signal N" for ones not in the table.
-std::string signal_name(int sig);
+std::string signalName(int sig);
 
 // Binds port 0 on host (an IPv4/IPv6 literal; anything else, or a failed
 // bind, falls back to the wildcard address), reads the port back, closes.
 // Returns the port, or 0 with *err set.
-int pick_free_port(const std::string& host, std::string* err);
+int pickFreePort(const std::string& host, std::string* err);
 
 // Forks a watchdog that leads the process group all ranks join. It holds
-// the read end of a pipe whose write end (*keepalive_fd) only baton-run
+// the read end of a pipe whose write end (*keepaliveFd) only baton-run
 // keeps; when baton-run dies for any reason (even SIGKILL) the watchdog sees
 // EOF and SIGKILLs the whole group, grandchildren included.
-pid_t start_watchdog(int* keepalive_fd);
+pid_t startWatchdog(int* keepaliveFd);
 
-enum class Spawn { ok, exec_failed, sys_error };
+enum class Spawn { ok, execFailed, sysError };
 
 // Starts one rank: pipes for stdout/stderr, process group pgid,
 // PR_SET_PDEATHSIG(SIGKILL), the BATON_* / NCCL_COMM_ID environment, then
 // execvp. Waits until the exec either succeeded or failed (reported through
-// a close-on-exec pipe); on failure *err_no holds the errno.
-Spawn spawn_rank(const Options& opt, int rank, const std::string& comm_id,
-                 pid_t pgid, Rank& r, int* err_no);
+// a close-on-exec pipe); on failure *errNo holds the errno.
+Spawn spawnRank(const Options& opt, int rank, const std::string& commId,
+                 pid_t pgid, Rank& r, int* errNo);
 
-// Reads what is available on s (at most max_reads reads) and writes every
+// Reads what is available on s (at most maxReads reads) and writes every
 // complete line, prefixed with "[rank] " when prefix is set. At EOF flushes
 // a partial last line, closes the fd and returns false.
-bool pump(Stream& s, bool prefix, int max_reads);
+bool pump(Stream& s, bool prefix, int maxReads);
 
 }  // namespace batonrun

@@ -21,7 +21,7 @@
 
 namespace batonrun {
 
-void write_all(int fd, const char* buf, size_t len) {
+void writeAll(int fd, const char* buf, size_t len) {
   while (len > 0) {
     ssize_t n = write(fd, buf, len);
     if (n > 0) {
@@ -38,9 +38,9 @@ void write_all(int fd, const char* buf, size_t len) {
   }
 }
 
-void write_str(int fd, const std::string& s) { write_all(fd, s.data(), s.size()); }
+void writeStr(int fd, const std::string& s) { writeAll(fd, s.data(), s.size()); }
 
-std::string signal_name(int sig) {
+std::string signalName(int sig) {
   static const struct { int sig; const char* name; } table[] = {
       {SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"},
       {SIGILL, "SIGILL"},   {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"},
@@ -54,17 +54,17 @@ std::string signal_name(int sig) {
   return "signal " + std::to_string(sig);
 }
 
-static int g_self_pipe_w = -1;  // signal handler -> poll loop
+static int gSelfPipeW = -1;  // signal handler -> poll loop
 
-static void on_signal(int sig) {
+static void onSignal(int sig) {
   int saved = errno;
   unsigned char c = static_cast<unsigned char>(sig);
-  ssize_t n = write(g_self_pipe_w, &c, 1);
+  ssize_t n = write(gSelfPipeW, &c, 1);
   (void)n;
   errno = saved;
 }
 
-int setup_process(int nranks) {
+int setupProcess(int nranks) {
   for (int fd = 0; fd <= 2; ++fd)  // keep 0..2 taken so pipes never land there
     if (fcntl(fd, F_GETFD) < 0) open("/dev/null", O_RDWR);
   rlimit rl{};  // two pipes per rank plus slack
@@ -78,9 +78,9 @@ int setup_process(int nranks) {
     perror("baton-run: pipe");
     std::exit(1);
   }
-  g_self_pipe_w = p[1];
+  gSelfPipeW = p[1];
   struct sigaction sa{};
-  sa.sa_handler = on_signal;
+  sa.sa_handler = onSignal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
   for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
@@ -89,7 +89,7 @@ int setup_process(int nranks) {
 }
 
 
-int pick_free_port(const std::string& host, std::string* err) {
+int pickFreePort(const std::string& host, std::string* err) {
   sockaddr_storage ss{};
   socklen_t len = 0;
   auto* v4 = reinterpret_cast<sockaddr_in*>(&ss);
@@ -120,7 +120,7 @@ int pick_free_port(const std::string& host, std::string* err) {
   return 0;
 }
 
-pid_t start_watchdog(int* keepalive_fd) {
+pid_t startWatchdog(int* keepaliveFd) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) return -1;
   pid_t pid = fork();
@@ -149,38 +149,38 @@ pid_t start_watchdog(int* keepalive_fd) {
   }
   setpgid(pid, pid);  // also in the parent, so ranks can join right away
   close(p[0]);
-  *keepalive_fd = p[1];
+  *keepaliveFd = p[1];
   return pid;
 }
 
-static void set_nonblock(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
+static void setNonblock(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
-Spawn spawn_rank(const Options& opt, int rank, const std::string& comm_id,
-                 pid_t pgid, Rank& r, int* err_no) {
+Spawn spawnRank(const Options& opt, int rank, const std::string& commId,
+                 pid_t pgid, Rank& r, int* errNo) {
   int out[2], err[2], st[2];
-  if (pipe2(out, O_CLOEXEC) != 0) return *err_no = errno, Spawn::sys_error;
+  if (pipe2(out, O_CLOEXEC) != 0) return *errNo = errno, Spawn::sysError;
   if (pipe2(err, O_CLOEXEC) != 0) {
-    *err_no = errno;
+    *errNo = errno;
     close(out[0]), close(out[1]);
-    return Spawn::sys_error;
+    return Spawn::sysError;
   }
   if (pipe2(st, O_CLOEXEC) != 0) {
-    *err_no = errno;
+    *errNo = errno;
     close(out[0]), close(out[1]), close(err[0]), close(err[1]);
-    return Spawn::sys_error;
+    return Spawn::sysError;
   }
   // Built before fork so the child only does async-signal-safe-ish work.
   std::vector<char*> args;
   for (const auto& a : opt.argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  const bool keep_stdin = rank == 0 && !isatty(0);  // a tty would SIGTTIN us
+  const bool keepStdin = rank == 0 && !isatty(0);  // a tty would SIGTTIN us
   const pid_t parent = getpid();
 
   pid_t pid = fork();
   if (pid < 0) {
-    *err_no = errno;
+    *errNo = errno;
     for (int fd : {out[0], out[1], err[0], err[1], st[0], st[1]}) close(fd);
-    return Spawn::sys_error;
+    return Spawn::sysError;
   }
   if (pid == 0) {
     setpgid(0, pgid);
@@ -190,13 +190,13 @@ Spawn spawn_rank(const Options& opt, int rank, const std::string& comm_id,
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (!keep_stdin) {
+    if (!keepStdin) {
       int dn = open("/dev/null", O_RDONLY);
       if (dn >= 0 && dn != 0) dup2(dn, 0), close(dn);
     }
     dup2(out[1], 1);  // dup2 clears close-on-exec on the target
     dup2(err[1], 2);
-    setenv("NCCL_COMM_ID", comm_id.c_str(), 1);
+    setenv("NCCL_COMM_ID", commId.c_str(), 1);
     setenv("BATON_RANK", std::to_string(rank).c_str(), 1);
     setenv("BATON_NRANKS", std::to_string(opt.nranks).c_str(), 1);
     setenv("BATON_LOCAL_RANK", std::to_string(rank).c_str(), 1);
@@ -217,11 +217,11 @@ Spawn spawn_rank(const Options& opt, int rank, const std::string& comm_id,
   if (n > 0) {  // exec failed: the child has exited 127
     close(out[0]), close(err[0]);
     waitpid(pid, nullptr, 0);
-    *err_no = e;
-    return Spawn::exec_failed;
+    *errNo = e;
+    return Spawn::execFailed;
   }
-  set_nonblock(out[0]);
-  set_nonblock(err[0]);
+  setNonblock(out[0]);
+  setNonblock(err[0]);
   r.pid = pid;
   r.alive = true;
   r.out = Stream{out[0], 1, rank, {}, false};
@@ -232,7 +232,7 @@ Spawn spawn_rank(const Options& opt, int rank, const std::string& comm_id,
 // Lines longer than this are written in pieces rather than buffered forever.
 static constexpr size_t kMaxPending = 64 * 1024;
 
-static void emit_lines(Stream& s, bool prefix, bool eof) {
+static void emitLines(Stream& s, bool prefix, bool eof) {
   const std::string tag = "[" + std::to_string(s.rank) + "] ";
   std::string out;
   size_t start = 0, nl;
@@ -252,21 +252,21 @@ static void emit_lines(Stream& s, bool prefix, bool eof) {
     }
     if (eof && prefix && s.midline) out += '\n';  // keep ranks' lines apart
   }
-  write_str(s.out_fd, out);  // whole lines in one write: no interleaving
+  writeStr(s.outFd, out);  // whole lines in one write: no interleaving
 }
 
-bool pump(Stream& s, bool prefix, int max_reads) {
+bool pump(Stream& s, bool prefix, int maxReads) {
   char buf[65536];
-  for (int i = 0; s.fd >= 0 && i < max_reads; ++i) {
+  for (int i = 0; s.fd >= 0 && i < maxReads; ++i) {
     ssize_t n = read(s.fd, buf, sizeof buf);
     if (n > 0) {
       s.pending.append(buf, static_cast<size_t>(n));
-      emit_lines(s, prefix, false);
+      emitLines(s, prefix, false);
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
-    emit_lines(s, prefix, true);  // EOF (or a read error): flush and close
+    emitLines(s, prefix, true);  // EOF (or a read error): flush and close
     close(s.fd);
     s.fd = -1;
   }

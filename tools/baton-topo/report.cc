@@ -106,15 +106,15 @@ void printTuner(const Machine& m) {
   std::printf("# (a CPU model measured on this kind of machine; --simulate predicts a GPU topology instead)\n");
   const size_t sizes[] = {8, 1024, 64 << 10, 1 << 20, 16 << 20, 256 << 20};
   std::printf("%14s", "size");
-  for (int a = 0; a < kNumTunedAlgos; ++a)
+  for (const CollAlgo a : kTunedAlgos)
     for (int p = 0; p < kNumProtos; ++p)
-      std::printf(" %12s", (std::string(algoName(kTunedAlgos[a])) + "/" + protoName(p)).c_str());
+      std::printf(" %12s", (std::string(algoName(a)) + "/" + protoName(p)).c_str());
   std::printf("  choice\n");
   for (size_t bytes : sizes) {
     std::printf("%14zu", bytes);
-    for (int a = 0; a < kNumTunedAlgos; ++a)
+    for (const CollAlgo a : kTunedAlgos)
       for (int p = 0; p < kNumProtos; ++p) {
-        const double us = predictUs(model, kPathShm, kFuncAllReduce, a, p, n, nodes, bytes);
+        const double us = predictUs(model, kPathShm, kFuncAllReduce, a, Proto(p), n, nodes, bytes);
         if (us < 0) std::printf(" %12s", "-");
         else std::printf(" %12.2f", us);
       }

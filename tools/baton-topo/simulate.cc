@@ -20,7 +20,7 @@ using namespace baton;
 
 namespace {
 
-// NCCL's per-hop latencies for rings (nccl-internals.md 5.2), in µs, by link class and protocol
+// NCCL's per-hop latencies for rings (NCCL's src/graph/tuning.cc), in µs, by link class and protocol
 // (LL, LL128, Simple), charged per transfer on each link; pipelined steps overlap them.
 constexpr double kNvlLatUs[kNumProtos] = {0.6, 1.9, 3.4};
 constexpr double kPciLatUs[kNumProtos] = {1.0, 2.5, 5.7};
@@ -48,18 +48,20 @@ double busFactor(int func, int n) {
 }  // namespace
 
 int simulateSweep(const Options& opt, const Machine& m) {
-  const int func = funcByName(opt.simulate.c_str());
-  if (func < 0) {
+  const int funcId = funcByName(opt.simulate.c_str());
+  if (funcId < 0) {
     std::fprintf(stderr, "baton-topo: --simulate '%s' (expected allreduce, allgather, reducescatter, broadcast or reduce)\n",
                  opt.simulate.c_str());
     return 2;
   }
-  std::vector<int> algos, protos;
-  for (int a : {kAlgoRing, kAlgoTree})
+  const CollFunc func = CollFunc(funcId);
+  std::vector<CollAlgo> algos;
+  std::vector<Proto> protos;
+  for (const CollAlgo a : kTunedAlgos)
     if ((opt.algo.empty() || strcasecmp(opt.algo.c_str(), algoName(a)) == 0) && (a == kAlgoRing || func == kFuncAllReduce))
       algos.push_back(a);
   for (int p = 0; p < kNumProtos; ++p)
-    if (opt.proto.empty() || strcasecmp(opt.proto.c_str(), protoName(p)) == 0) protos.push_back(p);
+    if (opt.proto.empty() || strcasecmp(opt.proto.c_str(), protoName(p)) == 0) protos.push_back(Proto(p));
   if (algos.empty() || protos.empty()) {
     std::fprintf(stderr, "baton-topo: --algo '%s' --proto '%s' leave nothing to simulate (Ring or Tree, Tree for allreduce only; LL, LL128, Simple)\n",
                  opt.algo.c_str(), opt.proto.c_str());
@@ -77,12 +79,13 @@ int simulateSweep(const Options& opt, const Machine& m) {
               "algbw(GB/s)", "busbw(GB/s)", "algo", "proto");
   for (size_t bytes = opt.minBytes; bytes <= opt.maxBytes; bytes *= opt.stepFactor) {
     struct Row {
-      int algo, proto;
+      CollAlgo algo;
+      Proto proto;
       double us;
     };
     std::vector<Row> rows;
-    for (int a : algos)
-      for (int p : protos) {
+    for (const CollAlgo a : algos)
+      for (const Proto p : protos) {
         ScheduleSpec spec;
         spec.func = func, spec.algo = a, spec.proto = p, spec.bytes = bytes, spec.nChannels = nch;
         spec.splitTree = opt.splitTree;
@@ -108,7 +111,7 @@ int simulateSweep(const Options& opt, const Machine& m) {
         if (r.us < best.us) best = r;
       rows = {best};
     }
-    const size_t count = bytes / sizeof(float) / (func == kFuncAllGather || func == kFuncReduceScatter ? n : 1);
+    const size_t count = bytes / collBytes(func, 1, sizeof(float), n);
     for (const Row& r : rows) {
       const double algbw = bytes / (r.us * 1e3);
       std::printf("%14zu %12zu %6s %6s %5d %11.2f %11.2f %11.2f %6s %7s\n", bytes, count, "float", "sum",

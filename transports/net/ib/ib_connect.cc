@@ -12,7 +12,7 @@
 // the listen comm, or for the sender in a table keyed by the handle). Two steps do block, briefly:
 // the TCP connect (the peer's listening socket exists, so the kernel completes it from its backlog;
 // retried up to BATON_BOOTSTRAP_TIMEOUT) and reading the 12-byte handshake (at most 5 s).
-// Protocol and ordering: net_ib.cc.
+// Protocol and ordering: ib_backend.cc.
 #include <arpa/inet.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -27,7 +27,7 @@
 
 #include "misc/debug.h"
 #include "exec_model.h"
-#include "ib_common.h"
+#include "ib_comm.h"
 
 namespace baton {
 namespace netib {
@@ -39,7 +39,7 @@ static uint64_t randomBits() {
   return rng();
 }
 
-static ncclResult_t commDestroy(IbComm* c) {
+static ncclResult_t commDestroy(Comm* c) {
   ncclResult_t res = ncclSuccess;
   auto fail = [&](const char* call, int rc) {
     res = batonError(ncclSystemError, "IB close (peer %s): %s failed: %s", c->peer.c_str(), call, strerror(rc));
@@ -58,7 +58,7 @@ static ncclResult_t commDestroy(IbComm* c) {
 }
 
 // PD reference, CQ, the comm's registered block, an RC QP in INIT; fills c->local.
-static ncclResult_t commCreate(IbComm* c) {
+static ncclResult_t commCreate(Comm* c) {
   IbDev* d = c->dev;
   const char* side = c->isSend ? "connect" : "accept";
   BATON_CHECK(pdGet(d));
@@ -101,7 +101,7 @@ static ncclResult_t commCreate(IbComm* c) {
 }
 
 // RTR needs the peer's address (GID for RoCE, LID for IB), QP number and PSN; RTS our timeouts.
-static ncclResult_t qpConnect(IbComm* c) {
+static ncclResult_t qpConnect(Comm* c) {
   const ConnInfo& r = c->remote;
   const IbParams& p = ibParams();
   if (r.version != kWireVersion || r.linkLayer != c->local.linkLayer)
@@ -143,7 +143,7 @@ static ncclResult_t qpConnect(IbComm* c) {
 }
 
 // Reads what has arrived of an n-byte message into buf (c->got bytes so far); *done when complete.
-static ncclResult_t recvSome(IbComm* c, void* buf, size_t n, bool* done) {
+static ncclResult_t recvSome(Comm* c, void* buf, size_t n, bool* done) {
   *done = false;
   while (c->got < n) {
     ssize_t r = recv(c->fd, static_cast<char*>(buf) + c->got, n - c->got, MSG_DONTWAIT);
@@ -165,7 +165,7 @@ static ncclResult_t recvSome(IbComm* c, void* buf, size_t n, bool* done) {
 ncclResult_t ibListen(int dev, NetHandle* handle, NetListenComm** out) {
   IbDev* d = nullptr;
   BATON_CHECK(ibDevice("listen", dev, &d));
-  IbHandle h;
+  Handle h;
   memset(&h, 0, sizeof h);  // padding too: the connector keys its pending table on these bytes
   BATON_CHECK(chooseBindAddress(nullptr, &h.addr, nullptr));
   int fd = -1;
@@ -173,15 +173,15 @@ ncclResult_t ibListen(int dev, NetHandle* handle, NetListenComm** out) {
   h.magic = randomBits();
   memset(handle, 0, sizeof *handle);
   memcpy(handle->data, &h, sizeof h);
-  *out = reinterpret_cast<NetListenComm*>(new IbListen{d, fd, h.magic, nullptr});
+  *out = reinterpret_cast<NetListenComm*>(new ListenComm{d, fd, h.magic, nullptr});
   return ncclSuccess;
 }
 
 // Sender comms in progress, keyed by device and handle bytes.
 static std::mutex gPendingMu;
-static std::map<std::string, IbComm*> gPending;
+static std::map<std::string, Comm*> gPending;
 
-static ncclResult_t connectStep(IbComm* c, bool* done) {
+static ncclResult_t connectStep(Comm* c, bool* done) {
   *done = false;
   if (c->stage == 0) {
     bool got;
@@ -200,17 +200,17 @@ ncclResult_t ibConnect(int dev, const NetHandle& handle, NetSendComm** out) {
   *out = nullptr;
   IbDev* d = nullptr;
   BATON_CHECK(ibDevice("connect", dev, &d));
-  const std::string key = std::to_string(dev) + ":" + std::string(handle.data, sizeof(IbHandle));
-  IbComm* c = nullptr;
+  const std::string key = std::to_string(dev) + ":" + std::string(handle.data, sizeof(Handle));
+  Comm* c = nullptr;
   {
     std::lock_guard<std::mutex> lock(gPendingMu);
     if (auto it = gPending.find(key); it != gPending.end()) c = it->second;
   }
   ncclResult_t res = ncclSuccess;
   if (!c) {
-    IbHandle h;
+    Handle h;
     memcpy(&h, handle.data, sizeof h);
-    c = new IbComm;
+    c = new Comm;
     c->dev = d;
     c->isSend = true;
     c->peer = addressToString(h.addr);
@@ -244,7 +244,7 @@ ncclResult_t ibConnect(int dev, const NetHandle& handle, NetSendComm** out) {
 }
 
 // A new connection on the listening socket, if one is waiting and says our magic.
-static ncclResult_t acceptStart(IbListen* l) {
+static ncclResult_t acceptStart(ListenComm* l) {
   pollfd pfd{l->fd, POLLIN, 0};
   int rc = poll(&pfd, 1, 0);
   if (rc < 0 && errno != EINTR) return batonError(ncclSystemError, "IB accept: poll failed: %s", strerror(errno));
@@ -261,7 +261,7 @@ static ncclResult_t acceptStart(IbListen* l) {
     socketClose(fd);
     return ncclSuccess;
   }
-  IbComm* c = new IbComm;
+  Comm* c = new Comm;
   c->dev = l->dev;
   c->fd = fd;
   c->peer = addressToString(peer);
@@ -273,9 +273,9 @@ static ncclResult_t acceptStart(IbListen* l) {
 
 ncclResult_t ibAccept(NetListenComm* listen, NetRecvComm** out) {
   *out = nullptr;
-  IbListen* l = reinterpret_cast<IbListen*>(listen);
+  ListenComm* l = reinterpret_cast<ListenComm*>(listen);
   if (!l->pending) BATON_CHECK(acceptStart(l));
-  IbComm* c = l->pending;
+  Comm* c = l->pending;
   if (!c) return ncclSuccess;
   ncclResult_t res = ncclSuccess;
   bool got = false;
@@ -303,10 +303,10 @@ ncclResult_t ibAccept(NetListenComm* listen, NetRecvComm** out) {
   return res;
 }
 
-ncclResult_t ibCloseComm(IbComm* c) { return c ? commDestroy(c) : ncclSuccess; }
+ncclResult_t ibCloseComm(Comm* c) { return c ? commDestroy(c) : ncclSuccess; }
 
 ncclResult_t ibCloseListen(NetListenComm* listen) {
-  IbListen* l = reinterpret_cast<IbListen*>(listen);
+  ListenComm* l = reinterpret_cast<ListenComm*>(listen);
   if (!l) return ncclSuccess;
   ncclResult_t res = l->pending ? commDestroy(l->pending) : ncclSuccess;
   socketClose(l->fd);

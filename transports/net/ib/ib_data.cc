@@ -1,6 +1,6 @@
 // IB back-end, data path: irecv RDMA-writes a clear-to-send entry into the sender's fifo; isend
 // picks the candidate buffer, RDMA-writes the payload, then RDMA-writes-with-immediate the
-// {tag, size, index} record; test() drives both through the comm's CQ. Ordering: net_ib.cc.
+// {tag, size, index} record; test() drives both through the comm's CQ. Ordering: ib_backend.cc.
 #include <arpa/inet.h>
 
 #include <atomic>
@@ -10,7 +10,7 @@
 #include <string>
 
 #include "misc/debug.h"
-#include "ib_common.h"
+#include "ib_comm.h"
 
 namespace baton {
 namespace netib {
@@ -18,25 +18,25 @@ namespace netib {
 enum WrKind : uint64_t { kWrSend = 1, kWrCts = 2, kWrRecv = 3 };
 static uint64_t wrId(WrKind k, int slot) { return (uint64_t)k << 32 | (uint32_t)slot; }
 
-static ncclResult_t failedAgain(IbComm* c) { return batonError(c->failed, "%s", c->failure.c_str()); }
-static ncclResult_t pollCq(IbComm* c);
+static ncclResult_t failedAgain(Comm* c) { return batonError(c->failed, "%s", c->failure.c_str()); }
+static ncclResult_t pollCq(Comm* c);
 
-static ncclResult_t postSend(IbComm* c, ibv_send_wr* wr, const char* op) {
+static ncclResult_t postSend(Comm* c, ibv_send_wr* wr, const char* op) {
   ibv_send_wr* bad = nullptr;
   if (int rc = ibv_post_send(c->qp, wr, &bad))
     return batonError(ncclSystemError, "IB %s to %s: ibv_post_send failed: %s", op, c->peer.c_str(), strerror(rc));
   return ncclSuccess;
 }
 
-ncclResult_t ibIsend(IbComm* c, void* data, size_t size, uint64_t tag, IbMr* mr, NetRequest** request) {
+ncclResult_t ibIsend(Comm* c, void* data, size_t size, uint64_t tag, IbMr* mr, NetRequest** request) {
   *request = nullptr;
   if (!c->isSend) return batonError(ncclInvalidUsage, "IB isend on a receive comm (peer %s)", c->peer.c_str());
   if (c->failed) return failedAgain(c);
   const int slot = (int)(c->seq % kMaxRequests);
-  IbRequest& r = c->reqs[slot];
+  Request& r = c->reqs[slot];
   if (r.inUse) return ncclSuccess;  // the send kMaxRequests ago has not been tested yet
   CtsEntry& e = c->mem->cts[slot];
-  // Acquire: the entry's body was placed before its seq word (net_ib.cc).
+  // Acquire: the entry's body was placed before its seq word (ib_backend.cc).
   if (std::atomic_ref<uint64_t>(e.seq).load(std::memory_order_acquire) != c->seq + 1) return ncclSuccess;
   if (e.n < 1 || e.n > kNetMaxRecvs)
     return batonError(ncclRemoteError, "IB isend: malformed clear-to-send from %s (%d buffers)", c->peer.c_str(), e.n);
@@ -74,13 +74,13 @@ ncclResult_t ibIsend(IbComm* c, void* data, size_t size, uint64_t tag, IbMr* mr,
   wr[1].send_flags = IBV_SEND_SIGNALED;  // the only completion of the send; frees wr[0] too
   wr[1].wr.rdma = {c->remote.memAddr + offsetof(CommMem, rec) + slot * sizeof(DoneRecord), c->remote.memRkey};
   BATON_CHECK(postSend(c, size ? &wr[0] : &wr[1], "isend"));
-  r = IbRequest{c, true, false, c->seq, size, i, tag};
+  r = Request{c, true, false, c->seq, size, i, tag};
   c->seq++;
   *request = reinterpret_cast<NetRequest*>(&r);
   return ncclSuccess;
 }
 
-ncclResult_t ibIrecv(IbComm* c, int n, void** data, const size_t* sizes, const uint64_t* tags, NetMemHandle** mrs,
+ncclResult_t ibIrecv(Comm* c, int n, void** data, const size_t* sizes, const uint64_t* tags, NetMemHandle** mrs,
                      NetRequest** request) {
   *request = nullptr;
   if (c->isSend) return batonError(ncclInvalidUsage, "IB irecv on a send comm (peer %s)", c->peer.c_str());
@@ -88,7 +88,7 @@ ncclResult_t ibIrecv(IbComm* c, int n, void** data, const size_t* sizes, const u
     return batonError(ncclInvalidArgument, "IB irecv: %d buffers (1..%d allowed)", n, kNetMaxRecvs);
   if (c->failed) return failedAgain(c);
   const int slot = (int)(c->seq % kMaxRequests);
-  IbRequest& r = c->reqs[slot];
+  Request& r = c->reqs[slot];
   if (r.inUse) return ncclSuccess;
   // Bound the send queue: CTS completions are only reaped by test(), which may lag behind.
   if (c->ctsPending >= kMaxRequests) BATON_CHECK(pollCq(c));
@@ -125,16 +125,16 @@ ncclResult_t ibIrecv(IbComm* c, int n, void** data, const size_t* sizes, const u
   wr.wr.rdma = {c->remote.memAddr + offsetof(CommMem, cts) + slot * sizeof(CtsEntry), c->remote.memRkey};
   BATON_CHECK(postSend(c, &wr, "irecv (clear-to-send)"));
   c->ctsPending++;
-  r = IbRequest{c, true, false, c->seq, 0, 0, 0};
+  r = Request{c, true, false, c->seq, 0, 0, 0};
   c->seq++;
   *request = reinterpret_cast<NetRequest*>(&r);
   return ncclSuccess;
 }
 
 // A received record must describe the message the slot's request is waiting for.
-static ncclResult_t recvArrived(IbComm* c, const ibv_wc& wc) {
+static ncclResult_t recvArrived(Comm* c, const ibv_wc& wc) {
   const uint32_t slot = ntohl(wc.imm_data);
-  IbRequest* r = slot < (uint32_t)kMaxRequests ? &c->reqs[slot] : nullptr;
+  Request* r = slot < (uint32_t)kMaxRequests ? &c->reqs[slot] : nullptr;
   const DoneRecord rec = r ? c->mem->rec[slot] : DoneRecord{};
   if (!r || wc.opcode != IBV_WC_RECV_RDMA_WITH_IMM || !r->inUse || r->done || rec.seq != (uint32_t)(r->seq + 1) ||
       rec.index >= (uint32_t)c->mem->cts[slot].n || rec.size > c->mem->cts[slot].size[rec.index]) {
@@ -150,7 +150,7 @@ static ncclResult_t recvArrived(IbComm* c, const ibv_wc& wc) {
   return ncclSuccess;
 }
 
-static ncclResult_t pollCq(IbComm* c) {
+static ncclResult_t pollCq(Comm* c) {
   if (c->failed) return failedAgain(c);
   ibv_wc wcs[16];
   const int n = ibv_poll_cq(c->cq, 16, wcs);
@@ -177,7 +177,7 @@ static ncclResult_t pollCq(IbComm* c) {
 
 ncclResult_t ibTest(NetRequest* request, int* done, size_t* size, int* index, uint64_t* tag) {
   *done = 0;
-  IbRequest* r = reinterpret_cast<IbRequest*>(request);
+  Request* r = reinterpret_cast<Request*>(request);
   if (!r->done) {
     if (ncclResult_t res = pollCq(r->comm); res != ncclSuccess) {
       r->inUse = false;

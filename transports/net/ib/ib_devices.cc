@@ -1,6 +1,6 @@
 // IB back-end, devices: every ACTIVE port of every HCA that NCCL_IB_HCA selects, its properties,
 // the RoCE GID to route with, one protection domain per port (refcounted) and the MR cache.
-// Protocol and ordering: net_ib.cc.
+// Protocol and ordering: ib_backend.cc.
 #include <endian.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "misc/debug.h"
-#include "ib_common.h"
+#include "ib_comm.h"
 #include "misc/param.h"
 
 namespace baton {

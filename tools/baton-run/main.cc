@@ -46,12 +46,12 @@ const char kUsage[] =
     "Exit status: 0 if all ranks exit 0, else the first failing rank's code (128+signal\n"
     "if it was killed); 127 if the program cannot be executed; 2 on a usage error.\n";
 
-[[noreturn]] void usage_error(const std::string& msg) {
-  write_str(2, "baton-run: " + msg + "\n" + kUsage);
+[[noreturn]] void usageError(const std::string& msg) {
+  writeStr(2, "baton-run: " + msg + "\n" + kUsage);
   std::exit(2);
 }
 
-bool parse_int(const std::string& s, long* out) {
+bool parseInt(const std::string& s, long* out) {
   if (s.empty()) return false;
   char* end = nullptr;
   errno = 0;
@@ -61,22 +61,22 @@ bool parse_int(const std::string& s, long* out) {
   return true;
 }
 
-double parse_grace(const std::string& s, const char* what) {
+double parseGrace(const std::string& s, const char* what) {
   char* end = nullptr;
   errno = 0;
   double v = s.empty() ? -1 : std::strtod(s.c_str(), &end);
   if (s.empty() || errno != 0 || *end != '\0' || !std::isfinite(v) || v < 0 || v > 1e6)
-    usage_error(std::string(what) + " must be a number of seconds >= 0 (got '" + s + "')");
+    usageError(std::string(what) + " must be a number of seconds >= 0 (got '" + s + "')");
   return v;
 }
 
-Options parse_args(int argc, char** argv) {
+Options parseArgs(int argc, char** argv) {
   Options opt;
-  bool have_n = false, have_grace = false;
-  std::string n_text;
+  bool haveN = false, haveGrace = false;
+  std::string nText;
   int i = 1;
   auto value = [&](const std::string& flag) -> std::string {
-    if (i + 1 >= argc) usage_error("option " + flag + " needs a value");
+    if (i + 1 >= argc) usageError("option " + flag + " needs a value");
     return argv[++i];
   };
   for (; i < argc; ++i) {
@@ -86,56 +86,56 @@ Options parse_args(int argc, char** argv) {
       break;
     }
     if (a == "-h" || a == "--help") {
-      write_str(1, kUsage);
+      writeStr(1, kUsage);
       std::exit(0);
     } else if (a == "-n") {
-      n_text = value(a), have_n = true;
+      nText = value(a), haveN = true;
     } else if (a.rfind("-n", 0) == 0 && a.size() > 2 && a[1] == 'n') {
-      n_text = a.substr(a[2] == '=' ? 3 : 2), have_n = true;
+      nText = a.substr(a[2] == '=' ? 3 : 2), haveN = true;
     } else if (a == "--grace") {
-      opt.grace_s = parse_grace(value(a), "--grace"), have_grace = true;
+      opt.graceSec = parseGrace(value(a), "--grace"), haveGrace = true;
     } else if (a.rfind("--grace=", 0) == 0) {
-      opt.grace_s = parse_grace(a.substr(8), "--grace"), have_grace = true;
+      opt.graceSec = parseGrace(a.substr(8), "--grace"), haveGrace = true;
     } else if (a == "--no-prefix") {
       opt.prefix = false;
     } else if (a.size() > 1 && a[0] == '-') {
-      usage_error("unknown option '" + a + "'");
+      usageError("unknown option '" + a + "'");
     } else {
       break;  // the program; everything after it is its own arguments
     }
   }
   for (; i < argc; ++i) opt.argv.emplace_back(argv[i]);
   long n = 0;
-  if (!have_n) usage_error("missing -n N (number of ranks)");
-  if (!parse_int(n_text, &n) || n < 1 || n > kMaxRanks)
-    usage_error("-n must be an integer from 1 to " + std::to_string(kMaxRanks) + " (got '" +
-                n_text + "')");
+  if (!haveN) usageError("missing -n N (number of ranks)");
+  if (!parseInt(nText, &n) || n < 1 || n > kMaxRanks)
+    usageError("-n must be an integer from 1 to " + std::to_string(kMaxRanks) + " (got '" +
+                nText + "')");
   opt.nranks = static_cast<int>(n);
-  if (opt.argv.empty() || opt.argv[0].empty()) usage_error("no program given");
+  if (opt.argv.empty() || opt.argv[0].empty()) usageError("no program given");
   const char* g = std::getenv("BATON_RUN_GRACE");
-  if (!have_grace && g && *g) opt.grace_s = parse_grace(g, "BATON_RUN_GRACE");
+  if (!haveGrace && g && *g) opt.graceSec = parseGrace(g, "BATON_RUN_GRACE");
   return opt;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options opt = parse_args(argc, argv);
-  const int self_pipe_r = setup_process(opt.nranks);
+  Options opt = parseArgs(argc, argv);
+  const int selfPipeR = setupProcess(opt.nranks);
 
   const char* h = std::getenv("BATON_RUN_HOST");
   std::string host = (h && *h) ? h : "127.0.0.1";
   std::string err;
-  int port = pick_free_port(host, &err);
+  int port = pickFreePort(host, &err);
   if (port == 0) {
-    write_str(2, "baton-run: cannot find a free TCP port: " + err + "\n");
+    writeStr(2, "baton-run: cannot find a free TCP port: " + err + "\n");
     return 1;
   }
   bool v6 = host.find(':') != std::string::npos && host[0] != '[';
-  std::string comm_id = (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  std::string commId = (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 
   int keepalive = -1;
-  pid_t watchdog = start_watchdog(&keepalive);
+  pid_t watchdog = startWatchdog(&keepalive);
   if (watchdog < 0) {
     perror("baton-run: fork");
     return 1;
@@ -157,34 +157,34 @@ int main(int argc, char** argv) {
   };
 
   std::vector<Rank> ranks(opt.nranks);
-  std::unordered_map<pid_t, int> rank_of;
+  std::unordered_map<pid_t, int> rankOf;
   for (int r = 0; r < opt.nranks; ++r) {
     int e = 0;
-    Spawn s = spawn_rank(opt, r, comm_id, pgid, ranks[r], &e);
-    if (s == Spawn::exec_failed) {
-      write_str(2, "baton-run: cannot execute '" + opt.argv[0] + "': " + std::strerror(e) + "\n");
+    Spawn s = spawnRank(opt, r, commId, pgid, ranks[r], &e);
+    if (s == Spawn::execFailed) {
+      writeStr(2, "baton-run: cannot execute '" + opt.argv[0] + "': " + std::strerror(e) + "\n");
       return finish(127);
     }
-    if (s == Spawn::sys_error) {
-      write_str(2, "baton-run: cannot start rank " + std::to_string(r) + ": " +
+    if (s == Spawn::sysError) {
+      writeStr(2, "baton-run: cannot start rank " + std::to_string(r) + ": " +
                        std::strerror(e) + "\n");
       return finish(1);
     }
-    rank_of[ranks[r].pid] = r;
+    rankOf[ranks[r].pid] = r;
   }
 
-  int alive = opt.nranks, first_code = 0, signals_seen = 0;
+  int alive = opt.nranks, firstCode = 0, signalsSeen = 0;
   bool terminating = false, swept = false;
-  std::optional<Clock::time_point> grace_deadline, kill_deadline, drain_deadline;
+  std::optional<Clock::time_point> graceDeadline, killDeadline, drainDeadline;
   const auto grace = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(opt.grace_s));
+      std::chrono::duration<double>(opt.graceSec));
 
   auto reap = [&] {
     int st = 0;
     pid_t pid;
     while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
-      auto it = rank_of.find(pid);
-      if (it == rank_of.end()) continue;  // watchdog or an orphaned grandchild
+      auto it = rankOf.find(pid);
+      if (it == rankOf.end()) continue;  // watchdog or an orphaned grandchild
       Rank& rk = ranks[it->second];
       rk.alive = false;
       --alive;
@@ -192,12 +192,12 @@ int main(int argc, char** argv) {
       pump(rk.err, opt.prefix, 64);
       if (WIFEXITED(st) && WEXITSTATUS(st) == 0) continue;
       int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-      if (first_code == 0) first_code = code;
+      if (firstCode == 0) firstCode = code;
       if (terminating) continue;  // a consequence of our own signal
       std::string what = WIFEXITED(st) ? "exited with code " + std::to_string(code)
-                                       : "killed by signal " + signal_name(WTERMSIG(st));
-      write_str(2, "baton-run: rank " + std::to_string(it->second) + " " + what + "\n");
-      if (!grace_deadline) grace_deadline = Clock::now() + grace;
+                                       : "killed by signal " + signalName(WTERMSIG(st));
+      writeStr(2, "baton-run: rank " + std::to_string(it->second) + " " + what + "\n");
+      if (!graceDeadline) graceDeadline = Clock::now() + grace;
     }
   };
 
@@ -206,32 +206,32 @@ int main(int argc, char** argv) {
   for (;;) {
     reap();
     auto now = Clock::now();
-    if (alive > 0 && !terminating && grace_deadline && now >= *grace_deadline) {
-      write_str(2, "baton-run: terminating " + std::to_string(alive) + " remaining rank(s)\n");
+    if (alive > 0 && !terminating && graceDeadline && now >= *graceDeadline) {
+      writeStr(2, "baton-run: terminating " + std::to_string(alive) + " remaining rank(s)\n");
       kill(-pgid, SIGTERM);
       terminating = true;
-      kill_deadline = now + std::chrono::seconds(1);
+      killDeadline = now + std::chrono::seconds(1);
     }
-    if (alive > 0 && kill_deadline && now >= *kill_deadline) {
+    if (alive > 0 && killDeadline && now >= *killDeadline) {
       kill(-pgid, SIGKILL);
-      kill_deadline.reset();
+      killDeadline.reset();
     }
     if (alive == 0 && !swept) {  // stray grandchildren holding our pipes
       kill(-pgid, SIGKILL);
       swept = true;
-      drain_deadline = now + std::chrono::seconds(1);
+      drainDeadline = now + std::chrono::seconds(1);
     }
 
-    pfds.assign(1, pollfd{self_pipe_r, POLLIN, 0});
+    pfds.assign(1, pollfd{selfPipeR, POLLIN, 0});
     pstreams.assign(1, nullptr);
     for (Rank& rk : ranks)
       for (Stream* s : {&rk.out, &rk.err})
         if (s->fd >= 0) pfds.push_back({s->fd, POLLIN, 0}), pstreams.push_back(s);
-    if (alive == 0 && (pfds.size() == 1 || now >= *drain_deadline)) break;
+    if (alive == 0 && (pfds.size() == 1 || now >= *drainDeadline)) break;
 
     int timeout = -1;
-    for (const auto& d : {terminating ? std::nullopt : grace_deadline, kill_deadline,
-                          drain_deadline}) {
+    for (const auto& d : {terminating ? std::nullopt : graceDeadline, killDeadline,
+                          drainDeadline}) {
       if (!d) continue;
       auto ms = std::chrono::ceil<std::chrono::milliseconds>(*d - now).count();
       int t = static_cast<int>(std::clamp<long long>(ms, 0, 1 << 30));
@@ -239,22 +239,22 @@ int main(int argc, char** argv) {
     }
     if (poll(pfds.data(), pfds.size(), timeout) < 0 && errno != EINTR) {
       perror("baton-run: poll");
-      return finish(first_code ? first_code : 1);
+      return finish(firstCode ? firstCode : 1);
     }
     if (pfds[0].revents & POLLIN) {
       unsigned char sigs[64];
       ssize_t n;
-      while ((n = read(self_pipe_r, sigs, sizeof sigs)) > 0) {
+      while ((n = read(selfPipeR, sigs, sizeof sigs)) > 0) {
         for (ssize_t k = 0; k < n; ++k) {
           int sig = sigs[k];
           if (sig == SIGCHLD) continue;  // reap() runs every iteration
-          if (++signals_seen == 1) {
-            write_str(2, "baton-run: got " + signal_name(sig) + ", forwarding to ranks\n");
+          if (++signalsSeen == 1) {
+            writeStr(2, "baton-run: got " + signalName(sig) + ", forwarding to ranks\n");
             kill(-pgid, sig);  // the watchdog ignores it
             terminating = true;
-            kill_deadline = Clock::now() + grace + std::chrono::seconds(1);
-          } else if (signals_seen == 2) {
-            write_str(2, "baton-run: got " + signal_name(sig) + " again, killing ranks\n");
+            killDeadline = Clock::now() + grace + std::chrono::seconds(1);
+          } else if (signalsSeen == 2) {
+            writeStr(2, "baton-run: got " + signalName(sig) + " again, killing ranks\n");
             kill(-pgid, SIGKILL);
           }
         }
@@ -266,5 +266,5 @@ int main(int argc, char** argv) {
   for (Rank& rk : ranks)  // descendants that escaped the group: stop waiting
     for (Stream* s : {&rk.out, &rk.err})
       if (s->fd >= 0) close(s->fd), s->fd = -1;
-  return finish(first_code);
+  return finish(firstCode);
 }

@@ -1,4 +1,4 @@
-// The InfiniBand verbs back-end's private objects (net_ib.cc explains the protocol and its ordering).
+// The InfiniBand verbs back-end's private objects (ib_backend.cc explains the protocol and its ordering).
 //   ib_devices.cc  devices, ports, RoCE GID choice, protection domains, the memory-registration cache
 //   ib_connect.cc  listen / connect / accept over an out-of-band TCP socket, QP state changes, close
 //   ib_data.cc     isend / irecv / test: the receiver-driven RDMA-write data path
@@ -63,7 +63,7 @@ struct CtsEntry {
   uint8_t tag[kNetMaxRecvs];  // low 8 bits of each candidate's tag
   int32_t n;
   uint32_t pad;
-  uint64_t seq;  // request sequence + 1; last in address order (see net_ib.cc)
+  uint64_t seq;  // request sequence + 1; last in address order (see ib_backend.cc)
 };
 static_assert(offsetof(CtsEntry, seq) + sizeof(uint64_t) == sizeof(CtsEntry), "seq must be CtsEntry's last word");
 // Sender -> receiver, RDMA-written with immediate (imm = slot): what arrived.
@@ -88,15 +88,15 @@ struct ConnInfo {
   uint32_t memRkey, pad;
 };
 
-struct IbHandle {
+struct Handle {
   SocketAddress addr;
   uint64_t magic;
 };
-static_assert(sizeof(IbHandle) <= kNetHandleBytes, "IbHandle must fit NetHandle");
+static_assert(sizeof(Handle) <= kNetHandleBytes, "Handle must fit NetHandle");
 
-struct IbComm;
-struct IbRequest {
-  IbComm* comm;
+struct Comm;
+struct Request {
+  Comm* comm;
   bool inUse, done;
   uint64_t seq;
   size_t size;
@@ -105,7 +105,7 @@ struct IbRequest {
 };
 
 // A send or a receive comm (isSend says which); connection-setup fields are used until it is returned.
-struct IbComm {
+struct Comm {
   IbDev* dev = nullptr;
   bool isSend = false;
   int fd = -1;
@@ -118,7 +118,7 @@ struct IbComm {
   ConnInfo local{}, remote{};
   uint64_t seq = 0;     // next request's sequence number
   int ctsPending = 0;   // receiver: CTS writes whose completion test() has not reaped yet
-  IbRequest reqs[kMaxRequests]{};
+  Request reqs[kMaxRequests]{};
   ncclResult_t failed = ncclSuccess;  // a completion error poisons the comm
   std::string failure;
   // connection setup
@@ -128,11 +128,11 @@ struct IbComm {
   uint64_t deadlineNs = 0;
 };
 
-struct IbListen {
+struct ListenComm {
   IbDev* dev;
   int fd;
   uint64_t magic;
-  IbComm* pending;  // an accept in progress
+  Comm* pending;  // an accept in progress
 };
 
 // ib_devices.cc
@@ -150,12 +150,12 @@ ncclResult_t mrDeregister(IbMr* m);
 ncclResult_t ibListen(int dev, NetHandle* handle, NetListenComm** out);
 ncclResult_t ibConnect(int dev, const NetHandle& handle, NetSendComm** out);
 ncclResult_t ibAccept(NetListenComm* listen, NetRecvComm** out);
-ncclResult_t ibCloseComm(IbComm* c);
+ncclResult_t ibCloseComm(Comm* c);
 ncclResult_t ibCloseListen(NetListenComm* listen);
 
 // ib_data.cc
-ncclResult_t ibIsend(IbComm* c, void* data, size_t size, uint64_t tag, IbMr* mr, NetRequest** request);
-ncclResult_t ibIrecv(IbComm* c, int n, void** data, const size_t* sizes, const uint64_t* tags, NetMemHandle** mrs,
+ncclResult_t ibIsend(Comm* c, void* data, size_t size, uint64_t tag, IbMr* mr, NetRequest** request);
+ncclResult_t ibIrecv(Comm* c, int n, void** data, const size_t* sizes, const uint64_t* tags, NetMemHandle** mrs,
                      NetRequest** request);
 ncclResult_t ibTest(NetRequest* request, int* done, size_t* size, int* index, uint64_t* tag);
 

@@ -33,13 +33,13 @@
 // no RDMA device, so only the zero-device behaviour (init succeeds, devices() = 0, listen/connect
 // name the reason) has been seen running. The data path has never run on hardware.
 #include "misc/debug.h"
-#include "ib_common.h"
+#include "ib_comm.h"
 
 namespace baton {
 namespace netib {
 
-static IbComm* commOf(NetSendComm* s, NetRecvComm* r) {
-  return s ? reinterpret_cast<IbComm*>(s) : reinterpret_cast<IbComm*>(r);
+static Comm* commOf(NetSendComm* s, NetRecvComm* r) {
+  return s ? reinterpret_cast<Comm*>(s) : reinterpret_cast<Comm*>(r);
 }
 
 class IbNetBackend final : public NetBackend {

@@ -3,7 +3,7 @@
 //
 // Computes: one call moves at most one FIFO step of a send (user buffer -> slot) or a receive
 // (slot -> user buffer) if the connector allows it right now, and says whether it did. The caller
-// (src/p2p_executor.cc) round-robins over every transfer of a group, so a group's sends and
+// (src/sendrecv_executor.cc) round-robins over every transfer of a group, so a group's sends and
 // receives progress together in any order and mutually dependent pairs cannot deadlock.
 // Introduced in lesson 03 (docs/lessons/03-pipelining.md).
 //
@@ -17,7 +17,7 @@
 
 namespace baton {
 
-struct P2pTransfer {
+struct SendRecvTransfer {
   char* buf = nullptr;    // user buffer (the source of a send, the destination of a receive)
   size_t bytes = 0;
   size_t done = 0;
@@ -26,7 +26,7 @@ struct P2pTransfer {
   BATON_HD bool complete() const { return done >= bytes; }
 };
 
-BATON_HD bool p2pTrySend(ExecCtx& ctx, P2pTransfer& t) {
+BATON_HD bool sendRecvTrySend(ExecCtx& ctx, SendRecvTransfer& t) {
   if (t.complete() || ctx.failed) return false;
   ConnDev& c = *t.conn;
   if (loadAcquire(&c.fifo->head) + c.depth < c.step + 1) return false;  // no credit yet
@@ -44,7 +44,7 @@ BATON_HD bool p2pTrySend(ExecCtx& ctx, P2pTransfer& t) {
   return true;
 }
 
-BATON_HD bool p2pTryRecv(ExecCtx& ctx, P2pTransfer& t) {
+BATON_HD bool sendRecvTryRecv(ExecCtx& ctx, SendRecvTransfer& t) {
   if (t.complete() || ctx.failed) return false;
   ConnDev& c = *t.conn;
   if (loadAcquire(&c.fifo->tail) < c.step + 1) return false;  // nothing arrived yet

@@ -10,6 +10,6 @@
 
 namespace baton {
 
-ncclResult_t runP2pBatch(ncclComm* comm, const std::vector<Task>& tasks, ExecCtx& ctx);
+ncclResult_t runSendRecvBatch(ncclComm* comm, const std::vector<Task>& tasks, ExecCtx& ctx);
 
 }  // namespace baton

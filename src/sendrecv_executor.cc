@@ -1,15 +1,15 @@
-#include "p2p_executor.h"
+#include "sendrecv_executor.h"
 
 #include <algorithm>
 #include <cstring>
 #include <deque>
 
 #include "misc/debug.h"
-#include "p2p_progress.h"
+#include "sendrecv_progress.h"
 
 namespace baton {
 
-ncclResult_t runP2pBatch(ncclComm* comm, const std::vector<Task>& tasks, ExecCtx& ctx) {
+ncclResult_t runSendRecvBatch(ncclComm* comm, const std::vector<Task>& tasks, ExecCtx& ctx) {
   const int n = comm->nRanks, me = comm->rank;
   std::vector<int> sendPeers, recvPeers;
   std::vector<const Task*> selfSends, selfRecvs;
@@ -38,22 +38,22 @@ ncclResult_t runP2pBatch(ncclComm* comm, const std::vector<Task>& tasks, ExecCtx
   }
 
   // Per peer and direction, transfers run in the order they were issued.
-  std::vector<std::deque<P2pTransfer>> sends(n), recvs(n);
+  std::vector<std::deque<SendRecvTransfer>> sends(n), recvs(n);
   size_t pending = 0;
   for (const Task& t : tasks) {
     if (t.peer == me) continue;
     const size_t bytes = t.count * typeSize(t.type);
     if (bytes == 0) continue;
-    P2pTransfer x;
+    SendRecvTransfer x;
     x.bytes = bytes;
     x.peer = t.peer;
     if (t.kind == Task::kSend) {
       x.buf = const_cast<char*>(static_cast<const char*>(t.sendbuff));
-      x.conn = &comm->p2pSend[t.peer];
+      x.conn = &comm->peerSend[t.peer];
       sends[t.peer].push_back(x);
     } else {
       x.buf = static_cast<char*>(t.recvbuff);
-      x.conn = &comm->p2pRecv[t.peer];
+      x.conn = &comm->peerRecv[t.peer];
       recvs[t.peer].push_back(x);
     }
     ++pending;
@@ -63,11 +63,11 @@ ncclResult_t runP2pBatch(ncclComm* comm, const std::vector<Task>& tasks, ExecCtx
   while (pending && !ctx.failed) {
     bool progressed = false;
     for (int p = 0; p < n; ++p) {
-      if (!sends[p].empty() && p2pTrySend(ctx, sends[p].front())) {
+      if (!sends[p].empty() && sendRecvTrySend(ctx, sends[p].front())) {
         progressed = true;
         if (sends[p].front().complete()) sends[p].pop_front(), --pending;
       }
-      if (!recvs[p].empty() && p2pTryRecv(ctx, recvs[p].front())) {
+      if (!recvs[p].empty() && sendRecvTryRecv(ctx, recvs[p].front())) {
         progressed = true;
         if (recvs[p].front().complete()) recvs[p].pop_front(), --pending;
       }

@@ -11,23 +11,23 @@
 namespace bt {
 namespace {
 
-constexpr Coll kP2p[] = {Coll::AlltoAll, Coll::Gather, Coll::Scatter, Coll::SendRecv};
+constexpr Coll kSendRecvColls[] = {Coll::AlltoAll, Coll::Gather, Coll::Scatter, Coll::SendRecv};
 
-class P2p : public ::testing::TestWithParam<TypeRanks> {};
-TEST_P(P2p, Small) {
+class SendRecv : public ::testing::TestWithParam<TypeRanks> {};
+TEST_P(SendRecv, Small) {
   auto [type, n] = GetParam();
-  for (Coll c : kP2p) runSmall(cachedComms(n), c, type);
+  for (Coll c : kSendRecvColls) runSmall(cachedComms(n), c, type);
 }
-INSTANTIATE_TEST_SUITE_P(, P2p, ::testing::Combine(::testing::ValuesIn(kAllTypes), ::testing::Range(1, 9)),
+INSTANTIATE_TEST_SUITE_P(, SendRecv, ::testing::Combine(::testing::ValuesIn(kAllTypes), ::testing::Range(1, 9)),
                          typeRanksName);
 
 // The large count (the AlltoAll/Gather/Scatter buffer of n blocks >= 4 MiB; Send/Recv 4 MiB a rank).
-class P2pLarge : public ::testing::TestWithParam<TypeRanks> {};
-TEST_P(P2pLarge, Large) {
+class SendRecvLarge : public ::testing::TestWithParam<TypeRanks> {};
+TEST_P(SendRecvLarge, Large) {
   auto [type, n] = GetParam();
-  for (Coll c : kP2p) runLarge(cachedComms(n), c, type);
+  for (Coll c : kSendRecvColls) runLarge(cachedComms(n), c, type);
 }
-INSTANTIATE_TEST_SUITE_P(, P2pLarge,
+INSTANTIATE_TEST_SUITE_P(, SendRecvLarge,
                          ::testing::Combine(::testing::ValuesIn(kAllTypes),
                                             ::testing::Values(2, 3, 5, 8)),
                          typeRanksName);
@@ -74,7 +74,7 @@ void exchange(const Comms& comms, std::vector<std::unique_ptr<Msg>>& msgs, Drive
 
 // Pairs that send to each other at once, more than the 8-slot FIFO holds: without a group that
 // progresses sends and receives together this deadlocks.
-TEST(P2pPatterns, MutuallyDependentPairs) {
+TEST(SendRecvPatterns, MutuallyDependentPairs) {
   for (int n : {2, 4, 5}) {
     for (Drive d : {Drive::Threads, Drive::Group}) {
       std::vector<std::unique_ptr<Msg>> msgs;
@@ -87,7 +87,7 @@ TEST(P2pPatterns, MutuallyDependentPairs) {
   }
 }
 
-TEST(P2pPatterns, SendToSelf) {
+TEST(SendRecvPatterns, SendToSelf) {
   for (int n : {1, 3}) {
     for (Drive d : {Drive::Threads, Drive::Group}) {
       std::vector<std::unique_ptr<Msg>> msgs;
@@ -100,7 +100,7 @@ TEST(P2pPatterns, SendToSelf) {
 }
 
 // Several messages between the same two ranks in one group arrive in the order they were posted.
-TEST(P2pPatterns, SeveralMessagesToOnePeerKeepOrder) {
+TEST(SendRecvPatterns, SeveralMessagesToOnePeerKeepOrder) {
   for (int n : {2, 3}) {
     std::vector<std::unique_ptr<Msg>> msgs;
     for (int r = 0; r < n; ++r)
@@ -111,7 +111,7 @@ TEST(P2pPatterns, SeveralMessagesToOnePeerKeepOrder) {
 }
 
 // Every ordered pair exchanges a message of its own size in one group.
-TEST(P2pPatterns, AllPairsDistinctSizes) {
+TEST(SendRecvPatterns, AllPairsDistinctSizes) {
   for (int n : {3, 6, 8}) {
     for (Drive d : {Drive::Threads, Drive::Group}) {
       std::vector<std::unique_ptr<Msg>> msgs;
@@ -123,7 +123,7 @@ TEST(P2pPatterns, AllPairsDistinctSizes) {
 }
 
 // Blocking ncclSend / ncclRecv outside any group, the receiver posting first.
-TEST(P2pPatterns, BlockingOutsideGroup) {
+TEST(SendRecvPatterns, BlockingOutsideGroup) {
   const Comms& comms = cachedComms(2);
   Msg m(1, 0, 500000, 50);
   std::thread receiver([&] { NCCL_EXPECT(ncclRecv(m.recv.data(), m.count, ncclFloat32, 1, comms[0], nullptr)); });

@@ -1,0 +1,39 @@
+// A communicator's error state: the first failure's code and message, and how a failure stops this
+// rank's other work and tells the ring neighbours (lesson 10).
+#include "comm_error.h"
+
+#include <mutex>
+
+#include "comm.h"
+
+namespace baton {
+
+void commAnnounceFailure(ncclComm* comm) {
+  // Ring connections only: they exist from init on (tree and p2p ones appear while other threads
+  // run), and every collective uses one; their neighbours pass it on when they fail in turn.
+  for (auto& ch : comm->channels)
+    for (Connection* c : {ch->sendConn.get(), ch->recvConn.get()})
+      if (c && c->fifo && !loadAcquire(&c->fifo->abortedBy)) storeRelease(&c->fifo->abortedBy, (uint64_t)comm->rank + 1);
+}
+
+void commSetError(ncclComm* comm, ncclResult_t err, const char* message) {
+  {
+    // Under the lock, so a reader that sees asyncError set and then asks commFirstError (which
+    // takes the lock) gets the message, not the empty string.
+    std::lock_guard<std::mutex> lock(comm->firstErrorMu);
+    int expected = ncclSuccess;
+    if (comm->asyncError.compare_exchange_strong(expected, err)) comm->firstError = message ? message : "";
+  }
+  // Let this rank's other channels drain instead of waiting for a peer that will not come, and
+  // tell the ring neighbours, whose waits would otherwise last until BATON_WAIT_TIMEOUT.
+  __atomic_store_n(&comm->abortFlag, 1, __ATOMIC_RELEASE);
+  commAnnounceFailure(comm);
+  comm->proxy->kick();  // a sleeping proxy wakes and ends the NET connections
+}
+
+std::string commFirstError(ncclComm* comm) {
+  std::lock_guard<std::mutex> lock(comm->firstErrorMu);
+  return comm->firstError;
+}
+
+}  // namespace baton

@@ -1,0 +1,20 @@
+// A communicator's error state (comm_error.cc): the first failure wins and stops the rest.
+#pragma once
+
+#include <string>
+
+#include "nccl.h"
+
+struct ncclComm;
+
+namespace baton {
+
+// Records the communicator's first failure (code and message) and raises its abort flag so this
+// rank's other channels drain instead of waiting for a peer that will not come.
+void commSetError(ncclComm* comm, ncclResult_t err, const char* message);
+// Marks this rank's ring FIFOs with abortedBy = rank + 1 (failure, revoke, abort): neighbours stop.
+void commAnnounceFailure(ncclComm* comm);
+// The first failure's message ("" if none).
+std::string commFirstError(ncclComm* comm);
+
+}  // namespace baton

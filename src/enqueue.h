@@ -1,0 +1,24 @@
+// The planner (enqueue.cc): a group's tasks for one communicator become work items on its channel
+// workers, each collective with the algorithm, protocol and channels the tuner chose.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "comm.h"
+#include "task.h"
+
+namespace baton {
+
+class Completion;
+
+// Hands `tasks` to comm's workers; `done` counts one part per work item. callerRuns: the calling
+// thread may run channel 0's parts itself (the latency path).
+ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_ptr<Completion>* done, bool callerRuns);
+// Outside a group: runs one collective on an idle blocking communicator at once, on the calling
+// thread (*handled = true, the result returned), or leaves it to the group path (*handled = false).
+ncclResult_t runCollectiveNow(ncclComm* comm, const Task& task, bool* handled);
+// The execution context of channel `channel`'s work on comm (waits, abort flag, trace, jitter).
+ExecCtx makeCtx(ncclComm* comm, int channel);
+
+}  // namespace baton
