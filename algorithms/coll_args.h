@@ -14,16 +14,14 @@
 
 namespace baton {
 
-enum CollFunc : int {
-  kFuncAllReduce = 0, kFuncBroadcast, kFuncReduce, kFuncAllGather, kFuncReduceScatter, kFuncCount
-};
+enum CollFunc : int { kFuncAllReduce = 0, kFuncBroadcast, kFuncReduce, kFuncAllGather, kFuncReduceScatter, kFuncCount };
 // NCCL's algorithm numbers (NCCL_ALGO_* in NCCL's src/include/plugin/nccl_tuner.h), which are also
 // baton's public BATON_ALGO_* (include/baton/tuner.h); 2..6 are NCCL's CollNet, NVLS and PAT, which
 // baton does not build. baton's own stages, which NCCL has no number for, come after NCCL's.
 enum CollAlgo : int {
   kAlgoTree = 0,
   kAlgoRing = 1,
-  kNcclNumAlgos = 7,         // NCCL_NUM_ALGORITHMS
+  kNcclNumAlgos = 7,          // NCCL_NUM_ALGORITHMS
   kAlgoNaive = kNcclNumAlgos  // lesson 01's stage 0: every rank sends to rank 0, rank 0 sends back
 };
 // The algorithms the tuner models: the ids below this (Tree and Ring).
@@ -36,10 +34,10 @@ BATON_HD const char* algoName(CollAlgo algo) {
 // One channel's ring: its position and the user rank at every position.
 struct RingDev {
   int nRanks = 1;
-  int index = 0;                 // this rank's position in the ring
+  int index = 0;                   // this rank's position in the ring
   const int* userRanks = nullptr;  // position -> user rank
-  ConnDev* send = nullptr;       // to the next position
-  ConnDev* recv = nullptr;       // from the previous position
+  ConnDev* send = nullptr;         // to the next position
+  ConnDev* recv = nullptr;         // from the previous position
   BATON_HD int userRankAt(int pos) const { return userRanks[((pos % nRanks) + nRanks) % nRanks]; }
 };
 
@@ -48,30 +46,30 @@ struct RingDev {
 // rank -> children (broadcast).
 constexpr int kTreeMaxArity = 3;  // NCCL_MAX_TREE_ARITY
 struct TreeDev {
-  int up = -1;       // parent's user rank, -1 at the root
-  int nDown = 0;     // children
+  int up = -1;    // parent's user rank, -1 at the root
+  int nDown = 0;  // children
   int down[kTreeMaxArity] = {-1, -1, -1};
-  ConnDev* upSend = nullptr;                          // to the parent (reduce phase)
-  ConnDev* upRecv[kTreeMaxArity] = {};                // from each child (reduce phase)
-  ConnDev* downRecv = nullptr;                        // from the parent (broadcast phase)
-  ConnDev* downSend[kTreeMaxArity] = {};              // to each child (broadcast phase)
+  ConnDev* upSend = nullptr;              // to the parent (reduce phase)
+  ConnDev* upRecv[kTreeMaxArity] = {};    // from each child (reduce phase)
+  ConnDev* downRecv = nullptr;            // from the parent (broadcast phase)
+  ConnDev* downSend[kTreeMaxArity] = {};  // to each child (broadcast phase)
 };
 
 struct CollArgs {
   CollFunc func = kFuncAllReduce;
   CollAlgo algo = kAlgoRing;
   Proto proto = kProtoSimple;  // which of the connectors' buffers and line formats (connector.h)
-  bool direct = false;       // every rank is a thread of this process: direct paths (ring_allreduce_direct.h)
-  bool streamStores = true;  // CPU direct paths: non-temporal stores for large outputs (BATON_STREAM_STORES)
-  uint64_t opTag = 0;        // the operation's number + 1, the same on every rank (direct pointer exchange)
+  bool direct = false;         // every rank is a thread of this process: direct paths (ring_allreduce_direct.h)
+  bool streamStores = true;    // CPU direct paths: non-temporal stores for large outputs (BATON_STREAM_STORES)
+  uint64_t opTag = 0;          // the operation's number + 1, the same on every rank (direct pointer exchange)
   const void* sendbuff = nullptr;
   void* recvbuff = nullptr;
-  size_t count = 0;   // AllReduce/Broadcast/Reduce: elements; AllGather: sendcount; ReduceScatter: recvcount
-  int root = 0;       // user rank
-  int rank = 0;       // this user rank
+  size_t count = 0;  // AllReduce/Broadcast/Reduce: elements; AllGather: sendcount; ReduceScatter: recvcount
+  int root = 0;      // user rank
+  int rank = 0;      // this user rank
   int nRanks = 1;
   int channel = 0;
-  int nChannels = 1;  // channels this operation is split across
+  int nChannels = 1;      // channels this operation is split across
   size_t chunkSteps = 4;  // FIFO steps per chunk (NCCL's CHUNKSTEPS for ring collectives)
   RingDev ring;
   TreeDev tree;
@@ -122,8 +120,7 @@ inline CollArgs collArgsFor(const CollOp& op, CollAlgo algo, Proto proto, int ra
 
 // The contiguous part of [0, total) this channel owns, in whole grains of `grainElems` elements
 // (the last channel takes the remainder), so every rank cuts identically.
-BATON_HD void channelRange(size_t total, int channel, int nChannels, size_t grainElems, size_t* lo,
-                           size_t* count) {
+BATON_HD void channelRange(size_t total, int channel, int nChannels, size_t grainElems, size_t* lo, size_t* count) {
   const size_t grains = divUp(total, grainElems);
   const size_t per = grains / nChannels, extra = grains % nChannels;
   const size_t g0 = channel * per + (channel < (int)extra ? channel : extra);
@@ -132,6 +129,5 @@ BATON_HD void channelRange(size_t total, int channel, int nChannels, size_t grai
   *lo = a;
   *count = b - a;
 }
-
 
 }  // namespace baton

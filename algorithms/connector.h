@@ -28,9 +28,7 @@ enum Proto : int { kProtoLL = 0, kProtoLL128 = 1, kProtoSimple = 2, kNumProtos =
 // Bytes of one FIFO step in each protocol's buffer (0: the connector has no buffer for it).
 struct FifoLayout {
   uint64_t stepBytes[kNumProtos] = {0, 0, 0};
-  BATON_HD uint64_t totalSlotBytes() const {
-    return (uint64_t)kSteps * (stepBytes[0] + stepBytes[1] + stepBytes[2]);
-  }
+  BATON_HD uint64_t totalSlotBytes() const { return (uint64_t)kSteps * (stepBytes[0] + stepBytes[1] + stepBytes[2]); }
 };
 
 // Shared between producer and consumer; lives in the receiver's memory (heap for p2p, a POSIX
@@ -83,8 +81,6 @@ BATON_HD ConnDev makeConnDev(ConnFifo* fifo, const FifoLayout& l, int peer, int 
 }
 
 // Protocol p's slot for `step`.
-BATON_HD char* slotPtr(const ConnDev& c, int p, uint64_t step) {
-  return c.buffs[p] + (step % kSteps) * c.stepBytes[p];
-}
+BATON_HD char* slotPtr(const ConnDev& c, int p, uint64_t step) { return c.buffs[p] + (step % kSteps) * c.stepBytes[p]; }
 
 }  // namespace baton

@@ -29,10 +29,18 @@
 
 namespace baton {
 
-struct half_t { uint16_t bits; };
-struct bfloat16_t { uint16_t bits; };
-struct fp8e4m3_t { uint8_t bits; };
-struct fp8e5m2_t { uint8_t bits; };
+struct half_t {
+  uint16_t bits;
+};
+struct bfloat16_t {
+  uint16_t bits;
+};
+struct fp8e4m3_t {
+  uint8_t bits;
+};
+struct fp8e5m2_t {
+  uint8_t bits;
+};
 
 static_assert(sizeof(half_t) == 2 && sizeof(bfloat16_t) == 2);
 static_assert(sizeof(fp8e4m3_t) == 1 && sizeof(fp8e5m2_t) == 1);
@@ -160,24 +168,24 @@ struct FloatCodec<bfloat16_t> {
 template <>
 struct FloatCodec<fp8e4m3_t> {
   static BATON_HD constexpr float to(fp8e4m3_t v) { return detail::Fp8E4M3Format::decode(v.bits); }
-  static BATON_HD constexpr fp8e4m3_t from(float f) {
-    return fp8e4m3_t{uint8_t(detail::Fp8E4M3Format::encode(f))};
-  }
+  static BATON_HD constexpr fp8e4m3_t from(float f) { return fp8e4m3_t{uint8_t(detail::Fp8E4M3Format::encode(f))}; }
 };
 
 template <>
 struct FloatCodec<fp8e5m2_t> {
   static BATON_HD constexpr float to(fp8e5m2_t v) { return detail::Fp8E5M2Format::decode(v.bits); }
-  static BATON_HD constexpr fp8e5m2_t from(float f) {
-    return fp8e5m2_t{uint8_t(detail::Fp8E5M2Format::encode(f))};
-  }
+  static BATON_HD constexpr fp8e5m2_t from(float f) { return fp8e5m2_t{uint8_t(detail::Fp8E5M2Format::encode(f))}; }
 };
 
 // Shorthands: toFloat(h), fromFloat<half_t>(f).
 template <typename T>
-BATON_HD constexpr float toFloat(T v) { return FloatCodec<T>::to(v); }
+BATON_HD constexpr float toFloat(T v) {
+  return FloatCodec<T>::to(v);
+}
 template <typename T>
-BATON_HD constexpr T fromFloat(float f) { return FloatCodec<T>::from(f); }
+BATON_HD constexpr T fromFloat(float f) {
+  return FloatCodec<T>::from(f);
+}
 
 // Per element type: isFloat, the Compute type reductions run in, and load/store to and from it.
 // Undefined for types baton does not reduce.
@@ -204,17 +212,29 @@ struct NarrowFloatTraits {
 
 }  // namespace detail
 
-template <> struct TypeTraits<int8_t> : detail::NativeTraits<int8_t, false> {};
-template <> struct TypeTraits<uint8_t> : detail::NativeTraits<uint8_t, false> {};
-template <> struct TypeTraits<int32_t> : detail::NativeTraits<int32_t, false> {};
-template <> struct TypeTraits<uint32_t> : detail::NativeTraits<uint32_t, false> {};
-template <> struct TypeTraits<int64_t> : detail::NativeTraits<int64_t, false> {};
-template <> struct TypeTraits<uint64_t> : detail::NativeTraits<uint64_t, false> {};
-template <> struct TypeTraits<float> : detail::NativeTraits<float, true> {};
-template <> struct TypeTraits<double> : detail::NativeTraits<double, true> {};
-template <> struct TypeTraits<half_t> : detail::NarrowFloatTraits<half_t> {};
-template <> struct TypeTraits<bfloat16_t> : detail::NarrowFloatTraits<bfloat16_t> {};
-template <> struct TypeTraits<fp8e4m3_t> : detail::NarrowFloatTraits<fp8e4m3_t> {};
-template <> struct TypeTraits<fp8e5m2_t> : detail::NarrowFloatTraits<fp8e5m2_t> {};
+template <>
+struct TypeTraits<int8_t> : detail::NativeTraits<int8_t, false> {};
+template <>
+struct TypeTraits<uint8_t> : detail::NativeTraits<uint8_t, false> {};
+template <>
+struct TypeTraits<int32_t> : detail::NativeTraits<int32_t, false> {};
+template <>
+struct TypeTraits<uint32_t> : detail::NativeTraits<uint32_t, false> {};
+template <>
+struct TypeTraits<int64_t> : detail::NativeTraits<int64_t, false> {};
+template <>
+struct TypeTraits<uint64_t> : detail::NativeTraits<uint64_t, false> {};
+template <>
+struct TypeTraits<float> : detail::NativeTraits<float, true> {};
+template <>
+struct TypeTraits<double> : detail::NativeTraits<double, true> {};
+template <>
+struct TypeTraits<half_t> : detail::NarrowFloatTraits<half_t> {};
+template <>
+struct TypeTraits<bfloat16_t> : detail::NarrowFloatTraits<bfloat16_t> {};
+template <>
+struct TypeTraits<fp8e4m3_t> : detail::NarrowFloatTraits<fp8e4m3_t> {};
+template <>
+struct TypeTraits<fp8e5m2_t> : detail::NarrowFloatTraits<fp8e5m2_t> {};
 
 }  // namespace baton

@@ -77,10 +77,10 @@ struct ExecCtx {
   uint64_t timeoutNs = 0;                   // 0: wait forever (still honours abortFlag)
   int jitter = 0;                           // CPU only: random short sleeps before flag stores
   uint32_t jitterState = 1;
-  bool trace = false;                       // CPU only: record each FIFO step in the BATON_TRACE timeline
-  const int32_t* peerPids = nullptr;        // CPU only: a same-host process peer's pid per rank (0: not watched)
+  bool trace = false;                             // CPU only: record each FIFO step in the BATON_TRACE timeline
+  const int32_t* peerPids = nullptr;              // CPU only: a same-host process peer's pid per rank (0: not watched)
   const uint64_t* watch[2] = {nullptr, nullptr};  // CPU only: the ring FIFOs' abortedBy words of this channel
-  bool failed = false;                      // a wait gave up: the rest of the work drains as no-ops
+  bool failed = false;                            // a wait gave up: the rest of the work drains as no-ops
   WaitFailure failure;
 };
 
@@ -109,7 +109,7 @@ inline int threadCount(const ExecCtx& ctx) { return ctx.nthreads; }
 #if !defined(__CUDA_ARCH__)
 uint64_t nowNs();
 void waitBackoff(uint32_t& iteration);  // spin, then yield, then sleep with backoff
-void setWaitSpin(uint32_t pauses);       // how long the spin phase is (fewer when oversubscribed)
+void setWaitSpin(uint32_t pauses);      // how long the spin phase is (fewer when oversubscribed)
 void jitterSleep(ExecCtx& ctx);
 bool processAlive(int pid);  // false only when `pid` is certainly gone (kill(pid, 0): ESRCH)
 // BATON_TRACE: one span per FIFO step of a primitive (src/misc/trace.cc), from startNs to now.
@@ -193,8 +193,7 @@ BATON_HD bool waitGiveUp(ExecCtx& ctx, uint64_t& start, int peer, const char* wh
 
 // Wait until `*word >= target` (a monotonically increasing step counter), the abort flag is set, or
 // the timeout passes. On failure records who/what/expected/observed in ctx.failure and returns false.
-BATON_HD bool waitAtLeast(ExecCtx& ctx, const uint64_t* word, uint64_t target, int peer,
-                          const char* what) {
+BATON_HD bool waitAtLeast(ExecCtx& ctx, const uint64_t* word, uint64_t target, int peer, const char* what) {
   if (ctx.failed) return false;
   uint64_t v = loadAcquire(word);
   uint32_t it = 0;

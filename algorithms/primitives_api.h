@@ -20,26 +20,35 @@ namespace baton {
 template <typename D, typename T>
 class PrimitivesApi {
  public:
-  BATON_HD void send(const T* src, size_t n) { self().template run<Moves{.send = true, .src = true, .preSrc = true}>(src, nullptr, n); }
+  BATON_HD void send(const T* src, size_t n) {
+    self().template run<Moves{.send = true, .src = true, .preSrc = true}>(src, nullptr, n);
+  }
   BATON_HD void recv(T* dst, size_t n) { self().template run<Moves{.recv = true, .dst = true}>(nullptr, dst, n); }
   BATON_HD void copySend(const T* src, T* dst, size_t n) {
     self().template run<Moves{.send = true, .src = true, .dst = true, .preSrc = true}>(src, dst, n);
   }
-  BATON_HD void recvCopySend(T* dst, size_t n) { self().template run<Moves{.recv = true, .send = true, .dst = true}>(nullptr, dst, n); }
+  BATON_HD void recvCopySend(T* dst, size_t n) {
+    self().template run<Moves{.recv = true, .send = true, .dst = true}>(nullptr, dst, n);
+  }
   BATON_HD void recvReduceSend(const T* src, size_t n) {
     self().template run<Moves{.recv = true, .send = true, .src = true, .preSrc = true}>(src, nullptr, n);
   }
   // postOp (e.g. the division of ncclAvg) is applied to what is written out, once, at the end.
   BATON_HD void recvReduceCopy(const T* src, T* dst, size_t n, bool postOp) {
-    if (postOp) self().template run<Moves{.recv = true, .src = true, .dst = true, .preSrc = true, .post = true}>(src, dst, n);
+    if (postOp)
+      self().template run<Moves{.recv = true, .src = true, .dst = true, .preSrc = true, .post = true}>(src, dst, n);
     else self().template run<Moves{.recv = true, .src = true, .dst = true, .preSrc = true}>(src, dst, n);
   }
   BATON_HD void recvReduceCopySend(const T* src, T* dst, size_t n, bool postOp) {
-    if (postOp) self().template run<Moves{.recv = true, .send = true, .src = true, .dst = true, .preSrc = true, .post = true}>(src, dst, n);
+    if (postOp)
+      self().template run<Moves{.recv = true, .send = true, .src = true, .dst = true, .preSrc = true, .post = true}>(
+          src, dst, n);
     else self().template run<Moves{.recv = true, .send = true, .src = true, .dst = true, .preSrc = true}>(src, dst, n);
   }
   // Send values that are already reduced (no pre-op): the naive root's result going back out.
-  BATON_HD void sendReduced(const T* src, size_t n) { self().template run<Moves{.send = true, .src = true}>(src, nullptr, n); }
+  BATON_HD void sendReduced(const T* src, size_t n) {
+    self().template run<Moves{.send = true, .src = true}>(src, nullptr, n);
+  }
   // Add what arrives to values that are already reduced (no pre-op) and send the sum on: the last
   // child's contribution at a tree rank with several children (tree_allreduce.h).
   BATON_HD void recvAccumulateSend(const T* acc, size_t n) {

@@ -29,7 +29,6 @@
 
 namespace baton {
 
-
 // Waits until both halves carry `flag`; returns the 8 payload bytes (0 if the wait gave up).
 BATON_HD uint64_t readLL(ExecCtx& ctx, const LLLine* line, uint32_t flag, int peer) {
   uint64_t a = loadAcquire(&line->half[0]), b = loadAcquire(&line->half[1]);

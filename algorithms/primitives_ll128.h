@@ -39,7 +39,8 @@ BATON_HD bool waitLL128(ExecCtx& ctx, const LL128Line* line, uint64_t flag, int 
   while (f != flag) {
     waitPause(it);
     f = loadAcquire(&line->flag);
-    if (f != flag && it % kWaitCheckEvery == 0 && waitGiveUp(ctx, start, peer, "LL128 line flag", flag, f)) return false;
+    if (f != flag && it % kWaitCheckEvery == 0 && waitGiveUp(ctx, start, peer, "LL128 line flag", flag, f))
+      return false;
   }
   return true;
 }

@@ -51,8 +51,8 @@ class Primitives<T, Op, ProtoSimple> : public PrimitivesApi<Primitives<T, Op, Pr
         if (got != bytes) return failSlotSize(ctx_, recv_->peer, bytes, got);
       }
       if constexpr (M.send) sendSlot = reinterpret_cast<T*>(slotPtr(*send_, P, send_->step));
-      reduceCopy<T, Op, M>(ctx_, op_, recvSlot, M.src ? src + off : nullptr,
-                                                            sendSlot, M.dst ? dst + off : nullptr, cnt);
+      reduceCopy<T, Op, M>(ctx_, op_, recvSlot, M.src ? src + off : nullptr, sendSlot, M.dst ? dst + off : nullptr,
+                           cnt);
       blockBarrier();
       // One thread publishes and advances the step counters; the next slice's barrier orders the
       // other threads' reads of `step` after this update.

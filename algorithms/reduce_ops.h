@@ -99,7 +99,8 @@ template <typename T, typename Op, Moves M>
 BATON_HD T reduceElem(const Op& op, T recv, T src) {
   using Tr = TypeTraits<T>;
   constexpr bool kPre = M.src && M.preSrc && !Op::kPreIdentity, kPost = M.post && !Op::kPostIdentity;
-  if constexpr (!(M.recv && M.src) && !kPre && !kPost) return M.recv ? recv : src;  // a copy keeps the bits (NaN payloads)
+  if constexpr (!(M.recv && M.src) && !kPre && !kPost)
+    return M.recv ? recv : src;  // a copy keeps the bits (NaN payloads)
   typename Op::C v;
   if constexpr (M.src) {
     v = Tr::load(src);

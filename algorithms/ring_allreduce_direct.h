@@ -43,7 +43,11 @@ template <typename T, typename Op>
 class DirectRing {
  public:
   BATON_HD DirectRing(ExecCtx& ctx, const CollArgs& a, const Op& op)
-      : ctx_(ctx), recv_(a.ring.recv), send_(a.ring.send), op_(op), sliceElems_(a.ring.send->stepBytes[kProtoSimple] / sizeof(T)),
+      : ctx_(ctx),
+        recv_(a.ring.recv),
+        send_(a.ring.send),
+        op_(op),
+        sliceElems_(a.ring.send->stepBytes[kProtoSimple] / sizeof(T)),
         stream_(a.streamStores) {
     // Tell the previous rank where our output is for this operation.
     if (threadId(ctx_) == 0) {
@@ -65,7 +69,7 @@ class DirectRing {
         return kSlotPointer | (cnt * sizeof(T));
       } else {
         reduceCopy<T, Op, Moves{.send = true, .src = true, .preSrc = true}>(ctx_, op_, nullptr, src + off,
-                                                                             reinterpret_cast<T*>(slot), nullptr, cnt);
+                                                                            reinterpret_cast<T*>(slot), nullptr, cnt);
         return uint64_t(cnt * sizeof(T));
       }
     });
@@ -118,7 +122,8 @@ class DirectRing {
       if (recv) {
         char* slot = slotPtr(*recv_, kProtoSimple, recv_->step);
         const uint64_t word = recv_->fifo->sizes[recv_->step % kSteps];
-        if ((word & kSlotSizeMask) != cnt * sizeof(T)) return failSlotSize(ctx_, recv_->peer, cnt * sizeof(T), word & kSlotSizeMask);
+        if ((word & kSlotSizeMask) != cnt * sizeof(T))
+          return failSlotSize(ctx_, recv_->peer, cnt * sizeof(T), word & kSlotSizeMask);
         if (word & kSlotPointer) memcpy(&in, slot, sizeof in);
         else in = reinterpret_cast<const T*>(slot);
       }
@@ -157,18 +162,19 @@ class DirectRing {
         reinterpret_cast<uintptr_t>(out0) % sizeof(T) == 0) {
       size_t i = 0;
       for (; i < cnt && reinterpret_cast<uintptr_t>(out0 + i) % 16; ++i) {  // up to the first aligned line
-        const T v = reduceElem<T, Op, Final ? kCombineFinal : kCombine>(op_, in[i], src[i]);
+        const T v = reduceElem < T, Op, Final ? kCombineFinal : kCombine > (op_, in[i], src[i]);
         out0[i] = v, out1[i] = v;
       }
       for (; i + kVec <= cnt; i += kVec) {
         alignas(16) T v[kVec];
-        for (size_t e = 0; e < kVec; ++e) v[e] = reduceElem<T, Op, Final ? kCombineFinal : kCombine>(op_, in[i + e], src[i + e]);
+        for (size_t e = 0; e < kVec; ++e)
+          v[e] = reduceElem < T, Op, Final ? kCombineFinal : kCombine > (op_, in[i + e], src[i + e]);
         const __m128i x = _mm_load_si128(reinterpret_cast<const __m128i*>(v));
         _mm_stream_si128(reinterpret_cast<__m128i*>(out0 + i), x);
         _mm_stream_si128(reinterpret_cast<__m128i*>(out1 + i), x);
       }
       for (; i < cnt; ++i) {
-        const T v = reduceElem<T, Op, Final ? kCombineFinal : kCombine>(op_, in[i], src[i]);
+        const T v = reduceElem < T, Op, Final ? kCombineFinal : kCombine > (op_, in[i], src[i]);
         out0[i] = v, out1[i] = v;
       }
       streamed_ = true;

@@ -18,7 +18,7 @@
 namespace baton {
 
 struct SendRecvTransfer {
-  char* buf = nullptr;    // user buffer (the source of a send, the destination of a receive)
+  char* buf = nullptr;  // user buffer (the source of a send, the destination of a receive)
   size_t bytes = 0;
   size_t done = 0;
   ConnDev* conn = nullptr;
@@ -52,8 +52,8 @@ BATON_HD bool sendRecvTryRecv(ExecCtx& ctx, SendRecvTransfer& t) {
   const uint64_t got = c.fifo->sizes[c.step % kSteps];
   if (got != n) {  // the sender's count differs from ours
     ctx.failed = true;
-    ctx.failure = {kWaitAborted, ctx.rank, t.peer, ctx.channel,
-                   "recv slot size (send and recv counts differ?)", n, got};
+    ctx.failure = {kWaitAborted, ctx.rank, t.peer, ctx.channel, "recv slot size (send and recv counts differ?)", n,
+                   got};
     return false;
   }
   copyBytes(ctx, t.buf + t.done, slotPtr(c, kProtoSimple, c.step), n);

@@ -7,14 +7,14 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define CHECK(call)                                                                               \
-  do {                                                                                            \
-    ncclResult_t res_ = (call);                                                                   \
-    if (res_ != ncclSuccess) {                                                                    \
-      fprintf(stderr, "%s:%d: %s failed: %s\n  %s\n", __FILE__, __LINE__, #call,                  \
-              ncclGetErrorString(res_), ncclGetLastError(NULL));                                  \
-      exit(1);                                                                                    \
-    }                                                                                             \
+#define CHECK(call)                                                                                        \
+  do {                                                                                                     \
+    ncclResult_t res_ = (call);                                                                            \
+    if (res_ != ncclSuccess) {                                                                             \
+      fprintf(stderr, "%s:%d: %s failed: %s\n  %s\n", __FILE__, __LINE__, #call, ncclGetErrorString(res_), \
+              ncclGetLastError(NULL));                                                                     \
+      exit(1);                                                                                             \
+    }                                                                                                      \
   } while (0)
 
 static inline double nowSec(void) {
@@ -29,7 +29,7 @@ static inline float inputValue(int rank, size_t i) { return (float)(rank + 1) + 
 /* Time `iters` AllReduces of `count` floats on `n` ranks (one thread drives them all in a group);
  * returns seconds per operation and checks every element of every rank. */
 static inline double timeAllReduce(ncclComm_t* comms, int n, float** in, float** out, size_t count, int iters,
-                            int* wrong) {
+                                   int* wrong) {
   double t0 = 0;
   for (int it = -1; it < iters; ++it) { /* iteration -1 is the warm-up */
     if (it == 0) t0 = nowSec();

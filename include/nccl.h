@@ -38,15 +38,14 @@ typedef struct CUstream_st* cudaStream_t;
 
 /* ---- Version ---------------------------------------------------------------------------------- */
 
-#define NCCL_MAJOR 2
-#define NCCL_MINOR 28
-#define NCCL_PATCH 9
+#define NCCL_MAJOR  2
+#define NCCL_MINOR  28
+#define NCCL_PATCH  9
 #define NCCL_SUFFIX ""
 
 /* Versions up to 2.8 used X*1000 + Y*100 + Z; later ones use X*10000 + Y*100 + Z. */
-#define NCCL_VERSION(X, Y, Z) \
-  (((X) <= 2 && (Y) <= 8) ? (X) * 1000 + (Y) * 100 + (Z) : (X) * 10000 + (Y) * 100 + (Z))
-#define NCCL_VERSION_CODE 22809
+#define NCCL_VERSION(X, Y, Z) (((X) <= 2 && (Y) <= 8) ? (X)*1000 + (Y)*100 + (Z) : (X)*10000 + (Y)*100 + (Z))
+#define NCCL_VERSION_CODE     22809
 
 #ifdef __cplusplus
 extern "C" {
@@ -87,21 +86,21 @@ typedef enum {
 #define NCCL_CONFIG_UNDEF_PTR NULL
 /* ncclCommSplit color meaning "this rank joins no new communicator". */
 #define NCCL_SPLIT_NOCOLOR -1
-#define NCCL_UNDEF_FLOAT -1.0f
+#define NCCL_UNDEF_FLOAT   -1.0f
 
 /* ncclCommWindowRegister winFlags. */
-#define NCCL_WIN_DEFAULT 0x00
-#define NCCL_WIN_COLL_SYMMETRIC 0x01
+#define NCCL_WIN_DEFAULT            0x00
+#define NCCL_WIN_COLL_SYMMETRIC     0x01
 #define NCCL_WIN_REQUIRED_ALIGNMENT 4096
 
 /* ncclConfig_t.CTAPolicy values. */
-#define NCCL_CTA_POLICY_DEFAULT 0x00
+#define NCCL_CTA_POLICY_DEFAULT    0x00
 #define NCCL_CTA_POLICY_EFFICIENCY 0x01
-#define NCCL_CTA_POLICY_ZERO 0x02
+#define NCCL_CTA_POLICY_ZERO       0x02
 
 /* ncclCommShrink shrinkFlags: DEFAULT shrinks a healthy parent, ABORT first stops its work. */
 #define NCCL_SHRINK_DEFAULT 0x00
-#define NCCL_SHRINK_ABORT 0x01
+#define NCCL_SHRINK_ABORT   0x01
 
 /* ncclCommRevoke revokeFlags: reserved, must be 0. */
 #define NCCL_REVOKE_DEFAULT 0x00
@@ -131,25 +130,25 @@ typedef struct ncclConfig_v22800 {
   int nvlinkCentricSched;  /* 76 */
 } ncclConfig_t;
 
-#define NCCL_CONFIG_INITIALIZER                                                    \
-  {                                                                                \
-    sizeof(ncclConfig_t),                              /* size */                  \
-    0xcafebeef,                                        /* magic */                 \
-    NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH),  /* version */               \
-    NCCL_CONFIG_UNDEF_INT,                             /* blocking */              \
-    NCCL_CONFIG_UNDEF_INT,                             /* cgaClusterSize */        \
-    NCCL_CONFIG_UNDEF_INT,                             /* minCTAs */               \
-    NCCL_CONFIG_UNDEF_INT,                             /* maxCTAs */               \
-    NCCL_CONFIG_UNDEF_PTR,                             /* netName */               \
-    NCCL_CONFIG_UNDEF_INT,                             /* splitShare */            \
-    NCCL_CONFIG_UNDEF_INT,                             /* trafficClass */          \
-    NCCL_CONFIG_UNDEF_PTR,                             /* commName */              \
-    NCCL_CONFIG_UNDEF_INT,                             /* collnetEnable */         \
-    NCCL_CONFIG_UNDEF_INT,                             /* CTAPolicy */             \
-    NCCL_CONFIG_UNDEF_INT,                             /* shrinkShare */           \
-    NCCL_CONFIG_UNDEF_INT,                             /* nvlsCTAs */              \
-    NCCL_CONFIG_UNDEF_INT,                             /* nChannelsPerNetPeer */   \
-    NCCL_CONFIG_UNDEF_INT,                             /* nvlinkCentricSched */    \
+#define NCCL_CONFIG_INITIALIZER                                                     \
+  {                                                                                 \
+    sizeof(ncclConfig_t),                                 /* size */                \
+        0xcafebeef,                                       /* magic */               \
+        NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), /* version */             \
+        NCCL_CONFIG_UNDEF_INT,                            /* blocking */            \
+        NCCL_CONFIG_UNDEF_INT,                            /* cgaClusterSize */      \
+        NCCL_CONFIG_UNDEF_INT,                            /* minCTAs */             \
+        NCCL_CONFIG_UNDEF_INT,                            /* maxCTAs */             \
+        NCCL_CONFIG_UNDEF_PTR,                            /* netName */             \
+        NCCL_CONFIG_UNDEF_INT,                            /* splitShare */          \
+        NCCL_CONFIG_UNDEF_INT,                            /* trafficClass */        \
+        NCCL_CONFIG_UNDEF_PTR,                            /* commName */            \
+        NCCL_CONFIG_UNDEF_INT,                            /* collnetEnable */       \
+        NCCL_CONFIG_UNDEF_INT,                            /* CTAPolicy */           \
+        NCCL_CONFIG_UNDEF_INT,                            /* shrinkShare */         \
+        NCCL_CONFIG_UNDEF_INT,                            /* nvlsCTAs */            \
+        NCCL_CONFIG_UNDEF_INT,                            /* nChannelsPerNetPeer */ \
+        NCCL_CONFIG_UNDEF_INT,                            /* nvlinkCentricSched */  \
   }
 
 /* Result of ncclGroupSimulateEnd; start from NCCL_SIM_INFO_INITIALIZER. */
@@ -160,12 +159,12 @@ typedef struct ncclSimInfo_v22200 {
   float estimatedTime;  /* 16: model's estimate in microseconds */
 } ncclSimInfo_t;
 
-#define NCCL_SIM_INFO_INITIALIZER                                                  \
-  {                                                                                \
-    sizeof(ncclSimInfo_t),                             /* size */                  \
-    0x74685283,                                        /* magic */                 \
-    NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH),  /* version */               \
-    NCCL_UNDEF_FLOAT                                   /* estimatedTime */         \
+#define NCCL_SIM_INFO_INITIALIZER                                             \
+  {                                                                           \
+    sizeof(ncclSimInfo_t),                                /* size */          \
+        0x74685283,                                       /* magic */         \
+        NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), /* version */       \
+        NCCL_UNDEF_FLOAT                                  /* estimatedTime */ \
   }
 
 /* ---- Reduction operators and data types ------------------------------------------------------- */
@@ -208,8 +207,8 @@ typedef enum {
 
 /* Where ncclRedOpCreatePreMulSum's scalar lives. */
 typedef enum {
-  ncclScalarDevice = 0,        /* read through the pointer each time the operation runs */
-  ncclScalarHostImmediate = 1  /* copied before ncclRedOpCreatePreMulSum returns */
+  ncclScalarDevice = 0,       /* read through the pointer each time the operation runs */
+  ncclScalarHostImmediate = 1 /* copied before ncclRedOpCreatePreMulSum returns */
 } ncclScalarResidence_t;
 
 /* ---- Memory ----------------------------------------------------------------------------------- */
@@ -235,10 +234,8 @@ ncclResult_t pncclGetUniqueId(ncclUniqueId* uniqueId);
 /* ---- Communicator lifetime -------------------------------------------------------------------- */
 
 /* Joins rank `rank` of `nranks` to the communicator named by commId, with options (NULL = defaults). */
-ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
-                                    ncclConfig_t* config);
-ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
-                                     ncclConfig_t* config);
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t* config);
+ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t* config);
 
 /* Joins rank `rank` of `nranks` to the communicator named by commId (blocking). */
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank);
@@ -265,16 +262,14 @@ ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags);
 ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags);
 
 /* Collectively splits comm: ranks with the same color form a new communicator, ordered by key. */
-ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
-                           ncclConfig_t* config);
-ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
-                            ncclConfig_t* config);
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config);
+ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config);
 
 /* Creates a communicator from comm without the listed ranks (shrinkFlags: NCCL_SHRINK_*). */
-ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
-                            ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags);
-ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
-                             ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags);
+ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
+                            ncclConfig_t* config, int shrinkFlags);
+ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
+                             ncclConfig_t* config, int shrinkFlags);
 
 /* Growing a communicator (NCCL 2.29's API). One existing rank gets an id from its communicator
  * (one outstanding id per communicator, usable once) and hands it to the new processes out of band.
@@ -283,16 +278,16 @@ ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int exclude
  * a rank from comm's size up: existing ranks keep their numbers. comm must be healthy and idle. */
 ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId);
 ncclResult_t pncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId);
-ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
-                          ncclComm_t* newcomm, ncclConfig_t* config);
-ncclResult_t pncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
-                           ncclComm_t* newcomm, ncclConfig_t* config);
+ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank, ncclComm_t* newcomm,
+                          ncclConfig_t* config);
+ncclResult_t pncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank, ncclComm_t* newcomm,
+                           ncclConfig_t* config);
 
 /* Like ncclCommInitRankConfig, but bootstraps through nId roots (commIds[0..nId-1]). */
-ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
-                                      ncclUniqueId* commIds, ncclConfig_t* config);
-ncclResult_t pncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
-                                       ncclUniqueId* commIds, ncclConfig_t* config);
+ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds,
+                                      ncclConfig_t* config);
+ncclResult_t pncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds,
+                                       ncclConfig_t* config);
 
 /* ---- Errors and diagnostics ------------------------------------------------------------------- */
 
@@ -343,10 +338,8 @@ ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle);
 ncclResult_t pncclCommDeregister(const ncclComm_t comm, void* handle);
 
 /* Collectively registers a window over buff on every rank (winFlags: NCCL_WIN_*). */
-ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
-                                    int winFlags);
-ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
-                                     int winFlags);
+ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags);
+ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags);
 
 /* Collectively releases a window. */
 ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win);
@@ -370,10 +363,10 @@ ncclResult_t pncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm);
  * when it returns (outside a group). */
 
 /* Reduces every rank's sendbuff into recvbuff on root (recvbuff may be NULL elsewhere). */
-ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                        ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream);
-ncclResult_t pncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                        int root, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                         int root, ncclComm_t comm, cudaStream_t stream);
 
 /* Deprecated in-place broadcast of root's buff. */
 ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
@@ -382,66 +375,62 @@ ncclResult_t pncclBcast(void* buff, size_t count, ncclDataType_t datatype, int r
                         cudaStream_t stream);
 
 /* Copies root's sendbuff into every rank's recvbuff. */
-ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
-                           ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
-ncclResult_t pncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
-                            ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                           ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                            ncclComm_t comm, cudaStream_t stream);
 
 /* Reduces every rank's sendbuff into every rank's recvbuff. */
-ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
-                           ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
-                           cudaStream_t stream);
-ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
-                            ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
-                            cudaStream_t stream);
+ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                           ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                            ncclComm_t comm, cudaStream_t stream);
 
 /* Reduces, then leaves block r (recvcount elements) of the result on rank r. */
-ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
-                               ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
-                               cudaStream_t stream);
-ncclResult_t pncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
-                                ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
-                                cudaStream_t stream);
+ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
+                               ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
+                                ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
 
 /* Gathers every rank's sendcount elements, in rank order, into every rank's recvbuff. */
-ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
-                           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
-ncclResult_t pncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
-                            ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+                           ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+                            ncclComm_t comm, cudaStream_t stream);
 
 /* Sends block j (count elements) of sendbuff to rank j, receiving block i from rank i. */
-ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
-                          ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
-ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
-                           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclComm_t comm,
+                          cudaStream_t stream);
+ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclComm_t comm,
+                           cudaStream_t stream);
 
 /* Gathers every rank's count elements, in rank order, into root's recvbuff. */
-ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count,
-                        ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
-ncclResult_t pncclGather(const void* sendbuff, void* recvbuff, size_t count,
-                         ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                        ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                         ncclComm_t comm, cudaStream_t stream);
 
 /* Sends block r (count elements) of root's sendbuff to rank r. */
-ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
-                         ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
-ncclResult_t pncclScatter(const void* sendbuff, void* recvbuff, size_t count,
-                          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                         ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                          ncclComm_t comm, cudaStream_t stream);
 
 /* ---- Point to point ----------------------------------------------------------------------------
  * Same host-mode rules as the collectives. A send completes only with its matching receive, so
  * sends and receives between the same ranks must share a group to avoid deadlock. */
 
 /* Sends count elements to rank peer. */
-ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
-                      ncclComm_t comm, cudaStream_t stream);
-ncclResult_t pncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
-                       ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                      cudaStream_t stream);
+ncclResult_t pncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                       cudaStream_t stream);
 
 /* Receives count elements from rank peer. */
-ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
-                      ncclComm_t comm, cudaStream_t stream);
-ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
-                       ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                      cudaStream_t stream);
+ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                       cudaStream_t stream);
 
 /* ---- Groups ----------------------------------------------------------------------------------- */
 

@@ -14,22 +14,22 @@
 #include "bootstrap/bootstrap.h"
 #include "channel_worker.h"
 #include "coll_args.h"
+#include "fault/watchdog.h"
 #include "nccl.h"
 #include "proxy.h"
 #include "transport.h"
 #include "tuner/tuner.h"
-#include "fault/watchdog.h"
 
 namespace baton {
 
 constexpr uint64_t kCommMagic = 0x6261746f6e636f6dull;  // "batoncom"
-constexpr int kMaxChannels = 64;                         // MAXCHANNELS
-constexpr int kMaxRedOps = 64;                           // PreMulSum slots per communicator
+constexpr int kMaxChannels = 64;                        // MAXCHANNELS
+constexpr int kMaxRedOps = 64;                          // PreMulSum slots per communicator
 
 // One channel's tree connections (lesson 07): one connector per direction of each tree edge, made
 // on the channel's first tree operation.
 struct TreeConns {
-  int up = -1;                          // parent (user rank), -1 at the root
+  int up = -1;  // parent (user rank), -1 at the root
   int down[kTreeMaxArity] = {-1, -1, -1};
   int nDown = 0;
   bool connected = false;
@@ -68,30 +68,30 @@ struct RedOpSlot {
 // struct (commAgreeOnKnobs). Which environment variable sets each one, and its default, is written
 // once, in readTunables (comm_config.cc); docs/env.md lists them for users.
 struct SharedTunables {
-  size_t stepBytes;         // NCCL_BUFFSIZE / NCCL_STEPS (Simple)
-  size_t llStepBytes;       // NCCL_LL_BUFFSIZE / NCCL_STEPS
-  size_t ll128StepBytes;    // NCCL_LL128_BUFFSIZE / NCCL_STEPS
-  size_t sendrecvStepBytes; // NCCL_P2P_CHUNKSIZE: the send/recv FIFO step
-  int fifoDepth;            // BATON_FIFO_DEPTH: slots a sender may fill ahead (lesson 03)
-  int chunkSteps;           // BATON_CHUNK_STEPS: FIFO steps per ring chunk (NCCL's CHUNKSTEPS)
-  CollAlgo allreduceAlgo;   // BATON_ALLREDUCE_ALGO=naive|ring (lesson 01's stage 0)
-  size_t minChannelBytes;   // BATON_MIN_CHANNEL_BYTES: below this per channel, use fewer
-  bool direct;              // BATON_DIRECT: direct paths between ranks of one process (lesson 05)
-  int ranksPerNode;         // BATON_RANKS_PER_NODE: k consecutive ranks form one node of the graph (0: real hosts)
-  bool atomicCollectives;   // BATON_ATOMIC_COLLECTIVES: all-or-nothing AllReduce (lesson 10); every rank votes or none
-  uint64_t failTimeoutNs;   // BATON_TIMEOUT: a silent peer is dead (0: no watchdog); every rank joins the mesh or none
-  TuningModel model;        // rank 0's tuning file or the built-in model (tuner.h): every rank picks alike
-  AlgoProtoMask mask;       // NCCL_ALGO / NCCL_PROTO
+  size_t stepBytes;          // NCCL_BUFFSIZE / NCCL_STEPS (Simple)
+  size_t llStepBytes;        // NCCL_LL_BUFFSIZE / NCCL_STEPS
+  size_t ll128StepBytes;     // NCCL_LL128_BUFFSIZE / NCCL_STEPS
+  size_t sendrecvStepBytes;  // NCCL_P2P_CHUNKSIZE: the send/recv FIFO step
+  int fifoDepth;             // BATON_FIFO_DEPTH: slots a sender may fill ahead (lesson 03)
+  int chunkSteps;            // BATON_CHUNK_STEPS: FIFO steps per ring chunk (NCCL's CHUNKSTEPS)
+  CollAlgo allreduceAlgo;    // BATON_ALLREDUCE_ALGO=naive|ring (lesson 01's stage 0)
+  size_t minChannelBytes;    // BATON_MIN_CHANNEL_BYTES: below this per channel, use fewer
+  bool direct;               // BATON_DIRECT: direct paths between ranks of one process (lesson 05)
+  int ranksPerNode;          // BATON_RANKS_PER_NODE: k consecutive ranks form one node of the graph (0: real hosts)
+  bool atomicCollectives;    // BATON_ATOMIC_COLLECTIVES: all-or-nothing AllReduce (lesson 10); every rank votes or none
+  uint64_t failTimeoutNs;    // BATON_TIMEOUT: a silent peer is dead (0: no watchdog); every rank joins the mesh or none
+  TuningModel model;         // rank 0's tuning file or the built-in model (tuner.h): every rank picks alike
+  AlgoProtoMask mask;        // NCCL_ALGO / NCCL_PROTO
 };
 
 // Every knob of a communicator: the shared ones and those each rank keeps for itself.
 struct Tunables : SharedTunables {
-  uint64_t waitTimeoutNs;   // BATON_WAIT_TIMEOUT: a wait without progress fails (0: never)
-  int waitSpin;             // BATON_WAIT_SPIN: pauses before a wait yields (-1: by oversubscription)
-  int jitter;               // BATON_JITTER
-  bool p2pDisable;          // NCCL_P2P_DISABLE
-  bool shmDisable;          // NCCL_SHM_DISABLE
-  bool streamStores;        // BATON_STREAM_STORES: direct paths write large outputs with streaming stores
+  uint64_t waitTimeoutNs;        // BATON_WAIT_TIMEOUT: a wait without progress fails (0: never)
+  int waitSpin;                  // BATON_WAIT_SPIN: pauses before a wait yields (-1: by oversubscription)
+  int jitter;                    // BATON_JITTER
+  bool p2pDisable;               // NCCL_P2P_DISABLE
+  bool shmDisable;               // NCCL_SHM_DISABLE
+  bool streamStores;             // BATON_STREAM_STORES: direct paths write large outputs with streaming stores
   int minChannels, maxChannels;  // NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS (or config CTAs)
 };
 
@@ -127,27 +127,27 @@ struct ncclComm {
   // Drives NET connections (lesson 08); its thread starts with the first one.
   std::unique_ptr<baton::Proxy> proxy = std::make_unique<baton::Proxy>(this);
 
-  int abortFlag = 0;                            // read by every wait (exec_model.h)
-  std::atomic<int> initState{ncclInProgress};   // ncclSuccess once usable, or the init error
-  std::atomic<int> asyncError{ncclSuccess};     // first failure of an operation
+  int abortFlag = 0;                           // read by every wait (exec_model.h)
+  std::atomic<int> initState{ncclInProgress};  // ncclSuccess once usable, or the init error
+  std::atomic<int> asyncError{ncclSuccess};    // first failure of an operation
   std::mutex firstErrorMu;
-  std::string firstError;                       // its message
-  std::atomic<int> inflight{0};                 // submitted parts not finished yet
-  std::thread initThread;                       // non-blocking init
+  std::string firstError;        // its message
+  std::atomic<int> inflight{0};  // submitted parts not finished yet
+  std::thread initThread;        // non-blocking init
   std::atomic<bool> finalized{false};
-  std::atomic<bool> revoked{false};             // ncclCommRevoke: no new work; parent of shrink/split only
+  std::atomic<bool> revoked{false};  // ncclCommRevoke: no new work; parent of shrink/split only
   // Failure detector and agreement (lesson 10): only when ranks are in more than one process.
   std::unique_ptr<baton::Watchdog> watchdog;
-  uint64_t atomicSeq = 0;                       // all-or-nothing AllReduces run (their vote keys)
+  uint64_t atomicSeq = 0;  // all-or-nothing AllReduces run (their vote keys)
   // A child (split, shrink, grow) being initialised from this communicator: its abort flag and its
   // members (ranks of this one), so a member dying mid-shrink ends the child's init (NCCL's
   // childAbortFlag) instead of leaving the others in its rendezvous until BATON_BOOTSTRAP_TIMEOUT.
   std::mutex childMu;
   int* childAbortFlag = nullptr;
   std::vector<int> childMembers;
-  ncclUniqueId growId{};                        // ncclCommGetUniqueId's id, until a grow uses it
+  ncclUniqueId growId{};  // ncclCommGetUniqueId's id, until a grow uses it
   bool growIdSet = false;
-  ncclUniqueId growIdUsed{};                    // the last one a grow used (a second use is an error)
+  ncclUniqueId growIdUsed{};  // the last one a grow used (a second use is an error)
   bool growIdUsedSet = false;
   uint64_t opCount = 0;
 
@@ -162,7 +162,6 @@ inline int tuningPathOf(const ncclComm* comm) {
   if (comm->allInProcess && comm->tun.direct) return kPathDirect;
   return comm->oversubscribed ? kPathOversub : kPathShm;
 }
-
 
 // ncclCommInitRank's body (comm_api.cc): now, on a thread (non-blocking), or at ncclGroupEnd.
 ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId* commId, int rank, const ncclConfig_t* config,

@@ -61,10 +61,12 @@ ncclResult_t commAlloc(ncclComm** out, int nranks, int rank, const ncclConfig_t*
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
   if (config) {
     if (config->magic != 0xcafebeef)
-      return batonError(ncclInvalidArgument, "%s: config->magic 0x%x: config was not initialized with NCCL_CONFIG_INITIALIZER",
-                        fn, config->magic);
+      return batonError(ncclInvalidArgument,
+                        "%s: config->magic 0x%x: config was not initialized with NCCL_CONFIG_INITIALIZER", fn,
+                        config->magic);
     if (config->size < offsetof(ncclConfig_t, blocking) + sizeof(int) || config->size > (1 << 16))
-      return batonError(ncclInvalidArgument, "%s: config->size %zu is not a plausible ncclConfig_t size", fn, config->size);
+      return batonError(ncclInvalidArgument, "%s: config->size %zu is not a plausible ncclConfig_t size", fn,
+                        config->size);
     memcpy(&cfg, config, std::min(config->size, sizeof cfg));
     cfg.size = sizeof cfg;
   }

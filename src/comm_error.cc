@@ -13,7 +13,8 @@ void commAnnounceFailure(ncclComm* comm) {
   // run), and every collective uses one; their neighbours pass it on when they fail in turn.
   for (auto& ch : comm->channels)
     for (Connection* c : {ch->sendConn.get(), ch->recvConn.get()})
-      if (c && c->fifo && !loadAcquire(&c->fifo->abortedBy)) storeRelease(&c->fifo->abortedBy, (uint64_t)comm->rank + 1);
+      if (c && c->fifo && !loadAcquire(&c->fifo->abortedBy))
+        storeRelease(&c->fifo->abortedBy, (uint64_t)comm->rank + 1);
 }
 
 void commSetError(ncclComm* comm, ncclResult_t err, const char* message) {

@@ -34,7 +34,8 @@ ncclResult_t connectRecvSide(ncclComm* comm, int peer, int channel, uint64_t tag
                              std::unique_ptr<Connection>* conn) {
   int tr = 0;
   ConnectInfo info{};
-  BATON_CHECK(selectTransport(comm->peers[comm->rank], comm->peers[peer], comm->tun.p2pDisable, comm->tun.shmDisable, &tr));
+  BATON_CHECK(
+      selectTransport(comm->peers[comm->rank], comm->peers[peer], comm->tun.p2pDisable, comm->tun.shmDisable, &tr));
   BATON_CHECK(transports()[tr]->createRecv(setupFor(comm, peer, channel), layout, &info, conn));
   info.transport = tr;
   return comm->bootstrap->send(peer, tag, &info, sizeof info);
@@ -116,8 +117,8 @@ ncclResult_t connectTree(ncclComm* comm, Channel& ch) {
     t.downRecv = t.downRecvConn->dev(t.up, depth);
   }
   t.connected = true;
-  BATON_INFO(kSubInit, "Channel %02d : tree %d up %d down %d/%d/%d (connected on first use)", ch.id, ch.treeIndex,
-             t.up, t.down[0], t.down[1], t.down[2]);
+  BATON_INFO(kSubInit, "Channel %02d : tree %d up %d down %d/%d/%d (connected on first use)", ch.id, ch.treeIndex, t.up,
+             t.down[0], t.down[1], t.down[2]);
   return ncclSuccess;
 }
 

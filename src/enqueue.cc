@@ -13,10 +13,10 @@
 #include "completion.h"
 #include "cpu_kernels/coll_kernel.h"
 #include "enqueue.h"
-#include "misc/debug.h"
 #include "group.h"
-#include "sendrecv_executor.h"
+#include "misc/debug.h"
 #include "misc/trace.h"
+#include "sendrecv_executor.h"
 
 namespace baton {
 
@@ -24,19 +24,26 @@ static ncclResult_t failureResult(const ExecCtx& ctx, ncclComm* comm, const char
   const WaitFailure& f = ctx.failure;
   const bool aborted = f.result == kWaitAborted && __atomic_load_n(&comm->abortFlag, __ATOMIC_ACQUIRE);
   if (f.result == kWaitPeerFailed)
-    return batonError(ncclRemoteError, "%s: rank %d channel %d: peer rank %d failed (its communicator stopped), so this "
-                      "operation cannot finish", what, f.rank, f.channel, f.peer);
+    return batonError(ncclRemoteError,
+                      "%s: rank %d channel %d: peer rank %d failed (its communicator stopped), so this "
+                      "operation cannot finish",
+                      what, f.rank, f.channel, f.peer);
   if (f.result == kWaitPeerDead)
-    return batonError(ncclRemoteError, "%s: rank %d channel %d: peer rank %d (pid %d, this host) died while this rank waited for its %s",
-                      what, f.rank, f.channel, f.peer, f.peer >= 0 ? comm->livenessPids[f.peer] : -1, f.what ? f.what : "?");
+    return batonError(ncclRemoteError,
+                      "%s: rank %d channel %d: peer rank %d (pid %d, this host) died while this rank waited for its %s",
+                      what, f.rank, f.channel, f.peer, f.peer >= 0 ? comm->livenessPids[f.peer] : -1,
+                      f.what ? f.what : "?");
   ncclResult_t code = f.result == kWaitTimeout ? ncclSystemError : ncclInvalidUsage;
   if (aborted && f.what && std::string(f.what).find("size") == std::string::npos) {
     // Another part of this rank failed first and raised the flag: that failure is the news.
     if (const int first = comm->asyncError.load(); first != ncclSuccess) {
       const std::string msg = commFirstError(comm);
-      if (!msg.empty()) return batonError((ncclResult_t)first, "%s: rank %d channel %d stopped: %s", what, f.rank, f.channel, msg.c_str());
+      if (!msg.empty())
+        return batonError((ncclResult_t)first, "%s: rank %d channel %d stopped: %s", what, f.rank, f.channel,
+                          msg.c_str());
     }
-    return batonError(ncclInvalidUsage, "%s: rank %d channel %d stopped: communicator aborted", what, f.rank, f.channel);
+    return batonError(ncclInvalidUsage, "%s: rank %d channel %d stopped: communicator aborted", what, f.rank,
+                      f.channel);
   }
   return batonError(code, "%s: rank %d channel %d %s waiting for %s of peer %d: expected %llu, observed %llu", what,
                     f.rank, f.channel, f.result == kWaitTimeout ? "timed out (BATON_WAIT_TIMEOUT)" : "failed",
@@ -113,7 +120,8 @@ static ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool
   plan->nch = nch;
   plan->kernel = collKernel(t.func, t.type, t.op.kind);
   if (!plan->kernel)
-    return batonError(ncclInternalError, "no kernel for %s/%s/%s", funcName(t.func), typeName(t.type), opName(t.op.kind));
+    return batonError(ncclInternalError, "no kernel for %s/%s/%s", funcName(t.func), typeName(t.type),
+                      opName(t.op.kind));
   if (traceEnabled())
     plan->traceName = std::string(funcName(t.func)) + " " + std::to_string(totalBytes) + " B " + algoName(choice.algo) +
                       "/" + protoName(choice.proto);
@@ -138,7 +146,8 @@ static ncclResult_t runPart(ncclComm* comm, const CollPlan& p, int c) {
   CollArgs a = p.base;
   if (isNaive(p, comm)) {
     std::vector<int> peers;
-    if (comm->rank == 0) for (int r = 1; r < comm->nRanks; ++r) peers.push_back(r);
+    if (comm->rank == 0)
+      for (int r = 1; r < comm->nRanks; ++r) peers.push_back(r);
     else peers.push_back(0);
     BATON_CHECK(connectPeers(comm, peers, peers));
     a.peerSend = comm->peerSend.data();
@@ -172,7 +181,8 @@ static ncclResult_t runPart(ncclComm* comm, const CollPlan& p, int c) {
   }
   ExecCtx ctx = makeCtx(comm, c);
   p.kernel(ctx, a, p.t.op);
-  return ctx.failed ? failureResult(ctx, comm, isNaive(p, comm) ? "AllReduce(naive)" : funcName(p.t.func)) : ncclSuccess;
+  return ctx.failed ? failureResult(ctx, comm, isNaive(p, comm) ? "AllReduce(naive)" : funcName(p.t.func))
+                    : ncclSuccess;
 }
 
 ncclResult_t runCollectiveNow(ncclComm* comm, const Task& t, bool* handled) {
@@ -236,12 +246,14 @@ static ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plansIn, s
       parts.push_back({c, [comm, plans, i, c] { return runPart(comm, (*plans)[i], c); }, p.traceName});
   }
   if (!p2p.empty()) {
-    parts.push_back({0, [comm, p2p] {
-      ExecCtx ctx = makeCtx(comm, 0);
-      ncclResult_t res = runSendRecvBatch(comm, p2p, ctx);
-      if (res == ncclSuccess && ctx.failed) res = failureResult(ctx, comm, "Send/Recv");
-      return res;
-    }, "Send/Recv batch"});
+    parts.push_back({0,
+                     [comm, p2p] {
+                       ExecCtx ctx = makeCtx(comm, 0);
+                       ncclResult_t res = runSendRecvBatch(comm, p2p, ctx);
+                       if (res == ncclSuccess && ctx.failed) res = failureResult(ctx, comm, "Send/Recv");
+                       return res;
+                     },
+                     "Send/Recv batch"});
   }
   if (parts.empty()) return ncclSuccess;
   auto done = std::make_shared<Completion>((int)parts.size());

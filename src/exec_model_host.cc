@@ -3,9 +3,9 @@
 #include <signal.h>
 #include <time.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
-#include <atomic>
 #include <random>
 
 #include "exec_model.h"
@@ -44,7 +44,8 @@ void waitBackoff(uint32_t& it) {
   if (it == 1) {  // a new wait: judge the previous one, then pick this one's spin
     const uint32_t floor = maxSpin < 4 ? maxSpin : 4;
     if (tSpin == 0 || tSpin > maxSpin) tSpin = maxSpin;
-    else if (tLastIt < (tProbe ? maxSpin : tSpin)) tSpin = tProbe ? maxSpin : (tSpin * 2 < maxSpin ? tSpin * 2 : maxSpin);
+    else if (tLastIt < (tProbe ? maxSpin : tSpin))
+      tSpin = tProbe ? maxSpin : (tSpin * 2 < maxSpin ? tSpin * 2 : maxSpin);
     else if (!tProbe) tSpin = tSpin / 2 > floor ? tSpin / 2 : floor;
     tProbe = tSpin < maxSpin && ++tWaits % 16 == 0;
   }

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "api/argcheck.h"
 #include "bootstrap/host_identity.h"
 #include "comm.h"
 #include "comm_error.h"
@@ -13,7 +14,6 @@
 #include "misc/debug.h"
 #include "misc/param.h"
 #include "misc/trace.h"
-#include "api/argcheck.h"
 #include "topo/discover.h"
 
 namespace baton {
@@ -35,8 +35,8 @@ ncclResult_t exchangePeerInfo(ncclComm* comm) {
   BATON_CHECK(comm->bootstrap->allGather(comm->peers.data(), sizeof(PeerInfo)));
   for (const PeerInfo& p : comm->peers)
     if (p.version != NCCL_VERSION_CODE)
-      return batonError(ncclInvalidUsage, "Mismatched NCCL version detected: rank %d has %d, rank %d has %d", comm->rank,
-                        NCCL_VERSION_CODE, p.rank, p.version);
+      return batonError(ncclInvalidUsage, "Mismatched NCCL version detected: rank %d has %d, rank %d has %d",
+                        comm->rank, NCCL_VERSION_CODE, p.rank, p.version);
   // Peers that are other processes of this host, in our pid namespace: a wait on one of them also
   // checks that it still exists (lesson 10), so a crash is an error in milliseconds, not a timeout.
   comm->livenessPids.assign(comm->nRanks, 0);

@@ -8,8 +8,8 @@
 
 #include "comm.h"
 #include "comm_error.h"
-#include "misc/debug.h"
 #include "exec_model.h"
+#include "misc/debug.h"
 
 namespace baton {
 
@@ -23,8 +23,7 @@ Proxy::~Proxy() {
 void Proxy::kick() {
   if (!sleeping_.load()) return;  // seq_cst, paired with the sleeper's re-check (run())
   const uint64_t one = 1;
-  if (write(wakeFd_, &one, sizeof one) < 0) {
-  }  // the counter is already nonzero: the sleeper wakes anyway
+  if (write(wakeFd_, &one, sizeof one) < 0) {}  // the counter is already nonzero: the sleeper wakes anyway
 }
 
 void Proxy::add(std::shared_ptr<ProxyTask> task) {
@@ -115,7 +114,8 @@ void Proxy::run() {
     }
     idle = any ? 0 : idle + 1;
     if (any) continue;
-    if (idle < 2048 || comm_->inflight.load() > 0 || drainAsked_.load() != drainDone_.load() || anyPending(mine, dead)) {
+    if (idle < 2048 || comm_->inflight.load() > 0 || drainAsked_.load() != drainDone_.load() ||
+        anyPending(mine, dead)) {
       hotWait(idle);
       continue;
     }
@@ -129,8 +129,7 @@ void Proxy::run() {
         if (!dead[i] && mine[i]->pollFd() >= 0) fds.push_back({mine[i]->pollFd(), POLLIN, 0});
       poll(fds.data(), fds.size(), 100);  // the timeout bounds how late a new connection is seen
       uint64_t drained;
-      if (read(wakeFd_, &drained, sizeof drained) < 0) {
-      }  // nothing was written: woken by a socket or the timeout
+      if (read(wakeFd_, &drained, sizeof drained) < 0) {}  // nothing was written: woken by a socket or the timeout
     }
     sleeping_.store(false);
     idle = 0;

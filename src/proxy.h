@@ -66,7 +66,7 @@ class Proxy {
   std::atomic<uint64_t> drainAsked_{0}, drainDone_{0};  // drain() requests, and the last one seen quiet
   std::atomic<bool> sleeping_{false};
   bool severed_ = false;  // the proxy thread's: connections ended after the communicator failed
-  int wakeFd_ = -1;  // eventfd: kick(), drain() and stop() write it
+  int wakeFd_ = -1;       // eventfd: kick(), drain() and stop() write it
   std::thread thread_;
 };
 

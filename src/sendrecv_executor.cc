@@ -32,8 +32,8 @@ ncclResult_t runSendRecvBatch(ncclComm* comm, const std::vector<Task>& tasks, Ex
     const Task& r = *selfRecvs[i];
     const size_t sb = s.count * typeSize(s.type), rb = r.count * typeSize(r.type);
     if (sb != rb)
-      return batonError(ncclInvalidUsage, "rank %d: send to self of %zu bytes but receive from self of %zu bytes", me, sb,
-                        rb);
+      return batonError(ncclInvalidUsage, "rank %d: send to self of %zu bytes but receive from self of %zu bytes", me,
+                        sb, rb);
     if (sb && s.sendbuff != r.recvbuff) memmove(r.recvbuff, s.sendbuff, sb);
   }
 

@@ -8,8 +8,8 @@ size_t typeSize(ncclDataType_t t) {
 }
 
 const char* typeName(ncclDataType_t t) {
-  static const char* kNames[ncclNumTypes] = {"int8",   "uint8",  "int32",  "uint32",   "int64",  "uint64",
-                                             "half",   "float",  "double", "bfloat16", "f8e4m3", "f8e5m2"};
+  static const char* kNames[ncclNumTypes] = {"int8", "uint8", "int32",  "uint32",   "int64",  "uint64",
+                                             "half", "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
   return (int)t >= 0 && (int)t < ncclNumTypes ? kNames[t] : "invalid";
 }
 

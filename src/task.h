@@ -13,9 +13,9 @@ namespace baton {
 // The operator as the kernels need it, resolved from ncclRedOp_t when the call is made.
 struct OpParams {
   RedOpKind kind = kOpSum;
-  unsigned char scalar[8] = {};    // PreMulSum scalar (host-immediate), in the element type
-  const void* scalarPtr = nullptr; // PreMulSum scalar read when the operation runs (ncclScalarDevice)
-  int nRanks = 1;                  // SumPostDiv divisor
+  unsigned char scalar[8] = {};     // PreMulSum scalar (host-immediate), in the element type
+  const void* scalarPtr = nullptr;  // PreMulSum scalar read when the operation runs (ncclScalarDevice)
+  int nRanks = 1;                   // SumPostDiv divisor
 };
 
 struct Task {

@@ -19,9 +19,9 @@ ncclResult_t selectTransport(const PeerInfo& self, const PeerInfo& peer, bool p2
       return ncclSuccess;
     }
   }
-  return batonError(ncclSystemError, "no transport connects rank %d (host 0x%llx, pid %d) to rank %d (host 0x%llx, pid %d)",
-                    self.rank, (unsigned long long)self.hostHash, self.pid, peer.rank,
-                    (unsigned long long)peer.hostHash, peer.pid);
+  return batonError(
+      ncclSystemError, "no transport connects rank %d (host 0x%llx, pid %d) to rank %d (host 0x%llx, pid %d)",
+      self.rank, (unsigned long long)self.hostHash, self.pid, peer.rank, (unsigned long long)peer.hostHash, peer.pid);
 }
 
 }  // namespace baton

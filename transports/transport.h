@@ -27,9 +27,9 @@ struct PeerInfo {
   int32_t cudaDev;
   int32_t pid;
   int32_t version;
-  uint64_t hostHash;  // NCCL_HOSTID or hostname + boot id
-  uint64_t pidHash;   // hostHash + pid: equal means "same process"
-  int32_t numaNode;   // the NUMA node the rank's thread ran on at init (topology, lesson 06)
+  uint64_t hostHash;   // NCCL_HOSTID or hostname + boot id
+  uint64_t pidHash;    // hostHash + pid: equal means "same process"
+  int32_t numaNode;    // the NUMA node the rank's thread ran on at init (topology, lesson 06)
   uint32_t pidNs = 0;  // low bits of the pid namespace's inode: pids compare only within one
 };
 
@@ -66,7 +66,8 @@ class Transport {
   virtual bool canConnect(const PeerInfo& self, const PeerInfo& peer) const = 0;
   virtual ncclResult_t createRecv(const ConnSetup& setup, const FifoLayout& layout, ConnectInfo* info,
                                   std::unique_ptr<Connection>* conn) = 0;
-  virtual ncclResult_t connectSend(const ConnSetup& setup, const ConnectInfo& info, std::unique_ptr<Connection>* conn) = 0;
+  virtual ncclResult_t connectSend(const ConnSetup& setup, const ConnectInfo& info,
+                                   std::unique_ptr<Connection>* conn) = 0;
 };
 
 // p2p, shm, NET: the index is what ConnectInfo::transport carries.

@@ -47,7 +47,9 @@ int main(int argc, char** argv) {
   int n = argc > 1 ? atoi(argv[1]) : 4;
   size_t mib = argc > 2 ? (size_t)atol(argv[2]) : 32;
   size_t count = mib << 20;
-  struct { const char *depth, *buffsize, *what; } cases[] = {
+  struct {
+    const char *depth, *buffsize, *what;
+  } cases[] = {
       {"1", "4194304", "stop-and-wait (1 slot in flight), 512 KiB steps"},
       {"8", "4194304", "pipelined (8 slots in flight),    512 KiB steps"},
       {"8", "262144", "pipelined (8 slots in flight),     32 KiB steps"},

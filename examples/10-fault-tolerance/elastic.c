@@ -87,7 +87,7 @@ static ncclComm_t grow(ncclComm_t comm, const char* joinFile, int step, double e
   }
   ncclComm_t grown = NULL;
   CHECK(ncclCommGrow(comm, n + 1, r == 0 ? &id : NULL, -1, &grown, NULL));
-  CHECK(ncclBroadcast(w, w, COUNT, ncclFloat, 0, grown, NULL));  /* the newcomer's weights */
+  CHECK(ncclBroadcast(w, w, COUNT, ncclFloat, 0, grown, NULL)); /* the newcomer's weights */
   ncclCommDestroy(comm);
   if (r == 0) printf("step %d: admitted a new rank: %d ranks\n", step, n + 1);
   return grown;
@@ -110,8 +110,14 @@ int main(int argc, char** argv) {
     JoinTicket t;
     FILE* f = NULL;
     for (double t0 = nowSec(); !(f = fopen(join, "rb")); sleepMs(20))
-      if (nowSec() - t0 > 120) { fprintf(stderr, "no ticket in %s\n", join); return 1; }
-    if (fread(&t, sizeof t, 1, f) != 1) { fprintf(stderr, "short ticket\n"); return 1; }
+      if (nowSec() - t0 > 120) {
+        fprintf(stderr, "no ticket in %s\n", join);
+        return 1;
+      }
+    if (fread(&t, sizeof t, 1, f) != 1) {
+      fprintf(stderr, "short ticket\n");
+      return 1;
+    }
     fclose(f);
     CHECK(ncclCommGrow(NULL, t.nRanks, &t.id, t.rank, &comm, NULL));
     CHECK(ncclBroadcast(w, w, COUNT, ncclFloat, 0, comm, NULL));

@@ -12,10 +12,10 @@
 extern "C" {
 #endif
 
-#define BATON_NUM_PROTOCOLS 3 /* 0 LL, 1 LL128, 2 Simple: NCCL's protocol indices */
+#define BATON_NUM_PROTOCOLS 3  /* 0 LL, 1 LL128, 2 Simple: NCCL's protocol indices */
 #define BATON_TUNER_BUCKETS 23 /* correction buckets: log2(bytes / 64), 64 B .. 256 MiB */
-#define BATON_ALGO_TREE 0 /* NCCL's algorithm indices (NCCL_ALGO_TREE, NCCL_ALGO_RING) */
-#define BATON_ALGO_RING 1
+#define BATON_ALGO_TREE     0  /* NCCL's algorithm indices (NCCL_ALGO_TREE, NCCL_ALGO_RING) */
+#define BATON_ALGO_RING     1
 
 /* Predicted microseconds of one `collective` ("allreduce", "allgather", "reducescatter",
  * "broadcast", "reduce") of `bytes` (nccl-tests' size) on `comm` with the Ring algorithm, per
@@ -47,8 +47,7 @@ const char* batonTuningFilePath(void);
  * per ring step, the bus bandwidth, and (corr, may be NULL: all 1) a measured/model factor per size
  * bucket. `comment` (may be NULL) is written as comment lines. */
 ncclResult_t batonTunerWriteFile(const char* path, const char* pathKind, const double baseUs[BATON_NUM_PROTOCOLS],
-                                 const double hopUs[BATON_NUM_PROTOCOLS],
-                                 const double busBwGBs[BATON_NUM_PROTOCOLS],
+                                 const double hopUs[BATON_NUM_PROTOCOLS], const double busBwGBs[BATON_NUM_PROTOCOLS],
                                  const double corr[BATON_NUM_PROTOCOLS][BATON_TUNER_BUCKETS], const char* comment);
 /* The same for one algorithm's entries (batonTunerWriteFile writes BATON_ALGO_RING's). */
 ncclResult_t batonTunerWriteFileAlgo(const char* path, const char* pathKind, int algorithm,

@@ -7,6 +7,6 @@
 
 #include "nccl.h"
 
-#define NCCL_API(ret, func, ...)                                                        \
-  extern "C" __attribute__((visibility("default"))) ret p##func(__VA_ARGS__);           \
+#define NCCL_API(ret, func, ...)                                              \
+  extern "C" __attribute__((visibility("default"))) ret p##func(__VA_ARGS__); \
   extern "C" __attribute__((visibility("default"), weak, alias("p" #func))) ret func(__VA_ARGS__)

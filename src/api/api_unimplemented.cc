@@ -25,11 +25,10 @@ ncclResult_t pncclMemFree(void* /*ptr*/) {
 
 // ---- Communicator lifetime --------------------------------------------------------------------
 
-NCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank,
-         int nId, ncclUniqueId* commIds, ncclConfig_t* config);
-ncclResult_t pncclCommInitRankScalable(ncclComm_t* /*newcomm*/, int /*nranks*/, int /*myrank*/,
-                                       int /*nId*/, ncclUniqueId* /*commIds*/,
-                                       ncclConfig_t* /*config*/) {
+NCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank, int nId,
+         ncclUniqueId* commIds, ncclConfig_t* config);
+ncclResult_t pncclCommInitRankScalable(ncclComm_t* /*newcomm*/, int /*nranks*/, int /*myrank*/, int /*nId*/,
+                                       ncclUniqueId* /*commIds*/, ncclConfig_t* /*config*/) {
   return batonError(ncclInvalidUsage,
                     "ncclCommInitRankScalable is not implemented yet in baton (bootstrap has a "
                     "single root; use ncclCommInitRankConfig with one ncclUniqueId)");
@@ -37,10 +36,8 @@ ncclResult_t pncclCommInitRankScalable(ncclComm_t* /*newcomm*/, int /*nranks*/, 
 
 // ---- Buffer registration ----------------------------------------------------------------------
 
-NCCL_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size,
-         void** handle);
-ncclResult_t pncclCommRegister(const ncclComm_t /*comm*/, void* /*buff*/, size_t /*size*/,
-                               void** /*handle*/) {
+NCCL_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size, void** handle);
+ncclResult_t pncclCommRegister(const ncclComm_t /*comm*/, void* /*buff*/, size_t /*size*/, void** /*handle*/) {
   return batonError(ncclInvalidUsage,
                     "ncclCommRegister is not implemented yet in baton (buffer registration "
                     "arrives with its own issue)");
@@ -53,10 +50,10 @@ ncclResult_t pncclCommDeregister(const ncclComm_t /*comm*/, void* /*handle*/) {
                     "arrives with its own issue)");
 }
 
-NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size,
-         ncclWindow_t* win, int winFlags);
-ncclResult_t pncclCommWindowRegister(ncclComm_t /*comm*/, void* /*buff*/, size_t /*size*/,
-                                     ncclWindow_t* /*win*/, int /*winFlags*/) {
+NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
+         int winFlags);
+ncclResult_t pncclCommWindowRegister(ncclComm_t /*comm*/, void* /*buff*/, size_t /*size*/, ncclWindow_t* /*win*/,
+                                     int /*winFlags*/) {
   return batonError(ncclInvalidUsage,
                     "ncclCommWindowRegister is not implemented yet in baton (symmetric-memory "
                     "windows arrive with their own issue)");

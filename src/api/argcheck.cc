@@ -2,8 +2,8 @@
 
 #include <cstdint>
 
-#include "misc/debug.h"
 #include "api/redop.h"
+#include "misc/debug.h"
 
 namespace baton {
 

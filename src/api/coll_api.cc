@@ -10,8 +10,8 @@
 #include "comm.h"
 #include "enqueue.h"
 #include "fault/atomic_allreduce.h"
-#include "misc/debug.h"
 #include "group.h"
+#include "misc/debug.h"
 
 namespace baton {
 namespace {
@@ -25,17 +25,18 @@ ncclResult_t submit(ncclComm* comm, const std::vector<Task>& tasks) {
 }
 
 // Validation failures inside a group also fail the group, as NCCL does.
-#define ARGCHECK(call)                                                             \
-  do {                                                                             \
-    ncclResult_t r_ = (call);                                                      \
-    if (r_ != ncclSuccess) return groupRecordError(r_);                           \
+#define ARGCHECK(call)                                  \
+  do {                                                  \
+    ncclResult_t r_ = (call);                           \
+    if (r_ != ncclSuccess) return groupRecordError(r_); \
   } while (0)
 
 ncclResult_t collective(CollFunc func, const char* fn, const void* sendbuff, void* recvbuff, size_t count,
                         ncclDataType_t type, ncclRedOp_t op, int root, ncclComm* comm) {
   // All-or-nothing AllReduce: a communicator in error still votes (atomic_allreduce.cc).
   const bool atomic = func == kFuncAllReduce && checkCommLive(comm, fn) == ncclSuccess && comm->tun.atomicCollectives &&
-                      comm->initState.load() == ncclSuccess && !comm->revoked.load() && comm->asyncError.load() != ncclSuccess;
+                      comm->initState.load() == ncclSuccess && !comm->revoked.load() &&
+                      comm->asyncError.load() != ncclSuccess;
   if (!atomic) ARGCHECK(checkCommReady(comm, fn));
   ARGCHECK(checkDatatype(type, fn));
   Task t;
@@ -50,7 +51,10 @@ ncclResult_t collective(CollFunc func, const char* fn, const void* sendbuff, voi
   if (reduces) ARGCHECK(resolveOp(comm, op, type, fn, &t.op));
   if (func == kFuncBroadcast || func == kFuncReduce) ARGCHECK(checkRoot(comm, root, fn));
   const size_t factor = (func == kFuncAllGather || func == kFuncReduceScatter) ? comm->nRanks : 1;
-  ARGCHECK(checkCount(count, type, factor, fn, func == kFuncAllGather ? "sendcount" : func == kFuncReduceScatter ? "recvcount" : "count"));
+  ARGCHECK(checkCount(count, type, factor, fn,
+                      func == kFuncAllGather       ? "sendcount"
+                      : func == kFuncReduceScatter ? "recvcount"
+                                                   : "count"));
   const bool rootOnlyRecv = func == kFuncReduce && comm->rank != root;
   const bool rootOnlySend = func == kFuncBroadcast && comm->rank != root;
   const bool oneBuffer = func == kFuncBroadcast && sendbuff == recvbuff;  // ncclBcast's `buff`
@@ -80,7 +84,7 @@ Task sendRecvTask(Task::Kind kind, const void* sendbuff, void* recvbuff, size_t 
 }
 
 ncclResult_t checkSendRecv(const char* fn, const void* buf, size_t count, ncclDataType_t type, int peer, ncclComm* comm,
-                      const char* bufName) {
+                           const char* bufName) {
   BATON_CHECK(checkCommReady(comm, fn));
   BATON_CHECK(checkDatatype(type, fn));
   BATON_CHECK(checkRoot(comm, peer, fn, "peer"));
@@ -134,8 +138,8 @@ ncclResult_t pncclReduceScatter(const void* sendbuff, void* recvbuff, size_t rec
   return collective(kFuncReduceScatter, "ncclReduceScatter", sendbuff, recvbuff, recvcount, datatype, op, 0, comm);
 }
 
-NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
-         ncclComm_t comm, cudaStream_t stream);
+NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+         cudaStream_t stream);
 ncclResult_t pncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                        cudaStream_t) {
   ARGCHECK(checkSendRecv("ncclSend", sendbuff, count, datatype, peer, comm, "sendbuff"));
@@ -144,16 +148,15 @@ ncclResult_t pncclSend(const void* sendbuff, size_t count, ncclDataType_t dataty
 
 NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
          cudaStream_t stream);
-ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
-                       cudaStream_t) {
+ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t) {
   ARGCHECK(checkSendRecv("ncclRecv", recvbuff, count, datatype, peer, comm, "recvbuff"));
   return submit(comm, {sendRecvTask(Task::kRecv, nullptr, recvbuff, count, datatype, peer)});
 }
 
 NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
          ncclComm_t comm, cudaStream_t stream);
-ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                           ncclComm_t comm, cudaStream_t) {
+ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclComm_t comm,
+                           cudaStream_t) {
   const char* fn = "ncclAlltoAll";
   ARGCHECK(checkCommReady(comm, fn));
   ARGCHECK(checkDatatype(datatype, fn));
@@ -216,7 +219,8 @@ ncclResult_t pncclScatter(const void* sendbuff, void* recvbuff, size_t count, nc
   std::vector<Task> tasks;
   if (comm->rank == root)
     for (int r = 0; r < comm->nRanks; ++r)
-      tasks.push_back(sendRecvTask(Task::kSend, static_cast<const char*>(sendbuff) + r * block, nullptr, count, datatype, r));
+      tasks.push_back(
+          sendRecvTask(Task::kSend, static_cast<const char*>(sendbuff) + r * block, nullptr, count, datatype, r));
   tasks.push_back(sendRecvTask(Task::kRecv, nullptr, recvbuff, count, datatype, root));
   return submit(comm, tasks);
 }

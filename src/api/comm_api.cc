@@ -10,8 +10,8 @@
 #include "comm.h"
 #include "comm_error.h"
 #include "fault/child_comm.h"
-#include "misc/debug.h"
 #include "group.h"
+#include "misc/debug.h"
 #include "misc/param.h"
 
 using namespace baton;
@@ -20,8 +20,8 @@ namespace baton {
 void resetLogConfig();
 
 // Init a communicator: now, on a thread (non-blocking), or at ncclGroupEnd (inside a group).
-ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId* commId, int rank,
-                             const ncclConfig_t* config, const char* fn, int cudaDev) {
+ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId* commId, int rank, const ncclConfig_t* config,
+                      const char* fn, int cudaDev) {
   if (!out) return batonError(ncclInvalidArgument, "%s: comm (the output pointer) is NULL", fn);
   if (!commId) return batonError(ncclInvalidArgument, "%s: commId is NULL", fn);
   BootstrapHandle id;
@@ -156,7 +156,9 @@ ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* new
   ncclConfig_t cfg = comm->config;  // NULL config: inherit the parent's
   if (config) cfg = *config;
   // Everything is collective over the parent, so the whole split runs as one init job.
-  struct SplitInfo { int32_t color, key, rank; };
+  struct SplitInfo {
+    int32_t color, key, rank;
+  };
   auto* result = new ncclComm*(nullptr);
   auto job = [comm, color, key, cfg, newcomm, result]() -> ncclResult_t {
     std::unique_ptr<ncclComm*> own(result);

@@ -88,7 +88,8 @@ ncclResult_t checkCommParent(ncclComm* comm, const char* fn) {
     return batonError(ncclInvalidUsage, "%s: comm %p is not initialized (%s)", fn, (void*)comm,
                       ncclGetErrorString((ncclResult_t)st));
   if (comm->finalized.load())
-    return batonError(ncclInvalidUsage, "%s: comm %p has been finalized; only ncclCommDestroy is allowed", fn, (void*)comm);
+    return batonError(ncclInvalidUsage, "%s: comm %p has been finalized; only ncclCommDestroy is allowed", fn,
+                      (void*)comm);
   return ncclSuccess;
 }
 

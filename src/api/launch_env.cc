@@ -61,8 +61,8 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonGetLaunchInf
     if (info->nranks < 1)
       return batonError(ncclInvalidArgument, "batonGetLaunchInfo: %s=%d (expected at least 1)", l.size, info->nranks);
     if (info->rank >= info->nranks)
-      return batonError(ncclInvalidArgument, "batonGetLaunchInfo: %s=%d is not below %s=%d", l.rank, info->rank,
-                        l.size, info->nranks);
+      return batonError(ncclInvalidArgument, "batonGetLaunchInfo: %s=%d is not below %s=%d", l.rank, info->rank, l.size,
+                        info->nranks);
     snprintf(info->launcher, sizeof info->launcher, "%s", l.name);
     return ncclSuccess;
   }

@@ -43,8 +43,9 @@ ncclResult_t pncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataTy
   if (!scalar) return batonError(ncclInvalidArgument, "%s: scalar is NULL", fn);
   BATON_CHECK(checkDatatype(datatype, fn));
   if (residence != ncclScalarDevice && residence != ncclScalarHostImmediate)
-    return batonError(ncclInvalidArgument, "%s: residence %d is neither ncclScalarDevice (0) nor ncclScalarHostImmediate (1)",
-                      fn, (int)residence);
+    return batonError(ncclInvalidArgument,
+                      "%s: residence %d is neither ncclScalarDevice (0) nor ncclScalarHostImmediate (1)", fn,
+                      (int)residence);
   std::lock_guard<std::mutex> lk(comm->redOpMu);
   for (int i = 0; i < kMaxRedOps; ++i) {
     RedOpSlot& s = comm->redOps[i];

@@ -7,8 +7,8 @@
 #include <cstring>
 
 #include "bootstrap/bootstrap_wire.h"
-#include "misc/debug.h"
 #include "exec_model.h"
+#include "misc/debug.h"
 
 namespace baton {
 
@@ -78,8 +78,9 @@ ncclResult_t Bootstrap::recv(int peer, uint64_t tag, void* data, size_t size) {
   std::lock_guard<std::mutex> lk(recvMu_);
   auto deliver = [&](const std::vector<char>& payload) -> ncclResult_t {
     if (payload.size() != size)
-      return batonError(ncclInternalError, "rank %d: bootstrap message from rank %d (tag 0x%llx) has %zu bytes, expected %zu",
-                        rank_, peer, (unsigned long long)tag, payload.size(), size);
+      return batonError(ncclInternalError,
+                        "rank %d: bootstrap message from rank %d (tag 0x%llx) has %zu bytes, expected %zu", rank_, peer,
+                        (unsigned long long)tag, payload.size(), size);
     if (size) memcpy(data, payload.data(), size);
     return ncclSuccess;
   };

@@ -12,8 +12,8 @@
 #include <mutex>
 #include <vector>
 
-#include "nccl.h"
 #include "misc/socket.h"
+#include "nccl.h"
 
 namespace baton {
 
@@ -41,8 +41,8 @@ ncclResult_t bootstrapStartRoot(BootstrapHandle* handle, RootBind bind);
 
 class Bootstrap {
  public:
-  static ncclResult_t create(const BootstrapHandle& handle, int rank, int nranks,
-                             const volatile int* abortFlag, std::unique_ptr<Bootstrap>* out);
+  static ncclResult_t create(const BootstrapHandle& handle, int rank, int nranks, const volatile int* abortFlag,
+                             std::unique_ptr<Bootstrap>* out);
   ~Bootstrap();
 
   int rank() const { return rank_; }

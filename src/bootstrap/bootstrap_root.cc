@@ -14,8 +14,8 @@
 
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/bootstrap_wire.h"
-#include "misc/debug.h"
 #include "exec_model.h"
+#include "misc/debug.h"
 #include "misc/param.h"
 
 namespace baton {
@@ -61,18 +61,25 @@ void rootThread(int listenFd, uint64_t magic) {
       continue;
     }
     if (nranks == 0) {
-      if (ci.nranks < 1 || ci.nranks > (1 << 20)) { socketClose(fd); continue; }
+      if (ci.nranks < 1 || ci.nranks > (1 << 20)) {
+        socketClose(fd);
+        continue;
+      }
       nranks = ci.nranks;
       fds.assign(nranks, -1);
       table.resize(nranks);
     }
     if (ci.nranks != nranks) {
-      failure = "mismatched nranks: rank " + std::to_string(ci.rank) + " called with nranks=" +
-                std::to_string(ci.nranks) + " but an earlier rank with nranks=" + std::to_string(nranks);
+      failure = "mismatched nranks: rank " + std::to_string(ci.rank) +
+                " called with nranks=" + std::to_string(ci.nranks) +
+                " but an earlier rank with nranks=" + std::to_string(nranks);
       fds.push_back(fd);
       break;
     }
-    if (ci.rank < 0 || ci.rank >= nranks) { socketClose(fd); continue; }
+    if (ci.rank < 0 || ci.rank >= nranks) {
+      socketClose(fd);
+      continue;
+    }
     if (fds[ci.rank] >= 0) {
       failure = "duplicate rank " + std::to_string(ci.rank) + ": two processes used the same rank with one unique id";
       fds.push_back(fd);
@@ -142,7 +149,9 @@ ncclResult_t bootstrapParseId(const ncclUniqueId* id, BootstrapHandle* out) {
   bool padZero = true;
   for (size_t i = sizeof *out; i < sizeof *id; ++i) padZero &= bytes[i] == 0;
   const int fam = out->addr.sa.sa_family;
-  const int port = fam == AF_INET ? ntohs(out->addr.sin.sin_port) : fam == AF_INET6 ? ntohs(out->addr.sin6.sin6_port) : 0;
+  const int port = fam == AF_INET    ? ntohs(out->addr.sin.sin_port)
+                   : fam == AF_INET6 ? ntohs(out->addr.sin6.sin6_port)
+                                     : 0;
   if ((fam != AF_INET && fam != AF_INET6) || port == 0 || !padZero || out->magic == 0)
     return batonError(ncclInvalidArgument,
                       "commId is not a valid ncclUniqueId (address family %d, port %d, magic 0x%llx%s): was it "

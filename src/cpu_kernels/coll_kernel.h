@@ -40,14 +40,14 @@ void reduceKernel(ExecCtx& ctx, const CollArgs& a, const OpParams& p) {
 // Data movement only: AllGather and Broadcast, on bytes.
 void copyKernel(ExecCtx& ctx, const CollArgs& a, const OpParams& p);
 
-#define BATON_DECLARE_KERNELS(T)                                                   \
+#define BATON_DECLARE_KERNELS(T)                                                                 \
   extern template void reduceKernel<T, OpSum>(ExecCtx&, const CollArgs&, const OpParams&);       \
   extern template void reduceKernel<T, OpProd>(ExecCtx&, const CollArgs&, const OpParams&);      \
   extern template void reduceKernel<T, OpMax>(ExecCtx&, const CollArgs&, const OpParams&);       \
   extern template void reduceKernel<T, OpMin>(ExecCtx&, const CollArgs&, const OpParams&);       \
   extern template void reduceKernel<T, OpPreMulSum>(ExecCtx&, const CollArgs&, const OpParams&); \
   extern template void reduceKernel<T, OpSumPostDiv>(ExecCtx&, const CollArgs&, const OpParams&);
-#define BATON_DEFINE_KERNELS(T)                                                    \
+#define BATON_DEFINE_KERNELS(T)                                                           \
   template void reduceKernel<T, OpSum>(ExecCtx&, const CollArgs&, const OpParams&);       \
   template void reduceKernel<T, OpProd>(ExecCtx&, const CollArgs&, const OpParams&);      \
   template void reduceKernel<T, OpMax>(ExecCtx&, const CollArgs&, const OpParams&);       \

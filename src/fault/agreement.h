@@ -92,9 +92,9 @@ class Agreement {
     bool joined = false, decided = false;
     int round = 0;
     RankSet value;
-    bool changed = false;                            // a local suspicion grew the value this round
-    std::map<int, RankSet> got;                      // this round's values, by sender
-    std::map<std::pair<int, int>, RankSet> early;    // (round, sender) of rounds not reached yet
+    bool changed = false;                          // a local suspicion grew the value this round
+    std::map<int, RankSet> got;                    // this round's values, by sender
+    std::map<std::pair<int, int>, RankSet> early;  // (round, sender) of rounds not reached yet
   };
   void broadcast(const Instance& in, uint64_t key, uint32_t type);
   void decide(Instance& in, uint64_t key, const RankSet& value, bool announce);

@@ -23,8 +23,8 @@
 #include "comm.h"
 #include "comm_error.h"
 #include "fault/atomic_allreduce.h"
-#include "misc/debug.h"
 #include "group.h"
+#include "misc/debug.h"
 
 namespace baton {
 

@@ -15,7 +15,8 @@ ncclResult_t childIdFromRank0(ncclComm* parent, const std::vector<int>& parentRa
                               ncclUniqueId* id) {
   if (newRank != 0) return parent->bootstrap->recv(parentRanks[0], tag, id, sizeof *id);
   BATON_CHECK(bootstrapGetUniqueIdFresh(id));
-  for (size_t i = 1; i < parentRanks.size(); ++i) BATON_CHECK(parent->bootstrap->send(parentRanks[i], tag, id, sizeof *id));
+  for (size_t i = 1; i < parentRanks.size(); ++i)
+    BATON_CHECK(parent->bootstrap->send(parentRanks[i], tag, id, sizeof *id));
   return ncclSuccess;
 }
 
@@ -36,15 +37,18 @@ ncclResult_t commInitChild(ncclComm* parent, const std::vector<int>& parentRanks
       parent->childMembers = parentRanks;
     }
     // A member that died before the flag was registered is not reported again: look now.
-    if (parent->watchdog && parent->watchdog->anyDead(parentRanks)) __atomic_store_n(&child->abortFlag, 1, __ATOMIC_RELEASE);
+    if (parent->watchdog && parent->watchdog->anyDead(parentRanks))
+      __atomic_store_n(&child->abortFlag, 1, __ATOMIC_RELEASE);
     ncclResult_t res = commInitJob(child, h);
     {
       std::lock_guard<std::mutex> lock(parent->childMu);
       parent->childAbortFlag = nullptr;
     }
     if (res != ncclSuccess && __atomic_load_n(&child->abortFlag, __ATOMIC_ACQUIRE))
-      res = batonError(ncclRemoteError, "%s: a member failed while the new communicator was being made (%s); agree on "
-                       "the failed ranks again and retry", fn, std::string(lastError()).c_str());
+      res = batonError(ncclRemoteError,
+                       "%s: a member failed while the new communicator was being made (%s); agree on "
+                       "the failed ranks again and retry",
+                       fn, std::string(lastError()).c_str());
     return res;
   };
   // Non-blocking (NCCL's semantics): the caller gets the communicator now and polls

@@ -13,8 +13,8 @@
 #include "api/argcheck.h"
 #include "comm.h"
 #include "fault/child_comm.h"
-#include "misc/debug.h"
 #include "group.h"
+#include "misc/debug.h"
 
 using namespace baton;
 
@@ -46,7 +46,8 @@ ncclResult_t pncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId) {
   if (!uniqueId) return batonError(ncclInvalidArgument, "%s: uniqueId is NULL", fn);
   if (comm->growIdSet)
     return batonError(ncclInvalidUsage,
-                      "%s: comm %p already has a grow id that no ncclCommGrow has used yet (one at a time)", fn, (void*)comm);
+                      "%s: comm %p already has a grow id that no ncclCommGrow has used yet (one at a time)", fn,
+                      (void*)comm);
   BATON_CHECK(bootstrapGetUniqueIdFresh(uniqueId));
   memcpy(uniqueId->internal + kMarkerAt, &kGrowMarker, sizeof kGrowMarker);
   comm->growId = *uniqueId;
@@ -65,10 +66,11 @@ ncclResult_t pncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniq
                       "%s: uniqueId was not made by ncclCommGetUniqueId (a foreign id, e.g. from ncclGetUniqueId)", fn);
   if (!comm) {  // a new rank
     if (!uniqueId)
-      return batonError(ncclInvalidArgument, "%s: a new rank (comm NULL) must pass the id from ncclCommGetUniqueId", fn);
+      return batonError(ncclInvalidArgument, "%s: a new rank (comm NULL) must pass the id from ncclCommGetUniqueId",
+                        fn);
     if (nRanks < 2 || rank < 0 || rank >= nRanks)
-      return batonError(ncclInvalidArgument, "%s: a new rank needs 0 <= rank < nRanks; got rank %d, nRanks %d", fn, rank,
-                        nRanks);
+      return batonError(ncclInvalidArgument, "%s: a new rank needs 0 <= rank < nRanks; got rank %d, nRanks %d", fn,
+                        rank, nRanks);
     const ncclUniqueId id = plainId(*uniqueId);
     return initRank(newcomm, nRanks, &id, rank, config, fn, 0);
   }
@@ -78,7 +80,8 @@ ncclResult_t pncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniq
     return batonError(ncclInvalidArgument, "%s: existing ranks keep their numbers: pass rank -1 (or %d), not %d", fn,
                       comm->rank, rank);
   if (nRanks <= comm->nRanks)
-    return batonError(ncclInvalidArgument, "%s: nRanks %d must be larger than comm's %d ranks", fn, nRanks, comm->nRanks);
+    return batonError(ncclInvalidArgument, "%s: nRanks %d must be larger than comm's %d ranks", fn, nRanks,
+                      comm->nRanks);
   if (uniqueId && !(comm->growIdSet && memcmp(uniqueId, &comm->growId, sizeof *uniqueId) == 0)) {
     const bool used = comm->growIdUsedSet && memcmp(uniqueId, &comm->growIdUsed, sizeof *uniqueId) == 0;
     return batonError(ncclInvalidArgument, "%s: uniqueId %s", fn,
@@ -106,8 +109,9 @@ ncclResult_t pncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniq
     for (int r = 0; r < comm->nRanks; ++r) {
       if (!all[r].has) continue;
       if (holder >= 0)
-        return batonError(ncclInvalidUsage, "%s: ranks %d and %d both passed a uniqueId; exactly one existing rank passes it",
-                          fn, holder, r);
+        return batonError(ncclInvalidUsage,
+                          "%s: ranks %d and %d both passed a uniqueId; exactly one existing rank passes it", fn, holder,
+                          r);
       holder = r;
     }
     if (holder < 0)

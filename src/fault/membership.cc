@@ -9,13 +9,13 @@
 #include <vector>
 
 #include "api/api.h"
-#include "baton/membership.h"
 #include "api/argcheck.h"
+#include "baton/membership.h"
 #include "comm.h"
 #include "comm_error.h"
 #include "fault/child_comm.h"
-#include "misc/debug.h"
 #include "group.h"
+#include "misc/debug.h"
 
 using namespace baton;
 
@@ -47,23 +47,25 @@ ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int exclude
   BATON_CHECK(checkCommParent(comm, fn));
   if (!newcomm) return batonError(ncclInvalidArgument, "%s: newcomm is NULL", fn);
   if (shrinkFlags != NCCL_SHRINK_DEFAULT && shrinkFlags != NCCL_SHRINK_ABORT)
-    return batonError(ncclInvalidArgument, "%s: shrinkFlags %d is neither NCCL_SHRINK_DEFAULT (0) nor NCCL_SHRINK_ABORT (1)",
-                      fn, shrinkFlags);
+    return batonError(ncclInvalidArgument,
+                      "%s: shrinkFlags %d is neither NCCL_SHRINK_DEFAULT (0) nor NCCL_SHRINK_ABORT (1)", fn,
+                      shrinkFlags);
   if (excludeRanksCount < 0 || excludeRanksCount >= comm->nRanks)
-    return batonError(ncclInvalidArgument, "%s: excludeRanksCount %d must be in [0, %d) for a communicator of %d ranks", fn,
-                      excludeRanksCount, comm->nRanks, comm->nRanks);
+    return batonError(ncclInvalidArgument, "%s: excludeRanksCount %d must be in [0, %d) for a communicator of %d ranks",
+                      fn, excludeRanksCount, comm->nRanks, comm->nRanks);
   if (excludeRanksCount > 0 && !excludeRanksList)
-    return batonError(ncclInvalidArgument, "%s: excludeRanksList is NULL with excludeRanksCount %d", fn, excludeRanksCount);
+    return batonError(ncclInvalidArgument, "%s: excludeRanksList is NULL with excludeRanksCount %d", fn,
+                      excludeRanksCount);
   std::set<int> excluded;
   for (int i = 0; i < excludeRanksCount; ++i) {
     const int r = excludeRanksList[i];
     if (r < 0 || r >= comm->nRanks)
-      return batonError(ncclInvalidArgument, "%s: excludeRanksList[%d] = %d is not a rank of this communicator (0..%d)", fn,
-                        i, r, comm->nRanks - 1);
+      return batonError(ncclInvalidArgument, "%s: excludeRanksList[%d] = %d is not a rank of this communicator (0..%d)",
+                        fn, i, r, comm->nRanks - 1);
     if (r == comm->rank)
-      return batonError(ncclInvalidArgument,
-                        "%s: excludeRanksList[%d] = %d is the calling rank: excluded ranks must not call ncclCommShrink", fn,
-                        i, r);
+      return batonError(
+          ncclInvalidArgument,
+          "%s: excludeRanksList[%d] = %d is the calling rank: excluded ranks must not call ncclCommShrink", fn, i, r);
     if (!excluded.insert(r).second)
       return batonError(ncclInvalidArgument, "%s: excludeRanksList[%d] = %d appears twice", fn, i, r);
   }
@@ -101,16 +103,18 @@ ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int exclude
 }
 
 extern "C" __attribute__((visibility("default"))) ncclResult_t batonCommGetFailedRanks(ncclComm_t comm, int* ranks,
-                                                                                        int maxRanks, int* nFailed) {
+                                                                                       int maxRanks, int* nFailed) {
   const char* fn = "batonCommGetFailedRanks";
   BATON_CHECK(checkCommParent(comm, fn));
   if (!nFailed) return batonError(ncclInvalidArgument, "%s: nFailed is NULL", fn);
   if (maxRanks < 0) return batonError(ncclInvalidArgument, "%s: maxRanks %d is negative", fn, maxRanks);
-  if (maxRanks > 0 && !ranks) return batonError(ncclInvalidArgument, "%s: ranks is NULL with maxRanks %d", fn, maxRanks);
+  if (maxRanks > 0 && !ranks)
+    return batonError(ncclInvalidArgument, "%s: ranks is NULL with maxRanks %d", fn, maxRanks);
   *nFailed = 0;
   if (!comm->watchdog) {
     if (comm->tun.failTimeoutNs == 0)
-      return batonError(ncclInvalidUsage, "%s: failure detection is off (BATON_TIMEOUT=0), so there is nothing to agree on", fn);
+      return batonError(ncclInvalidUsage,
+                        "%s: failure detection is off (BATON_TIMEOUT=0), so there is nothing to agree on", fn);
     return ncclSuccess;  // every rank is a thread of this process: none can fail alone
   }
   RankSet failed;
@@ -129,12 +133,15 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonCommGetFaile
   *nFailed = n;
   const int alive = comm->nRanks - n;
   if (failed.has(comm->rank))
-    return batonError(ncclRemoteError, "%s: rank %d was declared failed by the other ranks (they did not hear from it "
-                      "within BATON_TIMEOUT); it must leave the job", fn, comm->rank);
+    return batonError(ncclRemoteError,
+                      "%s: rank %d was declared failed by the other ranks (they did not hear from it "
+                      "within BATON_TIMEOUT); it must leave the job",
+                      fn, comm->rank);
   if (2 * alive < comm->nRanks || (2 * alive == comm->nRanks && failed.has(0)))
-    return batonError(ncclRemoteError, "%s: only %d of %d ranks survive on this side%s: a minority cannot tell dead "
-                      "ranks from a cut link, so it must not go on", fn, alive, comm->nRanks,
-                      2 * alive == comm->nRanks ? " (half, without rank 0)" : "");
+    return batonError(ncclRemoteError,
+                      "%s: only %d of %d ranks survive on this side%s: a minority cannot tell dead "
+                      "ranks from a cut link, so it must not go on",
+                      fn, alive, comm->nRanks, 2 * alive == comm->nRanks ? " (half, without rank 0)" : "");
   if (n > maxRanks)
     return batonError(ncclInvalidArgument, "%s: %d ranks failed but ranks holds only maxRanks = %d", fn, n, maxRanks);
   return ncclSuccess;

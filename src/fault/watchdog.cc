@@ -226,7 +226,8 @@ void Watchdog::onBytes(int peer) {
         if (!m.value.has(r) || dead_.has(r) || (r == peer && r != rank_)) continue;
         char why[160];
         if (r == rank_) {
-          snprintf(why, sizeof why, "rank %d: the other ranks declared this rank failed (rank %d reported it)", rank_, peer);
+          snprintf(why, sizeof why, "rank %d: the other ranks declared this rank failed (rank %d reported it)", rank_,
+                   peer);
           commSetError(comm_, ncclRemoteError, why);
           dead_.add(r);
           agreement_.onSuspect(r);  // excluded: no agreement of this rank waits for anyone now
@@ -276,7 +277,8 @@ void Watchdog::run() {
     for (int p = 0; p < nRanks_; ++p) {
       if (fds_[p] < 0 || left_[p] || dead_.has(p) || now - lastHeard_[p] <= timeoutNs_) continue;
       char why[160];
-      snprintf(why, sizeof why, "no heartbeat for %.1f s (BATON_TIMEOUT): the process is stopped or hung, or its host is unreachable",
+      snprintf(why, sizeof why,
+               "no heartbeat for %.1f s (BATON_TIMEOUT): the process is stopped or hung, or its host is unreachable",
                (now - lastHeard_[p]) / 1e9);
       suspect(p, why);
     }
@@ -357,8 +359,8 @@ ncclResult_t Watchdog::failedRanks(uint64_t timeoutNs, RankSet* decided) {
     if (failureEpoch_ == 0 || agreement_.decided(key, nullptr)) startFailureEpoch();
     const uint64_t now = nowNs();
     if (now >= deadline)
-      return batonError(ncclRemoteError, "rank %d: the survivors did not agree on the failed ranks within %.1f s", rank_,
-                        timeoutNs / 1e9);
+      return batonError(ncclRemoteError, "rank %d: the survivors did not agree on the failed ranks within %.1f s",
+                        rank_, timeoutNs / 1e9);
     cv_.wait_for(lock, std::chrono::nanoseconds(std::min<uint64_t>(deadline - now, 100000000ull)));
     if (closing_) return batonError(ncclInvalidUsage, "rank %d: the communicator was aborted during agreement", rank_);
   }

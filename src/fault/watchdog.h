@@ -72,19 +72,19 @@ class Watchdog {
   uint64_t timeoutNs_, intervalNs_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<int> fds_;              // -1: me, gone or dead
-  std::vector<uint64_t> lastHeard_;   // monotonic ns
-  std::vector<bool> left_;            // said goodbye
-  std::vector<std::string> inbuf_;    // bytes of a message not complete yet
-  std::vector<std::string> where_;    // each peer's watchdog address, for messages
-  RankSet dead_;                      // this rank's own knowledge, grows only
+  std::vector<int> fds_;             // -1: me, gone or dead
+  std::vector<uint64_t> lastHeard_;  // monotonic ns
+  std::vector<bool> left_;           // said goodbye
+  std::vector<std::string> inbuf_;   // bytes of a message not complete yet
+  std::vector<std::string> where_;   // each peer's watchdog address, for messages
+  RankSet dead_;                     // this rank's own knowledge, grows only
   Agreement agreement_;
-  uint64_t failureEpoch_ = 0;         // the newest failure agreement this rank is in
+  uint64_t failureEpoch_ = 0;            // the newest failure agreement this rank is in
   uint64_t voteFloor_ = kAgreeVoteKind;  // votes below this are forgotten; their late messages dropped
   uint64_t lastSentNs_ = 0;
-  bool leaving_ = false;               // the destructor said goodbye: report nothing more
-  bool closing_ = false;               // the destructor runs: agree() and failedRanks() return
-  int waiters_ = 0;                    // threads inside agree() or failedRanks()
+  bool leaving_ = false;  // the destructor said goodbye: report nothing more
+  bool closing_ = false;  // the destructor runs: agree() and failedRanks() return
+  int waiters_ = 0;       // threads inside agree() or failedRanks()
   std::atomic<bool> stop_{false};
   int wakeFd_ = -1;
   std::thread thread_;

@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <strings.h>
 #include <atomic>
 #include <cstdarg>
 #include <cstdio>
@@ -12,7 +13,6 @@
 #include <cstring>
 #include <mutex>
 #include <string>
-#include <strings.h>
 
 #include "misc/param.h"
 
@@ -27,11 +27,26 @@ struct LogConfig {
 };
 
 uint64_t subsysBit(const char* name) {
-  static const struct { const char* n; uint64_t b; } kNames[] = {
-      {"INIT", kSubInit}, {"COLL", kSubColl}, {"P2P", kSubP2p}, {"SHM", kSubShm}, {"NET", kSubNet},
-      {"GRAPH", kSubGraph}, {"TUNING", kSubTuning}, {"ENV", kSubEnv}, {"ALLOC", kSubAlloc},
-      {"CALL", kSubCall}, {"PROXY", kSubProxy}, {"NVLS", 0x800}, {"BOOTSTRAP", kSubBootstrap},
-      {"REG", 0x2000}, {"PROFILE", 0x4000}, {"RAS", 0x8000}, {"ALL", kSubAll}};
+  static const struct {
+    const char* n;
+    uint64_t b;
+  } kNames[] = {{"INIT", kSubInit},
+                {"COLL", kSubColl},
+                {"P2P", kSubP2p},
+                {"SHM", kSubShm},
+                {"NET", kSubNet},
+                {"GRAPH", kSubGraph},
+                {"TUNING", kSubTuning},
+                {"ENV", kSubEnv},
+                {"ALLOC", kSubAlloc},
+                {"CALL", kSubCall},
+                {"PROXY", kSubProxy},
+                {"NVLS", 0x800},
+                {"BOOTSTRAP", kSubBootstrap},
+                {"REG", 0x2000},
+                {"PROFILE", 0x4000},
+                {"RAS", 0x8000},
+                {"ALL", kSubAll}};
   for (auto& e : kNames)
     if (strcasecmp(e.n, name) == 0) return e.b;
   return 0;
@@ -65,9 +80,15 @@ LogConfig readConfig() {
     const char* f = file.c_str();
     std::string path;
     for (const char* p = f; *p; ++p) {  // %h host, %p pid, as NCCL
-      if (p[0] == '%' && p[1] == 'h') { char h[64]; gethostname(h, sizeof h); path += h; ++p; }
-      else if (p[0] == '%' && p[1] == 'p') { path += std::to_string(getpid()); ++p; }
-      else path += *p;
+      if (p[0] == '%' && p[1] == 'h') {
+        char h[64];
+        gethostname(h, sizeof h);
+        path += h;
+        ++p;
+      } else if (p[0] == '%' && p[1] == 'p') {
+        path += std::to_string(getpid());
+        ++p;
+      } else path += *p;
     }
     if (FILE* fp = fopen(path.c_str(), "w")) c.out = fp;
   }
@@ -111,8 +132,8 @@ static void vlog(LogLevel level, const char* file, int line, const char* fmt, va
   const long tid = syscall(SYS_gettid);
   if (level == kLogWarn) {
     const char* base = strrchr(file, '/');
-    fprintf(c.out, "\n%s:%d:%ld [baton] NCCL %s %s:%d %s\n", c.host, getpid(), tid, tag,
-            base ? base + 1 : file, line, msg);
+    fprintf(c.out, "\n%s:%d:%ld [baton] NCCL %s %s:%d %s\n", c.host, getpid(), tid, tag, base ? base + 1 : file, line,
+            msg);
   } else {
     fprintf(c.out, "%s:%d:%ld [baton] NCCL %s %s\n", c.host, getpid(), tid, tag, msg);
   }

@@ -15,9 +15,19 @@ enum LogLevel { kLogNone = 0, kLogVersion = 1, kLogWarn = 2, kLogInfo = 3, kLogA
 
 // NCCL's subsystem bits, so NCCL_DEBUG_SUBSYS strings mean what users expect.
 enum LogSubsys : uint64_t {
-  kSubInit = 0x1, kSubColl = 0x2, kSubP2p = 0x4, kSubShm = 0x8, kSubNet = 0x10, kSubGraph = 0x20,
-  kSubTuning = 0x40, kSubEnv = 0x80, kSubAlloc = 0x100, kSubCall = 0x200, kSubProxy = 0x400,
-  kSubBootstrap = 0x1000, kSubAll = ~0ull,
+  kSubInit = 0x1,
+  kSubColl = 0x2,
+  kSubP2p = 0x4,
+  kSubShm = 0x8,
+  kSubNet = 0x10,
+  kSubGraph = 0x20,
+  kSubTuning = 0x40,
+  kSubEnv = 0x80,
+  kSubAlloc = 0x100,
+  kSubCall = 0x200,
+  kSubProxy = 0x400,
+  kSubBootstrap = 0x1000,
+  kSubAll = ~0ull,
 };
 
 bool logEnabled(LogLevel level, uint64_t subsys);
@@ -35,17 +45,17 @@ void clearLastError();
 
 }  // namespace baton
 
-#define BATON_INFO(subsys, ...)                                                             \
-  do {                                                                                      \
-    if (::baton::logEnabled(::baton::kLogInfo, (subsys)))                                   \
-      ::baton::logMessage(::baton::kLogInfo, (subsys), __FILE__, __LINE__, __VA_ARGS__);    \
+#define BATON_INFO(subsys, ...)                                                          \
+  do {                                                                                   \
+    if (::baton::logEnabled(::baton::kLogInfo, (subsys)))                                \
+      ::baton::logMessage(::baton::kLogInfo, (subsys), __FILE__, __LINE__, __VA_ARGS__); \
   } while (0)
-#define BATON_WARN(...) ::baton::logMessage(::baton::kLogWarn, ::baton::kSubAll, __FILE__, __LINE__, __VA_ARGS__)
+#define BATON_WARN(...)       ::baton::logMessage(::baton::kLogWarn, ::baton::kSubAll, __FILE__, __LINE__, __VA_ARGS__)
 #define batonError(code, ...) ::baton::batonErrorAt((code), __FILE__, __LINE__, __VA_ARGS__)
 
 // Propagate a failing ncclResult_t (ncclInProgress is not a failure).
-#define BATON_CHECK(call)                                                   \
-  do {                                                                      \
-    ncclResult_t baton_res_ = (call);                                       \
+#define BATON_CHECK(call)                                                             \
+  do {                                                                                \
+    ncclResult_t baton_res_ = (call);                                                 \
     if (baton_res_ != ncclSuccess && baton_res_ != ncclInProgress) return baton_res_; \
   } while (0)

@@ -10,13 +10,13 @@
 #include <poll.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
-#include "misc/debug.h"
 #include "exec_model.h"
+#include "misc/debug.h"
 #include "misc/param.h"
 
 namespace baton {
@@ -95,14 +95,18 @@ static ncclResult_t candidateInterfaces(const std::string& spec, std::vector<Net
     if (!i->ifa_addr || !(i->ifa_flags & IFF_UP)) continue;
     if (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6) continue;
     if (i->ifa_addr->sa_family == AF_INET6 &&
-        IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr)) continue;
+        IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr))
+      continue;
     if (!spec.empty() && !ifnameMatches(spec, i->ifa_name)) continue;
     NetInterface c{};
     memcpy(&c.addr, i->ifa_addr, i->ifa_addr->sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6));
     c.name = i->ifa_name;
     const char* n = i->ifa_name;
-    c.rank = !strncmp(n, "ib", 2) ? 0 : !strncmp(n, "docker", 6) ? 2 : !strncmp(n, "lo", 2) ? 3
-             : !strncmp(n, "virbr", 5) ? 4 : 1;
+    c.rank = !strncmp(n, "ib", 2)       ? 0
+             : !strncmp(n, "docker", 6) ? 2
+             : !strncmp(n, "lo", 2)     ? 3
+             : !strncmp(n, "virbr", 5)  ? 4
+                                        : 1;
     if (c.addr.sa.sa_family != family) c.rank += 10;
     out->push_back(c);
   }
@@ -110,7 +114,8 @@ static ncclResult_t candidateInterfaces(const std::string& spec, std::vector<Net
   if (out->empty())
     return batonError(ncclSystemError, "no usable (up, IPv4/IPv6) network interface%s%s%s",
                       spec.empty() ? "" : " matches NCCL_SOCKET_IFNAME='", spec.c_str(), spec.empty() ? "" : "'");
-  std::stable_sort(out->begin(), out->end(), [](const NetInterface& a, const NetInterface& b) { return a.rank < b.rank; });
+  std::stable_sort(out->begin(), out->end(),
+                   [](const NetInterface& a, const NetInterface& b) { return a.rank < b.rank; });
   for (NetInterface& c : *out) {
     if (c.addr.sa.sa_family == AF_INET) c.addr.sin.sin_port = 0;
     else c.addr.sin6.sin6_port = 0;
@@ -155,8 +160,7 @@ ncclResult_t socketListen(SocketAddress* addr, int* fd) {
   if (bind(s, &addr->sa, socketAddrLen(*addr)) != 0) {
     int e = errno;
     close(s);
-    return batonError(ncclSystemError, "cannot bind a socket to %s: %s", addressToString(*addr).c_str(),
-                      strerror(e));
+    return batonError(ncclSystemError, "cannot bind a socket to %s: %s", addressToString(*addr).c_str(), strerror(e));
   }
   if (listen(s, SOMAXCONN) != 0) {
     int e = errno;
@@ -181,7 +185,11 @@ ncclResult_t socketSendAll(int fd, const void* buf, size_t n, uint64_t deadlineN
   const char* p = static_cast<const char*>(buf);
   while (n) {
     ssize_t w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (w > 0) { p += w; n -= w; continue; }
+    if (w > 0) {
+      p += w;
+      n -= w;
+      continue;
+    }
     if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
       return batonError(ncclRemoteError, "bootstrap send failed: %s", strerror(errno));
     if (deadlineNs && nowNs() >= deadlineNs)
@@ -197,11 +205,16 @@ ncclResult_t socketRecvAll(int fd, void* buf, size_t n, uint64_t deadlineNs, con
   char* p = static_cast<char*>(buf);
   while (n) {
     ssize_t r = recv(fd, p, n, MSG_DONTWAIT);
-    if (r > 0) { p += r; n -= r; continue; }
+    if (r > 0) {
+      p += r;
+      n -= r;
+      continue;
+    }
     if (r == 0) return batonError(ncclRemoteError, "bootstrap peer closed the connection (%zu bytes missing)", n);
     if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
       return batonError(ncclRemoteError, "bootstrap recv failed: %s", strerror(errno));
-    if (abortRequested(abortFlag)) return batonError(ncclInvalidUsage, "bootstrap recv interrupted: communicator aborted");
+    if (abortRequested(abortFlag))
+      return batonError(ncclInvalidUsage, "bootstrap recv interrupted: communicator aborted");
     if (deadlineNs && nowNs() >= deadlineNs)
       return batonError(ncclRemoteError, "bootstrap recv timed out after %llus (BATON_BOOTSTRAP_TIMEOUT)",
                         (unsigned long long)bootstrapTimeoutSec());
@@ -220,9 +233,15 @@ ncclResult_t socketConnect(const SocketAddress& addr, uint64_t magic, uint32_t t
     if (connect(s, &addr.sa, socketAddrLen(addr)) == 0) {
       int one = 1;
       setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      struct { uint64_t magic; uint32_t type; } __attribute__((packed)) hs{magic, type};
+      struct {
+        uint64_t magic;
+        uint32_t type;
+      } __attribute__((packed)) hs{magic, type};
       ncclResult_t res = socketSendAll(s, &hs, sizeof hs, deadlineNs);
-      if (res != ncclSuccess) { close(s); return res; }
+      if (res != ncclSuccess) {
+        close(s);
+        return res;
+      }
       *fd = s;
       return ncclSuccess;
     }
@@ -230,7 +249,8 @@ ncclResult_t socketConnect(const SocketAddress& addr, uint64_t magic, uint32_t t
     close(s);
     if (e != ECONNREFUSED && e != ETIMEDOUT && e != ENETUNREACH && e != EHOSTUNREACH && e != EAGAIN && e != EINTR)
       return batonError(ncclSystemError, "cannot connect to %s: %s", addressToString(addr).c_str(), strerror(e));
-    if (abortRequested(abortFlag)) return batonError(ncclInvalidUsage, "bootstrap connect interrupted: communicator aborted");
+    if (abortRequested(abortFlag))
+      return batonError(ncclInvalidUsage, "bootstrap connect interrupted: communicator aborted");
     if (deadlineNs && nowNs() >= deadlineNs)
       return batonError(ncclSystemError,
                         "cannot connect to bootstrap peer %s: %s for %llus (BATON_BOOTSTRAP_TIMEOUT); is the process "
@@ -256,7 +276,8 @@ ncclResult_t socketAccept(int listenFd, uint64_t deadlineNs, const volatile int*
       if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
         return batonError(ncclSystemError, "accept() failed: %s", strerror(errno));
     }
-    if (abortRequested(abortFlag)) return batonError(ncclInvalidUsage, "bootstrap accept interrupted: communicator aborted");
+    if (abortRequested(abortFlag))
+      return batonError(ncclInvalidUsage, "bootstrap accept interrupted: communicator aborted");
     if (deadlineNs && nowNs() >= deadlineNs)
       return batonError(ncclSystemError, "bootstrap: no peer connected within %llus (BATON_BOOTSTRAP_TIMEOUT)",
                         (unsigned long long)bootstrapTimeoutSec());
@@ -264,12 +285,19 @@ ncclResult_t socketAccept(int listenFd, uint64_t deadlineNs, const volatile int*
 }
 
 bool socketCheckHandshake(int fd, uint64_t magic, uint32_t type, uint64_t deadlineNs) {
-  struct { uint64_t magic; uint32_t type; } __attribute__((packed)) hs{};
+  struct {
+    uint64_t magic;
+    uint32_t type;
+  } __attribute__((packed)) hs{};
   char* p = reinterpret_cast<char*>(&hs);
   size_t n = sizeof hs;
   while (n) {  // quiet version of socketRecvAll: a stranger is not an error worth a WARN
     ssize_t r = recv(fd, p, n, MSG_DONTWAIT);
-    if (r > 0) { p += r; n -= r; continue; }
+    if (r > 0) {
+      p += r;
+      n -= r;
+      continue;
+    }
     if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return false;
     if (nowNs() >= deadlineNs) return false;
     pollfd pfd{fd, POLLIN, 0};

@@ -24,8 +24,13 @@ union SocketAddress {
 };
 static_assert(sizeof(SocketAddress) == 28, "SocketAddress is NCCL's 28-byte union");
 
-enum SocketType : uint32_t { kSocketUnknown = 0, kSocketBootstrap = 1, kSocketNet = 3, kSocketNetIb = 4,
-                         kSocketWatchdog = 16 };  // NCCL's values; 16 is baton's own
+enum SocketType : uint32_t {
+  kSocketUnknown = 0,
+  kSocketBootstrap = 1,
+  kSocketNet = 3,
+  kSocketNetIb = 4,
+  kSocketWatchdog = 16
+};                                                      // NCCL's values; 16 is baton's own
 constexpr uint64_t kNcclMagic = 0x0280028002800280ull;  // NCCL_MAGIC: used with NCCL_COMM_ID
 
 std::string addressToString(const SocketAddress& a);

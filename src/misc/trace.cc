@@ -167,16 +167,16 @@ void appendMetadata(std::string& out, const std::vector<TraceEvent>& batch, uint
     const std::string pid = std::to_string(jsonPid(r));
     out += "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + pid + ",\"args\":{\"name\":\"rank " +
            std::to_string(r) + "\"}},\n";
-    out += "{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":" + pid + ",\"args\":{\"sort_index\":" + pid +
-           "}},\n";
+    out +=
+        "{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":" + pid + ",\"args\":{\"sort_index\":" + pid + "}},\n";
   }
   for (auto [r, l] : lanes) {
     const std::string ids = "\"pid\":" + std::to_string(jsonPid(r)) + ",\"tid\":" + std::to_string(jsonTid(l));
     out += "{\"name\":\"thread_name\",\"ph\":\"M\"," + ids + ",\"args\":{\"name\":\"";
     appendLaneName(out, l);
     out += "\"}},\n";
-    out += "{\"name\":\"thread_sort_index\",\"ph\":\"M\"," + ids + ",\"args\":{\"sort_index\":" +
-           std::to_string(jsonTid(l)) + "}},\n";
+    out += "{\"name\":\"thread_sort_index\",\"ph\":\"M\"," + ids +
+           ",\"args\":{\"sort_index\":" + std::to_string(jsonTid(l)) + "}},\n";
   }
   if (dropped) {
     const int pid = ranks.empty() ? 0 : jsonPid(*ranks.begin());
@@ -262,8 +262,10 @@ bool traceFlush(uint64_t jobId) {
   if (batch.empty() && dropped == 0) return true;
   // Once per process: a full buffer stays full for the rest of a run, so every flush would repeat it.
   if (dropped && !gWarnedDrops.exchange(true))
-    BATON_WARN("BATON_TRACE: event buffer full (%zu events), %" PRIu64 " dropped before this flush; the count is in "
-               "the trace's baton_trace_dropped events", cap, droppedTotal);
+    BATON_WARN("BATON_TRACE: event buffer full (%zu events), %" PRIu64
+               " dropped before this flush; the count is in "
+               "the trace's baton_trace_dropped events",
+               cap, droppedTotal);
 
   bool ok = false;
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);

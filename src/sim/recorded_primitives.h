@@ -38,7 +38,8 @@ class Primitives<T, Op, Recorded<P>> : public PrimitivesApi<Primitives<T, Op, Re
     const ConnDev* c = M.send ? send_ : recv_;
     const size_t slice = P::payloadBytes(c->stepBytes[P::id]) / sizeof(T);
     for (size_t off = 0; off < n; off += slice)
-      StepRecorder::current()->step(M.recv ? recv_ : nullptr, M.send ? send_ : nullptr, minSize(slice, n - off) * sizeof(T));
+      StepRecorder::current()->step(M.recv ? recv_ : nullptr, M.send ? send_ : nullptr,
+                                    minSize(slice, n - off) * sizeof(T));
   }
 
  private:

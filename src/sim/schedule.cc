@@ -6,8 +6,8 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "misc/debug.h"
 #include "coll_dispatch.h"
+#include "misc/debug.h"
 #include "sim/recorded_primitives.h"
 #include "tuner/tuner.h"
 

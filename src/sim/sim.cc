@@ -68,8 +68,12 @@ struct StreamState {
 class Engine {
  public:
   Engine(const SimSchedule& sched, const SimParams& params, Plan plan)
-      : sched_(sched), params_(params), plan_(std::move(plan)), state_(sched.streams.size()),
-        freeAt_(plan_.linkBytesPerUs.size(), 0.0), delivery_(plan_.ringSlots, 0.0),
+      : sched_(sched),
+        params_(params),
+        plan_(std::move(plan)),
+        state_(sched.streams.size()),
+        freeAt_(plan_.linkBytesPerUs.size(), 0.0),
+        delivery_(plan_.ringSlots, 0.0),
         recvFinish_(plan_.ringSlots, 0.0) {}
 
   void run(SimResult* res) {
@@ -105,9 +109,7 @@ class Engine {
 
  private:
   double& deliverySlot(const ConnPlan& c, int64_t k) { return delivery_[c.ringOff + k % c.ring]; }
-  double& recvFinishSlot(const ConnPlan& c, int64_t k) {
-    return recvFinish_[c.ringOff + k % c.ring];
-  }
+  double& recvFinishSlot(const ConnPlan& c, int64_t k) { return recvFinish_[c.ringOff + k % c.ring]; }
 
   // When stream s's next step can start, if all of its dependencies are known.
   bool readyTime(int s, double* out) {
@@ -122,8 +124,8 @@ class Engine {
     if (step.sendConn >= 0) {
       const ConnPlan& c = plan_.conns[step.sendConn];
       if (c.sent >= c.depth) {
-        int64_t freed = c.sent - c.depth;     // the message whose slot this send reuses
-        if (c.recvd <= freed) return false;   // no credit yet
+        int64_t freed = c.sent - c.depth;    // the message whose slot this send reuses
+        if (c.recvd <= freed) return false;  // no credit yet
         t = std::max(t, recvFinishSlot(c, freed));
       }
     }
@@ -183,16 +185,14 @@ class Engine {
       const ConnPlan& c = plan_.conns[step.recvConn];
       if (c.sent <= c.recvd)
         return who + " waits for message " + std::to_string(c.recvd) + " on " +
-               sim_detail::connName(sched_, step.recvConn) + " from " +
-               sim_detail::streamName(sched_, c.sender) + " (at step " +
-               std::to_string(state_[c.sender].next) + ")";
+               sim_detail::connName(sched_, step.recvConn) + " from " + sim_detail::streamName(sched_, c.sender) +
+               " (at step " + std::to_string(state_[c.sender].next) + ")";
     }
     const ConnPlan& c = plan_.conns[step.sendConn];
     return who + " waits for credit to send message " + std::to_string(c.sent) + " on " +
            sim_detail::connName(sched_, step.sendConn) + " (depth " + std::to_string(c.depth) +
-           "): " + sim_detail::streamName(sched_, c.receiver) + " has taken " +
-           std::to_string(c.recvd) + " messages (at step " +
-           std::to_string(state_[c.receiver].next) + ")";
+           "): " + sim_detail::streamName(sched_, c.receiver) + " has taken " + std::to_string(c.recvd) +
+           " messages (at step " + std::to_string(state_[c.receiver].next) + ")";
   }
 
   std::string deadlockMessage() {

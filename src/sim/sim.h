@@ -43,15 +43,15 @@ struct SimSchedule {
 };
 
 struct SimParams {
-  double stepOverheadUs = 0;  // fixed cost of every step (synchronisation), per protocol
+  double stepOverheadUs = 0;       // fixed cost of every step (synchronisation), per protocol
   double linkLatencyUs[11] = {0};  // per link type (LinkType value); a path pays its slowest link's, once
-  double streamBwGBs = 0;  // > 0: no transfer of a stream goes faster than this (a channel's own limit)
+  double streamBwGBs = 0;          // > 0: no transfer of a stream goes faster than this (a channel's own limit)
 };
 
 struct SimResult {
-  double timeUs = 0;           // when the last stream finished
-  uint64_t events = 0;         // steps simulated
-  std::string error;           // non-empty: the schedule deadlocked or referenced a bad connection
+  double timeUs = 0;                   // when the last stream finished
+  uint64_t events = 0;                 // steps simulated
+  std::string error;                   // non-empty: the schedule deadlocked or referenced a bad connection
   std::vector<double> streamFinishUs;  // per SimSchedule::streams entry: when its last step finished
 };
 

@@ -20,7 +20,7 @@ struct ConnPlan {
   // Deliveries and receive-finish times are kept in rings of min(depth, messages) slots: credit
   // keeps the sender at most `depth` messages ahead, so older entries are never read again.
   int64_t ring = 1;
-  size_t ringOff = 0;  // into the engine's delivery / recvFinish arrays
+  size_t ringOff = 0;              // into the engine's delivery / recvFinish arrays
   int linkOff = 0, linkCount = 0;  // into Plan::pathLinks; 0 links: a LOC path (same node)
   double latencyUs = 0;
   double pathBytesPerUs = 0;  // the narrowest link on the path (kLocBw for LOC), in bytes per µs
@@ -40,7 +40,6 @@ std::string streamName(const SimSchedule& sched, int s);
 std::string connName(const SimSchedule& sched, int c);
 
 // Checks the schedule against the topology and resolves it. Returns "" or the error message.
-std::string buildPlan(const TopoSystem& sys, const SimSchedule& sched, const SimParams& params,
-                      Plan* out);
+std::string buildPlan(const TopoSystem& sys, const SimSchedule& sched, const SimParams& params, Plan* out);
 
 }  // namespace baton::sim_detail

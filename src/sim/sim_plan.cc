@@ -69,10 +69,9 @@ std::string checkCounts(const SimSchedule& sched, const Plan& plan, int c) {
   int s = extraRecv ? cp.receiver : cp.sender;
   int other = extraRecv ? cp.sender : cp.receiver;
   int64_t k = extraRecv ? cp.nSends : cp.nRecvs;  // the first message without a partner
-  std::string msg = streamName(sched, s) + " step " +
-                    std::to_string(nthUse(sched, s, c, k, extraRecv)) +
-                    (extraRecv ? " receives message " : " sends message ") + std::to_string(k) +
-                    " on " + connName(sched, c) + ", but ";
+  std::string msg = streamName(sched, s) + " step " + std::to_string(nthUse(sched, s, c, k, extraRecv)) +
+                    (extraRecv ? " receives message " : " sends message ") + std::to_string(k) + " on " +
+                    connName(sched, c) + ", but ";
   if (other < 0) return msg + "no stream " + (extraRecv ? "sends" : "receives") + " on it";
   return msg + "its " + (extraRecv ? "sender " : "receiver ") + streamName(sched, other) +
          (extraRecv ? " sends only " : " receives only ") + std::to_string(k) + " on it";
@@ -101,8 +100,8 @@ std::string resolvePath(const TopoSystem& sys, const SimSchedule& sched, const S
     cp.pathBytesPerUs = std::min(kLocBw, streamCap(params)) * 1e3;
     return "";
   }
-  const std::string what = connName(sched, c) + ": path from node " + std::to_string(a) +
-                           " to node " + std::to_string(b);
+  const std::string what =
+      connName(sched, c) + ": path from node " + std::to_string(a) + " to node " + std::to_string(b);
   if (a >= static_cast<int>(sys.paths.size()) || b >= static_cast<int>(sys.paths[a].size()) ||
       sys.paths[a][b].hops.empty())
     return what + " has no hops (paths not computed, or the ranks are disconnected)";
@@ -112,8 +111,8 @@ std::string resolvePath(const TopoSystem& sys, const SimSchedule& sched, const S
   for (size_t h = 0; h < hops.size(); ++h) {
     const TopoPath::Hop& hop = hops[h];
     std::string hopName = what + ", hop " + std::to_string(h);
-    if (hop.node != at) return hopName + " leaves node " + std::to_string(hop.node) +
-                               " but the path is at node " + std::to_string(at);
+    if (hop.node != at)
+      return hopName + " leaves node " + std::to_string(hop.node) + " but the path is at node " + std::to_string(at);
     if (hop.link < 0 || hop.link >= static_cast<int>(sys.nodes[at].links.size()))
       return hopName + ": node " + std::to_string(at) + " has no link " + std::to_string(hop.link);
     const TopoLink& l = sys.nodes[at].links[hop.link];
@@ -135,8 +134,7 @@ std::string resolvePath(const TopoSystem& sys, const SimSchedule& sched, const S
 
 }  // namespace
 
-std::string buildPlan(const TopoSystem& sys, const SimSchedule& sched, const SimParams& params,
-                      Plan* plan) {
+std::string buildPlan(const TopoSystem& sys, const SimSchedule& sched, const SimParams& params, Plan* plan) {
   plan->conns.assign(sched.conns.size(), ConnPlan{});
   for (int s = 0; s < static_cast<int>(sched.streams.size()); ++s) {
     const std::vector<SimStep>& steps = sched.streams[s].steps;

@@ -68,8 +68,9 @@ ncclResult_t fuseHostViews(ncclComm* comm, const std::vector<int>& host, ncclRes
   BATON_CHECK(comm->bootstrap->allGather(lens.data(), sizeof(uint64_t)));
   for (int r = 0; r < n; ++r)
     if (lens[r] == 0)
-      return mineOk != ncclSuccess ? mineOk
-                                   : batonError(ncclSystemError, "rank %d could not load its host's topology (see its log)", r);
+      return mineOk != ncclSuccess
+                 ? mineOk
+                 : batonError(ncclSystemError, "rank %d could not load its host's topology (see its log)", r);
   const size_t width = *std::max_element(lens.begin(), lens.end());
   std::vector<char> all(width * n);
   std::copy(mine.begin(), mine.end(), all.begin() + width * me);
@@ -123,8 +124,8 @@ ncclResult_t commTopoSystem(ncclComm* comm, TopoSystem* sys, std::string* source
   if (cpuRanks) placeCpuRanks(sys, comm, host);
   for (int r = 0; r < comm->nRanks; ++r)
     if (sys->rankNode[r] < 0)
-      return batonError(ncclInternalError, "topology from %s has no CPU node for rank %d on host %d", source->c_str(), r,
-                        host[r]);
+      return batonError(ncclInternalError, "topology from %s has no CPU node for rank %d on host %d", source->c_str(),
+                        r, host[r]);
   topoComputePaths(sys);
   return ncclSuccess;
 }

@@ -55,7 +55,7 @@ ncclResult_t buildFromHwloc(const std::vector<NetDevice>& rdma, LocalMachine* ma
 void buildFallback(const std::vector<NetDevice>& rdma, LocalMachine* machine);
 
 // Shared helpers.
-std::string readSysFile(const std::string& path);  // first line, trailing space trimmed; "" if none
+std::string readSysFile(const std::string& path);      // first line, trailing space trimmed; "" if none
 std::string normalizeBusId(const std::string& busId);  // "00000000:17:00.0" -> "0000:17:00.0"
 std::string hexAttr(uint64_t v, int width = 0);        // "0x10de"
 // link_speed / link_width attributes of a PCI element, from sysfs; left out when sysfs has none.

@@ -19,8 +19,8 @@ namespace {
 // name alone" (one <gpu> per PCI function, one <nic> per parent), null means "all attributes".
 const std::vector<const char*>* identity(const std::string& name) {
   static const std::map<std::string, std::vector<const char*>> kKeys = {
-      {"cpu", {"numaid", "host_hash"}}, {"pci", {"busid"}}, {"gpu", {}}, {"nic", {}},
-      {"net", {"name", "port"}},        {"nvlink", {"target"}}, {"pcilink", {"target"}}, {"c2c", {}},
+      {"cpu", {"numaid", "host_hash"}}, {"pci", {"busid"}},      {"gpu", {}}, {"nic", {}}, {"net", {"name", "port"}},
+      {"nvlink", {"target"}},           {"pcilink", {"target"}}, {"c2c", {}},
   };
   auto it = kKeys.find(name);
   return it == kKeys.end() ? nullptr : &it->second;
@@ -74,7 +74,8 @@ void combineGpu(XmlNode* into, const XmlNode& other) {
 }
 
 ncclResult_t fuseChildren(XmlNode* into, const XmlNode& other, int depth) {
-  if (depth > 64) return batonError(ncclInvalidArgument, "topoFuseXml: tree deeper than 64 levels at <%s>", other.name.c_str());
+  if (depth > 64)
+    return batonError(ncclInvalidArgument, "topoFuseXml: tree deeper than 64 levels at <%s>", other.name.c_str());
   // The gpu first: its ranks must be read before other's attributes are copied in.
   if (into->name == "gpu") combineGpu(into, other);
   for (const auto& [k, v] : other.attrs)

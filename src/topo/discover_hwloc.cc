@@ -112,7 +112,8 @@ void Builder::addCpus() {
     const char* name = pkg ? hwloc_obj_get_info_by_name(pkg, "CPUModel") : nullptr;
     addNote(&m_->notes, "cpu numaid " + std::to_string(numaId) + ": CPUs " + (list[0] ? list : "none") + ", " +
                             (vendor ? vendor : "unknown vendor") + (family ? std::string(" family ") + family : "") +
-                            (model ? std::string(" model ") + model : "") + (name ? std::string(" (") + name + ")" : ""));
+                            (model ? std::string(" model ") + model : "") +
+                            (name ? std::string(" (") + name + ")" : ""));
     for (int c = hwloc_bitmap_first(cpus); c >= 0; c = hwloc_bitmap_next(cpus, c))
       if (c <= last) m_->numaOfCpu[c] = numaId;
   }
@@ -133,7 +134,8 @@ void Builder::numberDevices() {
   for (size_t i = 0; i < gpus.size(); ++i) {
     auto it = nvml_.find(gpus[i]);
     gpus_[gpus[i]] = it != nvml_.end() ? it->second : GpuInfo{static_cast<int>(i), 0};
-    if (it == nvml_.end()) addNote(&m_->notes, "GPU " + gpus[i] + ": dev " + std::to_string(i) + " by bus order, sm=\"0\" (no NVML)");
+    if (it == nvml_.end())
+      addNote(&m_->notes, "GPU " + gpus[i] + ": dev " + std::to_string(i) + " by bus order, sm=\"0\" (no NVML)");
   }
   int dev = static_cast<int>(rdma_.size());
   for (hwloc_obj_t o = nullptr; (o = hwloc_get_next_osdev(topo_, o));) {
@@ -145,8 +147,9 @@ void Builder::numberDevices() {
     std::string speed = readSysFile("/sys/class/net/" + d.name + "/speed");
     int mbps = speed.empty() ? -1 : atoi(speed.c_str());
     if (mbps > 0) d.speedMbps = mbps;
-    addNote(&m_->notes, "socket net " + d.name + ": " + std::to_string(d.speedMbps) + " Mb/s" +
-                            (mbps > 0 ? "" : " (speed unknown: '" + speed + "' in /sys/class/net/" + d.name + "/speed)"));
+    addNote(&m_->notes,
+            "socket net " + d.name + ": " + std::to_string(d.speedMbps) + " Mb/s" +
+                (mbps > 0 ? "" : " (speed unknown: '" + speed + "' in /sys/class/net/" + d.name + "/speed)"));
     sockets_[d.name] = d;
   }
 }
@@ -264,7 +267,8 @@ ncclResult_t Builder::run() {
 
 ncclResult_t buildFromHwloc(const std::vector<NetDevice>& rdma, LocalMachine* machine) {
   hwloc_topology_t topo;
-  if (hwloc_topology_init(&topo) != 0) return batonError(ncclSystemError, "topology discovery: hwloc_topology_init failed");
+  if (hwloc_topology_init(&topo) != 0)
+    return batonError(ncclSystemError, "topology discovery: hwloc_topology_init failed");
   // "Important" I/O objects: bridges leading somewhere, GPUs, NICs, storage; enough and cheaper.
   hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
   // hwloc's Linux backend reads the PCI tree from sysfs by itself. The libpciaccess plugin ("pci")

@@ -4,9 +4,9 @@
 #include <limits.h>
 #include <stdlib.h>
 
+#include <endian.h>
 #include <cerrno>
 #include <cstring>
-#include <endian.h>
 
 #include "topo/discover_detail.h"
 
@@ -17,15 +17,15 @@ namespace {
 // ibv_port_attr.active_speed is a one-hot code; the lane rate in Mb/s, as NCCL's table.
 int laneMbps(uint8_t code) {
   switch (code) {
-    case 1: return 2500;     // SDR
-    case 2: return 5000;     // DDR
-    case 4: return 10000;    // QDR
-    case 8: return 10000;    // FDR10
-    case 16: return 14000;   // FDR
-    case 32: return 25000;   // EDR
-    case 64: return 50000;   // HDR
-    case 128: return 100000; // NDR
-    default: return 10000;   // unknown (XDR needs active_speed_ex, rdma-core >= 48): NCCL's 10 Gb/s
+    case 1: return 2500;      // SDR
+    case 2: return 5000;      // DDR
+    case 4: return 10000;     // QDR
+    case 8: return 10000;     // FDR10
+    case 16: return 14000;    // FDR
+    case 32: return 25000;    // EDR
+    case 64: return 50000;    // HDR
+    case 128: return 100000;  // NDR
+    default: return 10000;    // unknown (XDR needs active_speed_ex, rdma-core >= 48): NCCL's 10 Gb/s
   }
 }
 

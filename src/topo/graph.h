@@ -20,10 +20,10 @@ struct TreeLinks {
 };
 
 struct ChannelGraph {
-  std::vector<int> ring;             // ranks in ring order (ring[i] sends to ring[i+1])
-  std::vector<TreeLinks> tree;       // indexed by rank
-  int treeIndex = 0;                 // 0: the binary tree, 1: its mirror/shift (the second of the double binary tree)
-  double bw = 0;                     // GB/s the search reserved for this channel on every link it uses
+  std::vector<int> ring;               // ranks in ring order (ring[i] sends to ring[i+1])
+  std::vector<TreeLinks> tree;         // indexed by rank
+  int treeIndex = 0;                   // 0: the binary tree, 1: its mirror/shift (the second of the double binary tree)
+  double bw = 0;                       // GB/s the search reserved for this channel on every link it uses
   PathType worstPath = PathType::LOC;  // the slowest path type a ring hop uses
   // Indexed by TopoNode::host: the NET node this channel's ring enters and leaves that host
   // through (-1 for a host without ranks). Empty on a single host or when hosts have no NETs.

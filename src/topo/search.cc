@@ -15,8 +15,8 @@ namespace baton {
 namespace {
 
 // NCCL's intra- and inter-node ladders (sm80..sm100) merged, in GB/s per channel.
-constexpr double kSpeeds[] = {90, 80, 70, 60, 50, 48, 40, 30, 28, 24, 20, 19, 18, 15, 12, 11,
-                              10, 9,  7,  6,  5,  4,  3,  2.4, 1.2, 0.24, 0.12};
+constexpr double kSpeeds[] = {90, 80, 70, 60, 50, 48, 40, 30, 28, 24,  20,  19,   18,  15,
+                              12, 11, 10, 9,  7,  6,  5,  4,  3,  2.4, 1.2, 0.24, 0.12};
 constexpr long kGlobalSteps = 1L << 19;  // NCCL_SEARCH_GLOBAL_TIMEOUT
 
 // Hosts in order of their first rank; within a host, ranks in rank order.
@@ -112,8 +112,8 @@ ncclResult_t searchGraph(const TopoSystem& sys, int minChannels, int maxChannels
   }
 
   const std::vector<SearchHost> hosts = groupHosts(sys);
-  bool cpuOnly = std::all_of(sys.rankNode.begin(), sys.rankNode.end(),
-                             [&](int n) { return sys.nodes[n].type == NodeType::CPU; });
+  bool cpuOnly =
+      std::all_of(sys.rankNode.begin(), sys.rankNode.end(), [&](int n) { return sys.nodes[n].type == NodeType::CPU; });
   const int nMax = std::max(1, maxChannels / 2);  // half: the other half are the duplicates
   std::vector<ChannelGraph> found;
   if (!cpuOnly) found = ladderSearch(sys, hosts, nMax);
@@ -134,8 +134,9 @@ ncclResult_t searchGraph(const TopoSystem& sys, int minChannels, int maxChannels
     out->channels.push_back(std::move(ch));
   }
   out->pattern = hosts.size() > 1 ? "ring+chain+dbtree" : "ring+chain";
-  BATON_INFO(kSubGraph, "graph search: %d ranks on %zu hosts, %d channels found at %.2f GB/s (worst path %d), %d in use",
-             nRanks, hosts.size(), nf, found[0].bw, (int)found[0].worstPath, n);
+  BATON_INFO(kSubGraph,
+             "graph search: %d ranks on %zu hosts, %d channels found at %.2f GB/s (worst path %d), %d in use", nRanks,
+             hosts.size(), nf, found[0].bw, (int)found[0].worstPath, n);
   return ncclSuccess;
 }
 

@@ -64,7 +64,7 @@ RingSearch::RingSearch(const TopoSystem& sys, const std::vector<SearchHost>& hos
 struct RingSearch::Segment {
   const SearchHost* h = nullptr;
   double speed = 0;
-  int end = -1;     // local index kept for the last position (-1: any)
+  int end = -1;  // local index kept for the last position (-1: any)
   bool cycle = false;
   long steps = kSegmentSteps;
   std::vector<int> order;  // local indices into h->ranks

@@ -19,7 +19,20 @@ namespace baton {
 // Numeric values are NCCL's (topo.h); link and path types share their numbers on purpose.
 enum class NodeType : int { GPU = 0, PCI = 1, NVS = 2, CPU = 3, NIC = 4, NET = 5 };
 enum class LinkType : int { LOC = 0, NVL = 1, C2C = 3, PCI = 4, SYS = 9, NET = 10 };
-enum class PathType : int { LOC = 0, NVL = 1, NVB = 2, C2C = 3, PIX = 4, PXB = 5, P2C = 6, PXN = 7, PHB = 8, SYS = 9, NET = 10, DIS = 11 };
+enum class PathType : int {
+  LOC = 0,
+  NVL = 1,
+  NVB = 2,
+  C2C = 3,
+  PIX = 4,
+  PXB = 5,
+  P2C = 6,
+  PXN = 7,
+  PHB = 8,
+  SYS = 9,
+  NET = 10,
+  DIS = 11
+};
 const char* nodeTypeName(NodeType t);  // "GPU", ...
 const char* linkTypeName(LinkType t);  // "LOC", "NVL", "C2C", "PCI", "SYS", "NET"
 const char* pathTypeName(PathType t);  // "LOC", ... "DIS"
@@ -46,9 +59,9 @@ struct TopoPath {
 
 struct TopoNode {
   NodeType type = NodeType::CPU;
-  int host = 0;      // which machine of a cluster (0 for a single node)
-  uint64_t id = 0;   // NCCL's id: host << 56 | local id (PCI bus id as a number, NUMA id, dev, ...)
-  std::string busId; // PCI-attached nodes: "0000:17:00.0"
+  int host = 0;       // which machine of a cluster (0 for a single node)
+  uint64_t id = 0;    // NCCL's id: host << 56 | local id (PCI bus id as a number, NUMA id, dev, ...)
+  std::string busId;  // PCI-attached nodes: "0000:17:00.0"
   // GPU
   int dev = -1, rank = -1, sm = 0;
   bool gdr = false;

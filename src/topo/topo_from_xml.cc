@@ -24,10 +24,10 @@ namespace {
 // Builds host 0 from the XML; replication to more hosts happens afterwards.
 struct Builder {
   TopoSystem* sys = nullptr;
-  std::map<uint64_t, int> busLine;     // busid -> line of its first <pci>: a busid twice is not a tree
-  std::map<uint64_t, int> gpuByBus;    // busid -> GPU node
+  std::map<uint64_t, int> busLine;   // busid -> line of its first <pci>: a busid twice is not a tree
+  std::map<uint64_t, int> gpuByBus;  // busid -> GPU node
   std::map<int, int> netByDev, gpuByDev, cpuByNuma;
-  std::vector<GpuElement> gpus;        // for the nvlink and c2c passes
+  std::vector<GpuElement> gpus;  // for the nvlink and c2c passes
   int nvs = -1;
   std::vector<std::unique_ptr<XmlNode>> completed;  // <gpu>/<nic> added to bare devices (below)
 
@@ -273,7 +273,8 @@ ncclResult_t Builder::nvlinks(const GpuElement& g) {
       connect(sys, g.node, remote, LinkType::NVL, bw);
       connect(sys, remote, g.node, LinkType::NVL, bw);
     } else {
-      return bad(n, "tclass=0x%06llx: expected a GPU (0x03xxxx), the NVSwitch (0x068000) or the CPU (0x068001)", tclass);
+      return bad(n, "tclass=0x%06llx: expected a GPU (0x03xxxx), the NVSwitch (0x068000) or the CPU (0x068001)",
+                 tclass);
     }
   }
   return ncclSuccess;
@@ -295,7 +296,8 @@ ncclResult_t Builder::c2cs(const GpuElement& g) {
 }  // namespace
 
 ncclResult_t topoFromXml(const XmlNode& root, int nHosts, TopoSystem* out) {
-  if (nHosts < 1 || nHosts > 256) return batonError(ncclInvalidArgument, "topoFromXml: nHosts %d is not in 1..256", nHosts);
+  if (nHosts < 1 || nHosts > 256)
+    return batonError(ncclInvalidArgument, "topoFromXml: nHosts %d is not in 1..256", nHosts);
   if (root.name != "system") return bad(root, "the root element must be <system>");
   if (const std::string* v = root.attr("version"); v && *v != "1")
     return bad(root, "version=\"%s\": only NCCL's topology XML version 1 is known", v->c_str());

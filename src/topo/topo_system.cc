@@ -39,8 +39,7 @@ ncclResult_t intAttr(const XmlNode& el, const char* key, bool required, long lon
   errno = 0;
   bool hex = v->rfind("0x", 0) == 0 || v->rfind("0X", 0) == 0;
   long long x = hex ? static_cast<long long>(strtoull(s + 2, &end, 16)) : strtoll(s, &end, 10);
-  if (v->empty() || end == s || *end || errno)
-    return bad(el, "attribute %s=\"%s\" is not an integer", key, s);
+  if (v->empty() || end == s || *end || errno) return bad(el, "attribute %s=\"%s\" is not an integer", key, s);
   if (x < lo || x > hi) return bad(el, "attribute %s=%lld is out of range [%lld, %lld]", key, x, lo, hi);
   *out = x;
   return ncclSuccess;
@@ -67,7 +66,8 @@ double nvlinkBwPerLink(int sm) {  // ncclTopoNVLinkBw; an unknown capability cou
   return 20.0;
 }
 
-const PciGen kPciGens[kNumPciGens] = {{"2.5", 15}, {"5.0", 30}, {"8.0", 60}, {"16.0", 120}, {"32.0", 240}, {"64.0", 480}};
+const PciGen kPciGens[kNumPciGens] = {{"2.5", 15},   {"5.0", 30},   {"8.0", 60},
+                                      {"16.0", 120}, {"32.0", 240}, {"64.0", 480}};
 
 int connect(TopoSystem* sys, int a, int b, LinkType type, double bw) {
   // ncclTopoConnectNodes: a second link of the same type to the same node adds up; links stay
@@ -84,7 +84,7 @@ int connect(TopoSystem* sys, int a, int b, LinkType type, double bw) {
 namespace {
 
 double interCpuBw(const TopoNode& c) {  // ncclTopoGetInterCpuBw, GB/s
-  if (c.arch == "ppc64") return 32.0;  // POWER9
+  if (c.arch == "ppc64") return 32.0;   // POWER9
   if (c.arch == "arm64") return 6.0;
   if (c.vendor == "GenuineIntel") {
     if (c.familyId == 6 && c.modelId >= 0xCF) return 40.0;  // Emerald Rapids
@@ -119,7 +119,8 @@ ncclResult_t numberRanks(TopoSystem* sys, const std::vector<GpuElement>& gpus, s
     const TopoNode& n = sys->nodes[g.node];
     return std::make_pair(n.rank >= 0 ? n.rank : INT_MAX, n.dev);
   };
-  std::stable_sort(sorted.begin(), sorted.end(), [&](const GpuElement& a, const GpuElement& b) { return key(a) < key(b); });
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [&](const GpuElement& a, const GpuElement& b) { return key(a) < key(b); });
   for (size_t i = 1; i < sorted.size(); ++i) {
     const TopoNode &p = sys->nodes[sorted[i - 1].node], &n = sys->nodes[sorted[i].node];
     if (n.rank >= 0 && n.rank == p.rank)

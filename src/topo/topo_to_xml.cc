@@ -55,7 +55,8 @@ struct Writer {
   ncclResult_t children(int n, int parent, XmlNode* el) {
     std::vector<int> kids;
     for (const TopoLink& l : sys.nodes[n].links)
-      if (l.type == LinkType::PCI && l.remote != parent && sys.nodes[l.remote].type != NodeType::CPU) kids.push_back(l.remote);
+      if (l.type == LinkType::PCI && l.remote != parent && sys.nodes[l.remote].type != NodeType::CPU)
+        kids.push_back(l.remote);
     std::sort(kids.begin(), kids.end());
     for (int k : kids) BATON_CHECK(child(k, n, el));
     return ncclSuccess;
@@ -63,8 +64,9 @@ struct Writer {
 
   ncclResult_t child(int c, int parent, XmlNode* parentEl) {
     const TopoNode& n = sys.nodes[c];
-    if (written[c]) return batonError(ncclInvalidArgument, "topoToXml: the PCI links around %s %s are not a tree",
-                                      nodeTypeName(n.type), n.busId.c_str());
+    if (written[c])
+      return batonError(ncclInvalidArgument, "topoToXml: the PCI links around %s %s are not a tree",
+                        nodeTypeName(n.type), n.busId.c_str());
     written[c] = 1;
     if (n.type == NodeType::NIC && n.busId.empty()) return nic(c, parentEl->add("nic"));  // hung off the CPU
     XmlNode* pci = parentEl->add("pci");

@@ -11,8 +11,8 @@
 namespace baton {
 namespace topoxml {
 
-constexpr uint64_t kCpuNicIdBit = 1ull << 55;  // local id of a NIC hung off a CPU: no bus id reaches bit 55
-constexpr long long kMaxNetMbps = 10'000'000;  // 10 Tb/s: more than that in a file is a typo
+constexpr uint64_t kCpuNicIdBit = 1ull << 55;          // local id of a NIC hung off a CPU: no bus id reaches bit 55
+constexpr long long kMaxNetMbps = 10'000'000;          // 10 Tb/s: more than that in a file is a typo
 constexpr const char* kNvsTarget = "fffffff:ffff:ff";  // what NCCL writes as the target of NVSwitch links
 
 // sysfs spells PCIe speeds "<gts> GT/s PCIe"; NCCL keeps a per-lane speed in 100 Mb/s units and

@@ -25,7 +25,10 @@ std::string XmlNode::attrOr(std::string_view key, std::string_view dflt) const {
 
 void XmlNode::set(std::string_view key, std::string value) {
   for (auto& kv : attrs)
-    if (kv.first == key) { kv.second = std::move(value); return; }
+    if (kv.first == key) {
+      kv.second = std::move(value);
+      return;
+    }
   attrs.emplace_back(std::string(key), std::move(value));
 }
 
@@ -98,7 +101,8 @@ class Parser {
         --depth;
       } else {
         int line = lineAt(pos_);
-        if (top && !cur) return fail(line, nullptr, "more than one root element (the first is <%s>)", top->name.c_str());
+        if (top && !cur)
+          return fail(line, nullptr, "more than one root element (the first is <%s>)", top->name.c_str());
         ++pos_;
         auto node = std::make_unique<XmlNode>();
         node->line = line;
@@ -118,7 +122,8 @@ class Parser {
         if (depth > kMaxDepth) return fail(line, n, "elements nested deeper than %d levels", kMaxDepth);
       }
     }
-    if (cur) return fail(lineAt(s_.size()), cur, "<%s> opened at line %d is never closed", cur->name.c_str(), cur->line);
+    if (cur)
+      return fail(lineAt(s_.size()), cur, "<%s> opened at line %d is never closed", cur->name.c_str(), cur->line);
     if (!top) return fail(lineAt(s_.size()), nullptr, "no root element");
     *root = std::move(top);
     return ncclSuccess;
@@ -141,7 +146,9 @@ class Parser {
     return line_;
   }
 
-  void skipSpace() { while (pos_ < s_.size() && isSpace(s_[pos_])) ++pos_; }
+  void skipSpace() {
+    while (pos_ < s_.size() && isSpace(s_[pos_])) ++pos_;
+  }
 
   std::string readName() {
     size_t b = pos_;
@@ -155,8 +162,15 @@ class Parser {
       size_t before = pos_;
       skipSpace();
       if (pos_ >= s_.size()) return fail(n->line, n, "unterminated start tag");
-      if (s_[pos_] == '>') { ++pos_; return ncclSuccess; }
-      if (s_.compare(pos_, 2, "/>") == 0) { pos_ += 2; *selfClosed = true; return ncclSuccess; }
+      if (s_[pos_] == '>') {
+        ++pos_;
+        return ncclSuccess;
+      }
+      if (s_.compare(pos_, 2, "/>") == 0) {
+        pos_ += 2;
+        *selfClosed = true;
+        return ncclSuccess;
+      }
       int line = lineAt(pos_);
       if (pos_ == before) return fail(line, n, "expected whitespace before attribute");
       std::string key = readName();
@@ -181,10 +195,15 @@ class Parser {
   }
 
   ncclResult_t unescape(const std::string& raw, const XmlNode* n, const std::string& key, int line, std::string* out) {
-    static const struct { const char* ent; char c; } kEnt[] = {
-        {"amp;", '&'}, {"lt;", '<'}, {"gt;", '>'}, {"quot;", '"'}, {"apos;", '\''}};
+    static const struct {
+      const char* ent;
+      char c;
+    } kEnt[] = {{"amp;", '&'}, {"lt;", '<'}, {"gt;", '>'}, {"quot;", '"'}, {"apos;", '\''}};
     for (size_t i = 0; i < raw.size(); ++i) {
-      if (raw[i] != '&') { *out += raw[i]; continue; }
+      if (raw[i] != '&') {
+        *out += raw[i];
+        continue;
+      }
       bool found = false;
       for (const auto& e : kEnt)
         if (raw.compare(i + 1, strlen(e.ent), e.ent) == 0) {

@@ -14,17 +14,17 @@
 namespace baton {
 
 struct XmlNode {
-  std::string name;                                          // element name, e.g. "gpu"
-  std::vector<std::pair<std::string, std::string>> attrs;    // in file order
+  std::string name;                                        // element name, e.g. "gpu"
+  std::vector<std::pair<std::string, std::string>> attrs;  // in file order
   std::vector<std::unique_ptr<XmlNode>> children;
   XmlNode* parent = nullptr;
   int line = 0;  // where the element opened in its source (0: built in memory)
 
   const std::string* attr(std::string_view key) const;  // null when absent
   std::string attrOr(std::string_view key, std::string_view dflt) const;
-  void set(std::string_view key, std::string value);    // replaces or appends
-  XmlNode* add(std::string childName);                  // appends a child, returns it
-  XmlNode* child(std::string_view childName) const;     // first child with that name, or null
+  void set(std::string_view key, std::string value);  // replaces or appends
+  XmlNode* add(std::string childName);                // appends a child, returns it
+  XmlNode* child(std::string_view childName) const;   // first child with that name, or null
 };
 
 // `source` names the text in error messages (a path, or "<string>").

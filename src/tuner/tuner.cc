@@ -20,6 +20,7 @@ TuningModel defaultTuningModel() {
   // processes; docs/perf.md. Any machine gets its own numbers by running the calibration
   // (docs/lessons/05-channels-and-tuning.md); these only make a fresh checkout choose sensibly.
   TuningModel m;
+  // clang-format off
   static const struct {
     int path, proto;
     AlgoProtoCost cost;
@@ -61,6 +62,7 @@ TuningModel defaultTuningModel() {
         {0.838f, 0.841f, 1.107f, 1.374f, 1.334f, 1.293f, 1.334f, 1.374f, 1.281f, 1.187f, 1.219f, 1.250f,
          1.210f, 1.169f, 0.979f, 0.789f, 0.862f, 0.934f, 0.986f, 1.038f, 1.014f, 0.989f, 0.989f}}},
   };
+  // clang-format on
   for (const auto& e : kMeasured) m.cost[e.path][kAlgoRing][e.proto] = e.cost;
   for (int p = 0; p < kNumProtos; ++p)  // a table without measurements starts from the other one
     for (int k = 0; k < kNumPaths; ++k)
@@ -74,7 +76,8 @@ TuningModel defaultTuningModel() {
     for (int p = 0; p < kNumProtos; ++p)
       if (m.cost[k][kAlgoTree][p].busBwGBs <= 0) {
         m.cost[k][kAlgoTree][p] = m.cost[k][kAlgoRing][p];
-        if (k == kPathDirect && p == kProtoSimple) m.cost[k][kAlgoTree][p].busBwGBs = m.cost[kPathShm][kAlgoRing][p].busBwGBs;
+        if (k == kPathDirect && p == kProtoSimple)
+          m.cost[k][kAlgoTree][p].busBwGBs = m.cost[kPathShm][kAlgoRing][p].busBwGBs;
       }
   return m;
 }

@@ -53,8 +53,8 @@ struct AlgoProtoMask {
 
 // The built-in model (measured on a 2-core development machine; see docs/perf.md).
 TuningModel defaultTuningModel();
-// Loads `path` into *model (entries it names replace those in *model). Missing file: ncclSystemError, *model untouched; a malformed line:
-// ncclInvalidArgument naming the file, the line and the field.
+// Loads `path` into *model (entries it names replace those in *model). Missing file: ncclSystemError, *model untouched;
+// a malformed line: ncclInvalidArgument naming the file, the line and the field.
 ncclResult_t loadTuningFile(const std::string& path, TuningModel* model);
 ncclResult_t writeTuningFile(const std::string& path, const TuningModel& model, const std::string& comment);
 // BATON_TUNING_FILE, or $XDG_CACHE_HOME/baton/tuning.txt, or $HOME/.cache/baton/tuning.txt.

@@ -40,8 +40,10 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerPredict
   BATON_CHECK(parseFunc("batonTunerPredictAlgo", collective, &func));
   if (!predictedUs) return batonError(ncclInvalidArgument, "batonTunerPredictAlgo: predictedUs is NULL");
   if (algorithm != kAlgoRing && algorithm != kAlgoTree)
-    return batonError(ncclInvalidArgument, "batonTunerPredictAlgo: algorithm %d (expected BATON_ALGO_RING %d or "
-                      "BATON_ALGO_TREE %d)", algorithm, BATON_ALGO_RING, BATON_ALGO_TREE);
+    return batonError(ncclInvalidArgument,
+                      "batonTunerPredictAlgo: algorithm %d (expected BATON_ALGO_RING %d or "
+                      "BATON_ALGO_TREE %d)",
+                      algorithm, BATON_ALGO_RING, BATON_ALGO_TREE);
   const Tunables& t = comm->tun;
   for (int p = 0; p < kNumProtos; ++p)
     predictedUs[p] = t.mask.algo[func][algorithm] && t.mask.proto[func][p]
@@ -70,7 +72,8 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerChoose(
   if (!algorithm || !protocol) return batonError(ncclInvalidArgument, "batonTunerChoose: an output pointer is NULL");
   AlgoProtoChoice c;
   const Tunables& t = comm->tun;
-  BATON_CHECK(chooseAlgoProto(t.model, tuningPathOf(comm), t.mask, CollFunc(func), comm->nRanks, comm->nNodes, bytes, &c));
+  BATON_CHECK(
+      chooseAlgoProto(t.model, tuningPathOf(comm), t.mask, CollFunc(func), comm->nRanks, comm->nNodes, bytes, &c));
   *algorithm = c.algo;
   *protocol = c.proto;
   if (us) *us = c.us;
@@ -78,9 +81,10 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerChoose(
 }
 
 extern "C" __attribute__((visibility("default"))) int batonTunerSteps(ncclComm_t comm, const char* collective,
-                                                                     int algorithm) {
+                                                                      int algorithm) {
   int func = -1;
-  if (checkCommReady(comm, "batonTunerSteps") != ncclSuccess || parseFunc("batonTunerSteps", collective, &func) != ncclSuccess)
+  if (checkCommReady(comm, "batonTunerSteps") != ncclSuccess ||
+      parseFunc("batonTunerSteps", collective, &func) != ncclSuccess)
     return -1;
   if (algorithm == BATON_ALGO_TREE) return 2 * treeDepth(comm->nRanks, comm->nNodes);
   return ringSteps(func, comm->nRanks);
@@ -110,26 +114,19 @@ extern "C" __attribute__((visibility("default"))) const char* batonTuningFilePat
   return path.c_str();
 }
 
-extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerWriteFile(const char* path,
-                                                                                   const char* pathKind,
-                                                                                   const double* baseUs,
-                                                                                   const double* hopUs,
-                                                                                   const double* busBwGBs,
-                                                                                   const double (*corr)[BATON_TUNER_BUCKETS],
-                                                                                   const char* comment) {
+extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerWriteFile(
+    const char* path, const char* pathKind, const double* baseUs, const double* hopUs, const double* busBwGBs,
+    const double (*corr)[BATON_TUNER_BUCKETS], const char* comment) {
   return batonTunerWriteFileAlgo(path, pathKind, BATON_ALGO_RING, baseUs, hopUs, busBwGBs, corr, comment);
 }
 
-extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerWriteFileAlgo(const char* path,
-                                                                                   const char* pathKind, int algorithm,
-                                                                                   const double* baseUs,
-                                                                                   const double* hopUs,
-                                                                                   const double* busBwGBs,
-                                                                                   const double (*corr)[BATON_TUNER_BUCKETS],
-                                                                                   const char* comment) {
+extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerWriteFileAlgo(
+    const char* path, const char* pathKind, int algorithm, const double* baseUs, const double* hopUs,
+    const double* busBwGBs, const double (*corr)[BATON_TUNER_BUCKETS], const char* comment) {
   static_assert(BATON_TUNER_BUCKETS == kCorrBuckets, "public and internal bucket counts agree");
   if (!path || !*path) return batonError(ncclInvalidArgument, "batonTunerWriteFile: path is NULL or empty");
-  if (!baseUs || !hopUs || !busBwGBs) return batonError(ncclInvalidArgument, "batonTunerWriteFile: a value array is NULL");
+  if (!baseUs || !hopUs || !busBwGBs)
+    return batonError(ncclInvalidArgument, "batonTunerWriteFile: a value array is NULL");
   if (algorithm != kAlgoRing && algorithm != kAlgoTree)
     return batonError(ncclInvalidArgument, "batonTunerWriteFile: algorithm %d (expected Ring 1 or Tree 0)", algorithm);
   const int a = algorithm;
@@ -150,7 +147,8 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerWriteFi
   }
   for (int p = 0; p < kNumProtos; ++p) {
     if (!(baseUs[p] >= 0 && hopUs[p] >= 0 && busBwGBs[p] >= 0))
-      return batonError(ncclInvalidArgument, "batonTunerWriteFile: protocol %s has a negative or NaN value", protoName(p));
+      return batonError(ncclInvalidArgument, "batonTunerWriteFile: protocol %s has a negative or NaN value",
+                        protoName(p));
     m.cost[kind][a][p].baseUs = (float)baseUs[p];
     m.cost[kind][a][p].hopUs = (float)hopUs[p];
     m.cost[kind][a][p].busBwGBs = (float)busBwGBs[p];

@@ -55,9 +55,9 @@ ncclResult_t parseList(const char* var, const std::string& list, bool isAlgo, ui
         if (strcasecmp(tok.c_str(), protoName(p)) == 0) known = true, named[p] = 1;
     }
     if (!known)
-      return batonError(ncclInvalidArgument, "%s: unknown %s '%s' (expected %s)", var, isAlgo ? "algorithm" : "protocol",
-                        tok.c_str(),
-                        isAlgo ? "Tree, Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree or PAT" : "LL, LL128 or Simple");
+      return batonError(
+          ncclInvalidArgument, "%s: unknown %s '%s' (expected %s)", var, isAlgo ? "algorithm" : "protocol", tok.c_str(),
+          isAlgo ? "Tree, Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree or PAT" : "LL, LL128 or Simple");
     any = true;
   }
   if (!any && !negate) return batonError(ncclInvalidArgument, "%s: empty list in '%s'", var, list.c_str());

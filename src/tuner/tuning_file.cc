@@ -11,13 +11,13 @@
 // and writing each other's buffers). Entries the file does not name keep their built-in values.
 #include <strings.h>
 
+#include <sys/stat.h>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <sys/stat.h>
 
 #include "misc/debug.h"
 #include "misc/param.h"
@@ -54,42 +54,49 @@ ncclResult_t loadTuningFile(const std::string& path, TuningModel* model) {
     for (int k = 0; k < kNumPaths; ++k)
       if (strcasecmp(pathWord.c_str(), tuningPathName(k)) == 0) kind = k;
     if (kind < 0)
-      return batonError(ncclInvalidArgument, "tuning file %s line %d: unknown path '%s' (expected shm, direct or oversub)",
-                        path.c_str(), lineNo, pathWord.c_str());
+      return batonError(ncclInvalidArgument,
+                        "tuning file %s line %d: unknown path '%s' (expected shm, direct or oversub)", path.c_str(),
+                        lineNo, pathWord.c_str());
     if (!(ss >> algo))
       return batonError(ncclInvalidArgument, "tuning file %s line %d: expected an algorithm after '%s'", path.c_str(),
                         lineNo, pathWord.c_str());
     if (!(ss >> proto))
-      return batonError(ncclInvalidArgument, "tuning file %s line %d: expected a protocol after '%s'", path.c_str(), lineNo,
-                        algo.c_str());
+      return batonError(ncclInvalidArgument, "tuning file %s line %d: expected a protocol after '%s'", path.c_str(),
+                        lineNo, algo.c_str());
     int a = -1, p = -1;
     for (const CollAlgo i : kTunedAlgos)
       if (strcasecmp(algo.c_str(), algoName(i)) == 0) a = i;
     for (int i = 0; i < kNumProtos; ++i)
       if (strcasecmp(proto.c_str(), protoName(i)) == 0) p = i;
-    if (a < 0) return batonError(ncclInvalidArgument, "tuning file %s line %d: unknown algorithm '%s'", path.c_str(), lineNo, algo.c_str());
-    if (p < 0) return batonError(ncclInvalidArgument, "tuning file %s line %d: unknown protocol '%s'", path.c_str(), lineNo, proto.c_str());
+    if (a < 0)
+      return batonError(ncclInvalidArgument, "tuning file %s line %d: unknown algorithm '%s'", path.c_str(), lineNo,
+                        algo.c_str());
+    if (p < 0)
+      return batonError(ncclInvalidArgument, "tuning file %s line %d: unknown protocol '%s'", path.c_str(), lineNo,
+                        proto.c_str());
     if (ss >> std::ws && ss.peek() == 'c') {  // "corr" line
       std::string word;
       ss >> word;
       float corr[kCorrBuckets];
       for (int b = 0; b < kCorrBuckets; ++b)
         if (!(ss >> corr[b]) || !(corr[b] > 0.01f && corr[b] < 100.0f))
-          return batonError(ncclInvalidArgument,
-                            "tuning file %s line %d: 'corr' needs %d factors in (0.01, 100); factor %d is missing or out "
-                            "of range",
-                            path.c_str(), lineNo, kCorrBuckets, b);
+          return batonError(
+              ncclInvalidArgument,
+              "tuning file %s line %d: 'corr' needs %d factors in (0.01, 100); factor %d is missing or out "
+              "of range",
+              path.c_str(), lineNo, kCorrBuckets, b);
       memcpy(m.cost[kind][a][p].corr, corr, sizeof corr);
       continue;
     }
     double base, hop, bw;
     if (!(ss >> base >> hop >> bw))
-      return batonError(ncclInvalidArgument, "tuning file %s line %d: expected 'algorithm protocol base_us hop_us busbw_GBs'",
-                        path.c_str(), lineNo);
+      return batonError(ncclInvalidArgument,
+                        "tuning file %s line %d: expected 'algorithm protocol base_us hop_us busbw_GBs'", path.c_str(),
+                        lineNo);
     if (!(base >= 0 && base < 1e6 && hop >= 0 && hop < 1e6 && bw >= 0 && bw < 1e5))
       return batonError(ncclInvalidArgument,
-                        "tuning file %s line %d: values out of range (base_us %g, hop_us %g, busbw_GBs %g)", path.c_str(),
-                        lineNo, base, hop, bw);
+                        "tuning file %s line %d: values out of range (base_us %g, hop_us %g, busbw_GBs %g)",
+                        path.c_str(), lineNo, base, hop, bw);
     m.cost[kind][a][p].baseUs = (float)base;
     m.cost[kind][a][p].hopUs = (float)hop;
     m.cost[kind][a][p].busBwGBs = (float)bw;
@@ -117,8 +124,8 @@ ncclResult_t writeTuningFile(const std::string& path, const TuningModel& model, 
     for (const CollAlgo a : kTunedAlgos)
       for (int p = 0; p < kNumProtos; ++p) {
         const AlgoProtoCost& c = model.cost[k][a][p];
-        fprintf(f, "%s %s %s %.3f %.3f %.3f\n", tuningPathName(k), algoName(a), protoName(p), c.baseUs,
-                c.hopUs, c.busBwGBs);
+        fprintf(f, "%s %s %s %.3f %.3f %.3f\n", tuningPathName(k), algoName(a), protoName(p), c.baseUs, c.hopUs,
+                c.busBwGBs);
       }
   fprintf(f, "# path algorithm protocol corr: measured / model per size bucket (64 B, 128 B, ... 256 MiB)\n");
   for (int k = 0; k < kNumPaths; ++k)
@@ -140,7 +147,8 @@ TuningModel initialTuningModel() {
   if (path.empty() || path == "none") return m;
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {
-    if (!envStr("BATON_TUNING_FILE").empty()) BATON_WARN("BATON_TUNING_FILE=%s does not exist; using the built-in model", path.c_str());
+    if (!envStr("BATON_TUNING_FILE").empty())
+      BATON_WARN("BATON_TUNING_FILE=%s does not exist; using the built-in model", path.c_str());
     return m;
   }
   if (loadTuningFile(path, &m) != ncclSuccess) {

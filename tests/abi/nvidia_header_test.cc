@@ -14,14 +14,14 @@
 #error "compiled against baton's nccl.h; this test needs NVIDIA's"
 #endif
 
-#define CHECK(call)                                                                              \
-  do {                                                                                           \
-    ncclResult_t res_ = (call);                                                                     \
-    if (res_ != ncclSuccess) {                                                                    \
+#define CHECK(call)                                                                                \
+  do {                                                                                             \
+    ncclResult_t res_ = (call);                                                                    \
+    if (res_ != ncclSuccess) {                                                                     \
       fprintf(stderr, "%s:%d %s -> %s: %s\n", __FILE__, __LINE__, #call, ncclGetErrorString(res_), \
-              ncclGetLastError(nullptr));                                                        \
-      exit(1);                                                                                   \
-    }                                                                                            \
+              ncclGetLastError(nullptr));                                                          \
+      exit(1);                                                                                     \
+    }                                                                                              \
   } while (0)
 
 static int check(const std::vector<float>& v, float expect, const char* what) {

@@ -56,7 +56,9 @@ TEST(AllReduceApi, PreMulSumScalarReadAtRunTime) {
   scalar = 0.25;
   std::vector<std::vector<double>> in{{4, 8, -12}, {16, 1, 2}}, out(2, std::vector<double>(3, -1));
   EXPECT_EQ(runRanks(2, Drive::Group,
-                     [&](int r) { return ncclAllReduce(in[r].data(), out[r].data(), 3, ncclFloat64, ops[r], comms[r], nullptr); }),
+                     [&](int r) {
+                       return ncclAllReduce(in[r].data(), out[r].data(), 3, ncclFloat64, ops[r], comms[r], nullptr);
+                     }),
             "");
   for (int r = 0; r < 2; ++r) {
     EXPECT_EQ(out[r], (std::vector<double>{5, 2.25, -2.5})) << "rank " << r;
@@ -81,7 +83,8 @@ TEST(AllReduceApi, UnalignedBuffers) {
       std::vector<float> want(count);
       fillExpected(ncclFloat32, Op::Sum, n, seed, 0, count, want.data());
       for (int r = 0; r < n; ++r)
-        EXPECT_EQ(compareBits(recv[r].data() + 3, want.data(), count, 4, "recvbuff"), "") << "rank " << r << " count " << count;
+        EXPECT_EQ(compareBits(recv[r].data() + 3, want.data(), count, 4, "recvbuff"), "")
+            << "rank " << r << " count " << count;
     }
   }
 }
@@ -90,8 +93,10 @@ TEST(AllReduceApi, UnalignedBuffers) {
 TEST(AllReduceApi, CountZeroWithNullBuffers) {
   const Comms& comms = cachedComms(3);
   for (Drive d : {Drive::Group, Drive::Threads})
-    EXPECT_EQ(runRanks(3, d, [&](int r) { return ncclAllReduce(nullptr, nullptr, 0, ncclFloat32, ncclSum, comms[r], nullptr); }),
-              "");
+    EXPECT_EQ(
+        runRanks(3, d,
+                 [&](int r) { return ncclAllReduce(nullptr, nullptr, 0, ncclFloat32, ncclSum, comms[r], nullptr); }),
+        "");
 }
 
 }  // namespace

@@ -33,8 +33,8 @@ namespace bt {
 
 enum class Op { Sum, Prod, Max, Min, Avg, PreMulSum };
 inline constexpr Op kAllOps[] = {Op::Sum, Op::Prod, Op::Max, Op::Min, Op::Avg, Op::PreMulSum};
-inline constexpr ncclDataType_t kAllTypes[] = {ncclInt8,    ncclUint8,   ncclInt32,   ncclUint32,
-                                               ncclInt64,   ncclUint64,  ncclFloat16, ncclFloat32,
+inline constexpr ncclDataType_t kAllTypes[] = {ncclInt8,    ncclUint8,    ncclInt32,      ncclUint32,
+                                               ncclInt64,   ncclUint64,   ncclFloat16,    ncclFloat32,
                                                ncclFloat64, ncclBfloat16, ncclFloat8e4m3, ncclFloat8e5m2};
 
 inline const char* opName(Op op) {
@@ -42,7 +42,7 @@ inline const char* opName(Op op) {
   return k[(int)op];
 }
 inline const char* typeName(ncclDataType_t t) {
-  static const char* const k[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64",
+  static const char* const k[] = {"int8", "uint8", "int32",  "uint32",   "int64",  "uint64",
                                   "half", "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
   return (int)t >= 0 && (int)t < ncclNumTypes ? k[(int)t] : "?";
 }
@@ -251,7 +251,8 @@ class GuardedBuffer {
   static constexpr size_t kGuard = 256;
   static constexpr unsigned char kGuardByte = 0xA7, kPoisonByte = 0xCD;
   GuardedBuffer() = default;
-  explicit GuardedBuffer(size_t bytes) : bytes_(bytes), mem_(new (std::align_val_t(64)) unsigned char[bytes + 2 * kGuard]) {
+  explicit GuardedBuffer(size_t bytes)
+      : bytes_(bytes), mem_(new (std::align_val_t(64)) unsigned char[bytes + 2 * kGuard]) {
     memset(mem_, kGuardByte, kGuard);
     memset(mem_ + kGuard + bytes, kGuardByte, kGuard);
     memset(mem_ + kGuard, kPoisonByte, bytes);

@@ -61,7 +61,8 @@ TEST(DataSelfTest, ExpectedIsIndependentOfReductionOrder) {
               if (reverse) std::reverse(o.begin(), o.end());
               std::vector<T> got = reduceInOrder<T>(op, n, 42 + n, count, o);
               ASSERT_EQ(compareBits(got.data(), want.data(), count, sizeof(T), "reduced"), "")
-                  << typeName(t) << " " << opName(op) << " nranks " << n << " rotation " << rot << (reverse ? " reversed" : "");
+                  << typeName(t) << " " << opName(op) << " nranks " << n << " rotation " << rot
+                  << (reverse ? " reversed" : "");
             }
           }
         }

@@ -17,19 +17,13 @@ namespace {
 std::vector<GroupItem> everyCollective(const Comms& comms, uint64_t seed) {
   const int n = (int)comms.size();
   std::vector<CollCase> cases = {
-      {Coll::AllReduce, ncclFloat32, Op::Sum, 1023},
-      {Coll::AllReduce, ncclInt8, Op::Prod, 7, 0, true},
+      {Coll::AllReduce, ncclFloat32, Op::Sum, 1023},        {Coll::AllReduce, ncclInt8, Op::Prod, 7, 0, true},
       {Coll::AllReduce, ncclFloat64, Op::Avg, 300001},  // several channels
-      {Coll::Reduce, ncclFloat16, Op::Max, 5000, n - 1},
-      {Coll::ReduceScatter, ncclBfloat16, Op::Avg, 1023, 0, true},
-      {Coll::ReduceScatter, ncclUint32, Op::PreMulSum, 77},
-      {Coll::AllGather, ncclUint8, Op::Sum, 70001},
-      {Coll::AllGather, ncclInt64, Op::Sum, 9, 0, true},
-      {Coll::Broadcast, ncclFloat64, Op::Sum, 1023, n / 2},
-      {Coll::SendRecv, ncclFloat8e4m3, Op::Sum, 1000},
-      {Coll::AlltoAll, ncclInt32, Op::Sum, 333},
-      {Coll::Gather, ncclUint64, Op::Sum, 100, 0, true},
-      {Coll::Scatter, ncclFloat8e5m2, Op::Sum, 4097, n - 1},
+      {Coll::Reduce, ncclFloat16, Op::Max, 5000, n - 1},    {Coll::ReduceScatter, ncclBfloat16, Op::Avg, 1023, 0, true},
+      {Coll::ReduceScatter, ncclUint32, Op::PreMulSum, 77}, {Coll::AllGather, ncclUint8, Op::Sum, 70001},
+      {Coll::AllGather, ncclInt64, Op::Sum, 9, 0, true},    {Coll::Broadcast, ncclFloat64, Op::Sum, 1023, n / 2},
+      {Coll::SendRecv, ncclFloat8e4m3, Op::Sum, 1000},      {Coll::AlltoAll, ncclInt32, Op::Sum, 333},
+      {Coll::Gather, ncclUint64, Op::Sum, 100, 0, true},    {Coll::Scatter, ncclFloat8e5m2, Op::Sum, 4097, n - 1},
   };
   std::vector<GroupItem> items;
   for (CollCase& c : cases) {
@@ -157,8 +151,9 @@ TEST(Group, SplitByColorAndKeyFromOneThread) {
   std::vector<GroupItem> items;
   uint64_t seed = 500;
   for (const Comms& g : groups)
-    for (CollCase c : {CollCase{Coll::AllReduce, ncclInt32, Op::Sum, 10007}, CollCase{Coll::AllGather, ncclFloat16, Op::Sum, 1023},
-                       CollCase{Coll::Broadcast, ncclUint8, Op::Sum, 999, (int)g.size() - 1}}) {
+    for (CollCase c :
+         {CollCase{Coll::AllReduce, ncclInt32, Op::Sum, 10007}, CollCase{Coll::AllGather, ncclFloat16, Op::Sum, 1023},
+          CollCase{Coll::Broadcast, ncclUint8, Op::Sum, 999, (int)g.size() - 1}}) {
       c.seed = seed++;
       items.push_back({&g, c, {}});
     }

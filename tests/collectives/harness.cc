@@ -52,7 +52,8 @@ Comms initGroup(int n, const ncclConfig_t* config) {
   const bool blocking = cfg.blocking != 0;
   ncclGroupStart();
   for (int r = 0; r < n; ++r) {
-    ncclResult_t res = config ? ncclCommInitRankConfig(&comms[r], n, id, r, &cfg) : ncclCommInitRank(&comms[r], n, id, r);
+    ncclResult_t res =
+        config ? ncclCommInitRankConfig(&comms[r], n, id, r, &cfg) : ncclCommInitRank(&comms[r], n, id, r);
     if (res != ncclSuccess && !(res == ncclInProgress && !blocking))
       ADD_FAILURE() << "ncclCommInitRank rank " << r << ": " << ncclGetErrorString(res);
   }
@@ -178,7 +179,8 @@ std::string runCase(const Comms& comms, const CollCase& c, Drive d) {
       fillExpected(c.type, c.op, n, c.seed, lo, hi - lo, reducedAll.data() + lo * ts);
     });
   }
-  forRanks(n, parallel, [&](int r) { errs[r] = checkRank(c, n, r, comms[r], bufs[r], c.count ? &reducedAll : nullptr); });
+  forRanks(n, parallel,
+           [&](int r) { errs[r] = checkRank(c, n, r, comms[r], bufs[r], c.count ? &reducedAll : nullptr); });
   for (int r = 0; r < n; ++r)
     if (!errs[r].empty()) err += "rank " + std::to_string(r) + ": " + errs[r] + "; ";
   return err.empty() ? err : describe(c, n) + " (" + driveName(d) + "): " + err;
@@ -195,7 +197,8 @@ void runGrouped(std::vector<GroupItem>& items, Drive d, ncclResult_t expect) {
   if (d == Drive::Group) {
     NCCL_ASSERT(ncclGroupStart());
     for (GroupItem& it : items)
-      for (int r = 0; r < nOf(it); ++r) EXPECT_EQ(issue(it, r), ncclSuccess) << describe(it.c, nOf(it)) << " rank " << r;
+      for (int r = 0; r < nOf(it); ++r)
+        EXPECT_EQ(issue(it, r), ncclSuccess) << describe(it.c, nOf(it)) << " rank " << r;
     EXPECT_EQ(ncclGroupEnd(), expect) << ncclGetLastError(nullptr);
   } else {
     const int n = nOf(items[0]);
@@ -214,7 +217,8 @@ void runGrouped(std::vector<GroupItem>& items, Drive d, ncclResult_t expect) {
     for (ncclComm_t comm : *it.comms) EXPECT_EQ(waitReady(comm), ncclSuccess);
   for (GroupItem& it : items)
     for (int r = 0; r < nOf(it); ++r)
-      EXPECT_EQ(checkRank(it.c, nOf(it), r, (*it.comms)[r], it.bufs[r]), "") << describe(it.c, nOf(it)) << " rank " << r;
+      EXPECT_EQ(checkRank(it.c, nOf(it), r, (*it.comms)[r], it.bufs[r]), "")
+          << describe(it.c, nOf(it)) << " rank " << r;
 }
 
 std::vector<GroupItem> mixedCases(const Comms& comms, Coll coll, int howMany, uint64_t seed) {
@@ -222,8 +226,12 @@ std::vector<GroupItem> mixedCases(const Comms& comms, Coll coll, int howMany, ui
   const size_t counts[] = {0, 1, 7, 1023, 5001, 70001};
   std::vector<GroupItem> items;
   for (int i = 0; i < howMany; ++i) {
-    CollCase c{coll, kAllTypes[(i * 5) % std::size(kAllTypes)], kAllOps[i % std::size(kAllOps)],
-               counts[(i * 7) % std::size(counts)], (i * 3) % n, i % 3 == 1};
+    CollCase c{coll,
+               kAllTypes[(i * 5) % std::size(kAllTypes)],
+               kAllOps[i % std::size(kAllOps)],
+               counts[(i * 7) % std::size(counts)],
+               (i * 3) % n,
+               i % 3 == 1};
     if (c.inPlace && (coll == Coll::AlltoAll || coll == Coll::SendRecv)) c.inPlace = false;
     c.seed = seed + i;
     items.push_back({&comms, c, {}});
@@ -272,7 +280,8 @@ int runSmall(const Comms& comms, Coll coll, ncclDataType_t type) { return runMat
 
 int runLarge(const Comms& comms, Coll coll, ncclDataType_t type, const std::vector<ncclDataType_t>& allOpsTypes) {
   Matrix m;
-  m.ops = std::find(allOpsTypes.begin(), allOpsTypes.end(), type) != allOpsTypes.end() ? kOps : std::vector<Op>{Op::Sum};
+  m.ops =
+      std::find(allOpsTypes.begin(), allOpsTypes.end(), type) != allOpsTypes.end() ? kOps : std::vector<Op>{Op::Sum};
   m.counts = {kLarge};
   m.placements = {false};
   m.drives = {Drive::Group};

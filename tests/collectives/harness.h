@@ -76,7 +76,7 @@ struct Matrix {
   std::vector<bool> placements = {false, true};  // out-of-place, in-place
   std::vector<Drive> drives = {Drive::Group, Drive::Threads};
   bool everyDrive = false;
-  bool midRoot = false;   // roots {0, n-1}, plus n/2 when set
+  bool midRoot = false;    // roots {0, n-1}, plus n/2 when set
   std::vector<int> roots;  // instead of those, when not empty (-1 stands for n-1)
   uint64_t seed = 1;
 };
@@ -111,13 +111,13 @@ class ScopedEnv {
 }  // namespace bt
 
 // Asserts an NCCL call succeeded, showing ncclGetLastError on failure.
-#define NCCL_ASSERT(call)                                                                          \
-  do {                                                                                             \
-    ncclResult_t r_ = (call);                                                                      \
+#define NCCL_ASSERT(call)                                                                                       \
+  do {                                                                                                          \
+    ncclResult_t r_ = (call);                                                                                   \
     ASSERT_EQ(r_, ncclSuccess) << #call << ": " << ncclGetErrorString(r_) << ": " << ncclGetLastError(nullptr); \
   } while (0)
-#define NCCL_EXPECT(call)                                                                          \
-  do {                                                                                             \
-    ncclResult_t r_ = (call);                                                                      \
+#define NCCL_EXPECT(call)                                                                                       \
+  do {                                                                                                          \
+    ncclResult_t r_ = (call);                                                                                   \
     EXPECT_EQ(r_, ncclSuccess) << #call << ": " << ncclGetErrorString(r_) << ": " << ncclGetLastError(nullptr); \
   } while (0)

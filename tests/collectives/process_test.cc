@@ -66,14 +66,16 @@ TEST_P(ProcessRanks, BatonRunRankWorker) {
                  << "directory is not the repository root";
   const std::set<std::string> before = shmSegments();
   std::string out;
-  const std::string cmd = "timeout -k 5 170 " + run + " -n " + std::to_string(n) + " " + worker + (n == 1 ? " --quick" : "");
+  const std::string cmd =
+      "timeout -k 5 170 " + run + " -n " + std::to_string(n) + " " + worker + (n == 1 ? " --quick" : "");
   const int status = runCommand(cmd, &out);
   EXPECT_EQ(status, 0) << cmd << "\n" << out;
 
   // "[R] rank R pid P" and "[R] rank R: K checks passed" from every rank, K the same everywhere.
   std::map<int, long> pids;
   std::map<int, int> passed;
-  const std::regex pidLine(R"(\[(\d+)\] rank (\d+) pid (\d+))"), passLine(R"(\[(\d+)\] rank (\d+): (\d+) checks passed)");
+  const std::regex pidLine(R"(\[(\d+)\] rank (\d+) pid (\d+))"),
+      passLine(R"(\[(\d+)\] rank (\d+): (\d+) checks passed)");
   for (std::sregex_iterator it(out.begin(), out.end(), pidLine), end; it != end; ++it)
     pids[std::stoi((*it)[2])] = std::stol((*it)[3]);
   for (std::sregex_iterator it(out.begin(), out.end(), passLine), end; it != end; ++it)
@@ -91,7 +93,8 @@ TEST_P(ProcessRanks, BatonRunRankWorker) {
     bool ours = false;
     for (auto& [r, pid] : pids) ours |= pid == creator;
     EXPECT_FALSE(ours) << "/dev/shm/" << name << " left behind by a rank process (pid " << creator << ")";
-    EXPECT_FALSE(!before.count(name) && !alive(creator)) << "/dev/shm/" << name << " left behind by dead pid " << creator;
+    EXPECT_FALSE(!before.count(name) && !alive(creator))
+        << "/dev/shm/" << name << " left behind by dead pid " << creator;
   }
 }
 INSTANTIATE_TEST_SUITE_P(, ProcessRanks, ::testing::Values(1, 2, 3, 4),

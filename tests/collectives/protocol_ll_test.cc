@@ -74,7 +74,10 @@ std::vector<T> payload(size_t n, uint64_t seed) {
 
 // One primitive call: its protocol and its element count. A side makes a list of them back to back,
 // each continuing in the buffer where the previous one ended (and on the step where it ended).
-struct Call { int proto; size_t n; };
+struct Call {
+  int proto;
+  size_t n;
+};
 template <typename P>
 std::vector<Call> callsOf(const std::vector<size_t>& ns) {
   std::vector<Call> v;
@@ -122,7 +125,10 @@ void transfer(Fifo& f, const std::vector<Call>& calls, int producerSleepMs, cons
 
 // ---- 1. one producer, one consumer, every element size, depth 8 and 1 ----------------------------
 template <typename P, typename T>
-struct Case { using Proto = P; using Type = T; };
+struct Case {
+  using Proto = P;
+  using Type = T;
+};
 struct CaseNames {  // LL_1B ... LL128_8B
   template <typename C>
   static std::string GetName(int) {
@@ -155,7 +161,9 @@ TYPED_TEST(ProtocolLineTypes, SendRecvWrapsTheFifo) {
 // ---- 2, 3, 4, 5: per protocol --------------------------------------------------------------------
 struct ProtoNames {
   template <typename P>
-  static std::string GetName(int) { return P::name; }
+  static std::string GetName(int) {
+    return P::name;
+  }
 };
 template <typename P>
 class ProtocolLine : public ::testing::Test {};
@@ -204,8 +212,8 @@ TYPED_TEST(ProtocolLine, ProducerAndConsumerInTwoProcesses) {
       const bool failed = runSide(false, f.recv, dst.data(), calls).failed;
       _exit(failed ? 2 : dst != src ? 1 : 0);
     }
-    const ExecCtx ctx = childSends ? runSide(false, f.recv, dst.data(), calls)
-                                   : runSide(true, f.send, src.data(), calls);
+    const ExecCtx ctx =
+        childSends ? runSide(false, f.recv, dst.data(), calls) : runSide(true, f.send, src.data(), calls);
     int status = -1;
     EXPECT_EQ(waitpid(pid, &status, 0), pid);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
@@ -363,8 +371,16 @@ TYPED_TEST(ProtocolLine, AbortFlagEndsAWaitOnALine) {
 TEST(ProtocolLines, ProtocolsInterleaveOnOneConnector) {
   std::vector<Call> seq;
   for (int round = 0; round < 3; ++round)
-    for (Call c : {Call{kProtoSimple, 300}, {kProtoLL, 100}, {kProtoLL128, 1000}, {kProtoSimple, 1}, {kProtoLL, 33},
-                   {kProtoLL128, 241}, {kProtoLL, 1}, {kProtoSimple, 128 * 3 + 5}, {kProtoLL128, 7}, {kProtoLL, 4096}})
+    for (Call c : {Call{kProtoSimple, 300},
+                   {kProtoLL, 100},
+                   {kProtoLL128, 1000},
+                   {kProtoSimple, 1},
+                   {kProtoLL, 33},
+                   {kProtoLL128, 241},
+                   {kProtoLL, 1},
+                   {kProtoSimple, 128 * 3 + 5},
+                   {kProtoLL128, 7},
+                   {kProtoLL, 4096}})
       seq.push_back(c);
   for (int depth : {8, 1}) {
     Fifo f({kProtoLL, kProtoLL128, kProtoSimple}, depth);

@@ -7,8 +7,8 @@
 
 #include "collectives/data.h"
 #include "gtest/gtest.h"
-#include "sendrecv_progress.h"
 #include "primitives_simple.h"
+#include "sendrecv_progress.h"
 
 namespace baton {
 namespace {

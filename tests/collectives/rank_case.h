@@ -30,7 +30,9 @@ inline const char* collName(Coll c) {
   return k[(int)c];
 }
 inline bool reduces(Coll c) { return c == Coll::AllReduce || c == Coll::Reduce || c == Coll::ReduceScatter; }
-inline bool rooted(Coll c) { return c == Coll::Reduce || c == Coll::Broadcast || c == Coll::Gather || c == Coll::Scatter; }
+inline bool rooted(Coll c) {
+  return c == Coll::Reduce || c == Coll::Broadcast || c == Coll::Gather || c == Coll::Scatter;
+}
 // Collectives whose `count` is one rank's block of an nranks-block buffer.
 inline bool blocked(Coll c) {
   return c == Coll::AllGather || c == Coll::ReduceScatter || c == Coll::AlltoAll || c == Coll::Gather ||
@@ -207,7 +209,8 @@ inline std::string checkRank(const CollCase& c, int n, int rank, ncclComm_t comm
   if (std::string e = compareBits(got, want.data(), want.size() / ts, ts, inPlace ? "buffer" : "recvbuff"); !e.empty())
     return e;
   if (!inPlace)  // the send buffer must be untouched
-    if (std::string e = compareBits(b.sendBuf.data(), b.snapshot.data(), b.snapshot.size() / ts, ts, "sendbuff (modified)");
+    if (std::string e =
+            compareBits(b.sendBuf.data(), b.snapshot.data(), b.snapshot.size() / ts, ts, "sendbuff (modified)");
         !e.empty())
       return e;
   return "";

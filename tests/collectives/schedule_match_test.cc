@@ -115,8 +115,7 @@ Counts scheduleCounts(const baton::SimSchedule& s, const baton::CommGraph& g, in
         const baton::SimConn& sc = s.conns[conn];
         const int c = channelOf[conn];
         int kind = kRing;
-        if (algo == baton::kAlgoTree)
-          kind = g.channels[c].tree[sc.srcRank].up == sc.dstRank ? kUp : kDown;
+        if (algo == baton::kAlgoTree) kind = g.channels[c].tree[sc.srcRank].up == sc.dstRank ? kUp : kDown;
         Count& cnt = out[Key{kind, c, sc.srcRank, sc.dstRank}];
         (conn == step.sendConn ? cnt.sent : cnt.recvd)++;
       }
@@ -223,9 +222,12 @@ TEST_P(ScheduleMatch, StepCountsPerConnection) {
   }
   // Trees connect on their first operation: warm up so every connector exists before the snapshot.
   std::vector<std::vector<float>> warm(p.ranks, std::vector<float>(1024, 1.f));
-  ASSERT_EQ(runRanks(p.ranks, Drive::Threads, [&](int r) {
-              return ncclAllReduce(warm[r].data(), warm[r].data(), 1024, ncclFloat, ncclSum, comms[r], nullptr);
-            }), "");
+  ASSERT_EQ(runRanks(p.ranks, Drive::Threads,
+                     [&](int r) {
+                       return ncclAllReduce(warm[r].data(), warm[r].data(), 1024, ncclFloat, ncclSum, comms[r],
+                                            nullptr);
+                     }),
+            "");
   for (size_t count : {size_t(1), size_t(100 << 10) / 4, size_t(51203), size_t(3 << 20) / 4})
     checkOne(comms, p.algo, p.proto, count);
   destroyComms(comms);

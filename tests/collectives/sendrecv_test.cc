@@ -28,8 +28,7 @@ TEST_P(SendRecvLarge, Large) {
   for (Coll c : kSendRecvColls) runLarge(cachedComms(n), c, type);
 }
 INSTANTIATE_TEST_SUITE_P(, SendRecvLarge,
-                         ::testing::Combine(::testing::ValuesIn(kAllTypes),
-                                            ::testing::Values(2, 3, 5, 8)),
+                         ::testing::Combine(::testing::ValuesIn(kAllTypes), ::testing::Values(2, 3, 5, 8)),
                          typeRanksName);
 
 // One message: rank `from` -> rank `to`, `count` elements of a payload unique to (tag, from, to), so
@@ -48,7 +47,8 @@ struct Msg {
     std::string e = compareBits(recv.data(), want.data(), count, 4, "recvbuff");
     if (e.empty()) e = compareBits(send.data(), want.data(), count, 4, "sendbuff (modified)");
     if (e.empty()) e = send.checkGuards() + recv.checkGuards();
-    return e.empty() ? e : std::to_string(from) + "->" + std::to_string(to) + " count " + std::to_string(count) + ": " + e;
+    return e.empty() ? e
+                     : std::to_string(from) + "->" + std::to_string(to) + " count " + std::to_string(count) + ": " + e;
   }
 };
 
@@ -92,7 +92,8 @@ TEST(SendRecvPatterns, SendToSelf) {
     for (Drive d : {Drive::Threads, Drive::Group}) {
       std::vector<std::unique_ptr<Msg>> msgs;
       for (int r = 0; r < n; ++r)
-        for (size_t count : {size_t(0), size_t(1), size_t(1023), size_t(1) << 20}) msgs.push_back(std::make_unique<Msg>(r, r, count, 20 + count));
+        for (size_t count : {size_t(0), size_t(1), size_t(1023), size_t(1) << 20})
+          msgs.push_back(std::make_unique<Msg>(r, r, count, 20 + count));
       if (n > 1) msgs.push_back(std::make_unique<Msg>(0, 1, 999, 21));  // mixed with a real transfer
       exchange(cachedComms(n), msgs, d);
     }
@@ -116,7 +117,8 @@ TEST(SendRecvPatterns, AllPairsDistinctSizes) {
     for (Drive d : {Drive::Threads, Drive::Group}) {
       std::vector<std::unique_ptr<Msg>> msgs;
       for (int s = 0; s < n; ++s)
-        for (int t = 0; t < n; ++t) msgs.push_back(std::make_unique<Msg>(s, t, (size_t)(s * 7 + t * 3) % 11 * 9001, 40));
+        for (int t = 0; t < n; ++t)
+          msgs.push_back(std::make_unique<Msg>(s, t, (size_t)(s * 7 + t * 3) % 11 * 9001, 40));
       exchange(cachedComms(n), msgs, d);
     }
   }

@@ -131,7 +131,9 @@ TEST_F(StageNaive, UsesNaiveAlgorithm) {
 
 struct FifoCfg {
   static ScopedEnv::Vars env() {
-    ScopedEnv::Vars v = {{"BATON_FIFO_DEPTH", "1"}, {"NCCL_BUFFSIZE", "65536"}, {"NCCL_P2P_CHUNKSIZE", "16384"},
+    ScopedEnv::Vars v = {{"BATON_FIFO_DEPTH", "1"},
+                         {"NCCL_BUFFSIZE", "65536"},
+                         {"NCCL_P2P_CHUNKSIZE", "16384"},
                          {"BATON_MIN_CHANNEL_BYTES", "4096"}};
     v.insert(v.end(), kFourChannels.begin(), kFourChannels.end());
     return v;
@@ -141,9 +143,7 @@ struct FifoCfg {
 using StageFifo = Stage<FifoCfg>;
 TEST_F(StageFifo, Collectives) { runStage<StageFifo>(kCollectives, kSomeTypes); }
 TEST_F(StageFifo, PointToPoint) { runStage<StageFifo>(kSendRecvColls, {ncclUint8, ncclFloat64}); }
-TEST_F(StageFifo, FourChannels) {
-  EXPECT_NE(log().find("Channel 03/4"), std::string::npos) << log();
-}
+TEST_F(StageFifo, FourChannels) { EXPECT_NE(log().find("Channel 03/4"), std::string::npos) << log(); }
 
 struct ShmCfg {
   static ScopedEnv::Vars env() {

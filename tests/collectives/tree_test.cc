@@ -3,13 +3,13 @@
 // children from other nodes), and nodes of 2 and 3 ranks (chains hanging off the double binary
 // tree, up to three children). BATON_RANKS_PER_NODE makes the nodes; NCCL_ALGO=allreduce:Tree
 // forces the tree; the protocol comes from the environment (run_all.sh runs all three) or the tuner.
-#include "collectives/harness.h"
 #include <algorithm>
+#include "collectives/harness.h"
 
+#include "baton/tuner.h"
 #include "comm.h"
 #include "topo/graph.h"
 #include "tuner/tuner.h"
-#include "baton/tuner.h"
 
 namespace bt {
 namespace {

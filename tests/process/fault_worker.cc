@@ -97,7 +97,8 @@ ncclResult_t runStep(Job& j, int s, std::string* wrong) {
         if (recv[i] != value(me, i, s))
           *wrong = "AllReduce failed but element " + std::to_string(i) + " is " + std::to_string(recv[i]) +
                    ", not this rank's input " + std::to_string(value(me, i, s));
-      if (wrong->empty()) printf("rank %d: AllReduce rolled back, input restored%s\n", me, recv == send ? " (in place)" : "");
+      if (wrong->empty())
+        printf("rank %d: AllReduce rolled back, input restored%s\n", me, recv == send ? " (in place)" : "");
     }
     return res;
   }
@@ -105,9 +106,14 @@ ncclResult_t runStep(Job& j, int s, std::string* wrong) {
   for (size_t i = 0; i < outCount; ++i) {
     float want = 0;
     switch (kind) {
-      case 0: case 4: for (int id : j.ids) want += value(id, i, s); break;
+      case 0:
+      case 4:
+        for (int id : j.ids) want += value(id, i, s);
+        break;
       case 1: want = value(j.ids[i / c], i % c, s); break;
-      case 2: for (int id : j.ids) want += value(id, j.rank * c + i, s); break;
+      case 2:
+        for (int id : j.ids) want += value(id, j.rank * c + i, s);
+        break;
       case 3: want = value(j.ids[root], i, s); break;
       default: want = value(j.ids[(j.rank + n - 1) % n], i, s);
     }

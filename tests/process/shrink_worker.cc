@@ -28,8 +28,7 @@ namespace {
 float value(int r, size_t i, int s) { return float((r + 1) * 16 + int(i % 13) + s); }
 
 // One allreduce over `members` (parent ranks, in the communicator's order); false on error.
-bool step(ncclComm_t comm, int me, const std::vector<int>& members, int s, std::vector<float>& buf,
-          std::string* err) {
+bool step(ncclComm_t comm, int me, const std::vector<int>& members, int s, std::vector<float>& buf, std::string* err) {
   for (size_t i = 0; i < buf.size(); ++i) buf[i] = value(me, i, s);
   const ncclResult_t res = ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat, ncclSum, comm, nullptr);
   if (res != ncclSuccess) {
@@ -40,7 +39,8 @@ bool step(ncclComm_t comm, int me, const std::vector<int>& members, int s, std::
     float want = 0;
     for (int r : members) want += value(r, i, s);
     if (buf[i] != want) {
-      *err = "wrong result at element " + std::to_string(i) + ": " + std::to_string(buf[i]) + " != " + std::to_string(want);
+      *err = "wrong result at element " + std::to_string(i) + ": " + std::to_string(buf[i]) +
+             " != " + std::to_string(want);
       return false;
     }
   }

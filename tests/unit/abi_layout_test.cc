@@ -63,9 +63,8 @@ TEST(AbiLayout, ConfigInitializer) {
   EXPECT_EQ(c.size, sizeof(ncclConfig_t));
   EXPECT_EQ(c.magic, 0xcafebeefu);
   EXPECT_EQ(c.version, 22809u);
-  for (int v : {c.blocking, c.cgaClusterSize, c.minCTAs, c.maxCTAs, c.splitShare, c.trafficClass,
-                c.collnetEnable, c.CTAPolicy, c.shrinkShare, c.nvlsCTAs, c.nChannelsPerNetPeer,
-                c.nvlinkCentricSched}) {
+  for (int v : {c.blocking, c.cgaClusterSize, c.minCTAs, c.maxCTAs, c.splitShare, c.trafficClass, c.collnetEnable,
+                c.CTAPolicy, c.shrinkShare, c.nvlsCTAs, c.nChannelsPerNetPeer, c.nvlinkCentricSched}) {
     EXPECT_EQ(v, INT_MIN);
   }
   EXPECT_EQ(c.netName, nullptr);

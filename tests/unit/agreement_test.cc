@@ -92,7 +92,8 @@ TEST(Agreement, SurvivorsDecideTheSameValueUnderRandomCrashes) {
     for (int r = 0; r < n; ++r) {
       if (sim.crashed[r]) continue;
       RankSet v;
-      ASSERT_TRUE(sim.ranks[r]->decided(key, &v)) << "seed " << seed << ": survivor " << r << " of " << n << " never decided";
+      ASSERT_TRUE(sim.ranks[r]->decided(key, &v))
+          << "seed " << seed << ": survivor " << r << " of " << n << " never decided";
       for (int q = 0; q < n; ++q) {
         ASSERT_FALSE(v.has(q) && !sim.crashed[q]) << "seed " << seed << ": rank " << q << " is alive";
         ASSERT_FALSE(v.has(q) && sim.leaves[q]) << "seed " << seed << ": rank " << q << " left, it did not fail";
@@ -113,8 +114,7 @@ TEST(Agreement, NoFailureDecidesTheUnionOfProposals) {
     if (r == 2) p.add(4);
     sim.ranks[r]->join(1, p);
   }
-  while (sim.step()) {
-  }
+  while (sim.step()) {}
   for (int r = 0; r < 4; ++r) {
     RankSet v;
     ASSERT_TRUE(sim.ranks[r]->decided(1, &v));
@@ -156,8 +156,7 @@ TEST(Agreement, ANackFromARankThatLeftStillRollsBack) {
   sim.crashed[0] = true;
   for (int to : {1, 2}) sim.ranks[to]->onGone(0);
   for (int r : {1, 2}) sim.ranks[r]->join(1, RankSet(4));
-  while (sim.step()) {
-  }
+  while (sim.step()) {}
   for (int r : {1, 2}) {
     RankSet v;
     ASSERT_TRUE(sim.ranks[r]->decided(1, &v)) << "rank " << r;

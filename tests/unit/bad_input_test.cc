@@ -24,10 +24,10 @@ struct Entry {
 
 // `expr` may use c (comm), s (sendbuff), r (recvbuff), n (count) and t (datatype).
 #define ENTRY(fn, hasSend, hasRecv, expr)                                                     \
-  Entry{#fn,                                                                                 \
-        [](ncclComm_t c, [[maybe_unused]] const void* s, [[maybe_unused]] void* r, size_t n, \
-           ncclDataType_t t) { return expr; },                                               \
-        hasSend, hasRecv}
+  Entry {                                                                                     \
+#fn, [](ncclComm_t c, [[maybe_unused]] const void* s, [[maybe_unused]] void* r, size_t n, \
+            ncclDataType_t t) { return expr; }, hasSend, hasRecv                              \
+  }
 
 std::vector<Entry> allEntries() {
   return {

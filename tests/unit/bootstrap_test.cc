@@ -110,7 +110,6 @@ TEST(Bootstrap, RootKeepsServingAfterStrangers) {
   close(silent);
 }
 
-
 TEST(Bootstrap, NcclCommIdLetsRanksMeetWithoutPassingAnId) {
   const int port = baton_test::freeLoopbackPort();
   ASSERT_GT(port, 0);

@@ -23,10 +23,16 @@ uint32_t bitsOf(float f) {
 }
 
 // Bit-pattern helpers so each test can be written once for all four types.
-template <typename T> using Bits = decltype(T{}.bits);
-template <typename T> T make(uint32_t b) { return T{Bits<T>(b)}; }
-template <typename T> constexpr uint32_t kPatterns = 1u << (8 * sizeof(T));
-template <typename T> constexpr uint32_t kSign = 1u << (8 * sizeof(T) - 1);
+template <typename T>
+using Bits = decltype(T{}.bits);
+template <typename T>
+T make(uint32_t b) {
+  return T{Bits<T>(b)};
+}
+template <typename T>
+constexpr uint32_t kPatterns = 1u << (8 * sizeof(T));
+template <typename T>
+constexpr uint32_t kSign = 1u << (8 * sizeof(T) - 1);
 
 template <typename T>
 bool isNaNBits(uint32_t b) {
@@ -119,9 +125,9 @@ TEST(DatatypesTest, TiesToEvenExamples) {
   EXPECT_EQ(toFloat(fromFloat<half_t>(2049.5f)), 2050.0f);
   EXPECT_EQ(toFloat(fromFloat<bfloat16_t>(257.0f)), 256.0f);
   EXPECT_EQ(toFloat(fromFloat<bfloat16_t>(259.0f)), 260.0f);
-  EXPECT_EQ(toFloat(fromFloat<fp8e4m3_t>(17.0f)), 16.0f);   // 16 and 18 neighbours
+  EXPECT_EQ(toFloat(fromFloat<fp8e4m3_t>(17.0f)), 16.0f);  // 16 and 18 neighbours
   EXPECT_EQ(toFloat(fromFloat<fp8e4m3_t>(19.0f)), 20.0f);
-  EXPECT_EQ(toFloat(fromFloat<fp8e5m2_t>(9.0f)), 8.0f);     // 8 and 10 neighbours
+  EXPECT_EQ(toFloat(fromFloat<fp8e5m2_t>(9.0f)), 8.0f);  // 8 and 10 neighbours
   EXPECT_EQ(toFloat(fromFloat<fp8e5m2_t>(11.0f)), 12.0f);
   // Subnormal ties: half of the smallest subnormal rounds to (even) zero; 1.5 units to 2.
   EXPECT_EQ(fromFloat<half_t>(std::ldexp(1.0f, -25)).bits, 0x0000);
@@ -146,9 +152,9 @@ TEST(DatatypesTest, KnownValuesHalf) {
   EXPECT_EQ(toFloat(half_t{0x3c00}), 1.0f);
   EXPECT_EQ(toFloat(half_t{0xc100}), -2.5f);
   EXPECT_EQ(toFloat(half_t{0x7bff}), 65504.0f);
-  EXPECT_EQ(toFloat(half_t{0x0001}), std::ldexp(1.0f, -24));  // smallest subnormal
+  EXPECT_EQ(toFloat(half_t{0x0001}), std::ldexp(1.0f, -24));     // smallest subnormal
   EXPECT_EQ(toFloat(half_t{0x03ff}), std::ldexp(1023.0f, -24));  // largest subnormal
-  EXPECT_EQ(toFloat(half_t{0x0400}), std::ldexp(1.0f, -14));  // smallest normal
+  EXPECT_EQ(toFloat(half_t{0x0400}), std::ldexp(1.0f, -14));     // smallest normal
   EXPECT_EQ(fromFloat<half_t>(std::ldexp(1.0f, -24)).bits, 0x0001);
   EXPECT_EQ(toFloat(half_t{0x7c00}), std::numeric_limits<float>::infinity());
   EXPECT_EQ(toFloat(half_t{0xfc00}), -std::numeric_limits<float>::infinity());
@@ -170,7 +176,7 @@ TEST(DatatypesTest, KnownValuesFp8E4M3) {
   EXPECT_EQ(fromFloat<fp8e4m3_t>(448.0f).bits, 0x7e);
   EXPECT_EQ(fromFloat<fp8e4m3_t>(-448.0f).bits, 0xfe);
   EXPECT_EQ(toFloat(fp8e4m3_t{0x7e}), 448.0f);
-  EXPECT_EQ(toFloat(fp8e4m3_t{0x78}), 256.0f);  // all-ones exponent is finite in the FN variant
+  EXPECT_EQ(toFloat(fp8e4m3_t{0x78}), 256.0f);                // all-ones exponent is finite in the FN variant
   EXPECT_EQ(toFloat(fp8e4m3_t{0x01}), std::ldexp(1.0f, -9));  // smallest subnormal
   EXPECT_EQ(toFloat(fp8e4m3_t{0x07}), std::ldexp(7.0f, -9));  // largest subnormal
   EXPECT_EQ(toFloat(fp8e4m3_t{0x08}), std::ldexp(1.0f, -6));  // smallest normal
@@ -245,9 +251,9 @@ TEST(DatatypesTest, OverflowFp8E5M2ToInf) {
 
 template <typename T>
 void checkNaNFromFloat() {
-  const float nans[] = {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
+  const float nans[] = {std::numeric_limits<float>::quiet_NaN(),     -std::numeric_limits<float>::quiet_NaN(),
                         std::numeric_limits<float>::signaling_NaN(), std::bit_cast<float>(0x7f800001u),
-                        std::bit_cast<float>(0xff800001u), std::bit_cast<float>(0x7fffffffu)};
+                        std::bit_cast<float>(0xff800001u),           std::bit_cast<float>(0x7fffffffu)};
   for (float f : nans) {
     const uint32_t b = fromFloat<T>(f).bits;
     EXPECT_TRUE(isNaNBits<T>(b)) << std::hex << bitsOf(f) << " -> " << b;

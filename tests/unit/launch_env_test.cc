@@ -19,9 +19,10 @@ using baton_test::ScopedEnv;
 struct CleanLaunchEnv {
   std::vector<std::unique_ptr<ScopedEnv>> vars;
   CleanLaunchEnv() {
-    for (const char* v : {"BATON_RANK", "BATON_NRANKS", "BATON_LOCAL_RANK", "OMPI_COMM_WORLD_RANK",
-                          "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "PMI_SIZE",
-                          "MPI_LOCALRANKID", "PMIX_RANK", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_NUM_TASKS", "SLURM_LOCALID"})
+    for (const char* v :
+         {"BATON_RANK", "BATON_NRANKS", "BATON_LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+          "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "PMIX_RANK", "SLURM_PROCID",
+          "SLURM_NTASKS", "SLURM_STEP_NUM_TASKS", "SLURM_LOCALID"})
       vars.push_back(std::make_unique<ScopedEnv>(v, nullptr));
   }
 };
@@ -30,25 +31,39 @@ TEST(LaunchEnv, EachLauncherAndPrecedence) {
   CleanLaunchEnv clean;
   batonLaunchInfo li;
   ASSERT_EQ(batonGetLaunchInfo(&li), ncclSuccess);
-  EXPECT_EQ(li.rank, 0); EXPECT_EQ(li.nranks, 1); EXPECT_STREQ(li.launcher, "none");
+  EXPECT_EQ(li.rank, 0);
+  EXPECT_EQ(li.nranks, 1);
+  EXPECT_STREQ(li.launcher, "none");
   {
     {  // a batch script: the allocation's variables, no step: one process
       ScopedEnv r("SLURM_PROCID", "0"), s("SLURM_NTASKS", "8");
       ASSERT_EQ(batonGetLaunchInfo(&li), ncclSuccess);
-      EXPECT_EQ(li.nranks, 1); EXPECT_STREQ(li.launcher, "none");
+      EXPECT_EQ(li.nranks, 1);
+      EXPECT_STREQ(li.launcher, "none");
     }
     ScopedEnv r("SLURM_PROCID", "3"), s("SLURM_STEP_NUM_TASKS", "8"), l("SLURM_LOCALID", "1");
     ASSERT_EQ(batonGetLaunchInfo(&li), ncclSuccess) << baton_test::lastError();
-    EXPECT_EQ(li.rank, 3); EXPECT_EQ(li.nranks, 8); EXPECT_EQ(li.localRank, 1); EXPECT_STREQ(li.launcher, "slurm");
+    EXPECT_EQ(li.rank, 3);
+    EXPECT_EQ(li.nranks, 8);
+    EXPECT_EQ(li.localRank, 1);
+    EXPECT_STREQ(li.launcher, "slurm");
     ScopedEnv pr("PMI_RANK", "5"), ps("PMI_SIZE", "6");
     ASSERT_EQ(batonGetLaunchInfo(&li), ncclSuccess);
-    EXPECT_EQ(li.rank, 5); EXPECT_EQ(li.nranks, 6); EXPECT_STREQ(li.launcher, "pmi");
+    EXPECT_EQ(li.rank, 5);
+    EXPECT_EQ(li.nranks, 6);
+    EXPECT_STREQ(li.launcher, "pmi");
     ScopedEnv orr("OMPI_COMM_WORLD_RANK", "1"), os("OMPI_COMM_WORLD_SIZE", "2"), ol("OMPI_COMM_WORLD_LOCAL_RANK", "1");
     ASSERT_EQ(batonGetLaunchInfo(&li), ncclSuccess);
-    EXPECT_EQ(li.rank, 1); EXPECT_EQ(li.nranks, 2); EXPECT_EQ(li.localRank, 1); EXPECT_STREQ(li.launcher, "openmpi");
+    EXPECT_EQ(li.rank, 1);
+    EXPECT_EQ(li.nranks, 2);
+    EXPECT_EQ(li.localRank, 1);
+    EXPECT_STREQ(li.launcher, "openmpi");
     ScopedEnv br("BATON_RANK", "0"), bs("BATON_NRANKS", "4");  // baton-run inside an allocation wins
     ASSERT_EQ(batonGetLaunchInfo(&li), ncclSuccess);
-    EXPECT_EQ(li.rank, 0); EXPECT_EQ(li.nranks, 4); EXPECT_EQ(li.localRank, 0); EXPECT_STREQ(li.launcher, "baton-run");
+    EXPECT_EQ(li.rank, 0);
+    EXPECT_EQ(li.nranks, 4);
+    EXPECT_EQ(li.localRank, 0);
+    EXPECT_STREQ(li.launcher, "baton-run");
   }
 }
 
@@ -92,7 +107,8 @@ TEST(LaunchEnv, InitFromEnv) {
   int n = 0, r = -1;
   EXPECT_EQ(ncclCommCount(comm, &n), ncclSuccess);
   EXPECT_EQ(ncclCommUserRank(comm, &r), ncclSuccess);
-  EXPECT_EQ(n, 1); EXPECT_EQ(r, 0);
+  EXPECT_EQ(n, 1);
+  EXPECT_EQ(r, 0);
   EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
 }
 

@@ -149,7 +149,8 @@ TEST(Shrink, SurvivorsOfAMissingRankRevokeShrinkAndContinue) {
   std::vector<std::thread> stuck;
   for (int r : {0, 1, 3})
     stuck.emplace_back([&, r] {
-      if (ncclAllReduce(bufs[r].data(), bufs[r].data(), buf.size(), ncclFloat, ncclSum, comms[r], nullptr) != ncclSuccess)
+      if (ncclAllReduce(bufs[r].data(), bufs[r].data(), buf.size(), ncclFloat, ncclSum, comms[r], nullptr) !=
+          ncclSuccess)
         stuckResults++;
     });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -201,7 +202,8 @@ TEST(Abort, RacingCompletionOnNonBlockingCommsEndsInBoundedTime) {
     const size_t count = 1 + rng() % 2000000;
     std::vector<std::vector<float>> bufs(n, std::vector<float>(count, 1.0f));
     ncclGroupStart();
-    for (int r = 0; r < n; ++r) ncclAllReduce(bufs[r].data(), bufs[r].data(), count, ncclFloat, ncclSum, comms[r], nullptr);
+    for (int r = 0; r < n; ++r)
+      ncclAllReduce(bufs[r].data(), bufs[r].data(), count, ncclFloat, ncclSum, comms[r], nullptr);
     ncclGroupEnd();
     std::this_thread::sleep_for(std::chrono::microseconds(rng() % 1500));
     ncclResult_t st = ncclSuccess;
@@ -323,7 +325,8 @@ TEST(FailedRanks, ThreadCommunicatorsHaveNoneAndBadArgumentsAreNamed) {
   ASSERT_NCCL_OK(batonCommGetFailedRanks(comms[0], nullptr, 0, &n));  // a count query
   EXPECT_NCCL_ERR(batonCommGetFailedRanks(comms[0], ranks, 4, nullptr), ncclInvalidArgument, "nFailed is NULL");
   EXPECT_NCCL_ERR(batonCommGetFailedRanks(comms[0], ranks, -1, &n), ncclInvalidArgument, "maxRanks -1");
-  EXPECT_NCCL_ERR(batonCommGetFailedRanks(comms[0], nullptr, 2, &n), ncclInvalidArgument, "ranks is NULL with maxRanks 2");
+  EXPECT_NCCL_ERR(batonCommGetFailedRanks(comms[0], nullptr, 2, &n), ncclInvalidArgument,
+                  "ranks is NULL with maxRanks 2");
   EXPECT_NCCL_ERR(batonCommGetFailedRanks(nullptr, ranks, 4, &n), ncclInvalidArgument, "comm is NULL");
   for (auto c : comms) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
 }

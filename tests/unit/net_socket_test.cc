@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "misc/debug.h"
 #include "exec_model.h"
+#include "misc/debug.h"
 #include "net/socket/socket_comm.h"
 #include "unit/unit_helpers.h"
 
@@ -110,11 +110,9 @@ TEST_P(NetSocket, MessagesOfEverySizeArriveWholeInTheBufferTheirTagPicks) {
   b->closeRecv(p.recv);
 }
 
-INSTANTIATE_TEST_SUITE_P(Helpers, NetSocket,
-                         ::testing::Values(std::make_pair("0", "1"), std::make_pair("1", "1"), std::make_pair("2", "2")),
-                         [](const auto& info) {
-                           return std::string("threads") + info.param.first + "socks" + info.param.second;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Helpers, NetSocket, ::testing::Values(std::make_pair("0", "1"), std::make_pair("1", "1"), std::make_pair("2", "2")),
+    [](const auto& info) { return std::string("threads") + info.param.first + "socks" + info.param.second; });
 
 TEST(NetSocketErrors, OversizedFrameIsARemoteErrorNamingThePeer) {
   auto b = loopbackBackend();
@@ -128,7 +126,8 @@ TEST(NetSocketErrors, OversizedFrameIsARemoteErrorNamingThePeer) {
   ASSERT_EQ(b->isend(p.send, out.data(), out.size(), 2, nullptr, &s), ncclSuccess);
   size_t got;
   EXPECT_EQ(finish(b.get(), s, r, &got, nullptr, nullptr), ncclRemoteError);
-  EXPECT_NE(std::string(baton::lastError()).find("oversized frame from 127.0.0.1:"), std::string::npos) << baton::lastError();
+  EXPECT_NE(std::string(baton::lastError()).find("oversized frame from 127.0.0.1:"), std::string::npos)
+      << baton::lastError();
   EXPECT_NE(std::string(baton::lastError()).find("2000 bytes for a 1000-byte buffer"), std::string::npos);
   b->closeSend(p.send);
   b->closeRecv(p.recv);
@@ -145,7 +144,8 @@ TEST(NetSocketErrors, TagThatMatchesNoPostedBufferIsARemoteError) {
   ASSERT_EQ(b->irecv(p.recv, 1, bufs, sizes, tags, nullptr, &r), ncclSuccess);
   ASSERT_EQ(b->isend(p.send, out, 8, 5, nullptr, &s), ncclSuccess);
   EXPECT_EQ(finish(b.get(), s, r, nullptr, nullptr, nullptr), ncclRemoteError);
-  EXPECT_NE(std::string(baton::lastError()).find("has tag 0x5, which matches none of the 1 posted buffers"), std::string::npos)
+  EXPECT_NE(std::string(baton::lastError()).find("has tag 0x5, which matches none of the 1 posted buffers"),
+            std::string::npos)
       << baton::lastError();
   b->closeSend(p.send);
   b->closeRecv(p.recv);
@@ -262,8 +262,9 @@ TEST(NetSocketErrors, UnreachablePeerFailsWithinTheTimeoutNamingIt) {
   // unused address of that host's own subnet (BATON_TEST_UNREACHABLE=10.77.0.99:9).
   const char* env = getenv("BATON_TEST_UNREACHABLE");
   if (!env || !*env)
-    GTEST_SKIP() << "needs BATON_TEST_UNREACHABLE=<unused address in a namespaced test host's subnet>:<port>; "
-                    "tests/net/multihost_test.sh runs it in its namespaced hosts (tests never dial outside this machine)";
+    GTEST_SKIP()
+        << "needs BATON_TEST_UNREACHABLE=<unused address in a namespaced test host's subnet>:<port>; "
+           "tests/net/multihost_test.sh runs it in its namespaced hosts (tests never dial outside this machine)";
   const std::string target = env;
   auto b = loopbackBackend(nullptr);
   baton::netsock::Handle hd{};
@@ -289,7 +290,8 @@ TEST(NetSocketErrors, InterfaceNameThatDoesNotExistIsNamed) {
   ScopedEnv env("NCCL_SOCKET_IFNAME", "nosuch0");
   std::unique_ptr<NetBackend> b(baton::netsock::makeSocketBackend());
   EXPECT_EQ(b->init(), ncclSystemError);
-  EXPECT_NE(std::string(baton::lastError()).find("NCCL_SOCKET_IFNAME='nosuch0'"), std::string::npos) << baton::lastError();
+  EXPECT_NE(std::string(baton::lastError()).find("NCCL_SOCKET_IFNAME='nosuch0'"), std::string::npos)
+      << baton::lastError();
   EXPECT_EQ(b->devices(), 0);
   NetHandle h{};
   NetListenComm* l = nullptr;

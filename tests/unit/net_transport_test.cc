@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "misc/debug.h"
-#include "net/net_backend.h"
 #include "nccl.h"
+#include "net/net_backend.h"
 #include "unit/unit_helpers.h"
 
 namespace {
@@ -32,7 +32,9 @@ TEST(NetTransport, PeerAbortBecomesTheSurvivorsAsyncErrorNamingIt) {
     ASSERT_EQ(ncclCommInitAll(comms, 2, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
   }
   std::vector<float> a(1024, 1.0f), b(1024, 2.0f);
-  std::thread t([&] { EXPECT_EQ(ncclAllReduce(b.data(), b.data(), b.size(), ncclFloat, ncclSum, comms[1], nullptr), ncclSuccess); });
+  std::thread t([&] {
+    EXPECT_EQ(ncclAllReduce(b.data(), b.data(), b.size(), ncclFloat, ncclSum, comms[1], nullptr), ncclSuccess);
+  });
   ASSERT_EQ(ncclAllReduce(a.data(), a.data(), a.size(), ncclFloat, ncclSum, comms[0], nullptr), ncclSuccess);
   t.join();
   EXPECT_EQ(a[7], 3.0f);

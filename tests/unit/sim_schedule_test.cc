@@ -118,10 +118,12 @@ void ringCase(Proto proto, size_t bytes, int k, uint64_t wire) {
   for (int r = 0; r < 2; ++r) {
     EXPECT_EQ(s.streams[r].rank, r);
     EXPECT_EQ(s.streams[r].channel, 0);
-    const std::string out = std::to_string(r) + "->" + std::to_string(1 - r), in = std::to_string(1 - r) + "->" + std::to_string(r);
+    const std::string out = std::to_string(r) + "->" + std::to_string(1 - r),
+                      in = std::to_string(1 - r) + "->" + std::to_string(r);
     const std::string n = std::to_string(k) + "x[";
     EXPECT_EQ(describe(s, s.streams[r]), n + "send " + out + " " + std::to_string(wire) + "] " + n + "recv " + in +
-                                             " + send " + out + " " + std::to_string(wire) + "] " + n + "recv " + in + "]");
+                                             " + send " + out + " " + std::to_string(wire) + "] " + n + "recv " + in +
+                                             "]");
   }
   const double P = stepUs(wire);
   ASSERT_GT(P, O);

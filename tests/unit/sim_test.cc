@@ -173,8 +173,7 @@ SimResult stopAndWait(int depth, int k, double overhead) {
   TopoBuilder tb = twoGpus(20, 20);
   SimSchedule s;
   s.conns = {{0, 1, depth}};
-  s.streams = {{0, 0, std::vector<SimStep>(k, send(0, 1000000))},
-               {1, 0, std::vector<SimStep>(k, recv(0))}};
+  s.streams = {{0, 0, std::vector<SimStep>(k, send(0, 1000000))}, {1, 0, std::vector<SimStep>(k, recv(0))}};
   return run(tb, s, params(overhead));
 }
 
@@ -224,22 +223,26 @@ TEST(Sim, ErrorsNameStreamStepAndConnection) {
   auto error = [&] { return simulate(tb.sys, s, params(0)).error; };
   // Both ranks receive first: nothing can start.
   s.streams = {{0, 3, {recv(1), send(0, 100)}}, {1, 3, {recv(0), send(1, 100)}}};
-  EXPECT_HAS(error(), "deadlock: 2 stream(s) cannot progress: stream 0 (rank 0, channel 3) step 0 "
-                      "waits for message 0 on conn 1 (rank 1 -> rank 0)");
+  EXPECT_HAS(error(),
+             "deadlock: 2 stream(s) cannot progress: stream 0 (rank 0, channel 3) step 0 "
+             "waits for message 0 on conn 1 (rank 1 -> rank 0)");
   EXPECT_HAS(error(), "stream 1 (rank 1, channel 3) step 0 waits for message 0 on conn 0");
   // A receive nobody sends; one receive more than the sends; a send nobody receives.
   s.streams = {{0, 2, {}}, {1, 2, {recv(0)}}};
-  EXPECT_HAS(error(), "stream 1 (rank 1, channel 2) step 0 receives message 0 on conn 0 "
-                      "(rank 0 -> rank 1), but no stream sends on it");
+  EXPECT_HAS(error(),
+             "stream 1 (rank 1, channel 2) step 0 receives message 0 on conn 0 "
+             "(rank 0 -> rank 1), but no stream sends on it");
   s.streams = {{0, 2, {send(0, 1), send(0, 1)}}, {1, 2, {recv(0), recv(0), recv(0)}}};
-  EXPECT_HAS(error(), "stream 1 (rank 1, channel 2) step 2 receives message 2 on conn 0 (rank 0 "
-                      "-> rank 1), but its sender stream 0 (rank 0, channel 2) sends only 2");
+  EXPECT_HAS(error(),
+             "stream 1 (rank 1, channel 2) step 2 receives message 2 on conn 0 (rank 0 "
+             "-> rank 1), but its sender stream 0 (rank 0, channel 2) sends only 2");
   s.streams = {{0, 2, {send(0, 1)}}, {1, 2, {}}};
   EXPECT_HAS(error(), "stream 0 (rank 0, channel 2) step 0 sends message 0 on conn 0");
   // The wrong rank on a connection; a connection that does not exist.
   s.streams = {{1, 2, {send(0, 1)}}, {1, 2, {recv(0)}}};
-  EXPECT_HAS(error(), "stream 0 (rank 1, channel 2) step 0 sends on conn 0 (rank 0 -> rank 1), "
-                      "but its sender is rank 0");
+  EXPECT_HAS(error(),
+             "stream 0 (rank 1, channel 2) step 0 sends on conn 0 (rank 0 -> rank 1), "
+             "but its sender is rank 0");
   s.streams = {{0, 2, {send(5, 1)}}};
   EXPECT_HAS(error(), "stream 0 (rank 0, channel 2) step 0: sendConn 5 is not a connection");
   // A path that was never computed.
@@ -259,9 +262,10 @@ TEST(Sim, CreditDeadlockNamesConnection) {
   s.streams = {{0, 0, {send(0, 1), send(0, 1), send(2, 1)}}, {1, 0, {recv(2), recv(0), recv(0)}}};
   SimResult r = simulate(tb.sys, s, params(0));
   EXPECT_HAS(r.error, "deadlock: 2 stream(s) cannot progress");
-  EXPECT_HAS(r.error, "stream 0 (rank 0, channel 0) step 1 waits for credit to send message 1 on "
-                      "conn 0 (rank 0 -> rank 1) (depth 1): stream 1 (rank 1, channel 0) has "
-                      "taken 0 messages");
+  EXPECT_HAS(r.error,
+             "stream 0 (rank 0, channel 0) step 1 waits for credit to send message 1 on "
+             "conn 0 (rank 0 -> rank 1) (depth 1): stream 1 (rank 1, channel 0) has "
+             "taken 0 messages");
   EXPECT_HAS(r.error, "stream 1 (rank 1, channel 0) step 0 waits for message 0 on conn 2");
   s.conns[0].depth = 2;
   r = simulate(tb.sys, s, params(0));
@@ -298,8 +302,8 @@ TEST(Sim, LargeScheduleIsFast) {
   // channels * (steps - 1) transfers of 65536 bytes each on one of them.
   EXPECT_GE(r.timeUs, double(channels) * (steps - 1) * 65536 / 25e3);
   EXPECT_LT(sec, 5.0);  // well under a second optimised; loose for sanitizer / -O0 builds
-  printf("simulated %llu steps in %.3f s, predicted %.1f us\n",
-         static_cast<unsigned long long>(r.events), sec, r.timeUs);
+  printf("simulated %llu steps in %.3f s, predicted %.1f us\n", static_cast<unsigned long long>(r.events), sec,
+         r.timeUs);
 }
 
 }  // namespace

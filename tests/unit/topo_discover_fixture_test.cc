@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "unit/xml_helpers.h"
 #include "misc/debug.h"
 #include "topo/discover.h"
 #include "topo/discover_detail.h"
 #include "unit/unit_helpers.h"
+#include "unit/xml_helpers.h"
 
 namespace {
 
@@ -39,13 +39,16 @@ std::string twoSocketHwlocXml() {
     return "<object type=\"" + type + "\" os_index=\"" + std::to_string(os) + "\" cpuset=\"" + cpus +
            "\" complete_cpuset=\"" + cpus + "\" nodeset=\"" + nodes + "\" complete_nodeset=\"" + nodes + "\"";
   };
-  std::string x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n"
-                  "<topology version=\"2.0\">\n" + obj("Machine", 0, set(0, 39), "0x3") +
-                  " allowed_cpuset=\"" + set(0, 39) + "\" allowed_nodeset=\"0x3\">\n"
-                  "<info name=\"Architecture\" value=\"x86_64\"/>\n";
+  std::string x =
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n"
+      "<topology version=\"2.0\">\n" +
+      obj("Machine", 0, set(0, 39), "0x3") + " allowed_cpuset=\"" + set(0, 39) +
+      "\" allowed_nodeset=\"0x3\">\n"
+      "<info name=\"Architecture\" value=\"x86_64\"/>\n";
   for (int p = 0; p < 2; ++p) {
     std::string ns = p == 0 ? "0x1" : "0x2";
-    x += obj("Package", p, set(20 * p, 20 * p + 19), ns) + ">\n<info name=\"CPUVendor\" value=\"GenuineIntel\"/>"
+    x += obj("Package", p, set(20 * p, 20 * p + 19), ns) +
+         ">\n<info name=\"CPUVendor\" value=\"GenuineIntel\"/>"
          "<info name=\"CPUFamilyNumber\" value=\"6\"/><info name=\"CPUModelNumber\" value=\"143\"/>\n";
     x += obj("NUMANode", p, set(20 * p, 20 * p + 19), ns) + " local_memory=\"1073741824\"/>\n";
     for (int c = 20 * p; c < 20 * p + 20; ++c)

@@ -12,19 +12,19 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <dirent.h>
-#include <iostream>
+#include <chrono>
 #include <functional>
+#include <iostream>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "unit/xml_helpers.h"
 #include "misc/debug.h"
 #include "topo/discover.h"
 #include "unit/unit_helpers.h"
+#include "unit/xml_helpers.h"
 
 namespace {
 

@@ -47,11 +47,11 @@ int find(const TopoSystem& sys, NodeType type, const std::string& key, int host 
   return 0;
 }
 
-#define EXPECT_PATH(sys, a, b, ptype, pbw)                                                         \
-  do {                                                                                             \
-    const TopoPath& p_ = (sys).path((a), (b));                                                     \
-    EXPECT_STREQ(pathTypeName(p_.type), pathTypeName(ptype)) << "path " << (a) << " -> " << (b);   \
-    EXPECT_NEAR(p_.bw, (pbw), 1e-9) << "path " << (a) << " -> " << (b);                            \
+#define EXPECT_PATH(sys, a, b, ptype, pbw)                                                       \
+  do {                                                                                           \
+    const TopoPath& p_ = (sys).path((a), (b));                                                   \
+    EXPECT_STREQ(pathTypeName(p_.type), pathTypeName(ptype)) << "path " << (a) << " -> " << (b); \
+    EXPECT_NEAR(p_.bw, (pbw), 1e-9) << "path " << (a) << " -> " << (b);                          \
   } while (0)
 
 // Every path: LOC to itself; otherwise hops that start at a, follow real links and end at b, a
@@ -230,7 +230,9 @@ TEST(TopoPaths, ClusterOfTwoHostsGoesThroughTheNetwork) {
 
 TEST(TopoPaths, NvLinkThroughOneGpuIsNvbNotThroughTwo) {
   // Four GPUs in an NVLink chain A-B-C-D (2 links each, sm80: 40 GB/s), each under its own switch.
-  std::string text = "<system version=\"1\"><cpu numaid=\"0\" arch=\"x86_64\" vendor=\"GenuineIntel\" familyid=\"6\" modelid=\"85\">\n";
+  std::string text =
+      "<system version=\"1\"><cpu numaid=\"0\" arch=\"x86_64\" vendor=\"GenuineIntel\" familyid=\"6\" "
+      "modelid=\"85\">\n";
   const char* bus[] = {"0000:11:00.0", "0000:21:00.0", "0000:31:00.0", "0000:41:00.0"};
   for (int g = 0; g < 4; ++g) {
     text += "<pci busid=\"0000:" + std::to_string(g + 1) + "0:00.0\" class=\"0x060400\"><pci busid=\"" + bus[g] +
@@ -249,7 +251,7 @@ TEST(TopoPaths, NvLinkThroughOneGpuIsNvbNotThroughTwo) {
   EXPECT_PATH(sys, gpu(3), gpu(1), PathType::NVB, 40.0);
   EXPECT_EQ(sys.path(gpu(0), gpu(2)).hops[1].node, gpu(1));
   EXPECT_PATH(sys, gpu(0), gpu(3), PathType::PHB, 12.0);  // two GPUs deep: PCIe through the CPU instead
-  EXPECT_EQ(sys.path(gpu(0), gpu(3)).hops.size(), 4u);  // GPU, switch, CPU, switch
+  EXPECT_EQ(sys.path(gpu(0), gpu(3)).hops.size(), 4u);    // GPU, switch, CPU, switch
 }
 
 TEST(TopoPaths, CpuRanksAndDisconnectedHosts) {

@@ -356,8 +356,8 @@ TEST(TopoSearch, SixteenHostsAreFastAndDeterministic) {
   auto t0 = std::chrono::steady_clock::now();
   ASSERT_EQ(searchGraph(t.sys, 1, 32, &g), ncclSuccess);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("[ info ] 16 hosts x 8 GPUs: %zu channels at %.1f GB/s in %.1f ms\n", g.channels.size(),
-              g.channels[0].bw, ms);
+  std::printf("[ info ] 16 hosts x 8 GPUs: %zu channels at %.1f GB/s in %.1f ms\n", g.channels.size(), g.channels[0].bw,
+              ms);
   EXPECT_LT(ms, 250);  // 50 ms is the aim; the margin is for loaded, sanitized or -O0 builds
   ASSERT_EQ(searchGraph(t.sys, 1, 32, &again), ncclSuccess);
   ASSERT_EQ(g.channels.size(), again.channels.size());

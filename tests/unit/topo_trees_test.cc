@@ -26,7 +26,9 @@ TopoSystem hostsOf(const std::vector<int>& hostOf) {
   return sys;
 }
 
-struct Rel { int parent, c0, c1; };
+struct Rel {
+  int parent, c0, c1;
+};
 
 std::vector<Rel> treeOf(int n, int tree) {
   std::vector<Rel> t(n);
@@ -72,7 +74,8 @@ TEST(TopoTrees, EveryTreeIsATreeWithASingleChildRoot) {
         int v = stack.back();
         stack.pop_back();
         ++seen[v];
-        for (int c : {t[v].c0, t[v].c1}) if (c >= 0) stack.push_back(c);
+        for (int c : {t[v].c0, t[v].c1})
+          if (c >= 0) stack.push_back(c);
       }
       for (int v = 0; v < n; ++v) EXPECT_EQ(seen[v], 1) << "n " << n << " tree " << tree << " node " << v;
     }
@@ -118,8 +121,7 @@ TEST(TopoTrees, HandWrittenTables) {
   expectTable(5, 0, {{-1, -1, 4}, {2, -1, -1}, {4, 1, 3}, {2, -1, -1}, {0, 2, -1}});
   expectTable(5, 1, {{1, 3, -1}, {-1, -1, 0}, {3, -1, -1}, {0, 2, 4}, {3, -1, -1}});
   // n = 8: 0 -> 4 -> {2 -> {1, 3}, 6 -> {5, 7}}
-  expectTable(8, 0, {{-1, -1, 4}, {2, -1, -1}, {4, 1, 3}, {2, -1, -1},
-                     {0, 2, 6}, {6, -1, -1}, {4, 5, 7}, {6, -1, -1}});
+  expectTable(8, 0, {{-1, -1, 4}, {2, -1, -1}, {4, 1, 3}, {2, -1, -1}, {0, 2, 6}, {6, -1, -1}, {4, 5, 7}, {6, -1, -1}});
 }
 
 // Per-rank tree checks shared by the search tests: one root, up/down agree, every rank reached.
@@ -148,7 +150,8 @@ void expectTreeShape(const TopoSystem& sys, const ChannelGraph& ch) {
     int v = stack.back();
     stack.pop_back();
     ++seen[v];
-    for (int d : ch.tree[v].down) if (d >= 0) stack.push_back(d);
+    for (int d : ch.tree[v].down)
+      if (d >= 0) stack.push_back(d);
   }
   for (int r = 0; r < n; ++r) EXPECT_EQ(seen[r], 1) << "rank " << r;
 }

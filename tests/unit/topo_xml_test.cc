@@ -98,7 +98,9 @@ TEST(TopoXml, WriterEscapesIndentsAndSelfCloses) {
   cpu->add("nic");
   EXPECT_EQ(cpu->parent, &root);
   const std::string text = xmlWrite(root);
-  EXPECT_EQ(text, "<system version=\"1\">\n  <cpu numaid=\"3\" odd=\"&lt;&amp;&quot;'&gt;\">\n    <nic/>\n  </cpu>\n</system>\n");
+  EXPECT_EQ(
+      text,
+      "<system version=\"1\">\n  <cpu numaid=\"3\" odd=\"&lt;&amp;&quot;'&gt;\">\n    <nic/>\n  </cpu>\n</system>\n");
   std::unique_ptr<XmlNode> back;
   ASSERT_EQ(xmlParse(text, "w.xml", &back), ncclSuccess) << lastError();
   EXPECT_EQ(back->children[0]->attrOr("odd", ""), "<&\"'>");
@@ -110,7 +112,8 @@ TEST(TopoXml, MalformedTextIsRejectedWithLineAndElement) {
   expectParseError("<system>\n<cpu numaid=\"0\">\n", {"t.xml:", "<cpu>", "never closed"});
   expectParseError("<system>\n  hello\n</system>\n", {"t.xml:2:", "<system>", "unexpected text \"hello\""});
   expectParseError("<system/>\n<system/>\n", {"t.xml:2:", "more than one root"});
-  expectParseError("<system>\n<cpu>\n<gpu dev=\"0/>\n</cpu></system>\n", {"t.xml:3:", "<gpu>", "unterminated attribute value"});
+  expectParseError("<system>\n<cpu>\n<gpu dev=\"0/>\n</cpu></system>\n",
+                   {"t.xml:3:", "<gpu>", "unterminated attribute value"});
   expectParseError("<system a=\"1\" a=\"2\"/>", {"t.xml:1:", "<system>", "twice"});
   expectParseError("<system a=\"&nbsp;\"/>", {"<system>", "unknown entity &nbsp;"});
   expectParseError("<system a=1/>", {"<system>", "not quoted"});
@@ -136,8 +139,10 @@ TEST(TopoXml, FixtureNodeCounts) {
     const char* name;
     int nHosts, cpu, pci, gpu, nic, net, nvs;
   } cases[] = {
-      {"laptop", 1, 1, 0, 1, 0, 0, 0},        {"two-socket", 1, 2, 5, 8, 2, 2, 0},
-      {"dgx-h100", 1, 2, 8, 8, 8, 8, 1},      {"cluster-node", 2, 2, 4, 4, 4, 4, 0},
+      {"laptop", 1, 1, 0, 1, 0, 0, 0},
+      {"two-socket", 1, 2, 5, 8, 2, 2, 0},
+      {"dgx-h100", 1, 2, 8, 8, 8, 8, 1},
+      {"cluster-node", 2, 2, 4, 4, 4, 4, 0},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -180,7 +185,9 @@ TEST(TopoXml, ConversionFollowsNccl) {
     if (n.type == NodeType::GPU) {
       EXPECT_EQ(n.sm, 90);
       EXPECT_TRUE(n.gdr);
-      EXPECT_EQ(n.id, std::stoull(n.busId.substr(0, 4) + n.busId.substr(5, 2) + n.busId.substr(8, 2) + n.busId.substr(11, 1), nullptr, 16));
+      EXPECT_EQ(n.id,
+                std::stoull(n.busId.substr(0, 4) + n.busId.substr(5, 2) + n.busId.substr(8, 2) + n.busId.substr(11, 1),
+                            nullptr, 16));
       ASSERT_EQ(n.links.size(), 2u);  // NVSwitch first (fastest), PCIe uplink last
       EXPECT_EQ(n.links[0].type, LinkType::NVL);
       EXPECT_EQ(sys.nodes[n.links[0].remote].type, NodeType::NVS);
@@ -209,10 +216,11 @@ TEST(TopoXml, ConversionFollowsNccl) {
   // Inter-socket bandwidth by vendor and model; PCIe defaults; unknown net speed.
   TopoSystem two = topoFromText(
       "<system version=\"1\"><cpu numaid=\"0\" arch=\"x86_64\" vendor=\"AuthenticAMD\">"
-      "<pci busid=\"0000:01:00.0\" class=\"0x060400\"><pci busid=\"0000:02:00.0\" class=\"0x020000\" link_speed=\"8 GT/s\" link_width=\"4\">"
+      "<pci busid=\"0000:01:00.0\" class=\"0x060400\"><pci busid=\"0000:02:00.0\" class=\"0x020000\" link_speed=\"8 "
+      "GT/s\" link_width=\"4\">"
       "<nic><net name=\"eth0\" dev=\"0\"/><net name=\"eth1\" dev=\"1\" speed=\"-1\"/></nic></pci></pci></cpu>"
       "<cpu numaid=\"1\" arch=\"x86_64\" vendor=\"AuthenticAMD\"/></system>");
-  ASSERT_EQ(two.nodes.size(), 6u);  // CPU, PCI, NIC, NET, NET, CPU
+  ASSERT_EQ(two.nodes.size(), 6u);                       // CPU, PCI, NIC, NET, NET, CPU
   EXPECT_EQ(two.nodes[0].links[0].type, LinkType::SYS);  // AMD sockets: 16 GB/s, faster than the Gen3 link
   EXPECT_DOUBLE_EQ(two.nodes[0].links[0].bw, 16.0);
   EXPECT_EQ(two.nodes[0].links[0].remote, 5);
@@ -222,10 +230,10 @@ TEST(TopoXml, ConversionFollowsNccl) {
   EXPECT_DOUBLE_EQ(two.nodes[4].links[0].bw, 1.25);      // speed -1 (NCCL: unknown)
   EXPECT_TRUE(two.rankNode.empty());                     // no GPUs: the caller places CPU ranks
   // What NCCL's own dumps carry besides: keep/host_hash/coll attributes, Broadcom <pcilink>s.
-  TopoSystem dump = topoFromText(system1(
-      "<pci busid=\"0000:01:00.0\" class=\"0x060400\" keep=\"1\"><pcilink target=\"0000:02:00.0\"/></pci>\n"
-      "<pci busid=\"0000:02:00.0\" class=\"0x060400\"><pcilink target=\"0000:01:00.0\"/></pci>\n"
-      "<nic><net name=\"ib0\" dev=\"0\" coll=\"1\" keep=\"1\"/></nic>\n"));
+  TopoSystem dump = topoFromText(
+      system1("<pci busid=\"0000:01:00.0\" class=\"0x060400\" keep=\"1\"><pcilink target=\"0000:02:00.0\"/></pci>\n"
+              "<pci busid=\"0000:02:00.0\" class=\"0x060400\"><pcilink target=\"0000:01:00.0\"/></pci>\n"
+              "<nic><net name=\"ib0\" dev=\"0\" coll=\"1\" keep=\"1\"/></nic>\n"));
   EXPECT_EQ(dump.nodes.size(), 5u);  // CPU, two switches, NIC, NET
 }
 
@@ -265,35 +273,51 @@ TEST(TopoXml, InvalidTopologiesNameTheElement) {
   expectTopoError("<topology/>", {"<topology>", "<system>"});
   expectTopoError("<system version=\"2\"/>", {"<system>", "version"});
   // Not a tree: a link to itself, a bus id twice.
-  expectTopoError(system1(gpuPci + "<gpu dev=\"0\" sm=\"80\">\n<nvlink target=\"0000:01:00.0\" count=\"4\" tclass=\"0x030200\"/>\n</gpu></pci>\n"),
+  expectTopoError(system1(gpuPci + "<gpu dev=\"0\" sm=\"80\">\n<nvlink target=\"0000:01:00.0\" count=\"4\" "
+                                   "tclass=\"0x030200\"/>\n</gpu></pci>\n"),
                   {"line 5", "<nvlink>", "itself"});
-  expectTopoError(system1("<pci busid=\"0000:01:00.0\" class=\"0x060400\">\n<pci busid=\"0000:01:00.0\" class=\"0x060400\"/>\n</pci>\n"),
+  expectTopoError(system1("<pci busid=\"0000:01:00.0\" class=\"0x060400\">\n<pci busid=\"0000:01:00.0\" "
+                          "class=\"0x060400\"/>\n</pci>\n"),
                   {"line 4", "<pci>", "0000:01:00.0", "line 3", "tree"});
-  expectTopoError(system1(gpuPci + "<gpu dev=\"0\" sm=\"80\"><nvlink target=\"0000:07:00.0\" count=\"4\" tclass=\"0x030200\"/></gpu></pci>\n"),
-                  {"<nvlink>", "0000:07:00.0", "not a GPU"});
-  expectTopoError(system1(gpuPci + "<gpu dev=\"0\" sm=\"80\"><nvlink target=\"0000:02:00.0\" count=\"4\" tclass=\"0x030200\"/></gpu></pci>\n"
-                          "<pci busid=\"0000:02:00.0\" class=\"0x030200\"><gpu dev=\"1\" sm=\"80\"/></pci>\n"),
-                  {"<gpu>", "none back"});
-  expectTopoError(system1(gpuPci + "<gpu dev=\"0\" sm=\"80\"/></pci>\n<pci busid=\"0000:02:00.0\" class=\"0x030200\"><gpu dev=\"0\" sm=\"80\"/></pci>\n"),
+  expectTopoError(
+      system1(
+          gpuPci +
+          "<gpu dev=\"0\" sm=\"80\"><nvlink target=\"0000:07:00.0\" count=\"4\" tclass=\"0x030200\"/></gpu></pci>\n"),
+      {"<nvlink>", "0000:07:00.0", "not a GPU"});
+  expectTopoError(
+      system1(gpuPci +
+              "<gpu dev=\"0\" sm=\"80\"><nvlink target=\"0000:02:00.0\" count=\"4\" tclass=\"0x030200\"/></gpu></pci>\n"
+              "<pci busid=\"0000:02:00.0\" class=\"0x030200\"><gpu dev=\"1\" sm=\"80\"/></pci>\n"),
+      {"<gpu>", "none back"});
+  expectTopoError(system1(gpuPci + "<gpu dev=\"0\" sm=\"80\"/></pci>\n<pci busid=\"0000:02:00.0\" "
+                                   "class=\"0x030200\"><gpu dev=\"0\" sm=\"80\"/></pci>\n"),
                   {"<gpu>", "dev 0 appears twice"});
   // Absurd bandwidths.
-  expectTopoError(system1("<pci busid=\"0000:01:00.0\" class=\"0x060400\" link_width=\"0\"/>\n"), {"<pci>", "link_width"});
-  expectTopoError(system1("<pci busid=\"0000:01:00.0\" class=\"0x060400\" link_width=\"64\"/>\n"), {"<pci>", "link_width"});
-  expectTopoError(system1("<pci busid=\"0000:01:00.0\" class=\"0x060400\" link_speed=\"-8.0 GT/s PCIe\"/>\n"), {"<pci>", "link_speed"});
-  expectTopoError(system1("<pci busid=\"0000:01:00.0\" class=\"0x060400\" link_speed=\"fast\"/>\n"), {"<pci>", "link_speed"});
+  expectTopoError(system1("<pci busid=\"0000:01:00.0\" class=\"0x060400\" link_width=\"0\"/>\n"),
+                  {"<pci>", "link_width"});
+  expectTopoError(system1("<pci busid=\"0000:01:00.0\" class=\"0x060400\" link_width=\"64\"/>\n"),
+                  {"<pci>", "link_width"});
+  expectTopoError(system1("<pci busid=\"0000:01:00.0\" class=\"0x060400\" link_speed=\"-8.0 GT/s PCIe\"/>\n"),
+                  {"<pci>", "link_speed"});
+  expectTopoError(system1("<pci busid=\"0000:01:00.0\" class=\"0x060400\" link_speed=\"fast\"/>\n"),
+                  {"<pci>", "link_speed"});
   expectTopoError(system1("<nic><net name=\"ib0\" dev=\"0\" speed=\"20000000\"/></nic>\n"), {"<net>", "speed", "ib0"});
   expectTopoError(system1("<nic><net name=\"ib0\" dev=\"0\" speed=\"-400\"/></nic>\n"), {"<net>", "speed"});
   expectTopoError(system1("<nic><net name=\"ib0\" dev=\"0\" latency=\"-1\"/></nic>\n"), {"<net>", "latency"});
-  expectTopoError(system1(gpuPci + "<gpu dev=\"0\" sm=\"90\"><nvlink target=\"fffffff:ffff:ff\" count=\"0\" tclass=\"0x068000\"/></gpu></pci>\n"),
+  expectTopoError(system1(gpuPci + "<gpu dev=\"0\" sm=\"90\"><nvlink target=\"fffffff:ffff:ff\" count=\"0\" "
+                                   "tclass=\"0x068000\"/></gpu></pci>\n"),
                   {"<nvlink>", "count"});
-  expectTopoError(system1(gpuPci + "<gpu dev=\"0\" sm=\"90\"><nvlink target=\"fffffff:ffff:ff\" count=\"500\" tclass=\"0x068000\"/></gpu></pci>\n"),
+  expectTopoError(system1(gpuPci + "<gpu dev=\"0\" sm=\"90\"><nvlink target=\"fffffff:ffff:ff\" count=\"500\" "
+                                   "tclass=\"0x068000\"/></gpu></pci>\n"),
                   {"<nvlink>", "count"});
-  expectTopoError(system1(gpuPci + "<gpu dev=\"0\" sm=\"90\"><nvlink target=\"x\" count=\"2\" tclass=\"0x010802\"/></gpu></pci>\n"),
-                  {"<nvlink>", "tclass"});
+  expectTopoError(
+      system1(gpuPci + "<gpu dev=\"0\" sm=\"90\"><nvlink target=\"x\" count=\"2\" tclass=\"0x010802\"/></gpu></pci>\n"),
+      {"<nvlink>", "tclass"});
   expectTopoError(system1(gpuPci + "<gpu dev=\"zero\" sm=\"90\"/></pci>\n"), {"<gpu>", "dev", "not an integer"});
   expectTopoError("<system version=\"1\"><cpu numaid=\"0\" arch=\"sparc\"/></system>", {"<cpu>", "arch"});
-  expectTopoError("<system version=\"1\"><cpu numaid=\"0\" arch=\"x86_64\"/><cpu numaid=\"0\" arch=\"x86_64\"/></system>",
-                  {"<cpu>", "numaid 0 appears twice"});
+  expectTopoError(
+      "<system version=\"1\"><cpu numaid=\"0\" arch=\"x86_64\"/><cpu numaid=\"0\" arch=\"x86_64\"/></system>",
+      {"<cpu>", "numaid 0 appears twice"});
   std::unique_ptr<XmlNode> root;
   ASSERT_EQ(xmlParse("<system version=\"1\"/>", "t.xml", &root), ncclSuccess);
   TopoSystem sys;
@@ -371,7 +395,8 @@ void roundTrip(const std::string& text, const std::string& source, int nHosts) {
 }
 
 TEST(TopoXml, RoundTripThroughGraphKeepsNodesLinksAndPaths) {
-  for (auto [name, nHosts] : {std::pair{"laptop", 1}, {"two-socket", 1}, {"dgx-h100", 1}, {"cluster-node", 1}, {"cluster-node", 2}}) {
+  for (auto [name, nHosts] :
+       {std::pair{"laptop", 1}, {"two-socket", 1}, {"dgx-h100", 1}, {"cluster-node", 1}, {"cluster-node", 2}}) {
     SCOPED_TRACE(name);
     std::unique_ptr<XmlNode> root;
     ASSERT_EQ(xmlLoadFile(fixture(name), &root), ncclSuccess) << lastError();
@@ -379,11 +404,13 @@ TEST(TopoXml, RoundTripThroughGraphKeepsNodesLinksAndPaths) {
   }
   // A CPU-only machine as discovery writes it: network devices hung off the CPU, no PCI.
   SCOPED_TRACE("cpu-only");
-  roundTrip("<system version=\"1\"><cpu numaid=\"0\" affinity=\"0000000f\" arch=\"x86_64\" host_hash=\"0x1\">"
-            "<nic><net name=\"eth0\" dev=\"0\" speed=\"25000\" port=\"0\" guid=\"0x0\" latency=\"0.5\" gdr=\"0\" maxconn=\"65536\"/>"
-            "<net name=\"eth1\" dev=\"1\" speed=\"10000\"/></nic></cpu>"
-            "<cpu numaid=\"1\" arch=\"arm64\"/></system>",
-            "cpu-only", 1);
+  roundTrip(
+      "<system version=\"1\"><cpu numaid=\"0\" affinity=\"0000000f\" arch=\"x86_64\" host_hash=\"0x1\">"
+      "<nic><net name=\"eth0\" dev=\"0\" speed=\"25000\" port=\"0\" guid=\"0x0\" latency=\"0.5\" gdr=\"0\" "
+      "maxconn=\"65536\"/>"
+      "<net name=\"eth1\" dev=\"1\" speed=\"10000\"/></nic></cpu>"
+      "<cpu numaid=\"1\" arch=\"arm64\"/></system>",
+      "cpu-only", 1);
 }
 
 }  // namespace

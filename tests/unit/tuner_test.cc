@@ -111,7 +111,9 @@ TEST(Tuner, ChoiceFollowsTheModelAndTheMask) {
   EXPECT_EQ(corrBucket(size_t(1) << 40), kCorrBuckets - 1);
 }
 
-std::string tempPath(const char* name) { return std::string("/tmp/baton-tuner-test-") + std::to_string(getpid()) + name; }
+std::string tempPath(const char* name) {
+  return std::string("/tmp/baton-tuner-test-") + std::to_string(getpid()) + name;
+}
 
 TEST(Tuner, TuningFileRoundTrip) {
   const std::string path = tempPath(".txt");

@@ -54,17 +54,17 @@ inline ::testing::AssertionResult messageHas(const std::string& msg, std::initia
 
 // EXPECT_NCCL_ERR(call, code, "substr", ...): the call returns `code` and ncclGetLastError() holds
 // every substring. The message is read right after the call, before anything else can fail.
-#define EXPECT_NCCL_ERR(call, code, ...)                                                   \
-  do {                                                                                     \
-    const ncclResult_t r_ = (call);                                                        \
-    const std::string m_ = ::baton_test::lastError();                                     \
-    EXPECT_EQ(r_, (code)) << #call << " -> " << ncclGetErrorString(r_) << ": " << m_;      \
-    EXPECT_TRUE(::baton_test::messageHas(m_, {__VA_ARGS__})) << #call;                     \
+#define EXPECT_NCCL_ERR(call, code, ...)                                              \
+  do {                                                                                \
+    const ncclResult_t r_ = (call);                                                   \
+    const std::string m_ = ::baton_test::lastError();                                 \
+    EXPECT_EQ(r_, (code)) << #call << " -> " << ncclGetErrorString(r_) << ": " << m_; \
+    EXPECT_TRUE(::baton_test::messageHas(m_, {__VA_ARGS__})) << #call;                \
   } while (0)
 
-#define ASSERT_NCCL_OK(call)                                                                           \
-  do {                                                                                                 \
-    const ncclResult_t r_ = (call);                                                                    \
+#define ASSERT_NCCL_OK(call)                                                                                      \
+  do {                                                                                                            \
+    const ncclResult_t r_ = (call);                                                                               \
     ASSERT_EQ(r_, ncclSuccess) << #call << " -> " << ncclGetErrorString(r_) << ": " << ::baton_test::lastError(); \
   } while (0)
 

@@ -47,10 +47,9 @@ bool parseColl(const std::string& s, Coll* out);
 std::string collNameList();
 Counts collCounts(Coll c, size_t count, int nranks);
 // algbw and busbw in GB/s (1 GB = 1e9 B) for `sec` seconds per operation.
-void collBandwidth(Coll c, size_t paramCount, size_t typeSize, double sec, int nranks, double* algbw,
-                   double* busbw);
-ncclResult_t collLaunch(Coll c, const void* send, void* recv, size_t count, ncclDataType_t type,
-                        ncclRedOp_t op, int root, int rank, int nranks, ncclComm_t comm);
+void collBandwidth(Coll c, size_t paramCount, size_t typeSize, double sec, int nranks, double* algbw, double* busbw);
+ncclResult_t collLaunch(Coll c, const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
+                        int root, int rank, int nranks, ncclComm_t comm);
 
 // ---- datatypes and operators (datatypes.cc) ------------------------------------------------------
 
@@ -104,8 +103,8 @@ size_t countWrong(const void* actual, const void* expected, size_t n, size_t siz
 // ---- options (options.cc, stages.cc) -------------------------------------------------------------
 
 struct Stage {
-  std::string name;                                        // "naive", or the raw spec
-  std::vector<std::pair<std::string, std::string>> env;    // KEY=VAL set before comm init
+  std::string name;                                      // "naive", or the raw spec
+  std::vector<std::pair<std::string, std::string>> env;  // KEY=VAL set before comm init
 };
 
 struct Options {
@@ -201,9 +200,9 @@ void printExplain(const Options& opt, ncclComm_t comm, int nranks);
 
 // Exits the process after a failed NCCL call, naming the call and baton's last error.
 [[noreturn]] void ncclFail(const char* call, ncclResult_t r, const char* file, int line);
-#define PERFCHECK(call)                                                      \
-  do {                                                                       \
-    ncclResult_t perf_r_ = (call);                                           \
+#define PERFCHECK(call)                                                                    \
+  do {                                                                                     \
+    ncclResult_t perf_r_ = (call);                                                         \
     if (perf_r_ != ncclSuccess) ::batonperf::ncclFail(#call, perf_r_, __FILE__, __LINE__); \
   } while (0)
 

@@ -20,9 +20,7 @@ namespace {
 
 constexpr size_t kGuard = 256;
 
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 unsigned char* allocBuffer(size_t bytes) {
   void* p = nullptr;
@@ -37,8 +35,8 @@ unsigned char* allocBuffer(size_t bytes) {
 
 uint64_t seedOf(size_t size, ncclDataType_t type, Op op, int root, bool inPlace, int rep) {
   uint64_t s = 0x6a09e667f3bcc908ull;
-  for (uint64_t v : {uint64_t(size), uint64_t(type), uint64_t(op), uint64_t(root + 1), uint64_t(inPlace),
-                     uint64_t(rep + 1)})
+  for (uint64_t v :
+       {uint64_t(size), uint64_t(type), uint64_t(op), uint64_t(root + 1), uint64_t(inPlace), uint64_t(rep + 1)})
     s = (s ^ v) * 0x100000001b3ull + (s >> 29);
   return s;
 }
@@ -96,9 +94,7 @@ class Sweep {
     return r;
   }
 
-  void barrier() {
-    PERFCHECK(ncclAllReduce(&barrierBuf_, &barrierBuf_, 1, ncclFloat32, ncclSum, wk_->ctrl, nullptr));
-  }
+  void barrier() { PERFCHECK(ncclAllReduce(&barrierBuf_, &barrierBuf_, 1, ncclFloat32, ncclSum, wk_->ctrl, nullptr)); }
 
   Row measureSize(size_t size, ncclDataType_t type, Op op, ncclRedOp_t ncop, int root) {
     const TypeInfo& ti = typeInfo(type);

@@ -4,12 +4,12 @@
 // fits time = latency + bytes / bandwidth to each curve, turns the fit into NCCL's terms (a cost
 // per step and a bus bandwidth, so it carries over to other rank counts and collectives) and
 // writes the tuning file the library loads at the next communicator init.
+#include <unistd.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <string>
-#include <unistd.h>
 
 #include "baton/tuner.h"
 #include "baton_perf.h"
@@ -80,7 +80,8 @@ AlgoFit fitAlgo(const char* algo, const std::vector<Row>* rows, int steps, doubl
     for (int b = 0; b < BATON_TUNER_BUCKETS; ++b) {
       if (!have[b]) continue;
       for (int g = prev + 1; g < b; ++g)
-        f.corr[p][g] = prev < 0 ? f.corr[p][b] : f.corr[p][prev] + (f.corr[p][b] - f.corr[p][prev]) * (g - prev) / (b - prev);
+        f.corr[p][g] =
+            prev < 0 ? f.corr[p][b] : f.corr[p][prev] + (f.corr[p][b] - f.corr[p][prev]) * (g - prev) / (b - prev);
       prev = b;
     }
     for (int g = prev + 1; g < BATON_TUNER_BUCKETS; ++g) f.corr[p][g] = prev < 0 ? 1.0 : f.corr[p][prev];
@@ -103,9 +104,10 @@ int writeCalibration(const Options& opt, const World& w, const std::vector<std::
   }
   const int ringSteps = batonTunerSteps(comm, "allreduce", BATON_ALGO_RING);
   const int treeSteps = batonTunerSteps(comm, "allreduce", BATON_ALGO_TREE);
-  std::printf("# calibration of the '%s' table: fit of time = latency + bytes / algbw per algorithm and protocol (%d "
-              "ranks; %d ring steps, %d tree steps)\n",
-              pathKind, n, ringSteps, treeSteps);
+  std::printf(
+      "# calibration of the '%s' table: fit of time = latency + bytes / algbw per algorithm and protocol (%d "
+      "ranks; %d ring steps, %d tree steps)\n",
+      pathKind, n, ringSteps, treeSteps);
   const AlgoFit fits[2] = {fitAlgo("Ring", &perStage[0], ringSteps, double(ringSteps) / n),
                            fitAlgo("Tree", &perStage[3], treeSteps, 2.0)};
   static const char* kNames[2] = {"Ring", "Tree"};
@@ -147,8 +149,10 @@ int writeCalibration(const Options& opt, const World& w, const std::vector<std::
       return 1;
     }
   }
-  std::printf("# wrote the '%s' table (Ring and Tree) of %s (new communicators load it; BATON_TUNING_FILE=none "
-              "ignores it)\n", pathKind, path);
+  std::printf(
+      "# wrote the '%s' table (Ring and Tree) of %s (new communicators load it; BATON_TUNING_FILE=none "
+      "ignores it)\n",
+      pathKind, path);
   return 0;
 }
 

@@ -88,8 +88,7 @@ Counts collCounts(Coll c, size_t count, int nranks) {
   return k;
 }
 
-void collBandwidth(Coll c, size_t paramCount, size_t typeSize, double sec, int nranks, double* algbw,
-                   double* busbw) {
+void collBandwidth(Coll c, size_t paramCount, size_t typeSize, double sec, int nranks, double* algbw, double* busbw) {
   const double n = nranks;
   const double bytes = double(paramCount) * double(typeSize) * (perRankBlocks(c) ? n : 1.0);
   double factor = 1.0;
@@ -99,8 +98,8 @@ void collBandwidth(Coll c, size_t paramCount, size_t typeSize, double sec, int n
   *busbw = *algbw * factor;
 }
 
-ncclResult_t collLaunch(Coll c, const void* send, void* recv, size_t count, ncclDataType_t type,
-                        ncclRedOp_t op, int root, int rank, int nranks, ncclComm_t comm) {
+ncclResult_t collLaunch(Coll c, const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
+                        int root, int rank, int nranks, ncclComm_t comm) {
   cudaStream_t stream = nullptr;  // host mode: accepted and ignored
   switch (c) {
     case Coll::AllReduce: return ncclAllReduce(send, recv, count, type, op, comm, stream);

@@ -164,8 +164,7 @@ size_t countWrong(const void* actual, const void* expected, size_t n, size_t siz
   const char* a = static_cast<const char*>(actual);
   const char* e = static_cast<const char*>(expected);
   size_t wrong = 0;
-  for (size_t off = 0; off < n; off += size)
-    wrong += std::memcmp(a + off, e + off, std::min(size, n - off)) != 0;
+  for (size_t off = 0; off < n; off += size) wrong += std::memcmp(a + off, e + off, std::min(size, n - off)) != 0;
   return wrong;
 }
 

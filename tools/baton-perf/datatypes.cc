@@ -21,12 +21,12 @@ const TypeInfo kTypes[] = {
     {ncclUint32, "uint32", 4, Fmt::Uint, int64_t(1) << 31, 31},
     {ncclInt64, "int64", 8, Fmt::Int, int64_t(1) << 52, 62},
     {ncclUint64, "uint64", 8, Fmt::Uint, int64_t(1) << 53, 62},
-    {ncclFloat16, "half", 2, Fmt::Half, 2048, 15},           // 11-bit significand; max 65504
+    {ncclFloat16, "half", 2, Fmt::Half, 2048, 15},  // 11-bit significand; max 65504
     {ncclFloat32, "float", 4, Fmt::Float, int64_t(1) << 24, 62},
     {ncclFloat64, "double", 8, Fmt::Double, int64_t(1) << 53, 62},
-    {ncclBfloat16, "bfloat16", 2, Fmt::Bf16, 256, 62},       // 8-bit significand
-    {ncclFloat8e4m3, "f8e4m3", 1, Fmt::E4m3, 16, 8},         // 4-bit significand; max 448
-    {ncclFloat8e5m2, "f8e5m2", 1, Fmt::E5m2, 8, 15},         // 3-bit significand; max 57344
+    {ncclBfloat16, "bfloat16", 2, Fmt::Bf16, 256, 62},  // 8-bit significand
+    {ncclFloat8e4m3, "f8e4m3", 1, Fmt::E4m3, 16, 8},    // 4-bit significand; max 448
+    {ncclFloat8e5m2, "f8e5m2", 1, Fmt::E5m2, 8, 15},    // 3-bit significand; max 57344
 };
 
 struct Alias {
@@ -34,10 +34,9 @@ struct Alias {
   ncclDataType_t type;
 };
 const Alias kTypeAliases[] = {
-    {"char", ncclInt8},        {"int", ncclInt32},         {"fp16", ncclFloat16},
-    {"float16", ncclFloat16},  {"fp32", ncclFloat32},      {"float32", ncclFloat32},
-    {"fp64", ncclFloat64},     {"float64", ncclFloat64},   {"bf16", ncclBfloat16},
-    {"e4m3", ncclFloat8e4m3},  {"fp8e4m3", ncclFloat8e4m3}, {"e5m2", ncclFloat8e5m2},
+    {"char", ncclInt8},          {"int", ncclInt32},       {"fp16", ncclFloat16},       {"float16", ncclFloat16},
+    {"fp32", ncclFloat32},       {"float32", ncclFloat32}, {"fp64", ncclFloat64},       {"float64", ncclFloat64},
+    {"bf16", ncclBfloat16},      {"e4m3", ncclFloat8e4m3}, {"fp8e4m3", ncclFloat8e4m3}, {"e5m2", ncclFloat8e5m2},
     {"fp8e5m2", ncclFloat8e5m2},
 };
 

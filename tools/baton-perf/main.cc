@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "baton/tuner.h"
 #include "baton/launch.h"
+#include "baton/tuner.h"
 #include "baton_perf.h"
 
 using namespace batonperf;
@@ -50,8 +50,7 @@ double measureMemcpy() {
 
 void initComms(std::vector<ncclComm_t>* comms, const ncclUniqueId& id, const World& w) {
   PERFCHECK(ncclGroupStart());
-  for (int t = 0; t < w.nthreads; ++t)
-    PERFCHECK(ncclCommInitRank(&(*comms)[t], w.nranks, id, w.proc * w.nthreads + t));
+  for (int t = 0; t < w.nthreads; ++t) PERFCHECK(ncclCommInitRank(&(*comms)[t], w.nranks, id, w.proc * w.nthreads + t));
   PERFCHECK(ncclGroupEnd());
 }
 

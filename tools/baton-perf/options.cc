@@ -58,9 +58,10 @@ std::string typeNameList() {
 }  // namespace
 
 int parseOptions(int argc, char** argv, Options* opt) {
-  CLI::App app{"baton-perf: nccl-tests-style bandwidth sweeps over baton's collectives.\n"
-               "Ranks = processes (BATON_NRANKS, set by baton-run) x threads (-t).",
-               "baton-perf"};
+  CLI::App app{
+      "baton-perf: nccl-tests-style bandwidth sweeps over baton's collectives.\n"
+      "Ranks = processes (BATON_NRANKS, set by baton-run) x threads (-t).",
+      "baton-perf"};
   std::string coll, minb = "32M", maxb = "32M", stepb = "1M", op = "sum", dtype = "float", compare;
   int factor = 0;
   app.add_option("collective", coll,
@@ -110,7 +111,8 @@ int parseOptions(int argc, char** argv, Options* opt) {
   bool factorGiven = fOpt->count() > 0;
   if (opt->calibrate) {
     if (!compare.empty()) return usageError("--calibrate runs its own stages; it cannot be combined with --compare");
-    if (coll != "allreduce" && coll != "all_reduce") return usageError("--calibrate measures allreduce; got '" + coll + "'");
+    if (coll != "allreduce" && coll != "all_reduce")
+      return usageError("--calibrate measures allreduce; got '" + coll + "'");
     if (!app.count("-b")) minb = "8";
     if (!app.count("-e")) maxb = "64M";
     if (!factorGiven && !iOpt->count()) factor = 4, factorGiven = true;
@@ -144,7 +146,8 @@ int parseOptions(int argc, char** argv, Options* opt) {
   else
     for (const std::string& s : splitList(op)) {
       Op o;
-      if (!parseOp(s, &o)) return usageError("unknown op '" + s + "'; expected one of: sum prod min max avg mulsum all");
+      if (!parseOp(s, &o))
+        return usageError("unknown op '" + s + "'; expected one of: sum prod min max avg mulsum all");
       opt->ops.push_back(o);
     }
   if (!collDesc(opt->coll).reduces) opt->ops = {Op::None};

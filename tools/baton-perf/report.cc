@@ -59,10 +59,11 @@ void Report::header(double memcpyGBs, const std::vector<RankInfo>& ranks) const 
   std::printf("# baton-perf %s: nranks %d (%d processes x %d threads), nccl-headers=%d nccl-library=%d\n", name,
               w_.nranks, w_.nprocs, w_.nthreads, NCCL_VERSION_CODE, version);
   const bool factor = opt_.stepFactor > 1;
-  std::printf("# nThread %d nGpus 1 minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %d "
-              "agg iters: 1 validation: %d graph: 0\n",
-              w_.nthreads, opt_.minBytes, opt_.maxBytes, factor ? size_t(opt_.stepFactor) : opt_.stepBytes,
-              factor ? "factor" : "bytes", opt_.warmup, opt_.iters, opt_.check ? 1 : 0);
+  std::printf(
+      "# nThread %d nGpus 1 minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %d "
+      "agg iters: 1 validation: %d graph: 0\n",
+      w_.nthreads, opt_.minBytes, opt_.maxBytes, factor ? size_t(opt_.stepFactor) : opt_.stepBytes,
+      factor ? "factor" : "bytes", opt_.warmup, opt_.iters, opt_.check ? 1 : 0);
   printMemcpyLine(memcpyGBs);
   std::printf("#\n");
   for (size_t r = 0; r < ranks.size(); ++r)
@@ -79,9 +80,14 @@ void Report::header(double memcpyGBs, const std::vector<RankInfo>& ranks) const 
 }
 
 void Report::tableHeader() const {
-  std::printf("#                                                              out-of-place                       in-place\n");
-  std::printf("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n");
-  std::printf("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n");
+  std::printf(
+      "#                                                              out-of-place                       in-place\n");
+  std::printf(
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+      "#wrong\n");
+  std::printf(
+      "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  "
+      "(GB/s)\n");
   std::fflush(stdout);
 }
 

@@ -16,15 +16,15 @@ inline constexpr int kMaxRanks = 1024;
 
 struct Options {
   int nranks = 0;
-  double graceSec = 3.0;           // --grace / BATON_RUN_GRACE
+  double graceSec = 3.0;          // --grace / BATON_RUN_GRACE
   bool prefix = true;             // false with --no-prefix
   std::vector<std::string> argv;  // program and its arguments
 };
 
 // One relayed child output stream (the stdout or stderr of one rank).
 struct Stream {
-  int fd = -1;           // non-blocking read end; -1 once EOF was seen
-  int outFd = 1;        // where complete lines go: 1 or 2
+  int fd = -1;    // non-blocking read end; -1 once EOF was seen
+  int outFd = 1;  // where complete lines go: 1 or 2
   int rank = 0;
   std::string pending;   // bytes of a line whose '\n' has not arrived yet
   bool midline = false;  // part of the current line was already written
@@ -66,8 +66,7 @@ enum class Spawn { ok, execFailed, sysError };
 // PR_SET_PDEATHSIG(SIGKILL), the BATON_* / NCCL_COMM_ID environment, then
 // execvp. Waits until the exec either succeeded or failed (reported through
 // a close-on-exec pipe); on failure *errNo holds the errno.
-Spawn spawnRank(const Options& opt, int rank, const std::string& commId,
-                 pid_t pgid, Rank& r, int* errNo);
+Spawn spawnRank(const Options& opt, int rank, const std::string& commId, pid_t pgid, Rank& r, int* errNo);
 
 // Reads what is available on s (at most maxReads reads) and writes every
 // complete line, prefixed with "[rank] " when prefix is set. At EOF flushes

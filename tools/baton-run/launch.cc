@@ -15,8 +15,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace batonrun {
@@ -41,12 +41,13 @@ void writeAll(int fd, const char* buf, size_t len) {
 void writeStr(int fd, const std::string& s) { writeAll(fd, s.data(), s.size()); }
 
 std::string signalName(int sig) {
-  static const struct { int sig; const char* name; } table[] = {
-      {SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"},
-      {SIGILL, "SIGILL"},   {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"},
-      {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},   {SIGKILL, "SIGKILL"},
-      {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
-      {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"},
+  static const struct {
+    int sig;
+    const char* name;
+  } table[] = {
+      {SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},   {SIGTRAP, "SIGTRAP"},
+      {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},   {SIGKILL, "SIGKILL"}, {SIGUSR1, "SIGUSR1"},
+      {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"}, {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"},
       {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"}, {SIGSYS, "SIGSYS"},
   };
   for (const auto& e : table)
@@ -79,7 +80,7 @@ int setupProcess(int nranks) {
     std::exit(1);
   }
   gSelfPipeW = p[1];
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = onSignal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
@@ -87,7 +88,6 @@ int setupProcess(int nranks) {
   signal(SIGPIPE, SIG_IGN);
   return p[0];
 }
-
 
 int pickFreePort(const std::string& host, std::string* err) {
   sockaddr_storage ss{};
@@ -142,8 +142,7 @@ pid_t startWatchdog(int* keepaliveFd) {
       if (dn > 2) close(dn);
     }
     char c;
-    while (read(p[0], &c, 1) < 0 && errno == EINTR) {
-    }
+    while (read(p[0], &c, 1) < 0 && errno == EINTR) {}
     kill(0, SIGKILL);  // baton-run is gone or done: take the whole group
     _exit(0);
   }
@@ -155,8 +154,7 @@ pid_t startWatchdog(int* keepaliveFd) {
 
 static void setNonblock(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
-Spawn spawnRank(const Options& opt, int rank, const std::string& commId,
-                 pid_t pgid, Rank& r, int* errNo) {
+Spawn spawnRank(const Options& opt, int rank, const std::string& commId, pid_t pgid, Rank& r, int* errNo) {
   int out[2], err[2], st[2];
   if (pipe2(out, O_CLOEXEC) != 0) return *errNo = errno, Spawn::sysError;
   if (pipe2(err, O_CLOEXEC) != 0) {
@@ -211,8 +209,7 @@ Spawn spawnRank(const Options& opt, int rank, const std::string& commId,
   close(out[1]), close(err[1]), close(st[1]);
   int e = 0;
   ssize_t n;
-  while ((n = read(st[0], &e, sizeof e)) < 0 && errno == EINTR) {
-  }
+  while ((n = read(st[0], &e, sizeof e)) < 0 && errno == EINTR) {}
   close(st[0]);
   if (n > 0) {  // exec failed: the child has exited 127
     close(out[0]), close(err[0]);

@@ -108,8 +108,7 @@ Options parseArgs(int argc, char** argv) {
   long n = 0;
   if (!haveN) usageError("missing -n N (number of ranks)");
   if (!parseInt(nText, &n) || n < 1 || n > kMaxRanks)
-    usageError("-n must be an integer from 1 to " + std::to_string(kMaxRanks) + " (got '" +
-                nText + "')");
+    usageError("-n must be an integer from 1 to " + std::to_string(kMaxRanks) + " (got '" + nText + "')");
   opt.nranks = static_cast<int>(n);
   if (opt.argv.empty() || opt.argv[0].empty()) usageError("no program given");
   const char* g = std::getenv("BATON_RUN_GRACE");
@@ -166,8 +165,7 @@ int main(int argc, char** argv) {
       return finish(127);
     }
     if (s == Spawn::sysError) {
-      writeStr(2, "baton-run: cannot start rank " + std::to_string(r) + ": " +
-                       std::strerror(e) + "\n");
+      writeStr(2, "baton-run: cannot start rank " + std::to_string(r) + ": " + std::strerror(e) + "\n");
       return finish(1);
     }
     rankOf[ranks[r].pid] = r;
@@ -176,8 +174,7 @@ int main(int argc, char** argv) {
   int alive = opt.nranks, firstCode = 0, signalsSeen = 0;
   bool terminating = false, swept = false;
   std::optional<Clock::time_point> graceDeadline, killDeadline, drainDeadline;
-  const auto grace = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(opt.graceSec));
+  const auto grace = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.graceSec));
 
   auto reap = [&] {
     int st = 0;
@@ -194,8 +191,8 @@ int main(int argc, char** argv) {
       int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
       if (firstCode == 0) firstCode = code;
       if (terminating) continue;  // a consequence of our own signal
-      std::string what = WIFEXITED(st) ? "exited with code " + std::to_string(code)
-                                       : "killed by signal " + signalName(WTERMSIG(st));
+      std::string what =
+          WIFEXITED(st) ? "exited with code " + std::to_string(code) : "killed by signal " + signalName(WTERMSIG(st));
       writeStr(2, "baton-run: rank " + std::to_string(it->second) + " " + what + "\n");
       if (!graceDeadline) graceDeadline = Clock::now() + grace;
     }
@@ -230,8 +227,7 @@ int main(int argc, char** argv) {
     if (alive == 0 && (pfds.size() == 1 || now >= *drainDeadline)) break;
 
     int timeout = -1;
-    for (const auto& d : {terminating ? std::nullopt : graceDeadline, killDeadline,
-                          drainDeadline}) {
+    for (const auto& d : {terminating ? std::nullopt : graceDeadline, killDeadline, drainDeadline}) {
       if (!d) continue;
       auto ms = std::chrono::ceil<std::chrono::milliseconds>(*d - now).count();
       int t = static_cast<int>(std::clamp<long long>(ms, 0, 1 << 30));

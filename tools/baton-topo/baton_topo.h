@@ -11,17 +11,17 @@
 namespace batontopo {
 
 struct Options {
-  std::string topoFile;     // --topo, else NCCL_TOPO_FILE, else hwloc discovery
-  bool topoFromEnv = false; // topoFile came from NCCL_TOPO_FILE (error messages say so)
-  int nodes = 1;            // --nodes: identical hosts joined by their NICs
-  int ranksPerNode = 0;     // --ranks: CPU ranks per host when the topology has no GPUs (0: 2)
-  int channels = 0;         // --channels: 0 = 16 for GPUs, 1 for CPU ranks (the library's default here)
-  std::string dotFile;      // --dot
+  std::string topoFile;      // --topo, else NCCL_TOPO_FILE, else hwloc discovery
+  bool topoFromEnv = false;  // topoFile came from NCCL_TOPO_FILE (error messages say so)
+  int nodes = 1;             // --nodes: identical hosts joined by their NICs
+  int ranksPerNode = 0;      // --ranks: CPU ranks per host when the topology has no GPUs (0: 2)
+  int channels = 0;          // --channels: 0 = 16 for GPUs, 1 for CPU ranks (the library's default here)
+  std::string dotFile;       // --dot
   std::string treesDotFile;  // --dot-trees
-  std::string dumpFile;     // --dump: NCCL's XML of host 0
-  bool tuner = false;       // --tuner
-  bool paths = true;        // --no-paths turns the rank-by-rank path matrix off
-  std::string simulate;     // --simulate COLLECTIVE
+  std::string dumpFile;      // --dump: NCCL's XML of host 0
+  bool tuner = false;        // --tuner
+  bool paths = true;         // --no-paths turns the rank-by-rank path matrix off
+  std::string simulate;      // --simulate COLLECTIVE
   size_t minBytes = 8, maxBytes = size_t(256) << 20;
   int stepFactor = 2;
   std::string algo, proto;  // --algo / --proto for the simulation (default: every pair, best shown)
@@ -39,7 +39,7 @@ struct Machine {
 };
 
 int parseOptions(int argc, char** argv, Options* opt);  // 0 ok, else exit status
-int loadMachine(const Options& opt, Machine* m);         // 0 ok, else exit status (message printed)
+int loadMachine(const Options& opt, Machine* m);        // 0 ok, else exit status (message printed)
 void printTopology(const Machine& m);
 void printPaths(const Machine& m);
 void printGraph(const Machine& m);

@@ -42,8 +42,8 @@ int writeDot(const Machine& m, const std::string& path) {
                      linkTypeName(l.type), l.bw);
   if (m.cpuRanks) {  // CPU ranks are not topology nodes: draw them next to their CPU
     for (int r = 0; r < m.nRanks; ++r)
-      std::fprintf(f, "  r%d [label=\"rank %d\" shape=circle fillcolor=white];\n  r%d -- n%d [style=dotted];\n", r, r, r,
-                   s.rankNode[r]);
+      std::fprintf(f, "  r%d [label=\"rank %d\" shape=circle fillcolor=white];\n  r%d -- n%d [style=dotted];\n", r, r,
+                   r, s.rankNode[r]);
   }
   static const char* ringColor[4] = {"red", "blue", "darkgreen", "purple"};
   for (size_t c = 0; c < m.graph.channels.size() && c < 4; ++c) {

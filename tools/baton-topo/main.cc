@@ -23,11 +23,12 @@ static bool parseSize(const std::string& s, size_t* out) {
 }
 
 int parseOptions(int argc, char** argv, Options* opt) {
-  CLI::App app{"baton-topo: the topology baton sees, its rings and trees, and a simulator for machines you do not have.\n"
-               "Examples:\n"
-               "  baton-topo                                   # this machine (hwloc), 2 CPU ranks\n"
-               "  baton-topo --topo tests/topo/fixtures/dgx-h100.xml --dot dgx.dot\n"
-               "  baton-topo --topo FILE --nodes 4 --simulate allreduce -b 8 -e 1G"};
+  CLI::App app{
+      "baton-topo: the topology baton sees, its rings and trees, and a simulator for machines you do not have.\n"
+      "Examples:\n"
+      "  baton-topo                                   # this machine (hwloc), 2 CPU ranks\n"
+      "  baton-topo --topo tests/topo/fixtures/dgx-h100.xml --dot dgx.dot\n"
+      "  baton-topo --topo FILE --nodes 4 --simulate allreduce -b 8 -e 1G"};
   std::string minB = "8", maxB = "256M";
   app.add_option("--topo", opt->topoFile, "NCCL topology XML to load (default: NCCL_TOPO_FILE, else discovery)");
   app.add_option("--nodes", opt->nodes, "identical hosts, joined by their NICs")->check(CLI::Range(1, 1024));
@@ -41,7 +42,8 @@ int parseOptions(int argc, char** argv, Options* opt) {
   app.add_flag("--tuner", opt->tuner, "print the tuner's predicted time per algorithm and protocol");
   bool noPaths = false;
   app.add_flag("--no-paths", noPaths, "do not print the rank-by-rank path matrix");
-  app.add_option("--simulate", opt->simulate, "simulate a collective: allreduce, allgather, reducescatter, broadcast, reduce");
+  app.add_option("--simulate", opt->simulate,
+                 "simulate a collective: allreduce, allgather, reducescatter, broadcast, reduce");
   app.add_option("-b,--minbytes", minB, "smallest size (nccl-tests' size), e.g. 8, 64K");
   app.add_option("-e,--maxbytes", maxB, "largest size, e.g. 256M, 1G");
   app.add_option("-f,--stepfactor", opt->stepFactor, "multiply the size by this each step")->check(CLI::Range(2, 1024));

@@ -29,8 +29,8 @@ void printTopology(const Machine& m) {
   const TopoSystem& s = m.sys;
   int count[6] = {};
   for (const TopoNode& n : s.nodes) count[(int)n.type]++;
-  std::printf("# topology: %s, %d host%s: %d GPU, %d PCI, %d NVS, %d CPU, %d NIC, %d NET\n", m.source.c_str(),
-              s.nHosts, s.nHosts > 1 ? "s" : "", count[0], count[1], count[2], count[3], count[4], count[5]);
+  std::printf("# topology: %s, %d host%s: %d GPU, %d PCI, %d NVS, %d CPU, %d NIC, %d NET\n", m.source.c_str(), s.nHosts,
+              s.nHosts > 1 ? "s" : "", count[0], count[1], count[2], count[3], count[4], count[5]);
   if (!m.notes.empty()) {
     size_t a = 0;
     while (a < m.notes.size()) {
@@ -50,8 +50,8 @@ void printTopology(const Machine& m) {
     std::printf("\n");
   }
   if (m.cpuRanks)
-    std::printf("# no GPU: %d CPU rank%s per host, placed on the CPU (NUMA) nodes in turn\n",
-                m.nRanks / s.nHosts, m.nRanks / s.nHosts > 1 ? "s" : "");
+    std::printf("# no GPU: %d CPU rank%s per host, placed on the CPU (NUMA) nodes in turn\n", m.nRanks / s.nHosts,
+                m.nRanks / s.nHosts > 1 ? "s" : "");
 }
 
 void printPaths(const Machine& m) {
@@ -107,8 +107,7 @@ void printTuner(const Machine& m) {
   const size_t sizes[] = {8, 1024, 64 << 10, 1 << 20, 16 << 20, 256 << 20};
   std::printf("%14s", "size");
   for (const CollAlgo a : kTunedAlgos)
-    for (int p = 0; p < kNumProtos; ++p)
-      std::printf(" %12s", (std::string(algoName(a)) + "/" + protoName(p)).c_str());
+    for (int p = 0; p < kNumProtos; ++p) std::printf(" %12s", (std::string(algoName(a)) + "/" + protoName(p)).c_str());
   std::printf("  choice\n");
   for (size_t bytes : sizes) {
     std::printf("%14zu", bytes);

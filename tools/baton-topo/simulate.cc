@@ -50,7 +50,8 @@ double busFactor(int func, int n) {
 int simulateSweep(const Options& opt, const Machine& m) {
   const int funcId = funcByName(opt.simulate.c_str());
   if (funcId < 0) {
-    std::fprintf(stderr, "baton-topo: --simulate '%s' (expected allreduce, allgather, reducescatter, broadcast or reduce)\n",
+    std::fprintf(stderr,
+                 "baton-topo: --simulate '%s' (expected allreduce, allgather, reducescatter, broadcast or reduce)\n",
                  opt.simulate.c_str());
     return 2;
   }
@@ -58,12 +59,15 @@ int simulateSweep(const Options& opt, const Machine& m) {
   std::vector<CollAlgo> algos;
   std::vector<Proto> protos;
   for (const CollAlgo a : kTunedAlgos)
-    if ((opt.algo.empty() || strcasecmp(opt.algo.c_str(), algoName(a)) == 0) && (a == kAlgoRing || func == kFuncAllReduce))
+    if ((opt.algo.empty() || strcasecmp(opt.algo.c_str(), algoName(a)) == 0) &&
+        (a == kAlgoRing || func == kFuncAllReduce))
       algos.push_back(a);
   for (int p = 0; p < kNumProtos; ++p)
     if (opt.proto.empty() || strcasecmp(opt.proto.c_str(), protoName(p)) == 0) protos.push_back(Proto(p));
   if (algos.empty() || protos.empty()) {
-    std::fprintf(stderr, "baton-topo: --algo '%s' --proto '%s' leave nothing to simulate (Ring or Tree, Tree for allreduce only; LL, LL128, Simple)\n",
+    std::fprintf(stderr,
+                 "baton-topo: --algo '%s' --proto '%s' leave nothing to simulate (Ring or Tree, Tree for allreduce "
+                 "only; LL, LL128, Simple)\n",
                  opt.algo.c_str(), opt.proto.c_str());
     return 2;
   }
@@ -72,9 +76,10 @@ int simulateSweep(const Options& opt, const Machine& m) {
   for (const ChannelGraph& g : m.graph.channels) chBw = chBw == 0 || g.bw < chBw ? g.bw : chBw;
   std::printf("# simulate %s: %s, %d host%s, %d ranks, %d channels (%.1f GB/s each, from the graph search)\n",
               opt.simulate.c_str(), m.source.c_str(), m.sys.nHosts, m.sys.nHosts > 1 ? "s" : "", n, nch, chBw);
-  std::printf("# model: baton's step schedule over the topology's links (latency + bytes/bandwidth, shared links\n"
-              "# contend, FIFO credit of 8 steps) + NCCL's base latency per operation; float, sum%s\n",
-              opt.splitTree ? "; trees split as NCCL runs them" : "");
+  std::printf(
+      "# model: baton's step schedule over the topology's links (latency + bytes/bandwidth, shared links\n"
+      "# contend, FIFO credit of 8 steps) + NCCL's base latency per operation; float, sum%s\n",
+      opt.splitTree ? "; trees split as NCCL runs them" : "");
   std::printf("#%13s %12s %6s %6s %5s %11s %11s %11s %6s %7s\n", "size", "count", "type", "redop", "root", "time(us)",
               "algbw(GB/s)", "busbw(GB/s)", "algo", "proto");
   for (size_t bytes = opt.minBytes; bytes <= opt.maxBytes; bytes *= opt.stepFactor) {

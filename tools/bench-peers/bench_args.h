@@ -12,9 +12,12 @@ inline bool parseSize(const char* s, size_t* out) {
   const unsigned long long v = std::strtoull(s, &end, 10);
   int shift = 0;
   switch (*end) {
-    case 'k': case 'K': shift = 10, ++end; break;
-    case 'm': case 'M': shift = 20, ++end; break;
-    case 'g': case 'G': shift = 30, ++end; break;
+    case 'k':
+    case 'K': shift = 10, ++end; break;
+    case 'm':
+    case 'M': shift = 20, ++end; break;
+    case 'g':
+    case 'G': shift = 30, ++end; break;
     default: break;
   }
   if (*end == 'B' || *end == 'b') ++end;

@@ -88,8 +88,8 @@ float inputValue(int rank, size_t i) { return float((size_t(rank) * 5 + i * 3) %
 // One in-place allreduce of `count` floats at `data` with the chosen algorithm. The old-style
 // algorithms set up their buffers once in the constructor and are run many times, as Gloo's own
 // benchmark does.
-std::function<void()> makeAllreduce(const std::string& algo, const std::shared_ptr<gloo::Context>& ctx,
-                                    float* data, int count) {
+std::function<void()> makeAllreduce(const std::string& algo, const std::shared_ptr<gloo::Context>& ctx, float* data,
+                                    int count) {
   const std::vector<float*> ptrs{data};
   if (algo == "ring") {
     auto a = std::make_shared<gloo::AllreduceRing<float>>(ctx, ptrs, count);
@@ -108,16 +108,13 @@ std::function<void()> makeAllreduce(const std::string& algo, const std::shared_p
     opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
     opts.setInput(data, size_t(count));
     opts.setOutput(data, size_t(count));
-    opts.setReduceFunction([](void* c, const void* a, const void* b, size_t n) {
-      gloo::sum<float>(c, a, b, n);
-    });
+    opts.setReduceFunction([](void* c, const void* a, const void* b, size_t n) { gloo::sum<float>(c, a, b, n); });
     gloo::allreduce(opts);
   };
 }
 
 // value combined over ranks with `fn` (max or sum), through a one-element ring allreduce.
-double combine(const std::shared_ptr<gloo::Context>& ctx, double value,
-               const gloo::ReductionFunction<double>* fn) {
+double combine(const std::shared_ptr<gloo::Context>& ctx, double value, const gloo::ReductionFunction<double>* fn) {
   gloo::AllreduceRing<double> ar(ctx, {&value}, 1, fn);
   ar.run();
   return value;
@@ -171,8 +168,8 @@ int run(const Options& o) {
   if (o.rank == 0) {
     const double algbw = timeUs > 0 ? double(bytes) / (timeUs * 1e-6) / 1e9 : 0.0;
     const double busbw = algbw * 2.0 * (o.size - 1) / o.size;
-    std::printf("# gloo-allreduce-ring: nranks %d, algo %s, %s, warmup %d iters %d, time = max over ranks\n",
-                o.size, o.algo.c_str(), dev->str().c_str(), o.warmup, o.iters);
+    std::printf("# gloo-allreduce-ring: nranks %d, algo %s, %s, warmup %d iters %d, time = max over ranks\n", o.size,
+                o.algo.c_str(), dev->str().c_str(), o.warmup, o.iters);
     std::printf("#       size         count      type   redop    root     time   algbw   busbw #wrong\n");
     std::printf("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)\n");
     std::printf("%12zu  %12zu  %8s  %6s  %6d", bytes, count, "float", "sum", -1);

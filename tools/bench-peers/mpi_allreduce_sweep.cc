@@ -7,7 +7,7 @@
 // with MPI_Wtime as one block, time = block / iters, combined over ranks per -a (default max, so the
 // slowest rank sets the time). Inputs are small integers stored as floats, so every partial sum is
 // exact whatever order MPI adds in, and the check can compare bit for bit.
-#define OMPI_SKIP_MPICXX 1  // the deprecated C++ bindings are not used, and they warn under -Wextra
+#define OMPI_SKIP_MPICXX  1  // the deprecated C++ bindings are not used, and they warn under -Wextra
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
@@ -73,9 +73,7 @@ constexpr size_t kPeriod = 13;
 float inputValue(int rank, size_t i) { return float((size_t(rank) * 5 + i * 3) % kPeriod); }
 
 // Same layout as nccl-tests: 7 wide, fewer decimals as the time grows.
-void printTime(double us) {
-  std::printf("  %7.*f", us >= 10000.0 ? 0 : us >= 100.0 ? 1 : 2, us);
-}
+void printTime(double us) { std::printf("  %7.*f", us >= 10000.0 ? 0 : us >= 100.0 ? 1 : 2, us); }
 
 struct Half {
   double timeUs = 0, wrong = 0;
@@ -145,14 +143,20 @@ void printHeader(const Options& o, int nranks, double memcpyGBs) {
   libLine = libLine.substr(0, libLine.find_first_of(",\n"));
   std::printf("# mpi-allreduce-sweep allreduce: nranks %d (%d processes x 1 threads), %s\n", nranks, nranks,
               libLine.c_str());
-  std::printf("# nThread 1 nGpus 1 minBytes %zu maxBytes %zu step: %d(factor) warmup iters: %d iters: %d "
-              "agg iters: 1 validation: %d graph: 0\n",
-              o.minBytes, o.maxBytes, o.factor, o.warmup, o.iters, o.check ? 1 : 0);
+  std::printf(
+      "# nThread 1 nGpus 1 minBytes %zu maxBytes %zu step: %d(factor) warmup iters: %d iters: %d "
+      "agg iters: 1 validation: %d graph: 0\n",
+      o.minBytes, o.maxBytes, o.factor, o.warmup, o.iters, o.check ? 1 : 0);
   std::printf("# single-thread memcpy bandwidth: %.2f GB/s (64 MiB buffers, median of 5)\n", memcpyGBs);
   std::printf("#\n");
-  std::printf("#                                                              out-of-place                       in-place\n");
-  std::printf("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n");
-  std::printf("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n");
+  std::printf(
+      "#                                                              out-of-place                       in-place\n");
+  std::printf(
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+      "#wrong\n");
+  std::printf(
+      "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  "
+      "(GB/s)\n");
 }
 
 }  // namespace

@@ -39,12 +39,12 @@ struct NetProperties {
   char name[64];      // interface or HCA name ("eth0", "mlx5_0:1")
   char pciPath[256];  // sysfs path of the device ("" when it has none)
   uint64_t guid;
-  int ptrSupport;     // NetPtrType bits: what regMr accepts
-  int speedMbps;      // link speed
-  int port;           // IB port (1-based) or 0
-  float latencyUs;    // 0: unknown
-  int maxComms;       // connections it can hold
-  int maxRecvs;       // buffers one irecv may offer
+  int ptrSupport;   // NetPtrType bits: what regMr accepts
+  int speedMbps;    // link speed
+  int port;         // IB port (1-based) or 0
+  float latencyUs;  // 0: unknown
+  int maxComms;     // connections it can hold
+  int maxRecvs;     // buffers one irecv may offer
 };
 
 struct NetHandle {
@@ -72,7 +72,8 @@ class NetBackend {
   // deadline). Sockets finish in one call, waiting at most BATON_BOOTSTRAP_TIMEOUT for an
   // unreachable peer and returning early once `abortFlag` (may be null) is raised. A peer that
   // refuses for longer than a few retries is ncclRemoteError.
-  virtual ncclResult_t connect(int dev, const NetHandle& handle, const volatile int* abortFlag, NetSendComm** sendComm) = 0;
+  virtual ncclResult_t connect(int dev, const NetHandle& handle, const volatile int* abortFlag,
+                               NetSendComm** sendComm) = 0;
   // Non-blocking: *recvComm stays null until the peer has connected; call again.
   virtual ncclResult_t accept(NetListenComm* listenComm, NetRecvComm** recvComm) = 0;
 

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "misc/debug.h"
 #include "exec_model.h"
+#include "misc/debug.h"
 #include "net/net_transport.h"
 #include "primitives_api.h"
 #include "primitives_ll128.h"

@@ -4,8 +4,8 @@
 // Memory-ordering contract: net_transport.h.
 #include <unistd.h>
 
-#include "misc/debug.h"
 #include "exec_model.h"
+#include "misc/debug.h"
 #include "net/net_transport.h"
 #include "primitives_api.h"
 #include "primitives_ll128.h"
@@ -14,7 +14,12 @@ namespace baton {
 
 NetSendTask::NetSendTask(NetBackend* net, NetSendComm* comm, std::shared_ptr<HostFifo> fifo, int rank, int peer,
                          std::string peerAddr, const volatile int* abortFlag)
-    : net_(net), comm_(comm), fifo_(std::move(fifo)), rank_(rank), peer_(peer), peerAddr_(std::move(peerAddr)),
+    : net_(net),
+      comm_(comm),
+      fifo_(std::move(fifo)),
+      rank_(rank),
+      peer_(peer),
+      peerAddr_(std::move(peerAddr)),
       abortFlag_(abortFlag) {}
 
 ncclResult_t NetSendTask::registerFifo() {
@@ -32,7 +37,8 @@ NetSendTask::~NetSendTask() {
          net_->isend(comm_, fifo_->fifo, 0, kNetByeTag, mh_, &bye) == ncclSuccess && !bye)
     usleep(50);
   int done = 0;
-  while (bye && !done && net_->test(bye, &done, nullptr, nullptr, nullptr) == ncclSuccess && nowNs() < until) usleep(50);
+  while (bye && !done && net_->test(bye, &done, nullptr, nullptr, nullptr) == ncclSuccess && nowNs() < until)
+    usleep(50);
   if (mh_) net_->deregMr(comm_, nullptr, mh_);
   net_->closeSend(comm_);
 }
@@ -56,7 +62,8 @@ bool NetSendTask::stepReady(uint64_t s, int* proto, uint64_t* bytes) {
     }
   }
   if (l.stepBytes[kProtoLL128]) {
-    const auto* line = reinterpret_cast<const LL128Line*>(fifoBuff(f, l, kProtoLL128) + slot * l.stepBytes[kProtoLL128]);
+    const auto* line =
+        reinterpret_cast<const LL128Line*>(fifoBuff(f, l, kProtoLL128) + slot * l.stepBytes[kProtoLL128]);
     if (loadAcquire(&line->flag) == s + 1) {
       *proto = kProtoLL128;
       *bytes = f->sizes[slot];
@@ -95,8 +102,8 @@ ncclResult_t NetSendTask::progress(bool* didWork, std::string* message) {
     uint64_t bytes = 0;
     if (!stepReady(s, &proto, &bytes)) break;
     if (bytes > l.stepBytes[proto] || netWireBytes(proto, bytes) > l.stepBytes[proto]) {
-      *message = "NET: rank " + std::to_string(rank_) + " step " + std::to_string(s) + " to rank " + std::to_string(peer_) +
-                 " claims " + std::to_string(bytes) + " bytes, more than its slot";
+      *message = "NET: rank " + std::to_string(rank_) + " step " + std::to_string(s) + " to rank " +
+                 std::to_string(peer_) + " claims " + std::to_string(bytes) + " bytes, more than its slot";
       return ncclInternalError;
     }
     char* slot = fifoBuff(f, l, proto) + (s % kSteps) * l.stepBytes[proto];

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "misc/debug.h"
-#include "net/net_backend.h"
 #include "misc/param.h"
+#include "net/net_backend.h"
 
 namespace baton {
 
@@ -26,10 +26,13 @@ ncclResult_t selectNetBackend(NetBackend** out) {
   };
   if (!want.empty()) {
     NetBackend* b = !strcasecmp(want.c_str(), "IB") ? ib : !strcasecmp(want.c_str(), "Socket") ? sock : nullptr;
-    if (!b) return batonError(ncclInvalidArgument, "NCCL_NET='%s' names no network back-end (baton has 'Socket' and 'IB')", want.c_str());
+    if (!b)
+      return batonError(ncclInvalidArgument, "NCCL_NET='%s' names no network back-end (baton has 'Socket' and 'IB')",
+                        want.c_str());
     BATON_CHECK(b == ib ? init(ib, &ibInit, &ibRes) : init(sock, &sockInit, &sockRes));
     if (b->devices() == 0)
-      return batonError(ncclSystemError, "NCCL_NET='%s': the %s back-end found no device on this host", want.c_str(), b->name());
+      return batonError(ncclSystemError, "NCCL_NET='%s': the %s back-end found no device on this host", want.c_str(),
+                        b->name());
     *out = b;
     return ncclSuccess;
   }

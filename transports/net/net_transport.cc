@@ -8,10 +8,10 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "misc/debug.h"
 #include "exec_model.h"
-#include "net/net_transport.h"
+#include "misc/debug.h"
 #include "misc/socket.h"
+#include "net/net_transport.h"
 
 namespace baton {
 
@@ -32,7 +32,8 @@ namespace {
 
 class NetConnection : public Connection {
  public:
-  NetConnection(std::shared_ptr<HostFifo> mem, std::shared_ptr<ProxyTask> task) : mem_(std::move(mem)), task_(std::move(task)) {
+  NetConnection(std::shared_ptr<HostFifo> mem, std::shared_ptr<ProxyTask> task)
+      : mem_(std::move(mem)), task_(std::move(task)) {
     fifo = mem_->fifo;
     layout = mem_->layout;
   }
@@ -69,7 +70,8 @@ class NetTransport : public Transport {
     return ncclSuccess;
   }
 
-  ncclResult_t connectSend(const ConnSetup& setup, const ConnectInfo& info, std::unique_ptr<Connection>* conn) override {
+  ncclResult_t connectSend(const ConnSetup& setup, const ConnectInfo& info,
+                           std::unique_ptr<Connection>* conn) override {
     if (!setup.proxy) return batonError(ncclInternalError, "NET: connection to rank %d has no proxy", setup.peer);
     NetConnectInfo ni;
     memcpy(&ni, info.data, sizeof ni);
@@ -77,7 +79,8 @@ class NetTransport : public Transport {
     NetBackend* net = nullptr;
     BATON_CHECK(selectNetBackend(&net));
     if (strcasecmp(ni.devName, net->name()) != 0)
-      return batonError(ncclInvalidUsage, "NET: rank %d uses the %s network and rank %d the %s one; set NCCL_NET alike on every host",
+      return batonError(ncclInvalidUsage,
+                        "NET: rank %d uses the %s network and rank %d the %s one; set NCCL_NET alike on every host",
                         ni.rank, ni.devName, setup.rank, net->name());
     auto fifo = std::make_shared<HostFifo>(ni.layout);
     if (!fifo->fifo) return batonError(ncclSystemError, "NET: cannot allocate a %zu-byte FIFO", fifo->bytes);
@@ -89,15 +92,17 @@ class NetTransport : public Transport {
       if (res != ncclSuccess)
         return batonError(res, "NET: rank %d cannot connect to rank %d: %s", setup.rank, ni.rank, lastError());
       if (comm) break;
-      if (abortRequested(setup.abortFlag)) return batonError(ncclInvalidUsage, "NET: connect to rank %d aborted", ni.rank);
+      if (abortRequested(setup.abortFlag))
+        return batonError(ncclInvalidUsage, "NET: connect to rank %d aborted", ni.rank);
       if (nowNs() > deadline)
-        return batonError(ncclRemoteError, "NET: rank %d could not connect to rank %d within %llus", setup.rank, ni.rank,
-                          (unsigned long long)bootstrapTimeoutSec());
+        return batonError(ncclRemoteError, "NET: rank %d could not connect to rank %d within %llus", setup.rank,
+                          ni.rank, (unsigned long long)bootstrapTimeoutSec());
       usleep(1000);
     }
     SocketAddress peerAddr;
     memcpy(&peerAddr, ni.handle.data, sizeof peerAddr);  // both back-ends start their handle with it
-    auto task = std::make_shared<NetSendTask>(net, comm, fifo, setup.rank, ni.rank, addressToString(peerAddr), setup.abortFlag);
+    auto task =
+        std::make_shared<NetSendTask>(net, comm, fifo, setup.rank, ni.rank, addressToString(peerAddr), setup.abortFlag);
     BATON_CHECK(task->registerFifo());
     setup.proxy->add(task);
     conn->reset(new NetConnection(fifo, task));

@@ -94,7 +94,7 @@ class NetSendTask : public ProxyTask {
   uint64_t posted_ = 0, done_ = 0;  // steps handed to the network / confirmed sent
   NetRequest* reqs_[kSteps] = {};
   NetMemHandle* mh_ = nullptr;  // the staging FIFO's registration (sockets: none needed)
-  uint64_t linesChecked_ = 0;  // LL/LL128 lines of step posted_ already seen complete
+  uint64_t linesChecked_ = 0;   // LL/LL128 lines of step posted_ already seen complete
 };
 
 class NetRecvTask : public ProxyTask {
@@ -126,7 +126,7 @@ class NetRecvTask : public ProxyTask {
   NetRequest* req_ = nullptr;
   std::unique_ptr<char[]> bounce_;  // LL and LL128 steps land here first (and the goodbye)
   size_t bounceBytes_ = 0;
-  NetMemHandle* fifoMh_ = nullptr;    // registrations, made once the peer has connected
+  NetMemHandle* fifoMh_ = nullptr;  // registrations, made once the peer has connected
   NetMemHandle* bounceMh_ = nullptr;
   bool closed_ = false;  // the peer said goodbye
 };

@@ -75,7 +75,8 @@ class P2pTransport : public Transport {
     P2pInfo pi;
     memcpy(&pi, info.data, sizeof pi);
     if (pi.pid != getpid())
-      return batonError(ncclInternalError, "p2p: connect info comes from pid %d, not this process (%d)", pi.pid, getpid());
+      return batonError(ncclInternalError, "p2p: connect info comes from pid %d, not this process (%d)", pi.pid,
+                        getpid());
     if (pi.block->ready.load(std::memory_order_acquire) != 1)
       return batonError(ncclInternalError, "p2p: peer's FIFO is not initialised");
     conn->reset(new P2pConnection(pi.block, pi.layout));

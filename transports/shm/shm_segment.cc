@@ -14,8 +14,8 @@
 #include <mutex>
 #include <string>
 
-#include "misc/debug.h"
 #include "exec_model.h"
+#include "misc/debug.h"
 
 namespace baton {
 
@@ -45,7 +45,8 @@ ncclResult_t shmOpen(const char* name, size_t bytes, void** base) {
   if (fd < 0) return batonError(ncclSystemError, "shm: cannot open peer's segment %s: %s", name, strerror(errno));
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   close(fd);
-  if (p == MAP_FAILED) return batonError(ncclSystemError, "shm: cannot map peer's segment %s: %s", name, strerror(errno));
+  if (p == MAP_FAILED)
+    return batonError(ncclSystemError, "shm: cannot map peer's segment %s: %s", name, strerror(errno));
   *base = p;
   return ncclSuccess;
 }

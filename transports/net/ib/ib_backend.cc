@@ -32,8 +32,8 @@
 // Status, honestly: this compiles and links against rdma-core's libibverbs; the build machines have
 // no RDMA device, so only the zero-device behaviour (init succeeds, devices() = 0, listen/connect
 // name the reason) has been seen running. The data path has never run on hardware.
-#include "misc/debug.h"
 #include "ib_comm.h"
+#include "misc/debug.h"
 
 namespace baton {
 namespace netib {

@@ -12,8 +12,8 @@
 #include <mutex>
 #include <string>
 
-#include "net/net_backend.h"
 #include "misc/socket.h"
+#include "net/net_backend.h"
 
 namespace baton {
 namespace netib {
@@ -116,8 +116,8 @@ struct Comm {
   CommMem* mem = nullptr;
   ibv_mr* memMr = nullptr;
   ConnInfo local{}, remote{};
-  uint64_t seq = 0;     // next request's sequence number
-  int ctsPending = 0;   // receiver: CTS writes whose completion test() has not reaped yet
+  uint64_t seq = 0;    // next request's sequence number
+  int ctsPending = 0;  // receiver: CTS writes whose completion test() has not reaped yet
   Request reqs[kMaxRequests]{};
   ncclResult_t failed = ncclSuccess;  // a completion error poisons the comm
   std::string failure;

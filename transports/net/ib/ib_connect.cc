@@ -25,9 +25,9 @@
 #include <random>
 #include <string>
 
-#include "misc/debug.h"
 #include "exec_model.h"
 #include "ib_comm.h"
+#include "misc/debug.h"
 
 namespace baton {
 namespace netib {
@@ -86,7 +86,8 @@ static ncclResult_t commCreate(Comm* c) {
   a.port_num = d->port;
   a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
   if (int rc = ibv_modify_qp(c->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-    return batonError(ncclSystemError, "IB %s on %s: ibv_modify_qp(INIT) failed: %s", side, d->name.c_str(), strerror(rc));
+    return batonError(ncclSystemError, "IB %s on %s: ibv_modify_qp(INIT) failed: %s", side, d->name.c_str(),
+                      strerror(rc));
   ConnInfo& l = c->local;
   l.version = kWireVersion;
   l.qpn = c->qp->qp_num;
@@ -126,8 +127,9 @@ static ncclResult_t qpConnect(Comm* c) {
   } else {
     a.ah_attr.dlid = r.lid;
   }
-  if (int rc = ibv_modify_qp(c->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                           IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+  if (int rc = ibv_modify_qp(c->qp, &a,
+                             IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                 IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
     return batonError(ncclSystemError, "IB: ibv_modify_qp(RTR) towards %s failed: %s", c->peer.c_str(), strerror(rc));
   a = ibv_qp_attr{};
   a.qp_state = IBV_QPS_RTS;
@@ -136,8 +138,9 @@ static ncclResult_t qpConnect(Comm* c) {
   a.rnr_retry = 7;  // infinite; receive WRs are posted before each CTS, so RNR should not happen
   a.sq_psn = c->local.psn;
   a.max_rd_atomic = 1;
-  if (int rc = ibv_modify_qp(c->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                                           IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+  if (int rc = ibv_modify_qp(c->qp, &a,
+                             IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                                 IBV_QP_MAX_QP_RD_ATOMIC))
     return batonError(ncclSystemError, "IB: ibv_modify_qp(RTS) towards %s failed: %s", c->peer.c_str(), strerror(rc));
   return ncclSuccess;
 }
@@ -147,7 +150,10 @@ static ncclResult_t recvSome(Comm* c, void* buf, size_t n, bool* done) {
   *done = false;
   while (c->got < n) {
     ssize_t r = recv(c->fd, static_cast<char*>(buf) + c->got, n - c->got, MSG_DONTWAIT);
-    if (r > 0) { c->got += r; continue; }
+    if (r > 0) {
+      c->got += r;
+      continue;
+    }
     if (r < 0 && errno == EINTR) continue;
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       if (nowNs() < c->deadlineNs) return ncclSuccess;
@@ -222,8 +228,7 @@ ncclResult_t ibConnect(int dev, const NetHandle& handle, NetSendComm** out) {
       return batonError(ncclRemoteError, "IB connect: cannot reach peer %s: %s", addressToString(h.addr).c_str(),
                         why.c_str());
     }
-    if ((res = commCreate(c)) == ncclSuccess)
-      res = socketSendAll(c->fd, &c->local, sizeof c->local, c->deadlineNs);
+    if ((res = commCreate(c)) == ncclSuccess) res = socketSendAll(c->fd, &c->local, sizeof c->local, c->deadlineNs);
     if (res != ncclSuccess) return commDestroy(c), res;
     std::lock_guard<std::mutex> lock(gPendingMu);
     gPending[key] = c;
@@ -288,11 +293,12 @@ ncclResult_t ibAccept(NetListenComm* listen, NetRecvComm** out) {
   if (res == ncclSuccess && c->stage == 1) {
     res = recvSome(c, &c->ready, sizeof c->ready, &got);
     if (res == ncclSuccess && got && c->ready != kWireVersion)
-      res = batonError(ncclRemoteError, "IB accept: peer %s sent a malformed ready word 0x%x", c->peer.c_str(), c->ready);
+      res =
+          batonError(ncclRemoteError, "IB accept: peer %s sent a malformed ready word 0x%x", c->peer.c_str(), c->ready);
     if (res == ncclSuccess && got) {
       l->pending = nullptr;
-      BATON_INFO(kSubNet, "IB: accepted %s on %s (QP %u <- %u)", c->peer.c_str(), c->dev->name.c_str(),
-                 c->local.qpn, c->remote.qpn);
+      BATON_INFO(kSubNet, "IB: accepted %s on %s (QP %u <- %u)", c->peer.c_str(), c->dev->name.c_str(), c->local.qpn,
+                 c->remote.qpn);
       *out = reinterpret_cast<NetRecvComm*>(c);
     }
   }

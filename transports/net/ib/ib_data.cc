@@ -9,8 +9,8 @@
 #include <cstring>
 #include <string>
 
-#include "misc/debug.h"
 #include "ib_comm.h"
+#include "misc/debug.h"
 
 namespace baton {
 namespace netib {
@@ -53,12 +53,12 @@ ncclResult_t ibIsend(Comm* c, void* data, size_t size, uint64_t tag, IbMr* mr, N
                       c->dev->name.c_str(), c->dev->attr.max_msg_sz);
   const uintptr_t p = (uintptr_t)data;
   if (size && (!mr || p < mr->start || p + size > mr->end))
-    return batonError(ncclInvalidArgument, "IB isend: buffer %p (%zu bytes) is not inside its registration", data, size);
+    return batonError(ncclInvalidArgument, "IB isend: buffer %p (%zu bytes) is not inside its registration", data,
+                      size);
 
   DoneRecord& rec = c->mem->rec[slot];
   rec = DoneRecord{tag, size, (uint32_t)i, (uint32_t)(c->seq + 1)};
-  ibv_sge sge[2] = {{p, (uint32_t)size, size ? mr->mr->lkey : 0},
-                    {(uintptr_t)&rec, sizeof rec, c->memMr->lkey}};
+  ibv_sge sge[2] = {{p, (uint32_t)size, size ? mr->mr->lkey : 0}, {(uintptr_t)&rec, sizeof rec, c->memMr->lkey}};
   ibv_send_wr wr[2]{};
   wr[0].wr_id = wrId(kWrSend, slot);
   wr[0].sg_list = &sge[0];
@@ -162,8 +162,10 @@ static ncclResult_t pollCq(Comm* c) {
     if (wc.status != IBV_WC_SUCCESS) {
       char msg[512];
       snprintf(msg, sizeof msg, "IB %s with peer %s failed: %s (status %d, vendor error 0x%x)",
-               kind == kWrSend ? "send" : kind == kWrCts ? "clear-to-send" : "receive", c->peer.c_str(),
-               ibv_wc_status_str(wc.status), (int)wc.status, wc.vendor_err);
+               kind == kWrSend  ? "send"
+               : kind == kWrCts ? "clear-to-send"
+                                : "receive",
+               c->peer.c_str(), ibv_wc_status_str(wc.status), (int)wc.status, wc.vendor_err);
       c->failed = ncclRemoteError;
       c->failure = msg;
       return failedAgain(c);

@@ -12,8 +12,8 @@
 #include <memory>
 #include <vector>
 
-#include "misc/debug.h"
 #include "ib_comm.h"
+#include "misc/debug.h"
 #include "misc/param.h"
 
 namespace baton {
@@ -61,17 +61,21 @@ static bool hcaSelected(const std::string& spec, const std::string& dev, int por
 static int portSpeedMbps(const ibv_port_attr& a) {
   int lane;
   switch (a.active_speed) {
-    case 1: lane = 2500; break;    // SDR
-    case 2: lane = 5000; break;    // DDR
-    case 4: case 8: lane = 10000; break;  // QDR, FDR10
-    case 16: lane = 14000; break;  // FDR
-    case 32: lane = 25000; break;  // EDR
-    case 64: lane = 50000; break;  // HDR
+    case 1: lane = 2500; break;  // SDR
+    case 2: lane = 5000; break;  // DDR
+    case 4:
+    case 8: lane = 10000; break;     // QDR, FDR10
+    case 16: lane = 14000; break;    // FDR
+    case 32: lane = 25000; break;    // EDR
+    case 64: lane = 50000; break;    // HDR
     case 128: lane = 100000; break;  // NDR
-    default: lane = 2500; break;   // unknown: the slowest, never over-promise
+    default: lane = 2500; break;     // unknown: the slowest, never over-promise
   }
-  int lanes = a.active_width == 2 ? 4 : a.active_width == 4 ? 8 : a.active_width == 8 ? 12
-              : a.active_width == 16 ? 2 : 1;
+  int lanes = a.active_width == 2    ? 4
+              : a.active_width == 4  ? 8
+              : a.active_width == 8  ? 12
+              : a.active_width == 16 ? 2
+                                     : 1;
   return lane * lanes;
 }
 
@@ -105,8 +109,8 @@ static int selectGidIndex(IbDev& d) {
     if (!linkLocal && v6 < 0) v6 = i;
   }
   if (v6 >= 0) return v6;
-  BATON_WARN("IB %s: no RoCE %s GID with an IP address (%s/gids); using GID index 0", d.name.c_str(),
-             want.c_str(), base.c_str());
+  BATON_WARN("IB %s: no RoCE %s GID with an IP address (%s/gids); using GID index 0", d.name.c_str(), want.c_str(),
+             base.c_str());
   return 0;
 }
 
@@ -164,8 +168,12 @@ static ncclResult_t addPorts(ibv_device* dev, const std::string& spec) {
 ncclResult_t ibInit() {
   static std::once_flag once;
   std::call_once(once, [] {
-    gParams = {(int)envInt("NCCL_IB_TIMEOUT", 20), (int)envInt("NCCL_IB_RETRY_CNT", 7), (int)envInt("NCCL_IB_SL", 0),
-               (int)envInt("NCCL_IB_TC", 0), (int)envInt("NCCL_IB_PKEY", 0), (int)envInt("NCCL_IB_GID_INDEX", -1),
+    gParams = {(int)envInt("NCCL_IB_TIMEOUT", 20),
+               (int)envInt("NCCL_IB_RETRY_CNT", 7),
+               (int)envInt("NCCL_IB_SL", 0),
+               (int)envInt("NCCL_IB_TC", 0),
+               (int)envInt("NCCL_IB_PKEY", 0),
+               (int)envInt("NCCL_IB_GID_INDEX", -1),
                (int)envInt("NCCL_IB_ROCE_VERSION_NUM", 2)};
     int n = 0;
     ibv_device** list = ibv_get_device_list(&n);

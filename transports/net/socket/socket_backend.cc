@@ -13,8 +13,8 @@
 #include <fstream>
 #include <random>
 
-#include "misc/debug.h"
 #include "exec_model.h"
+#include "misc/debug.h"
 #include "misc/param.h"
 #include "socket_comm.h"
 
@@ -101,13 +101,15 @@ ncclResult_t connectOne(const SocketAddress& addr, const Hello& hello, const vol
       return ncclSuccess;
     }
     close(s);
-    if (e == ECANCELED) return batonError(ncclInvalidUsage, "NET/Socket: connect to %s aborted", addressToString(addr).c_str());
+    if (e == ECANCELED)
+      return batonError(ncclInvalidUsage, "NET/Socket: connect to %s aborted", addressToString(addr).c_str());
     const bool retry = (e == ECONNREFUSED && ++refusals < 10) || e == EINTR || e == EAGAIN ||
                        ((e == EHOSTUNREACH || e == ENETUNREACH) && nowNs() < deadline);
     if (!retry)
-      return batonError(ncclRemoteError, "NET/Socket: cannot connect to peer %s: %s%s", addressToString(addr).c_str(),
-                        describeSocketError(e).c_str(),
-                        e == ETIMEDOUT ? " (no answer within BATON_BOOTSTRAP_TIMEOUT: is the peer's host reachable?)" : "");
+      return batonError(
+          ncclRemoteError, "NET/Socket: cannot connect to peer %s: %s%s", addressToString(addr).c_str(),
+          describeSocketError(e).c_str(),
+          e == ETIMEDOUT ? " (no answer within BATON_BOOTSTRAP_TIMEOUT: is the peer's host reachable?)" : "");
     usleep(50 * 1000);
   }
 }
@@ -129,7 +131,9 @@ int readHello(PendingSocket& p, uint64_t magic, int nIndices) {
   if (p.got == sizeof h && h.magic == magic && h.type == kSocketNet && (int)h.index < nIndices) return 1;
   BATON_WARN("NET/Socket: dropped a connection from %s to a data port: not this connection's peer (%s)",
              addressToString(p.from).c_str(),
-             p.got < sizeof h ? "no handshake" : h.magic != magic ? "wrong magic" : "bad socket index");
+             p.got < sizeof h   ? "no handshake"
+             : h.magic != magic ? "wrong magic"
+                                : "bad socket index");
   return -1;
 }
 
@@ -247,13 +251,15 @@ class SocketBackend : public NetBackend {
   }
 
   ncclResult_t regMr(NetSendComm*, NetRecvComm*, void*, size_t, int type, NetMemHandle** mh) override {
-    if (type != kNetPtrHost) return batonError(ncclInvalidUsage, "NET/Socket: can only send host memory (type %d)", type);
+    if (type != kNetPtrHost)
+      return batonError(ncclInvalidUsage, "NET/Socket: can only send host memory (type %d)", type);
     *mh = nullptr;  // sockets need no registration
     return ncclSuccess;
   }
   ncclResult_t deregMr(NetSendComm*, NetRecvComm*, NetMemHandle*) override { return ncclSuccess; }
 
-  ncclResult_t isend(NetSendComm* comm, void* data, size_t size, uint64_t tag, NetMemHandle*, NetRequest** req) override {
+  ncclResult_t isend(NetSendComm* comm, void* data, size_t size, uint64_t tag, NetMemHandle*,
+                     NetRequest** req) override {
     return postSend(reinterpret_cast<Comm*>(comm), data, size, tag, reinterpret_cast<Request**>(req));
   }
   ncclResult_t irecv(NetRecvComm* comm, int n, void** data, const size_t* sizes, const uint64_t* tags, NetMemHandle**,

@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
-#include "net/net_backend.h"
 #include "misc/socket.h"
+#include "net/net_backend.h"
 
 namespace baton {
 namespace netsock {
@@ -106,8 +106,8 @@ struct Comm {
   std::vector<int> data;  // data sockets
   int nThreads = 0;
   std::vector<std::unique_ptr<Helper>> helpers;  // empty when there are no data sockets
-  std::deque<Request*> queue;  // posted and not yet handed back, in order
-  uint64_t seq = 0;            // messages whose tasks were cut so far
+  std::deque<Request*> queue;                    // posted and not yet handed back, in order
+  uint64_t seq = 0;                              // messages whose tasks were cut so far
   std::mutex errMu;
   std::atomic<bool> failed{false};
   ncclResult_t errCode = ncclSuccess;

@@ -87,10 +87,10 @@ bool recvSome(Comm* c, char* p, size_t n, size_t* done, const char* what) {
     }
     if (r == 0) {
       c->fail(ncclRemoteError, "NET/Socket: connection from " + c->peerName() + " closed " +
-                                   (*done == 0 && !strcmp(what, "header") ? std::string("by the peer")
-                                                                          : "after " + std::to_string(*done) + " of " +
-                                                                                std::to_string(n) + " bytes of a frame " +
-                                                                                what + " (truncated frame)"));
+                                   (*done == 0 && !strcmp(what, "header")
+                                        ? std::string("by the peer")
+                                        : "after " + std::to_string(*done) + " of " + std::to_string(n) +
+                                              " bytes of a frame " + what + " (truncated frame)"));
       return false;
     }
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return false;
