@@ -49,11 +49,7 @@ using AtomicRef64 = std::atomic_ref<uint64_t>;
 BATON_HD uint64_t loadAcquire(const uint64_t* p) {
   return AtomicRef64(*const_cast<uint64_t*>(p)).load(BATON_MO(acquire));
 }
-BATON_HD uint64_t loadRelaxed(const uint64_t* p) {
-  return AtomicRef64(*const_cast<uint64_t*>(p)).load(BATON_MO(relaxed));
-}
 BATON_HD void storeRelease(uint64_t* p, uint64_t v) { AtomicRef64(*p).store(v, BATON_MO(release)); }
-BATON_HD void storeRelaxed(uint64_t* p, uint64_t v) { AtomicRef64(*p).store(v, BATON_MO(relaxed)); }
 
 // ---- why a wait gave up -------------------------------------------------------------------------
 enum WaitResult : int { kWaitOk = 0, kWaitAborted = 1, kWaitTimeout = 2, kWaitPeerDead = 3, kWaitPeerFailed = 4 };

@@ -179,9 +179,4 @@ const char* lastError() {
   return copy;
 }
 
-void clearLastError() {
-  std::lock_guard<std::mutex> lk(gErrMu);
-  gLastError[0] = 0;
-}
-
 }  // namespace baton

@@ -41,7 +41,6 @@ const char* lastError();
 // Set on a background thread (the bootstrap root) whose errors must not replace the message a
 // caller's thread will read with ncclGetLastError.
 bool& quietErrors();
-void clearLastError();
 
 }  // namespace baton
 
