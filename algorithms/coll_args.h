@@ -22,13 +22,28 @@ enum CollAlgo : int {
   kAlgoTree = 0,
   kAlgoRing = 1,
   kNcclNumAlgos = 7,          // NCCL_NUM_ALGORITHMS
-  kAlgoNaive = kNcclNumAlgos  // lesson 01's stage 0: every rank sends to rank 0, rank 0 sends back
+  kAlgoNaive = kNcclNumAlgos,  // lesson 01's stage 0: every rank sends to rank 0, rank 0 sends back
+  // Lesson 09: symmetric windows (symmetric.h), NCCL 2.27+'s symmetric kernels.
+  kAlgoSymOneShot,  // AllReduce: every rank folds every input [AGxLD]
+  kAlgoSymTwoShot,  // AllReduce: reduce-scatter by loads, all-gather by stores [RSxLD_AGxST]
+  kAlgoSymStore,    // AllGather by stores [ST]
+  kAlgoSymLoad,     // ReduceScatter by loads [LD]
 };
+BATON_HD constexpr bool isSymmetric(CollAlgo a) { return a >= kAlgoSymOneShot && a <= kAlgoSymLoad; }
 // The algorithms the tuner models: the ids below this (Tree and Ring).
 constexpr int kNumTunedAlgos = 2;
 
 BATON_HD const char* algoName(CollAlgo algo) {
-  return algo == kAlgoTree ? "Tree" : algo == kAlgoRing ? "Ring" : algo == kAlgoNaive ? "Naive" : "?";
+  switch (algo) {
+    case kAlgoTree: return "Tree";
+    case kAlgoRing: return "Ring";
+    case kAlgoNaive: return "Naive";
+    case kAlgoSymOneShot: return "SymOneShot";
+    case kAlgoSymTwoShot: return "SymTwoShot";
+    case kAlgoSymStore: return "SymStore";
+    case kAlgoSymLoad: return "SymLoad";
+    default: return "?";
+  }
 }
 
 // One channel's ring: its position and the user rank at every position.
@@ -55,11 +70,29 @@ struct TreeDev {
   ConnDev* downSend[kTreeMaxArity] = {};  // to each child (broadcast phase)
 };
 
+// Symmetric windows (lesson 09, symmetric.h): every rank's buffers and pad as this process reaches them.
+constexpr int kMaxSymRanks = 64;
+struct SymPad;
+struct SymDev {
+  const void* const* peerSend = nullptr;  // by rank
+  void* const* peerRecv = nullptr;
+  SymPad* const* pads = nullptr;
+  uint64_t epoch = 0;  // this channel's symmetric operations so far + 1
+};
+
+// Processes of one host (lesson 09): turns an address a peer published inside its ncclMemAlloc
+// allocation `allocId` into one this process can use (mapping it on first use), or nullptr. Host
+// code only; a GPU build would translate on the host before the launch.
+struct PeerAddressMap {
+  void* (*map)(const void* self, int peer, uint64_t allocId, uint64_t ownerPtr, uint64_t bytes);
+  const void* self;
+};
+
 struct CollArgs {
   CollFunc func = kFuncAllReduce;
   CollAlgo algo = kAlgoRing;
   Proto proto = kProtoSimple;  // which of the connectors' buffers and line formats (connector.h)
-  bool direct = false;         // every rank is a thread of this process: direct paths (ring_allreduce_direct.h)
+  bool direct = false;         // direct paths (ring_allreduce_direct.h): threads of one process, or registered buffers
   bool streamStores = true;    // CPU direct paths: non-temporal stores for large outputs (BATON_STREAM_STORES)
   uint64_t opTag = 0;          // the operation's number + 1, the same on every rank (direct pointer exchange)
   const void* sendbuff = nullptr;
@@ -73,6 +106,11 @@ struct CollArgs {
   size_t chunkSteps = 4;  // FIFO steps per chunk (NCCL's CHUNKSTEPS for ring collectives)
   RingDev ring;
   TreeDev tree;
+  // Direct paths between processes (registered buffers, lesson 09): the ncclMemAlloc allocations
+  // holding our buffers (0: not mappable by peers) and the map for peers' addresses.
+  const PeerAddressMap* peerMap = nullptr;
+  uint64_t sendAlloc = 0, recvAlloc = 0;
+  SymDev sym;
   ConnDev* peerSend = nullptr;  // indexed by user rank (naive algorithm)
   ConnDev* peerRecv = nullptr;
 };

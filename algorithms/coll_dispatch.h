@@ -18,6 +18,7 @@
 #include "ring_broadcast.h"
 #include "ring_reduce.h"
 #include "ring_reduce_scatter.h"
+#include "symmetric.h"
 #include "tree_allreduce.h"
 
 namespace baton {
@@ -28,12 +29,17 @@ BATON_HD void runReducingColl(ExecCtx& ctx, const CollArgs& a, const Op& op) {
   switch (a.func) {
     case kFuncAllReduce:
       if (a.algo == kAlgoNaive) runNaiveAllReduce<T>(ctx, a, op);
+      else if (a.algo == kAlgoSymOneShot) runSymAllReduceOneShot<T>(ctx, a, op);
+      else if (a.algo == kAlgoSymTwoShot) runSymAllReduceTwoShot<T>(ctx, a, op);
       else if (a.algo == kAlgoTree) runTreeAllReduce<T, P>(ctx, a, op);
       else if (P::id == kProtoSimple && a.direct && a.ring.nRanks > 1) runRingAllReduceDirect<T>(ctx, a, op);
       else runRingAllReduce<T, P>(ctx, a, op);
       break;
     case kFuncReduce: runRingReduce<T, P>(ctx, a, op); break;
-    case kFuncReduceScatter: runRingReduceScatter<T, P>(ctx, a, op); break;
+    case kFuncReduceScatter:
+      if (a.algo == kAlgoSymLoad) runSymReduceScatter<T>(ctx, a, op);
+      else runRingReduceScatter<T, P>(ctx, a, op);
+      break;
     default: break;
   }
 }
@@ -42,7 +48,8 @@ BATON_HD void runReducingColl(ExecCtx& ctx, const CollArgs& a, const Op& op) {
 template <typename P>
 BATON_HD void runMovingColl(ExecCtx& ctx, const CollArgs& a) {
   const OpSum<uint8_t> none{};
-  if (a.func == kFuncAllGather) runRingAllGather<uint8_t, P>(ctx, a, none);
+  if (a.func == kFuncAllGather && a.algo == kAlgoSymStore) runSymAllGather(ctx, a);
+  else if (a.func == kFuncAllGather) runRingAllGather<uint8_t, P>(ctx, a, none);
   else runRingBroadcast<uint8_t, P>(ctx, a, none);
 }
 

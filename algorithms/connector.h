@@ -37,11 +37,13 @@ struct alignas(128) ConnFifo {
   alignas(128) uint64_t tail;           // written by the sender
   alignas(128) uint64_t head;           // written by the receiver
   alignas(128) uint64_t sizes[kSteps];  // bytes in each slot, written by the sender before tail
-  // Direct paths (ranks in one process): the receiver publishes its output buffer for an operation
+  // Direct paths (threads of one process, or registered buffers of processes of one host): the
+  // receiver publishes its output buffer for an operation
   // here, so the sender can write the result straight into it (lesson 05). Written before
   // storeRelease(directTag, op + 1), read after loadAcquire(directTag) >= op + 1.
   alignas(128) uint64_t directTag;
   void* directPtr;
+  uint64_t directAlloc;  // processes (lesson 09): directPtr's ncclMemAlloc allocation, 0 if none
   // Set (storeRelease, rank + 1) by either side when its communicator fails, is revoked or
   // aborted: the other side's waits see it and stop (CPU backend; lesson 10).
   alignas(128) uint64_t abortedBy;

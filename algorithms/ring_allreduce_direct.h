@@ -7,6 +7,9 @@
 //   - the rank that finishes a chunk writes the result into its own recvbuff and into the next
 //     rank's recvbuff ("direct write": the next rank receives nothing to copy), and forwarding ranks
 //     copy from their recvbuff into the next one's; the last receive is only a wait.
+// Between processes of one host (registered buffers, lesson 09) the same holds for buffers from
+// ncclMemAlloc, which peers map (peer_mappings.h); an edge whose buffer cannot be mapped falls
+// back to values in the FIFO, slice by slice, so mixed buffers stay correct.
 // Intermediate partial sums of rings longer than 2 still travel through the FIFO. For 2 ranks a
 // rank moves its share with one pass over memory: reads its and the peer's input, writes both
 // outputs. Introduced in lesson 05 (docs/lessons/05-channels-and-tuning.md).
@@ -48,24 +51,35 @@ class DirectRing {
         send_(a.ring.send),
         op_(op),
         sliceElems_(a.ring.send->stepBytes[kProtoSimple] / sizeof(T)),
-        stream_(a.streamStores) {
+        stream_(a.streamStores),
+        map_(a.peerMap),
+        sendAlloc_(a.sendAlloc) {
     // Tell the previous rank where our output is for this operation.
     if (threadId(ctx_) == 0) {
       recv_->fifo->directPtr = a.recvbuff;
+      recv_->fifo->directAlloc = a.recvAlloc;
       publish(ctx_, &recv_->fifo->directTag, a.opTag);
-      if (waitAtLeast(ctx_, &send_->fifo->directTag, a.opTag, send_->peer, "peer's recvbuff (direct)"))
-        peerDst_ = static_cast<T*>(send_->fifo->directPtr);
+      if (waitAtLeast(ctx_, &send_->fifo->directTag, a.opTag, send_->peer, "peer's recvbuff (direct)")) {
+        void* p = send_->fifo->directPtr;
+        // Another process: its buffer is reachable only if it is ncclMemAlloc memory we can map;
+        // if not, this edge carries values through the FIFO (peerDst_ stays null).
+        if (map_) p = mapPeer(send_->peer, send_->fifo->directAlloc, p, a.count * sizeof(T));
+        peerDst_ = static_cast<T*>(p);
+      }
     }
     blockBarrier();
   }
 
   // Post pointers to our own input (no copy). An operator with a pre-op (PreMulSum) must apply it
   // to every input, so its first send copies pre(src) into the FIFO instead.
+  // Between processes only ncclMemAlloc memory can be pointed to (the slot then also names the
+  // allocation, so the next rank can map it); anything else is copied into the slot.
   BATON_HD void sendFirst(const T* src, size_t n) {
-    forSlices(n, false, true, [&](size_t off, size_t cnt, const T*, char* slot) {
-      if constexpr (Op::kPreIdentity) {
+    forSlices(n, false, true, [&](size_t off, size_t cnt, const T*, bool, char* slot) {
+      if (Op::kPreIdentity && (!map_ || sendAlloc_)) {
         const T* p = src + off;
         memcpy(slot, &p, sizeof p);
+        memcpy(slot + sizeof p, &sendAlloc_, sizeof sendAlloc_);
         return kSlotPointer | (cnt * sizeof(T));
       } else {
         reduceCopy<T, Op, Moves{.send = true, .src = true, .preSrc = true}>(ctx_, op_, nullptr, src + off,
@@ -76,28 +90,41 @@ class DirectRing {
   }
   // Partial sum into the FIFO.
   BATON_HD void recvReduceSend(const T* src, size_t n) {
-    forSlices(n, true, true, [&](size_t off, size_t cnt, const T* in, char* slot) {
+    forSlices(n, true, true, [&](size_t off, size_t cnt, const T* in, bool, char* slot) {
       combine<false>(in, src + off, reinterpret_cast<T*>(slot), nullptr, cnt);
       return uint64_t(cnt * sizeof(T));
     });
   }
-  // Final value into our recvbuff and the next rank's.
+  // Final value into our recvbuff and the next rank's (or its slot, when we cannot reach its buffer).
   BATON_HD void recvReduceCopyDirectSend(const T* src, T* dst, size_t n, size_t dstOff) {
-    forSlices(n, true, true, [&](size_t off, size_t cnt, const T* in, char*) {
+    forSlices(n, true, true, [&](size_t off, size_t cnt, const T* in, bool, char* slot) {
+      if (!peerDst_) {
+        combine<true>(in, src + off, dst + off, reinterpret_cast<T*>(slot), cnt);
+        return uint64_t(cnt * sizeof(T));
+      }
       combine<true>(in, src + off, dst + off, peerDst_ + dstOff + off, cnt);
       return kSlotDelivered | (cnt * sizeof(T));
     });
   }
-  // Already in our recvbuff (written by the previous rank): forward it into the next rank's.
+  // Already in our recvbuff (written by the previous rank), or in the slot: forward it into the
+  // next rank's recvbuff (or slot).
   BATON_HD void recvCopyDirectSend(T* dst, size_t n, size_t dstOff) {
-    forSlices(n, true, true, [&](size_t off, size_t cnt, const T*, char*) {
+    forSlices(n, true, true, [&](size_t off, size_t cnt, const T* in, bool delivered, char* slot) {
+      if (!delivered) copyBytes(ctx_, dst + off, in, cnt * sizeof(T));
+      if (!peerDst_) {
+        copyBytes(ctx_, slot, dst + off, cnt * sizeof(T));
+        return uint64_t(cnt * sizeof(T));
+      }
       copyBytes(ctx_, peerDst_ + dstOff + off, dst + off, cnt * sizeof(T));
       return kSlotDelivered | (cnt * sizeof(T));
     });
   }
-  // Already in our recvbuff: only the signal.
-  BATON_HD void recvDelivered(size_t n) {
-    forSlices(n, true, false, [&](size_t, size_t, const T*, char*) { return uint64_t(0); });
+  // Already in our recvbuff (only the signal), or in the slot.
+  BATON_HD void recvDelivered(T* dst, size_t n) {
+    forSlices(n, true, false, [&](size_t off, size_t cnt, const T* in, bool delivered, char*) {
+      if (!delivered) copyBytes(ctx_, dst + off, in, cnt * sizeof(T));
+      return uint64_t(0);
+    });
   }
   // Wait until the next rank has consumed everything we posted (it may still read our input).
   BATON_HD void drain() {
@@ -106,7 +133,8 @@ class DirectRing {
   }
 
  private:
-  // post(off, cnt, input, sendSlot) does the slice's work and returns the size word to publish.
+  // post(off, cnt, input, delivered, sendSlot) does the slice's work and returns the size word to
+  // publish; `delivered`: the data is already in our recvbuff (`input` is then meaningless).
   template <typename F>
   BATON_HD void forSlices(size_t n, bool recv, bool send, F post) {
     for (size_t off = 0; off < n && !ctx_.failed; off += sliceElems_) {
@@ -117,17 +145,28 @@ class DirectRing {
         if (send && !ctx_.failed) cleanLLSlotIfDue(*send_);
       }
       blockBarrier();
-      if (ctx_.failed || (send && !peerDst_)) return;
+      if (ctx_.failed) return;
       const T* in = nullptr;
+      bool delivered = false;
       if (recv) {
         char* slot = slotPtr(*recv_, kProtoSimple, recv_->step);
         const uint64_t word = recv_->fifo->sizes[recv_->step % kSteps];
         if ((word & kSlotSizeMask) != cnt * sizeof(T))
           return failSlotSize(ctx_, recv_->peer, cnt * sizeof(T), word & kSlotSizeMask);
-        if (word & kSlotPointer) memcpy(&in, slot, sizeof in);
-        else in = reinterpret_cast<const T*>(slot);
+        delivered = word & kSlotDelivered;
+        if (word & kSlotPointer) {
+          memcpy(&in, slot, sizeof in);
+          if (map_) {
+            uint64_t alloc;
+            memcpy(&alloc, slot + sizeof in, sizeof alloc);
+            in = static_cast<const T*>(mapPeer(recv_->peer, alloc, const_cast<T*>(in), cnt * sizeof(T)));
+            if (!in) return failSlotSize(ctx_, recv_->peer, cnt * sizeof(T), 0);  // unmappable pointer
+          }
+        } else {
+          in = reinterpret_cast<const T*>(slot);
+        }
       }
-      const uint64_t word = post(off, cnt, in, send ? slotPtr(*send_, kProtoSimple, send_->step) : nullptr);
+      const uint64_t word = post(off, cnt, in, delivered, send ? slotPtr(*send_, kProtoSimple, send_->step) : nullptr);
 #if !defined(__CUDA_ARCH__) && defined(__x86_64__)
       if (streamed_) _mm_sfence(), streamed_ = false;  // order streaming stores before the tail
 #endif
@@ -189,6 +228,16 @@ class DirectRing {
   }
   static constexpr size_t kStreamBytes = 64 << 10;
 
+  // A peer process's address in its allocation `alloc`, as this process reaches it (null: cannot).
+  BATON_HD void* mapPeer(int peer, uint64_t alloc, void* p, size_t bytes) {
+#if !defined(__CUDA_ARCH__)
+    return map_->map(map_->self, peer, alloc, reinterpret_cast<uintptr_t>(p), bytes);
+#else
+    (void)peer, (void)alloc, (void)bytes;
+    return p;  // a GPU build translates on the host before the launch
+#endif
+  }
+
   ExecCtx& ctx_;
   ConnDev* recv_;
   ConnDev* send_;
@@ -197,6 +246,8 @@ class DirectRing {
   bool stream_ = true;     // CollArgs::streamStores (BATON_STREAM_STORES)
   bool streamed_ = false;  // this slice used streaming stores: fence before publishing
   T* peerDst_ = nullptr;
+  const PeerAddressMap* map_;  // processes (lesson 09): peers' addresses need translating
+  uint64_t sendAlloc_;         // our input's ncclMemAlloc allocation (0: peers cannot map it)
 };
 
 template <typename T, typename Op>
@@ -223,7 +274,7 @@ BATON_HD void runRingAllReduceDirect(ExecCtx& ctx, const CollArgs& a, const Op& 
       ring.recvCopyDirectSend(dst + off, n, off);
     }
     n = at(r + 1, &off);
-    ring.recvDelivered(n);
+    ring.recvDelivered(dst + off, n);
   });
   ring.drain();
 }

@@ -17,6 +17,9 @@
 #include "fault/watchdog.h"
 #include "nccl.h"
 #include "proxy.h"
+#include "register/peer_mappings.h"
+#include "register/registration.h"
+#include "register/window.h"
 #include "transport.h"
 #include "tuner/tuner.h"
 
@@ -82,6 +85,9 @@ struct SharedTunables {
   uint64_t failTimeoutNs;    // BATON_TIMEOUT: a silent peer is dead (0: no watchdog); every rank joins the mesh or none
   TuningModel model;         // rank 0's tuning file or the built-in model (tuner.h): every rank picks alike
   AlgoProtoMask mask;        // NCCL_ALGO / NCCL_PROTO
+  bool symmetric;            // BATON_SYMMETRIC: symmetric kernels on symmetric windows (off when NCCL_ALGO is set)
+  size_t symOneShotBytes;    // BATON_SYM_ONESHOT_BYTES: symmetric AllReduce up to this size is one-shot
+  bool symTwoShot;           // BATON_SYM_TWOSHOT: above it, two-shot (else the direct ring, faster on CPUs)
 };
 
 // Every knob of a communicator: the shared ones and those each rank keeps for itself.
@@ -153,13 +159,20 @@ struct ncclComm {
 
   std::mutex redOpMu;
   baton::RedOpSlot redOps[baton::kMaxRedOps];
+
+  // Buffer registration and windows (lesson 09).
+  std::unique_ptr<baton::RegCache> reg = std::make_unique<baton::RegCache>(this);
+  std::unique_ptr<baton::PeerMappings> peerMaps = std::make_unique<baton::PeerMappings>();
+  baton::WindowTable windows;
 };
 
 namespace baton {
 
 // Which of the tuner's tables applies to this communicator (tuner.h).
-inline int tuningPathOf(const ncclComm* comm) {
-  if (comm->allInProcess && comm->tun.direct) return kPathDirect;
+// `zeroCopy`: this operation's buffers are registered and every peer is a process of this host
+// (lesson 09), so the direct paths apply as between threads.
+inline int tuningPathOf(const ncclComm* comm, bool zeroCopy = false) {
+  if ((comm->allInProcess || zeroCopy) && comm->tun.direct) return kPathDirect;
   return comm->oversubscribed ? kPathOversub : kPathShm;
 }
 

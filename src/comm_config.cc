@@ -8,6 +8,7 @@
 #include "comm.h"
 #include "misc/debug.h"
 #include "misc/param.h"
+#include "symmetric.h"
 
 namespace baton {
 namespace {
@@ -37,6 +38,9 @@ ncclResult_t readTunables(const ncclConfig_t& cfg, int rank, Tunables* t) {
   t->atomicCollectives = envInt("BATON_ATOMIC_COLLECTIVES", 0) != 0;
   t->failTimeoutNs = (uint64_t)(std::max(envSeconds("BATON_TIMEOUT", 5.0), 0.0) * 1e9);
   BATON_CHECK(parseAlgoProtoEnv(envStr("NCCL_ALGO").c_str(), envStr("NCCL_PROTO").c_str(), &t->mask));
+  t->symmetric = envInt("BATON_SYMMETRIC", envSet("NCCL_ALGO") ? 0 : 1) != 0;
+  t->symOneShotBytes = (size_t)std::clamp<int64_t>(envInt("BATON_SYM_ONESHOT_BYTES", 64 << 10), 0, kSymScratchBytes);
+  t->symTwoShot = envInt("BATON_SYM_TWOSHOT", 0) != 0;
   // Every rank uses rank 0's model (shared at init), so only rank 0 reads the tuning file.
   t->model = rank == 0 ? initialTuningModel() : defaultTuningModel();
 

@@ -16,6 +16,7 @@
 #include "group.h"
 #include "misc/debug.h"
 #include "misc/trace.h"
+#include "register/mem_alloc.h"
 #include "sendrecv_executor.h"
 
 namespace baton {
@@ -97,17 +98,70 @@ struct CollPlan {
   int nch = 1;
   int depth = kSteps;
   std::string traceName;
+  // Symmetric kernels (lesson 09): every rank's buffers as this process reaches them, epochs by channel.
+  std::vector<const void*> symSend;
+  std::vector<void*> symRecv;
+  std::vector<uint64_t> symEpochs;
 };
+
+// The bytes of an operation's input and output on one rank.
+static void bufferBytes(const Task& t, int nRanks, size_t* send, size_t* recv) {
+  const size_t b = t.count * typeSize(t.type);
+  *send = t.func == kFuncReduceScatter ? b * nRanks : b;
+  *recv = t.func == kFuncAllGather ? b * nRanks : b;
+}
+
+// Both buffers in symmetric windows every rank reaches: the symmetric kernel for this operation
+// and every rank's buffers in `plan`; false when they are not.
+static bool planSymmetric(ncclComm* comm, const Task& t, size_t totalBytes, CollPlan* plan, CollAlgo* algo) {
+  if (!comm->tun.symmetric || comm->nRanks < 2 || comm->nRanks > kMaxSymRanks || comm->nNodes != 1) return false;
+  if (t.func != kFuncAllReduce && t.func != kFuncAllGather && t.func != kFuncReduceScatter) return false;
+  size_t sb, rb;
+  bufferBytes(t, comm->nRanks, &sb, &rb);
+  const ncclWindow_vidmem* ws = comm->windows.findSymmetric(t.sendbuff, sb);
+  const ncclWindow_vidmem* wr = ws ? comm->windows.findSymmetric(t.recvbuff, rb) : nullptr;
+  if (!wr) return false;
+  // Above the one-shot size the direct ring (windows are registered buffers too) beats two-shot
+  // on a CPU: it streams its stores; two-shot stays selectable with BATON_SYM_TWOSHOT=1.
+  if (t.func == kFuncAllReduce && totalBytes > comm->tun.symOneShotBytes && !comm->tun.symTwoShot) return false;
+  // NCCL_WIN_COLL_SYMMETRIC: every rank uses the same offsets in its windows.
+  const size_t so = static_cast<const char*>(t.sendbuff) - ws->base, ro = static_cast<char*>(t.recvbuff) - wr->base;
+  plan->symSend.resize(comm->nRanks);
+  plan->symRecv.resize(comm->nRanks);
+  for (int r = 0; r < comm->nRanks; ++r) {
+    plan->symSend[r] = ws->peerBase[r] + so;
+    plan->symRecv[r] = wr->peerBase[r] + ro;
+  }
+  if (t.func == kFuncAllGather) *algo = kAlgoSymStore;
+  else if (t.func == kFuncReduceScatter) *algo = kAlgoSymLoad;
+  else *algo = totalBytes <= comm->tun.symOneShotBytes ? kAlgoSymOneShot : kAlgoSymTwoShot;
+  return true;
+}
+
+// Registered buffers between processes of this host (lesson 09): the direct ring can read and
+// write peers' ncclMemAlloc memory. True when this operation may use it.
+static bool zeroCopyBetweenProcesses(ncclComm* comm, const Task& t) {
+  if (comm->allInProcess || !comm->tun.direct || t.func != kFuncAllReduce || comm->nRanks < 2) return false;
+  for (int r = 0; r < comm->nRanks; ++r)
+    if (r != comm->rank && !comm->livenessPids[r] &&
+        comm->peers[r].pidHash != comm->peers[comm->rank].pidHash)
+      return false;  // another host: no load/store path to it
+  const size_t bytes = t.count * typeSize(t.type);
+  return comm->reg->covers(t.sendbuff, bytes) && comm->reg->covers(t.recvbuff, bytes);
+}
 
 // Chooses algorithm, protocol and channels for `t` and numbers it. *skip: nothing to run (count 0).
 static ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool* skip) {
   const size_t totalBytes = collBytes(t.func, t.count, typeSize(t.type), comm->nRanks);
   const int nch = channelsFor(comm, t, totalBytes);
   AlgoProtoChoice choice;
+  CollAlgo symAlgo;
+  const bool zeroCopy = zeroCopyBetweenProcesses(comm, t);
   if (t.func == kFuncAllReduce && comm->tun.allreduceAlgo == kAlgoNaive) choice = {kAlgoNaive, kProtoSimple, 0.0};
+  else if (t.count && planSymmetric(comm, t, totalBytes, plan, &symAlgo)) choice = {symAlgo, kProtoSimple, 0.0};
   else
-    BATON_CHECK(chooseAlgoProto(comm->tun.model, tuningPathOf(comm), comm->tun.mask, t.func, comm->nRanks, comm->nNodes,
-                                totalBytes, &choice));
+    BATON_CHECK(chooseAlgoProto(comm->tun.model, tuningPathOf(comm, zeroCopy), comm->tun.mask, t.func, comm->nRanks,
+                                comm->nNodes, totalBytes, &choice));
   const uint64_t opCount = comm->opCount++;
   BATON_INFO(kSubColl,
              "%s: opCount %llx sendbuff %p recvbuff %p count %zu datatype %s op %s root %d comm %p [nranks=%d] "
@@ -128,8 +182,23 @@ static ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool
   const CollOp op{t.func, t.sendbuff, t.recvbuff, t.count, typeSize(t.type), t.root};
   CollArgs& b = plan->base;
   b = collArgsFor(op, choice.algo, choice.proto, comm->rank, comm->nRanks, nch, comm->tun.chunkSteps);
-  b.direct = comm->allInProcess && comm->tun.direct && t.func == kFuncAllReduce && choice.proto == kProtoSimple &&
-             choice.algo == kAlgoRing;
+  b.direct = (comm->allInProcess || zeroCopy) && comm->tun.direct && t.func == kFuncAllReduce &&
+             choice.proto == kProtoSimple && choice.algo == kAlgoRing;
+  if (b.direct && zeroCopy) {
+    // Peers map our buffers if they come from ncclMemAlloc; a plain one still goes by value.
+    MemAllocation m;
+    const size_t bytes = t.count * typeSize(t.type);
+    b.peerMap = comm->peerMaps->deviceMap();
+    b.sendAlloc = memFind(t.sendbuff, bytes, &m) ? m.id : 0;
+    b.recvAlloc = memFind(t.recvbuff, bytes, &m) ? m.id : 0;
+  }
+  if (isSymmetric(choice.algo)) {
+    b.sym.peerSend = plan->symSend.data();
+    b.sym.peerRecv = plan->symRecv.data();
+    b.sym.pads = comm->windows.pads.data();
+    plan->symEpochs.resize(nch);
+    for (int c = 0; c < nch; ++c) plan->symEpochs[c] = ++comm->windows.epochs[c];
+  }
   b.opTag = opCount + 1;
   b.streamStores = comm->tun.streamStores;
   plan->depth = planFifoDepth(t.func, comm->tun.fifoDepth, comm->tun.chunkSteps);
@@ -170,6 +239,9 @@ static ncclResult_t runPart(ncclComm* comm, const CollPlan& p, int c) {
       a.tree.upRecv[d] = &tc.upRecv[d];
       a.tree.downSend[d] = &tc.downSend[d];
     }
+  } else if (isSymmetric(p.base.algo)) {
+    a.channel = c;
+    a.sym.epoch = p.symEpochs[c];
   } else {
     Channel& ch = *comm->channels[c];
     a.channel = c;

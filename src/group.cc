@@ -15,6 +15,7 @@ namespace {
 struct InitJob {
   ncclComm* comm;
   std::function<ncclResult_t()> job;
+  bool init = true;  // a communicator's init (its outcome is the comm's state); else a collective call (windows)
 };
 
 struct GroupState {
@@ -55,7 +56,11 @@ void groupAddTask(ncclComm* comm, const Task& task) {
 }
 
 void groupAddInitJob(ncclComm* comm, std::function<ncclResult_t()> job) {
-  tGroup.initJobs.push_back({comm, std::move(job)});
+  tGroup.initJobs.push_back({comm, std::move(job), true});
+}
+
+void groupAddCollectiveCall(ncclComm* comm, std::function<ncclResult_t()> job) {
+  tGroup.initJobs.push_back({comm, std::move(job), false});
 }
 
 ncclResult_t groupRecordError(ncclResult_t err) {
@@ -84,6 +89,10 @@ ncclResult_t groupEnd() {
     std::vector<ncclResult_t> res(jobs.size(), ncclSuccess);
     std::vector<std::thread> threads;
     for (size_t i = 0; i < jobs.size(); ++i) {
+      if (!jobs[i].init) {
+        threads.emplace_back([&, i] { res[i] = jobs[i].job(); });
+        continue;
+      }
       if (!jobs[i].comm->blocking) {
         res[i] = runInitJob(jobs[i].comm, jobs[i].job);
         continue;

@@ -19,6 +19,9 @@ ncclResult_t groupEnd();
 void groupAddTask(ncclComm* comm, const Task& task);
 // Queue a communicator's collective init work (CommInitRank / CommSplit inside a group).
 void groupAddInitJob(ncclComm* comm, std::function<ncclResult_t()> job);
+// Queue a collective call that must rendezvous with its peers' (ncclCommWindowRegister inside a
+// group): it runs at ncclGroupEnd beside the group's init jobs.
+void groupAddCollectiveCall(ncclComm* comm, std::function<ncclResult_t()> job);
 // Record an argument error seen inside a group: ncclGroupEnd reports it and drops the group.
 ncclResult_t groupRecordError(ncclResult_t err);
 

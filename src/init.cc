@@ -43,6 +43,7 @@ ncclResult_t exchangePeerInfo(ncclComm* comm) {
   for (const PeerInfo& p : comm->peers)
     if (p.hostHash == me.hostHash && p.pidHash != me.pidHash && p.pidNs == me.pidNs && p.pidNs != 0)
       comm->livenessPids[p.rank] = p.pid;
+  comm->peerMaps->setPeerPids(comm->livenessPids.data());
   comm->allInProcess = !comm->tun.p2pDisable;  // NCCL_P2P_DISABLE also turns direct paths off
   for (const PeerInfo& p : comm->peers) comm->allInProcess &= p.pidHash == me.pidHash;
   return ncclSuccess;
@@ -169,6 +170,9 @@ void commFree(ncclComm* comm) {
   comm->channels.clear();
   comm->peerSendConn.clear();
   comm->peerRecvConn.clear();
+  comm->windows.clear();  // workers are stopped: nothing reads peers' memory any more
+  comm->reg.reset();
+  comm->peerMaps.reset();
   comm->bootstrap.reset();
   comm->magic = 0;
   delete comm;

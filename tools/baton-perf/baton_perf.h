@@ -105,6 +105,7 @@ size_t countWrong(const void* actual, const void* expected, size_t n, size_t siz
 struct Stage {
   std::string name;                                      // "naive", or the raw spec
   std::vector<std::pair<std::string, std::string>> env;  // KEY=VAL set before comm init
+  int localRegister = -1;                                // R=0|1|2 in the spec: -R for this stage (-1: -R's)
 };
 
 struct Options {
@@ -113,6 +114,7 @@ struct Options {
   size_t stepBytes = 1u << 20;
   int stepFactor = 1;  // > 1: multiplicative steps (-f)
   int iters = 20, warmup = 5, check = 1, root = 0, nthreads = 1, blocking = 0, average = 1;
+  int localRegister = 0;  // -R: 0 plain buffers, 1 ncclMemAlloc + ncclCommRegister, 2 symmetric windows
   std::vector<ncclDataType_t> types;
   std::vector<Op> ops;
   std::vector<Stage> stages;  // --compare

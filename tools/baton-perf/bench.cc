@@ -47,12 +47,41 @@ class Sweep {
     size_t maxBytes = 0;
     for (size_t s : sweepSizes(opt)) maxBytes = std::max(maxBytes, s);
     bytes_ = (maxBytes + kGuard + 4095) / 4096 * 4096;
-    send_ = allocBuffer(bytes_);
-    recv_ = allocBuffer(bytes_);
+    if (opt.localRegister == 0) {
+      send_ = allocBuffer(bytes_);
+      recv_ = allocBuffer(bytes_);
+    } else {
+      send_ = registeredBuffer(0);
+      recv_ = registeredBuffer(1);
+    }
     if (opt.check) expSend_ = allocBuffer(bytes_), expRecv_ = allocBuffer(bytes_);
   }
   ~Sweep() {
+    for (int i = 0; i < 2; ++i) {
+      if (win_[i]) ncclCommWindowDeregister(wk_->comm, win_[i]);
+      if (handle_[i]) ncclCommDeregister(wk_->comm, handle_[i]);
+    }
+    if (opt_.localRegister) {
+      ncclMemFree(send_), ncclMemFree(recv_);
+      send_ = recv_ = nullptr;
+    }
     for (unsigned char* p : {send_, recv_, expSend_, expRecv_}) std::free(p);
+  }
+
+  // -R 1: ncclMemAlloc + ncclCommRegister (nccl-tests' local registration); -R 2: a symmetric window.
+  unsigned char* registeredBuffer(int i) {
+    void* p = nullptr;
+    ncclResult_t res = ncclMemAlloc(&p, bytes_);
+    if (res == ncclSuccess) fillSentinel(p, bytes_);
+    if (res == ncclSuccess && opt_.localRegister == 1) res = ncclCommRegister(wk_->comm, p, bytes_, &handle_[i]);
+    if (res == ncclSuccess && opt_.localRegister == 2)
+      res = ncclCommWindowRegister(wk_->comm, p, bytes_, &win_[i], NCCL_WIN_COLL_SYMMETRIC);
+    if (res != ncclSuccess) {
+      std::fprintf(stderr, "baton-perf: -R %d: %s\n", opt_.localRegister, ncclGetLastError(wk_->comm));
+      std::fflush(stdout);
+      std::_Exit(3);
+    }
+    return static_cast<unsigned char*>(p);
   }
 
   void run() {
@@ -179,6 +208,8 @@ class Sweep {
   const Options& opt_;
   const World& w_;
   Worker* wk_;
+  void* handle_[2] = {nullptr, nullptr};
+  ncclWindow_t win_[2] = {nullptr, nullptr};
   size_t bytes_ = 0;
   unsigned char *send_ = nullptr, *recv_ = nullptr, *expSend_ = nullptr, *expRecv_ = nullptr;
   float barrierBuf_ = 0;

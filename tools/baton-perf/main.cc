@@ -178,7 +178,9 @@ int main(int argc, char** argv) {
       applyStageEnv(opt.stages, stage);
       std::vector<ncclComm_t> comms(w.nthreads);
       initComms(&comms, sid, w);
-      perStage.push_back(runThreads(opt, w, comms, ctrl, nullptr));
+      Options so = opt;
+      if (stage.localRegister >= 0) so.localRegister = stage.localRegister;
+      perStage.push_back(runThreads(so, w, comms, ctrl, nullptr));
       destroyComms(&comms);
       wrong += wrongIn(perStage.back());
     }

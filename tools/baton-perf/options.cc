@@ -88,9 +88,13 @@ int parseOptions(int argc, char** argv, Options* opt) {
       ->check(CLI::Range(0, 3));
   app.add_option("-a,--average", opt->average, "time across ranks: 0 rank 0, 1 average, 2 min, 3 max [1]")
       ->check(CLI::Range(0, 3));
+  app.add_option("-R,--local_register", opt->localRegister,
+                 "0: plain buffers; 1: ncclMemAlloc + ncclCommRegister; 2: symmetric windows "
+                 "(ncclCommWindowRegister, NCCL_WIN_COLL_SYMMETRIC) [0]")
+      ->check(CLI::Range(0, 2));
   app.add_option("--compare", compare,
                  "comma list of stages run one after the other with fresh communicators: naive ring "
-                 "stopwait pipelined, or KEY=VAL[+KEY=VAL...]");
+                 "stopwait pipelined plain registered window, or KEY=VAL[+KEY=VAL...] (R=0|1|2 sets -R)");
   app.add_flag("--memcpy", opt->memcpyOnly, "print only the single-thread memcpy bandwidth line");
   app.add_flag("--calibrate", opt->calibrate,
                "measure allreduce with each protocol (default sizes 8 B..64 MiB, x4), fit the cost model and "

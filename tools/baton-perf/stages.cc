@@ -22,6 +22,10 @@ struct NamedStage {
 const std::vector<NamedStage>& namedStages() {
   static const std::vector<NamedStage> stages = {
       {"naive", {{"BATON_ALLREDUCE_ALGO", "naive"}}},
+      // Lesson 09: -R 0, 1, 2 as stages (the R key is baton-perf's own, not an environment variable).
+      {"plain", {{"R", "0"}}},
+      {"registered", {{"R", "1"}}},
+      {"window", {{"R", "2"}}},
       {"ring", {{"BATON_ALLREDUCE_ALGO", "ring"}}},
       // One slot in flight and one-step chunks: chains run stop-and-wait; rings get the 2 slots
       // they need to avoid a cycle of waits (src/enqueue.cc, lesson 03).
@@ -91,6 +95,19 @@ bool parseStages(const std::string& list, std::vector<Stage>* out, std::string* 
         st.env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
       }
     }
+    // R=0|1|2 selects the stage's buffers (-R); it is not put in the environment.
+    for (auto it = st.env.begin(); it != st.env.end();) {
+      if (it->first != "R") {
+        ++it;
+        continue;
+      }
+      if (it->second != "0" && it->second != "1" && it->second != "2") {
+        *err = "stage '" + item + "': R=" + it->second + " is not 0, 1 or 2 (as -R)";
+        return false;
+      }
+      st.localRegister = it->second[0] - '0';
+      it = st.env.erase(it);
+    }
     out->push_back(std::move(st));
   }
   return true;
@@ -114,6 +131,7 @@ void applyStageEnv(const std::vector<Stage>& all, const Stage& s) {
 std::string stageEnvText(const Stage& s) {
   std::string t;
   for (const auto& kv : s.env) t += (t.empty() ? "" : " ") + kv.first + "=" + kv.second;
+  if (s.localRegister >= 0) t += (t.empty() ? "-R " : " -R ") + std::to_string(s.localRegister);
   return t;
 }
 

@@ -1,0 +1,47 @@
+// A communicator's view of its peers' ncclMemAlloc memory (lesson 09): each allocation a peer
+// process publishes is asked for once (ipc_socket.h), mapped into this process, and kept until
+// the communicator is destroyed, aborted or shrunk away. Thread-safe: channel workers translate
+// concurrently.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "coll_args.h"
+#include "nccl.h"
+
+namespace baton {
+
+class PeerMappings {
+ public:
+  PeerMappings();
+  ~PeerMappings();  // unmaps everything
+  PeerMappings(const PeerMappings&) = delete;
+  PeerMappings& operator=(const PeerMappings&) = delete;
+
+  // Where [ownerPtr, ownerPtr + bytes) of process `pid`'s allocation `allocId` is in this process,
+  // mapping it on first use. nullptr on failure (lastError says why).
+  ncclResult_t translate(int pid, uint64_t allocId, uint64_t ownerPtr, size_t bytes, void** out);
+  size_t mappedCount() const;
+  // For device code: `map` calls translate; peers' pids come from the communicator.
+  const PeerAddressMap* deviceMap() const { return &dev_; }
+  void setPeerPids(const int32_t* pids) { pids_ = pids; }
+
+ private:
+  struct Mapping {
+    char* local;
+    uint64_t ownerBase;
+    uint64_t size;
+  };
+  static void* mapForDevice(const void* self, int peer, uint64_t allocId, uint64_t ownerPtr, uint64_t bytes);
+  mutable std::mutex mu_;
+  std::map<std::pair<int, uint64_t>, Mapping> maps_;  // (pid, allocation id)
+  const int32_t* pids_ = nullptr;                      // by rank
+  PeerAddressMap dev_;
+};
+
+}  // namespace baton

@@ -1,0 +1,171 @@
+// Windows (window.h): the collective registration, the pads, and the lookup the planner uses.
+#include "register/window.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <string>
+
+#include "api/api.h"
+#include "api/argcheck.h"
+#include "comm.h"
+#include "group.h"
+#include "misc/debug.h"
+#include "register/mem_alloc.h"
+#include "symmetric.h"
+
+namespace baton {
+namespace {
+
+// What one rank registers, as every rank sees it.
+struct WinClaim {
+  uint64_t ptr, size, allocId;
+  int32_t flags;
+  int32_t bad;  // this rank's own arguments are wrong (it says why itself)
+  uint64_t padPtr, padAlloc;
+};
+
+// Where rank r's memory at (ptr, alloc) is in this process, or nullptr.
+char* reach(ncclComm* comm, int r, uint64_t ptr, uint64_t alloc, size_t bytes) {
+  if (r == comm->rank || comm->peers[r].pidHash == comm->peers[comm->rank].pidHash)
+    return reinterpret_cast<char*>(ptr);
+  if (!comm->livenessPids[r] || !alloc) return nullptr;
+  void* p = nullptr;
+  if (comm->peerMaps->translate(comm->livenessPids[r], alloc, ptr, bytes, &p) != ncclSuccess) {
+    BATON_WARN("rank %d: cannot map rank %d's window memory: %s", comm->rank, r, lastError());
+    return nullptr;
+  }
+  return static_cast<char*>(p);
+}
+
+}  // namespace
+
+const ncclWindow_vidmem* WindowTable::findSymmetric(const void* p, size_t bytes) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const char* c = static_cast<const char*>(p);
+  for (const auto& w : wins_)
+    if ((w->flags & NCCL_WIN_COLL_SYMMETRIC) && w->allReachable && c >= w->base && bytes <= w->size &&
+        (size_t)(c - w->base) <= w->size - bytes)
+      return w.get();
+  return nullptr;
+}
+
+void WindowTable::clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  wins_.clear();
+  if (myPad_) memFree(myPad_);
+  myPad_ = nullptr;
+  pads.clear();
+}
+
+ncclResult_t windowRegister(ncclComm* comm, void* buff, size_t size, ncclWindow_vidmem** win, int flags) {
+  WindowTable& t = comm->windows;
+  const int n = comm->nRanks;
+  // Our own arguments: a bad one still joins the all-gather, so every rank fails together.
+  std::string why;
+  MemAllocation a;
+  const bool fromMemAlloc = buff && size && memFind(buff, size, &a);
+  if (!buff) why = "buff is NULL";
+  else if (size == 0) why = "size is 0";
+  else if (flags != NCCL_WIN_DEFAULT && flags != NCCL_WIN_COLL_SYMMETRIC)
+    why = "winFlags " + std::to_string(flags) + " is neither NCCL_WIN_DEFAULT (0) nor NCCL_WIN_COLL_SYMMETRIC (1)";
+  else if ((flags & NCCL_WIN_COLL_SYMMETRIC) && (reinterpret_cast<uintptr_t>(buff) % NCCL_WIN_REQUIRED_ALIGNMENT ||
+                                                  size % NCCL_WIN_REQUIRED_ALIGNMENT))
+    why = "a symmetric window's address and size must be multiples of NCCL_WIN_REQUIRED_ALIGNMENT (4096)";
+  else if ((flags & NCCL_WIN_COLL_SYMMETRIC) && !fromMemAlloc)
+    why = "a symmetric window must lie in memory from ncclMemAlloc (peers map it)";
+  if (!why.empty())
+    BATON_WARN("ncclCommWindowRegister: rank %d: %s (buff %p size %zu)", comm->rank, why.c_str(), buff, size);
+  std::lock_guard<std::mutex> lock(t.mu_);
+  if (!t.myPad_) {
+    void* pad = nullptr;
+    BATON_CHECK(memAlloc(&pad, sizeof(SymPad)));
+    t.myPad_ = static_cast<SymPad*>(pad);
+  }
+  MemAllocation padAlloc;
+  memFind(t.myPad_, sizeof(SymPad), &padAlloc);
+  std::vector<WinClaim> claims(n);
+  claims[comm->rank] = {reinterpret_cast<uint64_t>(buff), size,         fromMemAlloc ? a.id : 0, flags,
+                        !why.empty(),                     reinterpret_cast<uint64_t>(t.myPad_), padAlloc.id};
+  BATON_CHECK(comm->bootstrap->allGather(claims.data(), sizeof(WinClaim)));
+  if (!why.empty()) return batonError(ncclInvalidArgument, "ncclCommWindowRegister: %s (buff %p size %zu)", why.c_str(), buff, size);
+  for (int r = 0; r < n; ++r) {
+    const WinClaim& c = claims[r];
+    if (c.bad)
+      return batonError(ncclInvalidArgument,
+                        "ncclCommWindowRegister: rank %d passed invalid arguments (its error says which), so no rank "
+                        "registers this window",
+                        r);
+    if (c.flags != flags)
+      return batonError(ncclInvalidArgument,
+                        "ncclCommWindowRegister: winFlags differ: rank %d passed %d, rank %d passed %d; every rank "
+                        "must pass the same",
+                        comm->rank, flags, r, c.flags);
+    if ((flags & NCCL_WIN_COLL_SYMMETRIC) && c.size != size)
+      return batonError(ncclInvalidArgument,
+                        "ncclCommWindowRegister: a symmetric window has the same size on every rank: rank %d passed "
+                        "%zu bytes, rank %d passed %" PRIu64,
+                        comm->rank, size, r, c.size);
+  }
+  if (t.pads.empty()) {
+    t.pads.assign(n, nullptr);
+    for (int r = 0; r < n; ++r)
+      t.pads[r] = reinterpret_cast<SymPad*>(reach(comm, r, claims[r].padPtr, claims[r].padAlloc, sizeof(SymPad)));
+    t.epochs.assign(kSymMaxChannels, 0);
+  }
+  auto w = std::make_unique<ncclWindow_vidmem>();
+  w->comm = comm;
+  w->base = static_cast<char*>(buff);
+  w->size = size;
+  w->flags = flags;
+  w->peerBase.assign(n, nullptr);
+  w->allReachable = n <= kMaxSymRanks && comm->nNodes == 1;
+  for (int r = 0; r < n; ++r) {
+    w->peerBase[r] = reach(comm, r, claims[r].ptr, claims[r].allocId, claims[r].size);
+    w->allReachable &= w->peerBase[r] != nullptr && t.pads[r] != nullptr;
+  }
+  BATON_CHECK(comm->reg->add(buff, size, &w->regHandle));
+  BATON_INFO(kSubAlloc, "ncclCommWindowRegister: comm %p rank %d buff %p size %zu flags %d: %s", (void*)comm,
+             comm->rank, buff, size, flags,
+             w->allReachable ? "every rank's window reachable by loads and stores"
+                             : "some rank's window is not reachable here (another host, or not ncclMemAlloc memory)");
+  *win = w.get();
+  t.wins_.push_back(std::move(w));
+  return ncclSuccess;
+}
+
+ncclResult_t windowDeregister(ncclComm* comm, ncclWindow_vidmem* win) {
+  WindowTable& t = comm->windows;
+  std::lock_guard<std::mutex> lock(t.mu_);
+  auto it = std::find_if(t.wins_.begin(), t.wins_.end(), [&](const auto& w) { return w.get() == win; });
+  if (it == t.wins_.end())
+    return batonError(ncclInvalidArgument,
+                      "ncclCommWindowDeregister: window %p is not a live window of communicator %p (deregistered "
+                      "already, or another communicator's)",
+                      (void*)win, (void*)comm);
+  BATON_CHECK(comm->reg->remove(win->regHandle));
+  t.wins_.erase(it);
+  return ncclSuccess;
+}
+
+}  // namespace baton
+
+NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
+         int winFlags);
+ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags) {
+  BATON_CHECK(baton::checkCommReady(comm, "ncclCommWindowRegister"));
+  if (!win) return batonError(ncclInvalidArgument, "ncclCommWindowRegister: win is NULL");
+  *win = nullptr;
+  if (baton::inGroup()) {  // as in NCCL, it joins the group and happens at ncclGroupEnd
+    baton::groupAddCollectiveCall(comm, [=] { return baton::windowRegister(comm, buff, size, win, winFlags); });
+    return ncclSuccess;
+  }
+  return baton::windowRegister(comm, buff, size, win, winFlags);
+}
+
+NCCL_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win);
+ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+  BATON_CHECK(baton::checkCommLive(comm, "ncclCommWindowDeregister"));
+  return baton::windowDeregister(comm, win);
+}

@@ -1,0 +1,58 @@
+// ncclCommWindowRegister / ncclCommWindowDeregister: windows, each rank's view of every rank's
+// buffer (NCCL's "LSA" pointers), and the pads the symmetric collectives synchronise in (lesson 09).
+//
+// Registering a window is collective: every rank says what it registers (address, size, flags,
+// the ncclMemAlloc allocation) in one all-gather, so a mismatch fails on every rank with the same
+// message. Then each rank reaches each peer's buffer: the same pointer for a thread of this process,
+// a mapping of the peer's allocation for another process of this host (peer_mappings.h), none
+// across hosts. A window is also a local registration, as in NCCL.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "nccl.h"
+
+struct ncclComm;
+namespace baton {
+struct SymPad;
+}
+
+struct ncclWindow_vidmem {
+  ncclComm* comm = nullptr;
+  char* base = nullptr;
+  size_t size = 0;
+  int flags = 0;
+  std::vector<char*> peerBase;  // by rank: where that rank's window is in this process (nullptr: unreachable)
+  bool allReachable = false;    // every rank's window has a pointer here
+  void* regHandle = nullptr;    // the local registration the window implies
+};
+
+namespace baton {
+
+class WindowTable {
+ public:
+  ~WindowTable() { clear(); }
+  // The window holding [p, p + bytes) with NCCL_WIN_COLL_SYMMETRIC, reachable from every rank, or nullptr.
+  const ncclWindow_vidmem* findSymmetric(const void* p, size_t bytes) const;
+  void clear();
+
+  // Every rank's pad (nullptr until the first window), and the planner's epochs per channel.
+  std::vector<SymPad*> pads;
+  std::vector<uint64_t> epochs;
+
+ private:
+  friend ncclResult_t windowRegister(ncclComm*, void*, size_t, ncclWindow_vidmem**, int);
+  friend ncclResult_t windowDeregister(ncclComm*, ncclWindow_vidmem*);
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<ncclWindow_vidmem>> wins_;
+  SymPad* myPad_ = nullptr;
+};
+
+ncclResult_t windowRegister(ncclComm* comm, void* buff, size_t size, ncclWindow_vidmem** win, int flags);
+ncclResult_t windowDeregister(ncclComm* comm, ncclWindow_vidmem* win);
+
+}  // namespace baton
