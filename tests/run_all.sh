@@ -58,6 +58,23 @@ fi
 for proto in LL LL128 Simple; do
   suite "jitter-quick-$proto" 300 env BATON_JITTER=1 NCCL_PROTO=$proto "$TESTDIR/collective_tests" --gtest_filter='Threads*Quick*:Stage*:Tree*'
 done
+# Lesson 09: the suites on registered buffers (ncclMemAlloc + ncclCommRegister) and on symmetric
+# windows (the symmetric kernels), threads and processes (processes map each other's buffers).
+suite collective-tests-window 900 env BATON_TEST_MEMORY=window "$TESTDIR/collective_tests"
+suite collective-tests-window-twoshot 300 env BATON_TEST_MEMORY=window BATON_SYM_TWOSHOT=1 BATON_SYM_ONESHOT_BYTES=0 \
+  "$TESTDIR/collective_tests" --gtest_filter='ThreadsQuick*:AllReduce.*:Group.*'
+suite collective-tests-registered 300 env BATON_TEST_MEMORY=registered "$TESTDIR/collective_tests" \
+  --gtest_filter='ThreadsQuick*:AllReduce.*:Group.*:Stage*'
+for mem in registered window; do
+  for n in 2 3 4; do
+    suite "processes-$mem-$n" 300 env BATON_TEST_MEMORY=$mem "$BIN/baton-run" -n $n "$TESTDIR/rank_worker"
+  done
+  suite "processes-$mem-4-Simple" 300 env BATON_TEST_MEMORY=$mem NCCL_PROTO=Simple "$BIN/baton-run" -n 4 "$TESTDIR/rank_worker"
+done
+if [[ -x "${TSAN_TESTS:-}" ]]; then
+  suite tsan-window 600 env BATON_TEST_MEMORY=window TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+    "$TSAN_TESTS" --gtest_filter='ThreadsQuick*'
+fi
 # NET between threads of one process (NCCL_P2P_DISABLE + NCCL_SHM_DISABLE leave only NET, on loopback,
 # as in NCCL); a subset: the whole suite over TCP takes 18 minutes on 2 cores.
 suite collective-tests-net 600 env NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 "$TESTDIR/collective_tests" \

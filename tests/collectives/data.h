@@ -26,6 +26,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "collectives/test_memory.h"
 #include "datatypes.h"
 #include "nccl.h"
 
@@ -257,13 +258,24 @@ class GuardedBuffer {
     memset(mem_ + kGuard + bytes, kGuardByte, kGuard);
     memset(mem_ + kGuard, kPoisonByte, bytes);
   }
+  // In a test arena (test_memory.h: registered buffers or a window, lesson 09).
+  GuardedBuffer(size_t bytes, Arena* arena)
+      : bytes_(bytes), mem_(reinterpret_cast<unsigned char*>(arena->alloc(bytes + 2 * kGuard))), arena_(arena) {
+    memset(mem_, kGuardByte, kGuard);
+    memset(mem_ + kGuard + bytes, kGuardByte, kGuard);
+    memset(mem_ + kGuard, kPoisonByte, bytes);
+  }
   GuardedBuffer(GuardedBuffer&& o) noexcept { *this = std::move(o); }
   GuardedBuffer& operator=(GuardedBuffer&& o) noexcept {
     std::swap(bytes_, o.bytes_);
     std::swap(mem_, o.mem_);
+    std::swap(arena_, o.arena_);
     return *this;
   }
-  ~GuardedBuffer() { operator delete[](mem_, std::align_val_t(64)); }
+  ~GuardedBuffer() {
+    if (arena_) arena_->free(mem_);
+    else operator delete[](mem_, std::align_val_t(64));
+  }
   char* data() const { return reinterpret_cast<char*>(mem_ + kGuard); }
   size_t bytes() const { return bytes_; }
   // Empty string if both guards are intact, else which side and where.
@@ -280,6 +292,7 @@ class GuardedBuffer {
  private:
   size_t bytes_ = 0;
   unsigned char* mem_ = nullptr;
+  Arena* arena_ = nullptr;
 };
 
 // Bitwise comparison of n elements of typeBytes. Empty string if equal, else the first mismatch

@@ -90,7 +90,10 @@ std::map<int, Comms>& cache() {
 class CommCacheEnvironment : public ::testing::Environment {
  public:
   void TearDown() override {
-    for (auto& [n, comms] : cache()) destroyComms(comms);
+    for (auto& [n, comms] : cache()) {
+      EXPECT_EQ(detachTestMemory(comms), ncclSuccess) << ncclGetLastError(nullptr);
+      destroyComms(comms);
+    }
     cache().clear();
   }
 };
@@ -102,6 +105,7 @@ const Comms& cachedComms(int n) {
   auto it = cache().find(n);
   if (it != cache().end()) return it->second;
   Comms comms = n % 2 ? initAll(n) : initGroup(n);
+  EXPECT_EQ(attachTestMemory(comms), ncclSuccess) << ncclGetLastError(nullptr);
   return cache().emplace(n, std::move(comms)).first->second;
 }
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "collectives/data.h"
+#include "collectives/test_memory.h"
 #include "nccl.h"
 
 namespace bt {
@@ -103,15 +104,17 @@ inline void fillRankInput(const CollCase& c, int n, int rank, size_t j0, size_t 
 inline ncclResult_t prepareRank(const CollCase& c, int n, int rank, ncclComm_t comm, RankBuffers& b) {
   const size_t ts = typeSize(c.type);
   const bool inPlace = c.inPlace && c.coll != Coll::SendRecv;
+  Arena* arena = arenaOf(comm);
+  auto buffer = [arena](size_t bytes) { return arena ? GuardedBuffer(bytes, arena) : GuardedBuffer(bytes); };
   if (inPlace) {
     const size_t total = std::max(sendElems(c, n), recvElems(c, n));
-    b.sendBuf = GuardedBuffer(total * ts);
+    b.sendBuf = buffer(total * ts);
     char* base = b.sendBuf.data();
     b.send = base + inPlaceSendOffset(c, rank) * ts;
     b.recv = base + inPlaceRecvOffset(c, rank) * ts;
   } else {
-    b.sendBuf = GuardedBuffer(sendElems(c, n) * ts);
-    b.recvBuf = GuardedBuffer(recvElems(c, n) * ts);
+    b.sendBuf = buffer(sendElems(c, n) * ts);
+    b.recvBuf = buffer(recvElems(c, n) * ts);
     b.send = b.sendBuf.data();
     b.recv = b.recvBuf.data();
   }

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "nccl.h"
+#include "collectives/test_memory.h"
 #include "process/coll_check.h"
 
 namespace {
@@ -55,8 +56,14 @@ int main(int argc, char** argv) {
     fprintf(stderr, "rank %d: init failed: %s: %s\n", rank, ncclGetErrorString(res), ncclGetLastError(nullptr));
     return 1;
   }
+  res = bt::attachTestMemory({comm});  // BATON_TEST_MEMORY=registered|window (lesson 09)
+  if (res != ncclSuccess) {
+    fprintf(stderr, "rank %d: test memory: %s: %s\n", rank, ncclGetErrorString(res), ncclGetLastError(comm));
+    return 1;
+  }
   const bt::CheckReport rep = bt::runProcessChecks(comm, rank, nranks, quick);
-  res = ncclCommDestroy(comm);
+  res = bt::detachTestMemory({comm});
+  if (res == ncclSuccess) res = ncclCommDestroy(comm);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (rep.failed || res != ncclSuccess) {
     fprintf(stderr, "rank %d: %d checks passed, %d FAILED (first: %s)%s\n", rank, rep.passed, rep.failed,
