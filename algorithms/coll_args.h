@@ -19,11 +19,14 @@ enum CollFunc : int { kFuncAllReduce = 0, kFuncBroadcast, kFuncReduce, kFuncAllG
 // baton's public BATON_ALGO_* (include/baton/tuner.h); 2..6 are NCCL's CollNet, NVLS and PAT, which
 // baton does not build. baton's own stages, which NCCL has no number for, come after NCCL's.
 enum CollAlgo : int {
+  kAlgoUndef = -1,  // not chosen yet (the tuner decides)
   kAlgoTree = 0,
   kAlgoRing = 1,
-  kNcclNumAlgos = 7,          // NCCL_NUM_ALGORITHMS
+  kNcclNumAlgos = 7,           // NCCL_NUM_ALGORITHMS
   kAlgoNaive = kNcclNumAlgos,  // lesson 01's stage 0: every rank sends to rank 0, rank 0 sends back
-  // Lesson 09: symmetric windows (symmetric.h), NCCL 2.27+'s symmetric kernels.
+  // Lesson 09: one hop for small messages over the FIFOs (oneshot_allreduce.h), and on symmetric
+  // windows (symmetric.h), NCCL 2.27+'s symmetric kernels.
+  kAlgoOneShot,     // AllReduce: every rank sends its input to every peer and folds them all
   kAlgoSymOneShot,  // AllReduce: every rank folds every input [AGxLD]
   kAlgoSymTwoShot,  // AllReduce: reduce-scatter by loads, all-gather by stores [RSxLD_AGxST]
   kAlgoSymStore,    // AllGather by stores [ST]
@@ -38,6 +41,7 @@ BATON_HD const char* algoName(CollAlgo algo) {
     case kAlgoTree: return "Tree";
     case kAlgoRing: return "Ring";
     case kAlgoNaive: return "Naive";
+    case kAlgoOneShot: return "OneShot";
     case kAlgoSymOneShot: return "SymOneShot";
     case kAlgoSymTwoShot: return "SymTwoShot";
     case kAlgoSymStore: return "SymStore";

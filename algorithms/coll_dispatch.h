@@ -11,6 +11,7 @@
 
 #include "coll_args.h"
 #include "naive_allreduce.h"
+#include "oneshot_allreduce.h"
 #include "reduce_ops.h"
 #include "ring_allgather.h"
 #include "ring_allreduce.h"
@@ -29,6 +30,7 @@ BATON_HD void runReducingColl(ExecCtx& ctx, const CollArgs& a, const Op& op) {
   switch (a.func) {
     case kFuncAllReduce:
       if (a.algo == kAlgoNaive) runNaiveAllReduce<T>(ctx, a, op);
+      else if (a.algo == kAlgoOneShot) runOneShotAllReduce<T>(ctx, a, op);
       else if (a.algo == kAlgoSymOneShot) runSymAllReduceOneShot<T>(ctx, a, op);
       else if (a.algo == kAlgoSymTwoShot) runSymAllReduceTwoShot<T>(ctx, a, op);
       else if (a.algo == kAlgoTree) runTreeAllReduce<T, P>(ctx, a, op);

@@ -67,7 +67,8 @@ struct ConnDev {
   uint64_t stepBytes[kNumProtos] = {0, 0, 0};
   uint64_t step = 0;
   int peer = -1;
-  int depth = kSteps;  // slots the sender may have in flight (1 = stop-and-wait, lesson 03)
+  int depth = kSteps;     // slots the sender may have in flight (1 = stop-and-wait, lesson 03)
+  uint64_t headSeen = 0;  // sender: the receiver's head when last read (waitSendCredit)
 };
 
 BATON_HD ConnDev makeConnDev(ConnFifo* fifo, const FifoLayout& l, int peer, int depth) {

@@ -108,10 +108,13 @@ BATON_HD void failSlotSize(ExecCtx& ctx, int peer, uint64_t want, uint64_t got) 
 }
 
 // Credit for the sender's next step: slot `step` is free once the receiver has consumed
-// step + 1 - depth steps. Run by thread 0.
-BATON_HD void waitSendCredit(ExecCtx& ctx, const ConnDev& c) {
-  if (c.step + 1 > (uint64_t)c.depth)
-    waitAtLeast(ctx, &c.fifo->head, c.step + 1 - c.depth, c.peer, "send head (credit)");
+// step + 1 - depth steps. Run by thread 0. The last head value seen is kept, so the sender reads
+// the receiver's head line (a cache miss: the receiver wrote it) only when that value is not
+// enough, about once per depth steps instead of every step.
+BATON_HD void waitSendCredit(ExecCtx& ctx, ConnDev& c) {
+  if (c.step + 1 <= c.headSeen + (uint64_t)c.depth) return;
+  if (waitAtLeast(ctx, &c.fifo->head, c.step + 1 - c.depth, c.peer, "send head (credit)"))
+    c.headSeen = loadAcquire(&c.fifo->head);
 }
 
 }  // namespace baton

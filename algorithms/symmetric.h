@@ -46,7 +46,8 @@ BATON_HD bool symBarrier(ExecCtx& ctx, const CollArgs& a, bool depart) {
     publish(ctx, &mine[a.channel].v, s.epoch);
     for (int r = 0; r < a.nRanks; ++r) {
       const SymPad::Line* theirs = depart ? s.pads[r]->depart : s.pads[r]->arrive;
-      if (r != a.rank && !waitAtLeast(ctx, &theirs[a.channel].v, s.epoch, r, depart ? "symmetric depart" : "symmetric arrive"))
+      if (r != a.rank &&
+          !waitAtLeast(ctx, &theirs[a.channel].v, s.epoch, r, depart ? "symmetric depart" : "symmetric arrive"))
         break;
     }
   }
@@ -56,8 +57,8 @@ BATON_HD bool symBarrier(ExecCtx& ctx, const CollArgs& a, bool depart) {
 
 // outs[0..nOut) = post(fold over every rank r in order of pre(ins[r][0..n))), a tile at a time.
 template <typename T, typename Op>
-BATON_HD void symFold(ExecCtx& ctx, const Op& op, const T* const* ins, int nIns, size_t inOff, T* const* outs,
-                      int nOut, size_t n) {
+BATON_HD void symFold(ExecCtx& ctx, const Op& op, const T* const* ins, int nIns, size_t inOff, T* const* outs, int nOut,
+                      size_t n) {
   constexpr size_t kTile = 8192 / sizeof(T) > 0 ? 8192 / sizeof(T) : 1;
   T acc[2][kTile];
   for (size_t t = 0; t < n; t += kTile) {

@@ -77,7 +77,9 @@ struct SharedTunables {
   size_t sendrecvStepBytes;  // NCCL_P2P_CHUNKSIZE: the send/recv FIFO step
   int fifoDepth;             // BATON_FIFO_DEPTH: slots a sender may fill ahead (lesson 03)
   int chunkSteps;            // BATON_CHUNK_STEPS: FIFO steps per ring chunk (NCCL's CHUNKSTEPS)
-  CollAlgo allreduceAlgo;    // BATON_ALLREDUCE_ALGO=naive|ring (lesson 01's stage 0)
+  CollAlgo allreduceAlgo;    // BATON_ALLREDUCE_ALGO: naive (lesson 01's stage 0), ring, oneshot; auto = kAlgoUndef
+  size_t oneShotStepBytes;   // BATON_ONESHOT_STEP: LL step of the direct connectors (one-shot's largest message x 2)
+  size_t oneShotBytes;       // BATON_ONESHOT_BYTES: auto picks the one-shot AllReduce up to this size
   size_t minChannelBytes;    // BATON_MIN_CHANNEL_BYTES: below this per channel, use fewer
   bool direct;               // BATON_DIRECT: direct paths between ranks of one process (lesson 05)
   int ranksPerNode;          // BATON_RANKS_PER_NODE: k consecutive ranks form one node of the graph (0: real hosts)

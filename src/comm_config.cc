@@ -1,5 +1,6 @@
 // Creating a communicator object: validate ncclConfig_t as NCCL does, read the environment knobs
 // (docs/env.md), register it as live. The collective part of init is commInitJob (init.cc).
+#include <strings.h>
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -30,8 +31,14 @@ ncclResult_t readTunables(const ncclConfig_t& cfg, int rank, Tunables* t) {
   t->sendrecvStepBytes = (size_t)(std::max<int64_t>(envInt("NCCL_P2P_CHUNKSIZE", 128 << 10), 4096) / 4096 * 4096);
   t->fifoDepth = (int)std::clamp<int64_t>(envInt("BATON_FIFO_DEPTH", kSteps), 1, kSteps);
   t->chunkSteps = (int)std::clamp<int64_t>(envInt("BATON_CHUNK_STEPS", 4), 1, kSteps);
-  const std::string algo = envStr("BATON_ALLREDUCE_ALGO", "ring");
-  t->allreduceAlgo = (algo == "naive" || algo == "Naive") ? kAlgoNaive : kAlgoRing;
+  // auto: the tuner, with the one-shot AllReduce for small messages; NCCL_ALGO makes it the ring's.
+  const std::string algo = envStr("BATON_ALLREDUCE_ALGO", envSet("NCCL_ALGO") ? "ring" : "auto");
+  t->allreduceAlgo = strcasecmp(algo.c_str(), "naive") == 0     ? kAlgoNaive
+                     : strcasecmp(algo.c_str(), "oneshot") == 0 ? kAlgoOneShot
+                     : strcasecmp(algo.c_str(), "ring") == 0    ? kAlgoRing
+                                                                : kAlgoUndef;
+  t->oneShotStepBytes = (size_t)std::max<int64_t>(envInt("BATON_ONESHOT_STEP", 16 << 10), 1024) / 1024 * 1024;
+  t->oneShotBytes = (size_t)std::max<int64_t>(envInt("BATON_ONESHOT_BYTES", 4096), 0);
   t->minChannelBytes = (size_t)envInt("BATON_MIN_CHANNEL_BYTES", 64 << 10);
   t->direct = envInt("BATON_DIRECT", 1) != 0;
   t->ranksPerNode = (int)std::max<int64_t>(envInt("BATON_RANKS_PER_NODE", 0), 0);

@@ -80,6 +80,7 @@ ncclResult_t connectRing(ncclComm* comm, Channel& ch) {
 ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& sendPeers, const std::vector<int>& recvPeers) {
   FifoLayout layout;
   layout.stepBytes[kProtoSimple] = comm->tun.sendrecvStepBytes;
+  layout.stepBytes[kProtoLL] = comm->tun.oneShotStepBytes;  // one-shot AllReduce (lesson 09)
   for (int p : recvPeers) {
     if (p == comm->rank || comm->peerRecvConn[p]) continue;
     BATON_CHECK(connectRecvSide(comm, p, 0, kTagPeer, layout, &comm->peerRecvConn[p]));

@@ -16,6 +16,7 @@
 #include "group.h"
 #include "misc/debug.h"
 #include "misc/trace.h"
+#include "oneshot_allreduce.h"
 #include "register/mem_alloc.h"
 #include "sendrecv_executor.h"
 
@@ -85,8 +86,19 @@ static std::function<void()> wrapWork(ncclComm* comm, std::shared_ptr<Completion
   };
 }
 
+// The one-shot AllReduce over the FIFOs (lesson 09) for this operation: forced and it fits, or
+// auto and small enough. Same host, direct connectors in memory (not NET).
+static bool useOneShot(const ncclComm* comm, const Task& t, size_t bytes) {
+  const Tunables& k = comm->tun;
+  if (t.func != kFuncAllReduce || comm->nRanks < 2 || comm->nNodes != 1 || k.p2pDisable || k.shmDisable ||
+      bytes > oneShotMaxBytes(k.oneShotStepBytes) || typeSize(t.type) > 8)
+    return false;
+  return k.allreduceAlgo == kAlgoOneShot || (k.allreduceAlgo == kAlgoUndef && bytes <= k.oneShotBytes);
+}
+
 static int channelsFor(ncclComm* comm, const Task& t, size_t bytes) {
   if (t.func == kFuncAllReduce && comm->tun.allreduceAlgo == kAlgoNaive) return 1;
+  if (useOneShot(comm, t, bytes)) return 1;
   return channelsForBytes(comm->nChannels, comm->tun.minChannelBytes, bytes);
 }
 
@@ -114,7 +126,9 @@ static void bufferBytes(const Task& t, int nRanks, size_t* send, size_t* recv) {
 // Both buffers in symmetric windows every rank reaches: the symmetric kernel for this operation
 // and every rank's buffers in `plan`; false when they are not.
 static bool planSymmetric(ncclComm* comm, const Task& t, size_t totalBytes, CollPlan* plan, CollAlgo* algo) {
-  if (!comm->tun.symmetric || comm->nRanks < 2 || comm->nRanks > kMaxSymRanks || comm->nNodes != 1) return false;
+  if (comm->windows.empty() || !comm->tun.symmetric || comm->nRanks < 2 || comm->nRanks > kMaxSymRanks ||
+      comm->nNodes != 1)
+    return false;
   if (t.func != kFuncAllReduce && t.func != kFuncAllGather && t.func != kFuncReduceScatter) return false;
   size_t sb, rb;
   bufferBytes(t, comm->nRanks, &sb, &rb);
@@ -141,10 +155,10 @@ static bool planSymmetric(ncclComm* comm, const Task& t, size_t totalBytes, Coll
 // Registered buffers between processes of this host (lesson 09): the direct ring can read and
 // write peers' ncclMemAlloc memory. True when this operation may use it.
 static bool zeroCopyBetweenProcesses(ncclComm* comm, const Task& t) {
-  if (comm->allInProcess || !comm->tun.direct || t.func != kFuncAllReduce || comm->nRanks < 2) return false;
+  if (comm->reg->empty() || comm->allInProcess || !comm->tun.direct || t.func != kFuncAllReduce || comm->nRanks < 2)
+    return false;
   for (int r = 0; r < comm->nRanks; ++r)
-    if (r != comm->rank && !comm->livenessPids[r] &&
-        comm->peers[r].pidHash != comm->peers[comm->rank].pidHash)
+    if (r != comm->rank && !comm->livenessPids[r] && comm->peers[r].pidHash != comm->peers[comm->rank].pidHash)
       return false;  // another host: no load/store path to it
   const size_t bytes = t.count * typeSize(t.type);
   return comm->reg->covers(t.sendbuff, bytes) && comm->reg->covers(t.recvbuff, bytes);
@@ -158,6 +172,9 @@ static ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool
   CollAlgo symAlgo;
   const bool zeroCopy = zeroCopyBetweenProcesses(comm, t);
   if (t.func == kFuncAllReduce && comm->tun.allreduceAlgo == kAlgoNaive) choice = {kAlgoNaive, kProtoSimple, 0.0};
+  // The smallest AllReduces take the LL one-shot even on windows (NCCL's AGxLL does the same: one
+  // hop with the data, instead of the load kernels' two barriers).
+  else if (useOneShot(comm, t, totalBytes)) choice = {kAlgoOneShot, kProtoLL, 0.0};
   else if (t.count && planSymmetric(comm, t, totalBytes, plan, &symAlgo)) choice = {symAlgo, kProtoSimple, 0.0};
   else
     BATON_CHECK(chooseAlgoProto(comm->tun.model, tuningPathOf(comm, zeroCopy), comm->tun.mask, t.func, comm->nRanks,
@@ -209,15 +226,17 @@ static ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plans, std
                                 std::shared_ptr<Completion>* out, bool callerRuns);
 
 static bool isNaive(const CollPlan& p, const ncclComm* comm) { return p.base.algo == kAlgoNaive && comm->nRanks > 1; }
+static bool usesPeerConnectors(const CollPlan& p, const ncclComm* comm) {
+  return isNaive(p, comm) || p.base.algo == kAlgoOneShot;
+}
 
 // Channel c's part of a planned collective, on whichever thread plays that channel's block.
 static ncclResult_t runPart(ncclComm* comm, const CollPlan& p, int c) {
   CollArgs a = p.base;
-  if (isNaive(p, comm)) {
-    std::vector<int> peers;
-    if (comm->rank == 0)
-      for (int r = 1; r < comm->nRanks; ++r) peers.push_back(r);
-    else peers.push_back(0);
+  if (usesPeerConnectors(p, comm)) {
+    std::vector<int> peers;  // naive: rank 0 and the others; one-shot: everyone
+    for (int r = 0; r < comm->nRanks; ++r)
+      if (r != comm->rank && (p.base.algo == kAlgoOneShot || comm->rank == 0 || r == 0)) peers.push_back(r);
     BATON_CHECK(connectPeers(comm, peers, peers));
     a.peerSend = comm->peerSend.data();
     a.peerRecv = comm->peerRecv.data();
@@ -313,7 +332,7 @@ static ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plansIn, s
   std::vector<Part> parts;
   for (size_t i = 0; i < plans->size(); ++i) {
     const CollPlan& p = (*plans)[i];
-    const int nParts = isNaive(p, comm) ? 1 : p.nch;
+    const int nParts = usesPeerConnectors(p, comm) ? 1 : p.nch;
     for (int c = 0; c < nParts; ++c)
       parts.push_back({c, [comm, plans, i, c] { return runPart(comm, (*plans)[i], c); }, p.traceName});
   }

@@ -85,6 +85,8 @@ suite shrink-local 120 tests/tools/shrink_local_test.sh "$TESTDIR"
 # SIGKILL, SIGSTOP and a rank leaving mid-shrink at random points of every collective (lesson 10);
 # `make fault-long` runs 120 trials.
 suite fault-injection 300 tests/fault/fault_injection.sh --trials 24 "$TESTDIR"
+# A peer dies while its ncclMemAlloc buffers are mapped (registered and window): survivors fail cleanly.
+suite fault-registered 300 tests/fault/registered_kill_test.sh "$BIN"
 suite baton-run 120 tests/tools/baton_run_test.sh "$BIN/baton-run"
 suite baton-topo 120 tests/tools/baton_topo_test.sh "$BIN/baton-topo"
 suite mpirun-launch 180 tests/tools/mpirun_launch_test.sh "$BIN"

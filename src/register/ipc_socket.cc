@@ -130,8 +130,7 @@ ncclResult_t ipcRequestAllocation(int pid, uint64_t id, int* fd, uint64_t* owner
     return batonError(ncclInvalidUsage, "IPC: process %d has no allocation %llu (freed with ncclMemFree?)", pid,
                       (unsigned long long)id);
   cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-  if (!cm || cm->cmsg_type != SCM_RIGHTS)
-    return batonError(ncclRemoteError, "IPC: process %d sent no descriptor", pid);
+  if (!cm || cm->cmsg_type != SCM_RIGHTS) return batonError(ncclRemoteError, "IPC: process %d sent no descriptor", pid);
   memcpy(fd, CMSG_DATA(cm), sizeof(int));
   *ownerBase = rep.base;
   *size = rep.size;

@@ -82,8 +82,8 @@ ncclResult_t memFree(void* ptr) {
     std::lock_guard<std::mutex> lock(gMu);
     auto it = findLocked(ptr);
     if (it == gTable.end())
-      return batonError(ncclInvalidArgument,
-                        "ncclMemFree: %p was not returned by ncclMemAlloc (or was freed already)", ptr);
+      return batonError(ncclInvalidArgument, "ncclMemFree: %p was not returned by ncclMemAlloc (or was freed already)",
+                        ptr);
     if (it->first != reinterpret_cast<uintptr_t>(ptr))
       return batonError(ncclInvalidArgument,
                         "ncclMemFree: %p lies %zu bytes inside the allocation at %p; pass the pointer ncclMemAlloc "

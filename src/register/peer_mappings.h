@@ -40,7 +40,7 @@ class PeerMappings {
   static void* mapForDevice(const void* self, int peer, uint64_t allocId, uint64_t ownerPtr, uint64_t bytes);
   mutable std::mutex mu_;
   std::map<std::pair<int, uint64_t>, Mapping> maps_;  // (pid, allocation id)
-  const int32_t* pids_ = nullptr;                      // by rank
+  const int32_t* pids_ = nullptr;                     // by rank
   PeerAddressMap dev_;
 };
 

@@ -65,6 +65,7 @@ ncclResult_t RegCache::add(void* buff, size_t size, void** handle) {
   auto* e = new Entry{begin, end, 1, memFind(buff, size, &a), comm_};
   if (e->fromMemAlloc) memCountRegistration(buff, 1);
   entries_.insert(it, e);
+  count_ = entries_.size();
   {
     std::lock_guard<std::mutex> hl(gHandlesMu);
     gHandles.insert(e);
@@ -100,6 +101,7 @@ ncclResult_t RegCache::remove(void* handle) {
   if (e->fromMemAlloc) memCountRegistration(reinterpret_cast<void*>(e->begin), -1);
   if (--e->refs > 0) return ncclSuccess;
   entries_.erase(std::find(entries_.begin(), entries_.end(), e));
+  count_ = entries_.size();
   {
     std::lock_guard<std::mutex> hl(gHandlesMu);
     gHandles.erase(e);
@@ -112,8 +114,8 @@ bool RegCache::covers(const void* p, size_t bytes) const {
   const uintptr_t x = reinterpret_cast<uintptr_t>(p);
   std::lock_guard<std::mutex> lock(mu_);
   if (entries_.empty()) return false;
-  auto it = std::upper_bound(entries_.begin(), entries_.end(), x,
-                             [](uintptr_t v, const Entry* e) { return v < e->begin; });
+  auto it =
+      std::upper_bound(entries_.begin(), entries_.end(), x, [](uintptr_t v, const Entry* e) { return v < e->begin; });
   if (it == entries_.begin()) return false;
   --it;
   return x >= (*it)->begin && bytes <= (*it)->end - x;

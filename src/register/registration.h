@@ -9,6 +9,7 @@
 // every rank must.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <mutex>
 #include <vector>
@@ -28,12 +29,14 @@ class RegCache {
   // [p, p + bytes) lies inside one registration.
   bool covers(const void* p, size_t bytes) const;
   size_t size() const;
+  bool empty() const { return count_.load(std::memory_order_relaxed) == 0; }  // no lock: the planner's fast path
 
  private:
   struct Entry;
   ncclComm* comm_;
   mutable std::mutex mu_;
   std::vector<Entry*> entries_;  // sorted by start address, disjoint
+  std::atomic<size_t> count_{0};
 };
 
 }  // namespace baton

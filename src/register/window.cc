@@ -28,8 +28,7 @@ struct WinClaim {
 
 // Where rank r's memory at (ptr, alloc) is in this process, or nullptr.
 char* reach(ncclComm* comm, int r, uint64_t ptr, uint64_t alloc, size_t bytes) {
-  if (r == comm->rank || comm->peers[r].pidHash == comm->peers[comm->rank].pidHash)
-    return reinterpret_cast<char*>(ptr);
+  if (r == comm->rank || comm->peers[r].pidHash == comm->peers[comm->rank].pidHash) return reinterpret_cast<char*>(ptr);
   if (!comm->livenessPids[r] || !alloc) return nullptr;
   void* p = nullptr;
   if (comm->peerMaps->translate(comm->livenessPids[r], alloc, ptr, bytes, &p) != ncclSuccess) {
@@ -54,6 +53,7 @@ const ncclWindow_vidmem* WindowTable::findSymmetric(const void* p, size_t bytes)
 void WindowTable::clear() {
   std::lock_guard<std::mutex> lock(mu_);
   wins_.clear();
+  count_ = 0;
   if (myPad_) memFree(myPad_);
   myPad_ = nullptr;
   pads.clear();
@@ -70,8 +70,8 @@ ncclResult_t windowRegister(ncclComm* comm, void* buff, size_t size, ncclWindow_
   else if (size == 0) why = "size is 0";
   else if (flags != NCCL_WIN_DEFAULT && flags != NCCL_WIN_COLL_SYMMETRIC)
     why = "winFlags " + std::to_string(flags) + " is neither NCCL_WIN_DEFAULT (0) nor NCCL_WIN_COLL_SYMMETRIC (1)";
-  else if ((flags & NCCL_WIN_COLL_SYMMETRIC) && (reinterpret_cast<uintptr_t>(buff) % NCCL_WIN_REQUIRED_ALIGNMENT ||
-                                                  size % NCCL_WIN_REQUIRED_ALIGNMENT))
+  else if ((flags & NCCL_WIN_COLL_SYMMETRIC) &&
+           (reinterpret_cast<uintptr_t>(buff) % NCCL_WIN_REQUIRED_ALIGNMENT || size % NCCL_WIN_REQUIRED_ALIGNMENT))
     why = "a symmetric window's address and size must be multiples of NCCL_WIN_REQUIRED_ALIGNMENT (4096)";
   else if ((flags & NCCL_WIN_COLL_SYMMETRIC) && !fromMemAlloc)
     why = "a symmetric window must lie in memory from ncclMemAlloc (peers map it)";
@@ -86,10 +86,11 @@ ncclResult_t windowRegister(ncclComm* comm, void* buff, size_t size, ncclWindow_
   MemAllocation padAlloc;
   memFind(t.myPad_, sizeof(SymPad), &padAlloc);
   std::vector<WinClaim> claims(n);
-  claims[comm->rank] = {reinterpret_cast<uint64_t>(buff), size,         fromMemAlloc ? a.id : 0, flags,
-                        !why.empty(),                     reinterpret_cast<uint64_t>(t.myPad_), padAlloc.id};
+  claims[comm->rank] = {reinterpret_cast<uint64_t>(buff),     size,       fromMemAlloc ? a.id : 0, flags, !why.empty(),
+                        reinterpret_cast<uint64_t>(t.myPad_), padAlloc.id};
   BATON_CHECK(comm->bootstrap->allGather(claims.data(), sizeof(WinClaim)));
-  if (!why.empty()) return batonError(ncclInvalidArgument, "ncclCommWindowRegister: %s (buff %p size %zu)", why.c_str(), buff, size);
+  if (!why.empty())
+    return batonError(ncclInvalidArgument, "ncclCommWindowRegister: %s (buff %p size %zu)", why.c_str(), buff, size);
   for (int r = 0; r < n; ++r) {
     const WinClaim& c = claims[r];
     if (c.bad)
@@ -132,6 +133,7 @@ ncclResult_t windowRegister(ncclComm* comm, void* buff, size_t size, ncclWindow_
                              : "some rank's window is not reachable here (another host, or not ncclMemAlloc memory)");
   *win = w.get();
   t.wins_.push_back(std::move(w));
+  t.count_ = t.wins_.size();
   return ncclSuccess;
 }
 
@@ -146,6 +148,7 @@ ncclResult_t windowDeregister(ncclComm* comm, ncclWindow_vidmem* win) {
                       (void*)win, (void*)comm);
   BATON_CHECK(comm->reg->remove(win->regHandle));
   t.wins_.erase(it);
+  t.count_ = t.wins_.size();
   return ncclSuccess;
 }
 

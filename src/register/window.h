@@ -8,6 +8,7 @@
 // across hosts. A window is also a local registration, as in NCCL.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -39,6 +40,7 @@ class WindowTable {
   // The window holding [p, p + bytes) with NCCL_WIN_COLL_SYMMETRIC, reachable from every rank, or nullptr.
   const ncclWindow_vidmem* findSymmetric(const void* p, size_t bytes) const;
   void clear();
+  bool empty() const { return count_.load(std::memory_order_relaxed) == 0; }  // no lock: the planner's fast path
 
   // Every rank's pad (nullptr until the first window), and the planner's epochs per channel.
   std::vector<SymPad*> pads;
@@ -50,6 +52,7 @@ class WindowTable {
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<ncclWindow_vidmem>> wins_;
   SymPad* myPad_ = nullptr;
+  std::atomic<size_t> count_{0};
 };
 
 ncclResult_t windowRegister(ncclComm* comm, void* buff, size_t size, ncclWindow_vidmem** win, int flags);

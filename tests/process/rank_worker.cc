@@ -15,8 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "nccl.h"
 #include "collectives/test_memory.h"
+#include "nccl.h"
 #include "process/coll_check.h"
 
 namespace {

@@ -4,8 +4,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstring>
 #include <dirent.h>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -113,7 +113,8 @@ TEST(Register, CacheRefsOverlapAndBadInput) {
   EXPECT_NCCL_ERR(ncclCommRegister(nullptr, b, 64, &h2), ncclInvalidArgument, "ncclCommRegister", "comm is NULL");
   // A handle of another communicator.
   auto other = comms(1);
-  EXPECT_NCCL_ERR(ncclCommDeregister(other[0], h3), ncclInvalidArgument, "ncclCommDeregister", "belongs to communicator");
+  EXPECT_NCCL_ERR(ncclCommDeregister(other[0], h3), ncclInvalidArgument, "ncclCommDeregister",
+                  "belongs to communicator");
   destroy(other);
   // Deregister: twice for the two references, then a third time is an error.
   ASSERT_NCCL_OK(ncclCommDeregister(c[0], h1));
@@ -195,16 +196,15 @@ TEST(Window, SymmetricAllReduceAndMismatchesFailOnEveryRank) {
       &msgs);
   EXPECT_NE(msgs[0].find("winFlags 7"), std::string::npos) << msgs[0];
   EXPECT_NE(msgs[2].find("buff is NULL"), std::string::npos) << msgs[2];
-  EXPECT_NCCL_ERR(ncclCommWindowRegister(c[0], mem[0], 4096, nullptr, 0), ncclInvalidArgument,
-                  "ncclCommWindowRegister", "win is NULL");
+  EXPECT_NCCL_ERR(ncclCommWindowRegister(c[0], mem[0], 4096, nullptr, 0), ncclInvalidArgument, "ncclCommWindowRegister",
+                  "win is NULL");
   EXPECT_NCCL_ERR(ncclCommWindowDeregister(c[0], reinterpret_cast<ncclWindow_t>(&heap[0])), ncclInvalidArgument,
                   "ncclCommWindowDeregister", "not a live window");
 
   // After all that, a good window works: a symmetric AllReduce (one-shot) and a larger one, in place.
   std::vector<ncclWindow_t> win(n);
-  res = onEveryRank(n, [&](int r) {
-    return ncclCommWindowRegister(c[r], mem[r], 1 << 20, &win[r], NCCL_WIN_COLL_SYMMETRIC);
-  });
+  res = onEveryRank(
+      n, [&](int r) { return ncclCommWindowRegister(c[r], mem[r], 1 << 20, &win[r], NCCL_WIN_COLL_SYMMETRIC); });
   for (int r = 0; r < n; ++r) ASSERT_EQ(res[r], ncclSuccess) << msgs[r];
   for (size_t count : {size_t(2), size_t(1000), size_t(200000)}) {
     res = onEveryRank(n, [&](int r) {
