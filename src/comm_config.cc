@@ -38,7 +38,7 @@ ncclResult_t readTunables(const ncclConfig_t& cfg, int rank, Tunables* t) {
                      : strcasecmp(algo.c_str(), "ring") == 0    ? kAlgoRing
                                                                 : kAlgoUndef;
   t->oneShotStepBytes = (size_t)std::max<int64_t>(envInt("BATON_ONESHOT_STEP", 16 << 10), 1024) / 1024 * 1024;
-  t->oneShotBytes = (size_t)std::max<int64_t>(envInt("BATON_ONESHOT_BYTES", 4096), 0);
+  t->oneShotBytes = (size_t)std::max<int64_t>(envInt("BATON_ONESHOT_BYTES", 64), 0);
   t->minChannelBytes = (size_t)envInt("BATON_MIN_CHANNEL_BYTES", 64 << 10);
   t->direct = envInt("BATON_DIRECT", 1) != 0;
   t->ranksPerNode = (int)std::max<int64_t>(envInt("BATON_RANKS_PER_NODE", 0), 0);

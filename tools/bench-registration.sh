@@ -6,9 +6,10 @@
 #   tools/bench-registration.sh [--np 2] [--repeat 3] [--sizes "8 1M 64M 256M"]
 #
 # Each repeat runs every program once per size, one at a time: baton-perf --memcpy; OpenMPI
-# (vader shared memory) with and without MALLOC_MMAP_MAX_=0 (without it glibc returns MPI's large
-# temporary buffer to the kernel after every call, and each call page-faults it back in: the
-# fair figure is the better of the two); MPICH (mpirun.mpich) likewise when it is installed; baton
+# (vader shared memory) as it comes and with MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=4G ("-nommap":
+# otherwise glibc gives MPI's large temporary buffer back to the kernel after every call and each
+# call page-faults it in again, 0.4 GB/s at 64 MiB; the fair figure is the better of the two);
+# MPICH (mpirun.mpich) likewise when it is installed; baton
 # -R 0/1/2. 8 B runs 20000 iterations (steady state, not a sweep's cold first size); larger sizes
 # fewer. Prints, per size, the median time and busbw of each and the ratios the goals name;
 # raw outputs go to build/bench/registration-raw/. Run it on an otherwise idle machine.
@@ -50,9 +51,9 @@ run() {  # run IMPL SIZE -> "time busbw"
     --mca btl self,vader --mca pml ob1)
   case $impl in
     openmpi) "${ompi[@]}" $BIN/mpi-allreduce-sweep "${sweep[@]}" -c 0 ;;
-    openmpi-nommap) "${ompi[@]}" -x MALLOC_MMAP_MAX_=0 $BIN/mpi-allreduce-sweep "${sweep[@]}" -c 0 ;;
+    openmpi-nommap) "${ompi[@]}" -x MALLOC_MMAP_MAX_=0 -x MALLOC_TRIM_THRESHOLD_=4294967296 $BIN/mpi-allreduce-sweep "${sweep[@]}" -c 0 ;;
     mpich) mpirun.mpich -np "$NP" -iface lo $BIN/mpich-allreduce-sweep "${sweep[@]}" -c 0 ;;
-    mpich-nommap) mpirun.mpich -np "$NP" -iface lo -genv MALLOC_MMAP_MAX_ 0 $BIN/mpich-allreduce-sweep "${sweep[@]}" -c 0 ;;
+    mpich-nommap) mpirun.mpich -np "$NP" -iface lo -genv MALLOC_MMAP_MAX_ 0 -genv MALLOC_TRIM_THRESHOLD_ 4294967296 $BIN/mpich-allreduce-sweep "${sweep[@]}" -c 0 ;;
     baton-R*) $BIN/baton-run -n "$NP" --no-prefix $BIN/baton-perf allreduce "${sweep[@]}" -c 0 -R "${impl#baton-R}" ;;
   esac >"$RAW/$impl-$size.txt" 2>&1 || { echo "$impl $size failed: $RAW/$impl-$size.txt" >&2; return 1; }
   row <"$RAW/$impl-$size.txt"
