@@ -72,13 +72,13 @@ BATON_HD void runOneShotAllReduce(ExecCtx& ctx, const CollArgs& a, const Op& op)
           x.t[e] = reduceElem<T, Op, Moves{.src = true, .preSrc = true}>(op, T{}, src[l * E + e]);
       } else {
         const ConnDev& c = a.peerRecv[r];
-        x.u = readLL(ctx, reinterpret_cast<const LLLine*>(slotPtr(c, kProtoLL, c.step)) + l, (uint32_t)(c.step + 1),
-                     r);
+        x.u = readLL(ctx, reinterpret_cast<const LLLine*>(slotPtr(c, kProtoLL, c.step)) + l, (uint32_t)(c.step + 1), r);
         if (ctx.failed) return;
       }
       if (r == 0) acc = x;
       else
-        for (size_t e = 0; e < valid; ++e) acc.t[e] = reduceElem<T, Op, Moves{.recv = true, .src = true}>(op, acc.t[e], x.t[e]);
+        for (size_t e = 0; e < valid; ++e)
+          acc.t[e] = reduceElem<T, Op, Moves{.recv = true, .src = true}>(op, acc.t[e], x.t[e]);
     }
     for (size_t e = 0; e < valid; ++e)
       dst[l * E + e] = reduceElem<T, Op, Moves{.recv = true, .post = true}>(op, acc.t[e], T{});

@@ -73,6 +73,17 @@ if reason=$(tests/net/netns.sh check 2>&1); then
 else
   echo "lesson 08 skipped: $reason"
 fi
+# Lesson 09: plain, registered and window buffers between two processes, and the sweep that compares them.
+out=$("$EX/09-buffer-registration/registration" 16); echo "$out"
+for kind in plain registered window; do
+  expect "^$kind +16 MiB: +[0-9.]+ ms +busbw +[0-9.]+ GB/s +8 B: +[0-9.]+ us +result OK$" "$out"
+done
+out=$(NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=ALLOC "$BIN/baton-run" -n 2 --no-prefix "$BIN/baton-perf" allreduce -b 8 -e 4M -f 64 -n 3 -w 1 --compare plain,registered,window 2>&1); echo "$out" | grep -v INFO
+expect '^#   registered +-R 1$' "$out"
+expect '^#   window +-R 2$' "$out"
+expect "mapped process [0-9]+'s ncclMemAlloc allocation" "$out"
+expect '^# Out of bounds values : 0 OK$' "$out"
+
 # Lesson 10: the elastic loop: a rank killed, the survivors agree, shrink and retry the step with
 # their gradients restored; a newcomer joins with ncclCommGrow; every rank's weights are exact.
 out=$(examples/10-fault-tolerance/elastic.sh "$BIN"); echo "$out"
