@@ -86,12 +86,18 @@ BATON_HD void symRange(const CollArgs& a, size_t total, size_t* lo, size_t* n) {
   channelRange(total, a.channel, a.nChannels, 16 / sizeof(T) ? 16 / sizeof(T) : 1, lo, n);
 }
 
+// Every rank's input, as this process reaches it.
+template <typename T>
+BATON_HD void symInputs(const CollArgs& a, const T** ins) {
+  for (int r = 0; r < a.nRanks; ++r) ins[r] = static_cast<const T*>(a.sym.peerSend[r]);
+}
+
 template <typename T, typename Op>
 BATON_HD void runSymAllReduceOneShot(ExecCtx& ctx, const CollArgs& a, const Op& op) {
   size_t lo, n;
   symRange<T>(a, a.count, &lo, &n);
   const T* ins[kMaxSymRanks];
-  for (int r = 0; r < a.nRanks; ++r) ins[r] = static_cast<const T*>(a.sym.peerSend[r]);
+  symInputs(a, ins);
   T* dst = static_cast<T*>(a.recvbuff) + lo;
   const char* sb = static_cast<const char*>(a.sendbuff);
   const char* rb = static_cast<const char*>(a.recvbuff);
@@ -113,8 +119,8 @@ BATON_HD void runSymAllReduceTwoShot(ExecCtx& ctx, const CollArgs& a, const Op& 
   const size_t grain = 16 / sizeof(T) ? 16 / sizeof(T) : 1;
   size_t off, cnt;
   channelRange(n, a.rank, a.nRanks, grain, &off, &cnt);  // my piece of the part
+  symInputs(a, ins);
   for (int r = 0; r < a.nRanks; ++r) {
-    ins[r] = static_cast<const T*>(a.sym.peerSend[r]);
     // Our own output first: symFold writes outs[0] and copies it to the others.
     const int o = (a.rank + r) % a.nRanks;
     outs[r] = static_cast<T*>(a.sym.peerRecv[o]) + lo + off;
@@ -129,7 +135,7 @@ BATON_HD void runSymReduceScatter(ExecCtx& ctx, const CollArgs& a, const Op& op)
   size_t lo, n;
   symRange<T>(a, a.count, &lo, &n);
   const T* ins[kMaxSymRanks];
-  for (int r = 0; r < a.nRanks; ++r) ins[r] = static_cast<const T*>(a.sym.peerSend[r]);
+  symInputs(a, ins);
   T* out = static_cast<T*>(a.recvbuff) + lo;
   if (!symBarrier(ctx, a, false)) return;
   symFold<T>(ctx, op, ins, a.nRanks, (size_t)a.rank * a.count + lo, &out, 1, n);

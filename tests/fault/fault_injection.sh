@@ -7,7 +7,9 @@
 #   exit-in-shrink  SIGKILL, then a second rank exits between agreeing and shrinking (every 8th)
 # Transports alternate between shared memory and NET over loopback; every other trial runs with
 # BATON_ATOMIC_COLLECTIVES=1 (a failed AllReduce must leave its input in place), every fourth with
-# non-blocking communicators (the failure arrives through ncclCommGetAsyncError).
+# non-blocking communicators (the failure arrives through ncclCommGetAsyncError), every third
+# (shared-memory) trial on ncclMemAlloc buffers registered with the communicator, so the survivors
+# have the dead rank's memory mapped and run the zero-copy ring (lesson 09).
 #
 # A trial passes when every survivor: reports its operation failed, naming the dead rank, within
 # BATON_TIMEOUT + 1 s of the fault (else it counts as a hang); never returned success with a wrong
@@ -48,6 +50,8 @@ for ((t = 1; t <= trials; t++)); do
   if ((t % 2 == 0)); then atomic=", atomic" env+=(BATON_ATOMIC_COLLECTIVES=1); fi
   nb=0
   if ((t % 4 == 1)); then nb=1 atomic=", non-blocking"; fi  # failures arrive as the async error
+  memory=plain  # every third shm trial: ncclMemAlloc buffers registered, peers' memory mapped (lesson 09)
+  if ((t % 3 == 1)); then memory=registered atomic+=", registered"; fi
   dir=$work/t$t
   mkdir -p "$dir"
   shmBefore=$(shmList)
@@ -56,7 +60,7 @@ for ((t = 1; t <= trials; t++)); do
   for ((r = 0; r < n; r++)); do
     env "${env[@]}" BATON_RANK=$r BATON_NRANKS=$n NCCL_COMM_ID=127.0.0.1:$port \
       timeout -s KILL 60 "$worker" --victim $victim --fault $fault --second $second --at $at --delay-us $delay \
-      --count $count --nonblocking $nb --stamp "$dir/stamp" >"$dir/out.$r" 2>&1 &
+      --count $count --nonblocking $nb --memory $memory --stamp "$dir/stamp" >"$dir/out.$r" 2>&1 &
     pids+=($!)
   done
   ok=1 why=""

@@ -62,19 +62,36 @@ struct Job {
   int rank = 0;          // this process's rank in comm
   size_t count = 0;
   std::vector<float> in, out;
+  // --memory registered (lesson 09): the buffers are ncclMemAlloc memory registered with the
+  // communicator (and again with the shrunk child), so the zero-copy paths run into the fault.
+  float* regIn = nullptr;
+  float* regOut = nullptr;
 };
+
+// ncclMemAlloc buffers for every step's largest input and output, registered with `comm`.
+bool registerBuffers(Job& j, int n) {
+  const size_t bytes = j.count * n * sizeof(float);
+  void *a = j.regIn, *b = j.regOut, *h = nullptr;
+  if (!a && (ncclMemAlloc(&a, bytes) != ncclSuccess || ncclMemAlloc(&b, bytes) != ncclSuccess)) return false;
+  j.regIn = static_cast<float*>(a), j.regOut = static_cast<float*>(b);
+  return ncclCommRegister(j.comm, a, bytes, &h) == ncclSuccess && ncclCommRegister(j.comm, b, bytes, &h) == ncclSuccess;
+}
 
 // One collective of step s; returns its result and sets *wrong when it succeeded with a wrong value.
 ncclResult_t runStep(Job& j, int s, std::string* wrong) {
   const int n = (int)j.ids.size(), me = j.ids[j.rank], kind = s % 6, root = s % n;
   const size_t c = j.count;
   const size_t inCount = kind == 2 ? c * n : c, outCount = kind == 1 ? c * n : c;
-  j.in.resize(inCount);
-  j.out.assign(outCount, -1.0f);
-  for (size_t i = 0; i < inCount; ++i) j.in[i] = value(me, i, s);
+  float* send = j.regIn;
+  float* recv = j.regOut;
+  if (!send) {
+    j.in.resize(inCount);
+    j.out.resize(outCount);
+    send = j.in.data(), recv = j.out.data();
+  }
+  for (size_t i = 0; i < outCount; ++i) recv[i] = -1.0f;
+  for (size_t i = 0; i < inCount; ++i) send[i] = value(me, i, s);
   const bool atomic = getenv("BATON_ATOMIC_COLLECTIVES") && atoi(getenv("BATON_ATOMIC_COLLECTIVES"));
-  float* send = j.in.data();
-  float* recv = j.out.data();
   if (kind == 0 && atomic && s % 12 == 0) recv = send;  // in place: the rollback must restore it
   ncclResult_t res = ncclSuccess;
   switch (kind) {
@@ -130,6 +147,7 @@ ncclResult_t runStep(Job& j, int s, std::string* wrong) {
 
 int main(int argc, char** argv) {
   int victim = -1, at = 5, delayUs = 0, after = 10, second = -1, nonBlocking = 0;
+  bool registered = false;
   size_t count = 4096;
   std::string fault = "kill", stamp = "/dev/null";
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -143,6 +161,7 @@ int main(int argc, char** argv) {
     else if (a == "--second") second = atoi(argv[i + 1]);
     else if (a == "--after") after = atoi(argv[i + 1]);
     else if (a == "--nonblocking") nonBlocking = atoi(argv[i + 1]);
+    else if (a == "--memory") registered = std::string(argv[i + 1]) == "registered";
   }
   printf("pid %d\n", (int)getpid());  // the script tells a killed rank's leftovers from a leak
   fflush(stdout);
@@ -159,6 +178,10 @@ int main(int argc, char** argv) {
   const int me = job.rank;
   for (int r = 0; r < n; ++r) job.ids.push_back(r);
   job.count = count;
+  if (registered && !registerBuffers(job, n)) {
+    printf("registration failed: %s\n", ncclGetLastError(job.comm));
+    return 1;
+  }
   std::string wrong;
   int s = 0;
   ncclResult_t res = ncclSuccess;
@@ -213,6 +236,10 @@ int main(int argc, char** argv) {
   }
   job.comm = child;
   ncclCommUserRank(child, &job.rank);
+  if (registered && !registerBuffers(job, n)) {
+    printf("rank %d: registration on the shrunk communicator failed: %s\n", me, ncclGetLastError(child));
+    return 1;
+  }
   for (int k = 0; k < after; ++k) {
     res = runStep(job, 1000 + k, &wrong);
     if (res != ncclSuccess || !wrong.empty()) {
