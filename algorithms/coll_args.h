@@ -92,13 +92,22 @@ struct PeerAddressMap {
   const void* self;
 };
 
+// Processes of one host, ordinary memory (lesson 09): single copies between our memory and an
+// address in peer rank `peer`'s process (cross-memory attach). False when the kernel refused or
+// the peer is gone. Host code only.
+struct PeerCopy {
+  bool (*read)(const void* self, int peer, void* local, uint64_t remote, uint64_t bytes);
+  bool (*write)(const void* self, int peer, uint64_t remote, const void* local, uint64_t bytes);
+  const void* self;
+};
+
 struct CollArgs {
   CollFunc func = kFuncAllReduce;
   CollAlgo algo = kAlgoRing;
   Proto proto = kProtoSimple;  // which of the connectors' buffers and line formats (connector.h)
-  bool direct = false;         // direct paths (ring_allreduce_direct.h): threads of one process, or registered buffers
-  bool streamStores = true;    // CPU direct paths: non-temporal stores for large outputs (BATON_STREAM_STORES)
-  uint64_t opTag = 0;          // the operation's number + 1, the same on every rank (direct pointer exchange)
+  bool direct = false;       // direct paths (ring_allreduce_direct.h): threads of one process, or processes of one host
+  bool streamStores = true;  // CPU direct paths: non-temporal stores for large outputs (BATON_STREAM_STORES)
+  uint64_t opTag = 0;        // the operation's number + 1, the same on every rank (direct pointer exchange)
   const void* sendbuff = nullptr;
   void* recvbuff = nullptr;
   size_t count = 0;  // AllReduce/Broadcast/Reduce: elements; AllGather: sendcount; ReduceScatter: recvcount
@@ -114,6 +123,8 @@ struct CollArgs {
   // holding our buffers (0: not mappable by peers) and the map for peers' addresses.
   const PeerAddressMap* peerMap = nullptr;
   uint64_t sendAlloc = 0, recvAlloc = 0;
+  // Set when buffers no peer can map still go by pointer: peers copy from and into them once.
+  const PeerCopy* peerCopy = nullptr;
   SymDev sym;
   ConnDev* peerSend = nullptr;  // indexed by user rank (naive algorithm)
   ConnDev* peerRecv = nullptr;

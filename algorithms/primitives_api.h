@@ -107,6 +107,17 @@ BATON_HD void failSlotSize(ExecCtx& ctx, int peer, uint64_t want, uint64_t got) 
   ctx.failure = {kWaitAborted, ctx.rank, peer, ctx.channel, "slot size (mismatched count across ranks?)", want, got};
 }
 
+// Records a single copy to or from a peer process that the kernel refused (cross-memory attach):
+// the peer is gone (then the liveness check names it) or the mapping changed under us.
+BATON_HD void failPeerCopy(ExecCtx& ctx, int peer, const char* what, uint64_t bytes) {
+  ctx.failed = true;
+  ctx.failure = {kWaitAborted, ctx.rank, peer, ctx.channel, what, bytes, 0};
+#if !defined(__CUDA_ARCH__)
+  if (ctx.peerPids && peer >= 0 && ctx.peerPids[peer] && !processAlive(ctx.peerPids[peer]))
+    ctx.failure.result = kWaitPeerDead;
+#endif
+}
+
 // Credit for the sender's next step: slot `step` is free once the receiver has consumed
 // step + 1 - depth steps. Run by thread 0. The last head value seen is kept, so the sender reads
 // the receiver's head line (a cache miss: the receiver wrote it) only when that value is not

@@ -7,9 +7,12 @@
 //   - the rank that finishes a chunk writes the result into its own recvbuff and into the next
 //     rank's recvbuff ("direct write": the next rank receives nothing to copy), and forwarding ranks
 //     copy from their recvbuff into the next one's; the last receive is only a wait.
-// Between processes of one host (registered buffers, lesson 09) the same holds for buffers from
-// ncclMemAlloc, which peers map (peer_mappings.h); an edge whose buffer cannot be mapped falls
-// back to values in the FIFO, slice by slice, so mixed buffers stay correct.
+// Between processes of one host (lesson 09) the same holds for buffers from ncclMemAlloc, which
+// peers map (peer_mappings.h). Any other buffer is reached with single copies where the kernel
+// permits cross-memory attach (CollArgs::peerCopy, src/register/cross_memory.h): the receiver
+// copies the peer's input slice into its slot and reduces from there, and the final value goes
+// into the next rank's recvbuff with one process_vm_writev. Without either, an edge falls back to
+// values in the FIFO, slice by slice, so mixed buffers stay correct.
 // Intermediate partial sums of rings longer than 2 still travel through the FIFO. For 2 ranks a
 // rank moves its share with one pass over memory: reads its and the peer's input, writes both
 // outputs. Introduced in lesson 05 (docs/lessons/05-channels-and-tuning.md).
@@ -20,6 +23,9 @@
 // publishes its recvbuff in fifo->directPtr, released by storeRelease(directTag, op + 1); the
 // sender acquires directTag before writing. A rank returns only after the next rank has consumed
 // every step it posted (head == step), so a pointer to its input is never read after it returns.
+// Single copies are system calls that complete before they return: a process_vm_writev into the
+// peer's recvbuff is released by the tail store like a plain store, and the process_vm_readv of
+// the peer's input happens before our head store.
 #pragma once
 
 #include "coll_args.h"
@@ -53,7 +59,8 @@ class DirectRing {
         sliceElems_(a.ring.send->stepBytes[kProtoSimple] / sizeof(T)),
         stream_(a.streamStores),
         map_(a.peerMap),
-        sendAlloc_(a.sendAlloc) {
+        sendAlloc_(a.sendAlloc),
+        copy_(a.peerCopy) {
     // Tell the previous rank where our output is for this operation.
     if (threadId(ctx_) == 0) {
       recv_->fifo->directPtr = a.recvbuff;
@@ -61,9 +68,14 @@ class DirectRing {
       publish(ctx_, &recv_->fifo->directTag, a.opTag);
       if (waitAtLeast(ctx_, &send_->fifo->directTag, a.opTag, send_->peer, "peer's recvbuff (direct)")) {
         void* p = send_->fifo->directPtr;
-        // Another process: its buffer is reachable only if it is ncclMemAlloc memory we can map;
-        // if not, this edge carries values through the FIFO (peerDst_ stays null).
-        if (map_) p = mapPeer(send_->peer, send_->fifo->directAlloc, p, a.count * sizeof(T));
+        // Another process: its buffer is reachable if it is ncclMemAlloc memory we can map, else
+        // by single copies when allowed; if neither, this edge carries values through the FIFO
+        // (peerDst_ stays null).
+        if (map_) {
+          void* local = mapPeer(send_->peer, send_->fifo->directAlloc, p, a.count * sizeof(T));
+          if (!local && copy_) peerRemote_ = true;  // p stays an address in the peer's process
+          else p = local;
+        }
         peerDst_ = static_cast<T*>(p);
       }
     }
@@ -72,11 +84,11 @@ class DirectRing {
 
   // Post pointers to our own input (no copy). An operator with a pre-op (PreMulSum) must apply it
   // to every input, so its first send copies pre(src) into the FIFO instead.
-  // Between processes only ncclMemAlloc memory can be pointed to (the slot then also names the
-  // allocation, so the next rank can map it); anything else is copied into the slot.
+  // Between processes the slot also names the pointer's ncclMemAlloc allocation, so the next rank
+  // can map it, or 0: it copies from it (single copy); without either we copy into the slot.
   BATON_HD void sendFirst(const T* src, size_t n) {
     forSlices(n, false, true, [&](size_t off, size_t cnt, const T*, bool, char* slot) {
-      if (Op::kPreIdentity && (!map_ || sendAlloc_)) {
+      if (Op::kPreIdentity && (!map_ || sendAlloc_ || copy_)) {
         const T* p = src + off;
         memcpy(slot, &p, sizeof p);
         memcpy(slot + sizeof p, &sendAlloc_, sizeof sendAlloc_);
@@ -102,6 +114,10 @@ class DirectRing {
         combine<true>(in, src + off, dst + off, reinterpret_cast<T*>(slot), cnt);
         return uint64_t(cnt * sizeof(T));
       }
+      if (peerRemote_) {
+        combine<true>(in, src + off, dst + off, nullptr, cnt);
+        return copyToPeer(peerDst_ + dstOff + off, dst + off, cnt);
+      }
       combine<true>(in, src + off, dst + off, peerDst_ + dstOff + off, cnt);
       return kSlotDelivered | (cnt * sizeof(T));
     });
@@ -115,6 +131,7 @@ class DirectRing {
         copyBytes(ctx_, slot, dst + off, cnt * sizeof(T));
         return uint64_t(cnt * sizeof(T));
       }
+      if (peerRemote_) return copyToPeer(peerDst_ + dstOff + off, dst + off, cnt);
       copyBytes(ctx_, peerDst_ + dstOff + off, dst + off, cnt * sizeof(T));
       return kSlotDelivered | (cnt * sizeof(T));
     });
@@ -159,14 +176,20 @@ class DirectRing {
           if (map_) {
             uint64_t alloc;
             memcpy(&alloc, slot + sizeof in, sizeof alloc);
-            in = static_cast<const T*>(mapPeer(recv_->peer, alloc, const_cast<T*>(in), cnt * sizeof(T)));
-            if (!in) return failSlotSize(ctx_, recv_->peer, cnt * sizeof(T), 0);  // unmappable pointer
+            if (alloc == 0 && copy_) {  // single copy: the peer's input slice into our slot
+              if (!copyFromPeer(slot, in, cnt)) return;
+              in = reinterpret_cast<const T*>(slot);
+            } else {
+              in = static_cast<const T*>(mapPeer(recv_->peer, alloc, const_cast<T*>(in), cnt * sizeof(T)));
+              if (!in) return failSlotSize(ctx_, recv_->peer, cnt * sizeof(T), 0);  // unmappable pointer
+            }
           }
         } else {
           in = reinterpret_cast<const T*>(slot);
         }
       }
       const uint64_t word = post(off, cnt, in, delivered, send ? slotPtr(*send_, kProtoSimple, send_->step) : nullptr);
+      if (ctx_.failed) return;  // a single copy failed: publish nothing
 #if !defined(__CUDA_ARCH__) && defined(__x86_64__)
       if (streamed_) _mm_sfence(), streamed_ = false;  // order streaming stores before the tail
 #endif
@@ -238,6 +261,30 @@ class DirectRing {
 #endif
   }
 
+  // Single copies (host only): the peer's input slice into our slot, our output slice into the
+  // peer's recvbuff. A refusal or a dead peer fails the operation (nothing is published).
+  BATON_HD bool copyFromPeer(char* slot, const T* remote, size_t cnt) {
+#if !defined(__CUDA_ARCH__)
+    if (copy_->read(copy_->self, recv_->peer, slot, reinterpret_cast<uintptr_t>(remote), cnt * sizeof(T))) return true;
+    failPeerCopy(ctx_, recv_->peer, "peer's input (single copy, process_vm_readv)", cnt * sizeof(T));
+#else
+    (void)slot, (void)remote, (void)cnt;
+    ctx_.failed = true;
+#endif
+    return false;
+  }
+  BATON_HD uint64_t copyToPeer(T* remote, const T* local, size_t cnt) {
+#if !defined(__CUDA_ARCH__)
+    if (copy_->write(copy_->self, send_->peer, reinterpret_cast<uintptr_t>(remote), local, cnt * sizeof(T)))
+      return kSlotDelivered | (cnt * sizeof(T));
+    failPeerCopy(ctx_, send_->peer, "recvbuff (single copy, process_vm_writev)", cnt * sizeof(T));
+#else
+    (void)remote, (void)local;
+    ctx_.failed = true;
+#endif
+    return 0;
+  }
+
   ExecCtx& ctx_;
   ConnDev* recv_;
   ConnDev* send_;
@@ -248,6 +295,8 @@ class DirectRing {
   T* peerDst_ = nullptr;
   const PeerAddressMap* map_;  // processes (lesson 09): peers' addresses need translating
   uint64_t sendAlloc_;         // our input's ncclMemAlloc allocation (0: peers cannot map it)
+  const PeerCopy* copy_;       // processes: single copies allowed for buffers peers cannot map
+  bool peerRemote_ = false;    // peerDst_ is an address in the next rank's process (single copies)
 };
 
 template <typename T, typename Op>

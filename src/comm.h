@@ -90,6 +90,8 @@ struct SharedTunables {
   bool symmetric;            // BATON_SYMMETRIC: symmetric kernels on symmetric windows (off when NCCL_ALGO is set)
   size_t symOneShotBytes;    // BATON_SYM_ONESHOT_BYTES: symmetric AllReduce up to this size is one-shot
   bool symTwoShot;           // BATON_SYM_TWOSHOT: above it, two-shot (else the direct ring, faster on CPUs)
+  bool singleCopy;           // BATON_SINGLE_COPY: cross-memory attach between processes where permitted
+  size_t singleCopyBytes;    // BATON_SINGLE_COPY_BYTES: AllReduces from this size take it
 };
 
 // Every knob of a communicator: the shared ones and those each rank keeps for itself.
@@ -124,7 +126,12 @@ struct ncclComm {
   std::vector<baton::PeerInfo> peers;
   std::vector<int32_t> livenessPids;  // per rank: pid of a process on this host we can watch, else 0
   int nChannels = 1;
-  int nNodes = 1;               // hosts of the graph (BATON_RANKS_PER_NODE groups, else real hosts)
+  int nNodes = 1;  // hosts of the graph (BATON_RANKS_PER_NODE groups, else real hosts)
+  // Processes of one host (lesson 09): single copies (cross-memory attach) allowed both ways with
+  // each rank, and with every other rank (then large AllReduces take the direct ring).
+  std::vector<uint8_t> singleCopyPeers;
+  bool singleCopyAll = false;
+  baton::PeerCopy peerCopy{};
   bool allInProcess = false;    // every rank is a thread of this process (direct paths possible)
   bool oversubscribed = false;  // more ranks on this host than cores (rank 0's view, shared)
   std::vector<std::unique_ptr<baton::Channel>> channels;

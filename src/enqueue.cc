@@ -164,6 +164,14 @@ static bool zeroCopyBetweenProcesses(ncclComm* comm, const Task& t) {
   return comm->reg->covers(t.sendbuff, bytes) && comm->reg->covers(t.recvbuff, bytes);
 }
 
+// Plain buffers between processes of this host (lesson 09): the direct ring with single copies
+// (cross-memory attach), when every peer allows them and the AllReduce is large enough to repay
+// two system calls per slice. Every rank decides alike (no local facts enter).
+static bool singleCopyBetweenProcesses(ncclComm* comm, const Task& t) {
+  return comm->singleCopyAll && comm->tun.direct && t.func == kFuncAllReduce &&
+         t.count * typeSize(t.type) >= comm->tun.singleCopyBytes;
+}
+
 // Chooses algorithm, protocol and channels for `t` and numbers it. *skip: nothing to run (count 0).
 static ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool* skip) {
   const size_t totalBytes = collBytes(t.func, t.count, typeSize(t.type), comm->nRanks);
@@ -171,20 +179,28 @@ static ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool
   AlgoProtoChoice choice;
   CollAlgo symAlgo;
   const bool zeroCopy = zeroCopyBetweenProcesses(comm, t);
+  const bool singleCopy = singleCopyBetweenProcesses(comm, t);
   if (t.func == kFuncAllReduce && comm->tun.allreduceAlgo == kAlgoNaive) choice = {kAlgoNaive, kProtoSimple, 0.0};
   // The smallest AllReduces take the LL one-shot even on windows (NCCL's AGxLL does the same: one
   // hop with the data, instead of the load kernels' two barriers).
   else if (useOneShot(comm, t, totalBytes)) choice = {kAlgoOneShot, kProtoLL, 0.0};
   else if (t.count && planSymmetric(comm, t, totalBytes, plan, &symAlgo)) choice = {symAlgo, kProtoSimple, 0.0};
   else
-    BATON_CHECK(chooseAlgoProto(comm->tun.model, tuningPathOf(comm, zeroCopy), comm->tun.mask, t.func, comm->nRanks,
-                                comm->nNodes, totalBytes, &choice));
+    BATON_CHECK(chooseAlgoProto(comm->tun.model, tuningPathOf(comm, zeroCopy || singleCopy), comm->tun.mask, t.func,
+                                comm->nRanks, comm->nNodes, totalBytes, &choice));
   const uint64_t opCount = comm->opCount++;
+  const bool direct = (comm->allInProcess || zeroCopy || singleCopy) && comm->tun.direct && t.func == kFuncAllReduce &&
+                      choice.proto == kProtoSimple && choice.algo == kAlgoRing;
+  const char* path = !direct              ? ""
+                     : comm->allInProcess ? " direct"
+                     : singleCopy         ? " direct (single copy)"
+                                          : " direct (zero copy)";
   BATON_INFO(kSubColl,
              "%s: opCount %llx sendbuff %p recvbuff %p count %zu datatype %s op %s root %d comm %p [nranks=%d] "
-             "algorithm %s protocol %s channels %d",
+             "algorithm %s protocol %s channels %d%s",
              funcName(t.func), (unsigned long long)opCount, t.sendbuff, t.recvbuff, t.count, typeName(t.type),
-             opName(t.op.kind), t.root, (void*)comm, comm->nRanks, algoName(choice.algo), protoName(choice.proto), nch);
+             opName(t.op.kind), t.root, (void*)comm, comm->nRanks, algoName(choice.algo), protoName(choice.proto), nch,
+             path);
   *skip = t.count == 0;
   if (*skip) return ncclSuccess;
   plan->t = t;
@@ -199,15 +215,16 @@ static ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool
   const CollOp op{t.func, t.sendbuff, t.recvbuff, t.count, typeSize(t.type), t.root};
   CollArgs& b = plan->base;
   b = collArgsFor(op, choice.algo, choice.proto, comm->rank, comm->nRanks, nch, comm->tun.chunkSteps);
-  b.direct = (comm->allInProcess || zeroCopy) && comm->tun.direct && t.func == kFuncAllReduce &&
-             choice.proto == kProtoSimple && choice.algo == kAlgoRing;
-  if (b.direct && zeroCopy) {
-    // Peers map our buffers if they come from ncclMemAlloc; a plain one still goes by value.
+  b.direct = direct;
+  if (b.direct && (zeroCopy || singleCopy)) {
+    // Peers map our buffers if they come from ncclMemAlloc; a plain one goes by single copies
+    // where allowed, else by value.
     MemAllocation m;
     const size_t bytes = t.count * typeSize(t.type);
     b.peerMap = comm->peerMaps->deviceMap();
     b.sendAlloc = memFind(t.sendbuff, bytes, &m) ? m.id : 0;
     b.recvAlloc = memFind(t.recvbuff, bytes, &m) ? m.id : 0;
+    if (singleCopy) b.peerCopy = &comm->peerCopy;
   }
   if (isSymmetric(choice.algo)) {
     b.sym.peerSend = plan->symSend.data();

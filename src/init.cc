@@ -14,6 +14,7 @@
 #include "misc/debug.h"
 #include "misc/param.h"
 #include "misc/trace.h"
+#include "register/cross_memory.h"
 #include "topo/discover.h"
 
 namespace baton {
@@ -32,6 +33,7 @@ ncclResult_t exchangePeerInfo(ncclComm* comm) {
   me.pidHash = pidHash(me.hostHash);
   me.numaNode = topoLocalNumaOfThisThread();
   me.pidNs = pidNamespace();
+  me.crossMemoryProbe = crossMemoryProbeAddress();
   BATON_CHECK(comm->bootstrap->allGather(comm->peers.data(), sizeof(PeerInfo)));
   for (const PeerInfo& p : comm->peers)
     if (p.version != NCCL_VERSION_CODE)
@@ -88,6 +90,42 @@ ncclResult_t agreeOnKnobs(ncclComm* comm) {
   return ncclSuccess;
 }
 
+// Which processes of this host this rank may reach with single copies, in both directions
+// (lesson 09). Every rank probes its local peers and learns every other rank's answers, so the two
+// ends of an edge agree. Skipped by every rank alike when no two ranks are processes of one host.
+ncclResult_t agreeOnSingleCopy(ncclComm* comm) {
+  const int n = comm->nRanks;
+  comm->singleCopyPeers.assign(n, 0);
+  comm->peerCopy = crossMemoryPeerCopy(comm->livenessPids.data());
+  bool localProcesses = false;
+  for (const PeerInfo& a : comm->peers)
+    for (const PeerInfo& b : comm->peers)
+      localProcesses |= a.hostHash == b.hostHash && a.pidHash != b.pidHash && a.pidNs == b.pidNs && a.pidNs != 0;
+  if (!localProcesses || !comm->tun.singleCopy) return ncclSuccess;
+  std::vector<uint8_t> allowed((size_t)n * n, 0);  // [a * n + b]: a may read and write b's memory
+  uint8_t* mine = &allowed[(size_t)comm->rank * n];
+  for (int r = 0; r < n; ++r) {
+    // NCCL_P2P_DISABLE: no direct path between local ranks, this one included.
+    if (!comm->livenessPids[r] || comm->tun.p2pDisable) continue;
+    std::string why;
+    mine[r] = crossMemoryProbe(comm->livenessPids[r], comm->peers[r].crossMemoryProbe, &why);
+    if (!mine[r])
+      BATON_INFO(kSubInit, "no single copy to rank %d (pid %d): %s; AllReduces with it use the FIFO", r,
+                 comm->livenessPids[r], why.c_str());
+  }
+  BATON_CHECK(comm->bootstrap->allGather(allowed.data(), n));
+  int reached = 0;
+  for (int r = 0; r < n; ++r) {
+    comm->singleCopyPeers[r] = allowed[(size_t)comm->rank * n + r] && allowed[(size_t)r * n + comm->rank];
+    reached += comm->singleCopyPeers[r];
+  }
+  comm->singleCopyAll = reached == n - 1;
+  BATON_INFO(kSubInit, "single copy (cross-memory attach) with %d of %d peer ranks%s", reached, n - 1,
+             comm->singleCopyAll ? ": AllReduces between processes from BATON_SINGLE_COPY_BYTES use it"
+                                 : "; not all, so AllReduces use the FIFO");
+  return ncclSuccess;
+}
+
 // Channels, their rings and trees (lessons 06, 07), ring connections, and the workers.
 ncclResult_t buildChannels(ncclComm* comm) {
   for (int c = 0; c < comm->nChannels; ++c) {
@@ -135,6 +173,7 @@ ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id) {
   BATON_CHECK(exchangePeerInfo(comm));
   sizeForThisHost(comm);
   BATON_CHECK(agreeOnKnobs(comm));
+  BATON_CHECK(agreeOnSingleCopy(comm));
   BATON_CHECK(buildChannels(comm));
   BATON_CHECK(startWatchdog(comm));
   BATON_CHECK(comm->bootstrap->barrier());

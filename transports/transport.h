@@ -27,10 +27,11 @@ struct PeerInfo {
   int32_t cudaDev;
   int32_t pid;
   int32_t version;
-  uint64_t hostHash;   // NCCL_HOSTID or hostname + boot id
-  uint64_t pidHash;    // hostHash + pid: equal means "same process"
-  int32_t numaNode;    // the NUMA node the rank's thread ran on at init (topology, lesson 06)
-  uint32_t pidNs = 0;  // low bits of the pid namespace's inode: pids compare only within one
+  uint64_t hostHash;              // NCCL_HOSTID or hostname + boot id
+  uint64_t pidHash;               // hostHash + pid: equal means "same process"
+  int32_t numaNode;               // the NUMA node the rank's thread ran on at init (topology, lesson 06)
+  uint32_t pidNs = 0;             // low bits of the pid namespace's inode: pids compare only within one
+  uint64_t crossMemoryProbe = 0;  // a word local peers read to test single copies (lesson 09)
 };
 
 class Proxy;

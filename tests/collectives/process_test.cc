@@ -1,7 +1,8 @@
 // Ranks as processes: `baton-run -n N rank_worker` for N = 1 (--quick), 2, 3 and 4, each process one
 // rank running the exact-data checks of tests/process/coll_check.cc over the shm transport.
 // Asserts exit status 0, that every rank reports the same number of passed checks, and that no
-// /dev/shm/baton-* segment is left behind by the (now dead) rank processes.
+// /dev/shm/baton-* segment is left behind by the (now dead) rank processes. Also: the single-copy
+// path between processes (lesson 09), forced for every size.
 //
 // Paths: $BATON_BUILD/bin/baton-run (default build) and $TESTDIR/rank_worker (default build/tests),
 // relative to the working directory (make test runs from the repository root).
@@ -99,6 +100,38 @@ TEST_P(ProcessRanks, BatonRunRankWorker) {
 }
 INSTANTIATE_TEST_SUITE_P(, ProcessRanks, ::testing::Values(1, 2, 3, 4),
                          [](const ::testing::TestParamInfo<int>& i) { return std::to_string(i.param) + "ranks"; });
+
+size_t countOf(const std::string& text, const std::string& what) {
+  size_t k = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++k;
+  return k;
+}
+
+// Plain (malloc) buffers between processes take single copies (cross-memory attach) where the
+// kernel permits them: forced for every AllReduce size here, the exact-data checks of 3 processes
+// still pass, and the INFO lines show the path was taken. BATON_SINGLE_COPY=0 turns it off.
+TEST(ProcessSingleCopy, EveryAllReduceSizeExactAndTheInfoLinesSayIt) {
+  const std::string run = envOr("BATON_BUILD", "build") + "/bin/baton-run";
+  const std::string worker = envOr("TESTDIR", "build/tests") + "/rank_worker";
+  if (!executable(run) || !executable(worker)) GTEST_SKIP() << run << " or " << worker << " is not built";
+  const std::string env = "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL NCCL_PROTO=Simple BATON_SINGLE_COPY_BYTES=0 ";
+  std::string out;
+  int status = runCommand(env + "timeout -k 5 170 " + run + " -n 3 " + worker, &out);
+  const size_t refused = out.find("no single copy to rank");
+  if (refused != std::string::npos)
+    GTEST_SKIP() << "the kernel refuses cross-memory attach here:"
+                 << out.substr(refused, out.find('\n', refused) - refused);
+  ASSERT_EQ(status, 0) << out.substr(0, 4000);
+  EXPECT_EQ(countOf(out, "single copy (cross-memory attach) with 2 of 2 peer ranks"), 3u) << out.substr(0, 4000);
+  EXPECT_GT(countOf(out, "algorithm Ring protocol Simple channels 1 direct (single copy)"), 100u);
+  EXPECT_EQ(countOf(out, "checks passed"), 3u);
+
+  out.clear();
+  status = runCommand("BATON_SINGLE_COPY=0 " + env + "timeout -k 5 170 " + run + " -n 2 " + worker + " --quick", &out);
+  ASSERT_EQ(status, 0) << out.substr(0, 4000);
+  EXPECT_EQ(countOf(out, "single copy"), 0u);
+  EXPECT_EQ(countOf(out, "checks passed"), 2u);
+}
 
 }  // namespace
 }  // namespace bt
