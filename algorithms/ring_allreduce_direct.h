@@ -47,6 +47,12 @@ constexpr uint64_t kSlotSizeMask = kSlotDelivered - 1;
 // variable template as a class-type template argument.)
 constexpr Moves kCombine{.recv = true, .src = true, .dst = true, .preSrc = true};
 constexpr Moves kCombineFinal{.recv = true, .src = true, .dst = true, .preSrc = true, .post = true};
+// What each DirectRing step is called in the BATON_TRACE timeline (the primitive it replaces).
+constexpr Moves kTraceSend{.send = true, .src = true};
+constexpr Moves kTraceRecvReduceSend{.recv = true, .send = true, .src = true};
+constexpr Moves kTraceRecvReduceCopySend{.recv = true, .send = true, .src = true, .dst = true};
+constexpr Moves kTraceRecvCopySend{.recv = true, .send = true, .dst = true};
+constexpr Moves kTraceRecv{.recv = true, .dst = true};
 
 template <typename T, typename Op>
 class DirectRing {
@@ -87,7 +93,7 @@ class DirectRing {
   // Between processes the slot also names the pointer's ncclMemAlloc allocation, so the next rank
   // can map it, or 0: it copies from it (single copy); without either we copy into the slot.
   BATON_HD void sendFirst(const T* src, size_t n) {
-    forSlices(n, false, true, [&](size_t off, size_t cnt, const T*, bool, char* slot) {
+    forSlices<kTraceSend>(n, [&](size_t off, size_t cnt, const T*, bool, char* slot) {
       if (Op::kPreIdentity && (!map_ || sendAlloc_ || copy_)) {
         const T* p = src + off;
         memcpy(slot, &p, sizeof p);
@@ -102,14 +108,14 @@ class DirectRing {
   }
   // Partial sum into the FIFO.
   BATON_HD void recvReduceSend(const T* src, size_t n) {
-    forSlices(n, true, true, [&](size_t off, size_t cnt, const T* in, bool, char* slot) {
+    forSlices<kTraceRecvReduceSend>(n, [&](size_t off, size_t cnt, const T* in, bool, char* slot) {
       combine<false>(in, src + off, reinterpret_cast<T*>(slot), nullptr, cnt);
       return uint64_t(cnt * sizeof(T));
     });
   }
   // Final value into our recvbuff and the next rank's (or its slot, when we cannot reach its buffer).
   BATON_HD void recvReduceCopyDirectSend(const T* src, T* dst, size_t n, size_t dstOff) {
-    forSlices(n, true, true, [&](size_t off, size_t cnt, const T* in, bool, char* slot) {
+    forSlices<kTraceRecvReduceCopySend>(n, [&](size_t off, size_t cnt, const T* in, bool, char* slot) {
       if (!peerDst_) {
         combine<true>(in, src + off, dst + off, reinterpret_cast<T*>(slot), cnt);
         return uint64_t(cnt * sizeof(T));
@@ -125,7 +131,7 @@ class DirectRing {
   // Already in our recvbuff (written by the previous rank), or in the slot: forward it into the
   // next rank's recvbuff (or slot).
   BATON_HD void recvCopyDirectSend(T* dst, size_t n, size_t dstOff) {
-    forSlices(n, true, true, [&](size_t off, size_t cnt, const T* in, bool delivered, char* slot) {
+    forSlices<kTraceRecvCopySend>(n, [&](size_t off, size_t cnt, const T* in, bool delivered, char* slot) {
       if (!delivered) copyBytes(ctx_, dst + off, in, cnt * sizeof(T));
       if (!peerDst_) {
         copyBytes(ctx_, slot, dst + off, cnt * sizeof(T));
@@ -138,7 +144,7 @@ class DirectRing {
   }
   // Already in our recvbuff (only the signal), or in the slot.
   BATON_HD void recvDelivered(T* dst, size_t n) {
-    forSlices(n, true, false, [&](size_t off, size_t cnt, const T* in, bool delivered, char*) {
+    forSlices<kTraceRecv>(n, [&](size_t off, size_t cnt, const T* in, bool delivered, char*) {
       if (!delivered) copyBytes(ctx_, dst + off, in, cnt * sizeof(T));
       return uint64_t(0);
     });
@@ -152,10 +158,13 @@ class DirectRing {
  private:
   // post(off, cnt, input, delivered, sendSlot) does the slice's work and returns the size word to
   // publish; `delivered`: the data is already in our recvbuff (`input` is then meaningless).
-  template <typename F>
-  BATON_HD void forSlices(size_t n, bool recv, bool send, F post) {
+  // M names the step in the BATON_TRACE timeline and says whether it receives and sends.
+  template <Moves M, typename F>
+  BATON_HD void forSlices(size_t n, F post) {
+    constexpr bool recv = M.recv, send = M.send;
     for (size_t off = 0; off < n && !ctx_.failed; off += sliceElems_) {
       const size_t cnt = minSize(sliceElems_, n - off);
+      const uint64_t t0 = traceStart(ctx_);
       if (threadId(ctx_) == 0) {
         if (recv) waitAtLeast(ctx_, &recv_->fifo->tail, recv_->step + 1, recv_->peer, "recv tail");
         if (send && !ctx_.failed) waitSendCredit(ctx_, *send_);
@@ -205,6 +214,7 @@ class DirectRing {
           recv_->step++;
         }
       }
+      traceEnd<M>(ctx_, "Simple", send ? send_->step : recv_->step, cnt * sizeof(T), t0);
     }
     blockBarrier();
   }

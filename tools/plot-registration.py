@@ -1,11 +1,12 @@
 #!/usr/bin/python3
-"""Lesson 09's figure: busbw against size for plain, registered and window buffers.
+"""Lesson 09's figure: busbw against size for plain buffers through the FIFO and by single copies,
+registered buffers and windows.
 
-Reads the table of `baton-perf allreduce --compare plain,registered,window` (any stages work: the
+Reads the table of `baton-perf allreduce --compare fifo,plain,registered,window` (any stages work: the
 column groups are named by the '#   <name>  <settings>' header lines) and draws one line per stage.
 
   build/bin/baton-run -n 2 --no-prefix build/bin/baton-perf allreduce -b 8 -e 256M -f 4 \\
-      --compare plain,registered,window > build/bench/registration-sweep.txt
+      --compare fifo,plain,registered,window > build/bench/registration-sweep.txt
   tools/plot-registration.py build/bench/registration-sweep.txt docs/figures/registration-busbw.png
 """
 import re
@@ -37,12 +38,14 @@ def main(src, out):
     if not stages or not rows:
         sys.exit(f"plot-registration.py: no --compare table in {src}")
     fig, ax = plt.subplots(figsize=(7, 4))
+    labels = {"fifo": "plain, FIFO (fifo)", "plain": "plain, single copy (-R 0)", "registered": "registered (-R 1)",
+              "window": "symmetric window (-R 2)"}
     for i, name in enumerate(stages):
-        ax.plot([r[0] for r in rows], [r[1][i] for r in rows], marker="o", label=name)
+        ax.plot([r[0] for r in rows], [r[1][i] for r in rows], marker="o", label=labels.get(name, name))
     ax.set_xscale("log", base=2)
     ax.set_xlabel("message size (bytes)")
     ax.set_ylabel("busbw (GB/s)")
-    ax.set_title("AllReduce, 2 processes: plain vs registered (-R 1) vs symmetric window (-R 2)")
+    ax.set_title("AllReduce, 2 processes: the copies a byte takes")
     ax.grid(True, alpha=0.3)
     ax.legend()
     fig.tight_layout()

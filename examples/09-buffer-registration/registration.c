@@ -1,7 +1,9 @@
 /* Lesson 09: buffer registration (docs/lessons/09-buffer-registration.md).
  *
  * Two processes (forked from this one) run the same AllReduce on three kinds of buffer:
- *   plain       malloc'd: every byte crosses the shared-memory FIFO (two copies per hop);
+ *   plain       malloc'd: from 64 KiB the kernel copies each slice straight between the two
+ *               processes (process_vm_readv/writev, one copy per hop) where it permits that,
+ *               else every byte crosses the shared-memory FIFO (two copies per hop);
  *   registered  ncclMemAlloc + ncclCommRegister: the peer maps the buffer, the ring reads and
  *               writes it directly (zero copy; the FIFO carries only signals);
  *   window      ncclMemAlloc + ncclCommWindowRegister(NCCL_WIN_COLL_SYMMETRIC): the symmetric kernels.

@@ -78,7 +78,9 @@ out=$("$EX/09-buffer-registration/registration" 16); echo "$out"
 for kind in plain registered window; do
   expect "^$kind +16 MiB: +[0-9.]+ ms +busbw +[0-9.]+ GB/s +8 B: +[0-9.]+ us +result OK$" "$out"
 done
-out=$(NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=ALLOC "$BIN/baton-run" -n 2 --no-prefix "$BIN/baton-perf" allreduce -b 8 -e 4M -f 64 -n 3 -w 1 --compare plain,registered,window 2>&1); echo "$out" | grep -v INFO
+out=$(NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=ALLOC,INIT "$BIN/baton-run" -n 2 --no-prefix "$BIN/baton-perf" allreduce -b 8 -e 4M -f 64 -n 3 -w 1 --compare fifo,plain,registered,window 2>&1); echo "$out" | grep -v INFO
+expect '^#   fifo +BATON_SINGLE_COPY=0 -R 0$' "$out"
+expect 'single copy \(cross-memory attach\) with 1 of 1 peer ranks|no single copy to rank 1' "$out"
 expect '^#   registered +-R 1$' "$out"
 expect '^#   window +-R 2$' "$out"
 expect "mapped process [0-9]+'s ncclMemAlloc allocation" "$out"

@@ -23,6 +23,7 @@ const std::vector<NamedStage>& namedStages() {
   static const std::vector<NamedStage> stages = {
       {"naive", {{"BATON_ALLREDUCE_ALGO", "naive"}}},
       // Lesson 09: -R 0, 1, 2 as stages (the R key is baton-perf's own, not an environment variable).
+      {"fifo", {{"R", "0"}, {"BATON_SINGLE_COPY", "0"}}},  // plain buffers through the FIFO only
       {"plain", {{"R", "0"}}},
       {"registered", {{"R", "1"}}},
       {"window", {{"R", "2"}}},
