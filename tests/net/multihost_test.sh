@@ -6,7 +6,7 @@
 #   tests/net/multihost_test.sh BINDIR TESTDIR [--quick]
 #
 # Checks: the whole process correctness suite (rank_worker: every collective, type, operator and
-# root, exact data) on 2 hosts x 2 ranks; each protocol forced; helper threads and several sockets
+# root, exact data) on 2 hosts x 2 ranks, and its quick set on registered buffers and windows; each protocol forced; helper threads and several sockets
 # per connection; IPv6; then faults: a rank SIGKILLed mid-run (the survivor reports the dead peer by
 # rank and address, well before BATON_WAIT_TIMEOUT), survivors revoking and shrinking a dead rank out
 # (NCCL's recipe, then 10 exact steps), a cut link (no hang: the watchdog's heartbeat ends it; one
@@ -84,6 +84,17 @@ if grep -q "0\[0\] -> 1\[.*via SHM" "$LOG/worker.out.0" && grep -q "1\[.*\] -> 2
 else
   flunk "expected SHM inside a host and NET across: $(grep -h 'via' "$LOG"/worker.out.* | head -4)"
 fi
+
+# 1b. The quick suite on registered ncclMemAlloc buffers and on symmetric windows (lesson 09): ranks
+# of one host map each other's buffers, across hosts the NET transport carries them as before.
+for mem in registered window; do
+  launch "worker-$mem" 2 2 BATON_TEST_MEMORY=$mem BATON_WAIT_TIMEOUT=60 -- timeout 300 "$TESTDIR/rank_worker" --quick
+  if all_ok "worker-$mem" 4 && grep -q "checks passed" "$LOG/worker-$mem.out.3"; then
+    pass "rank_worker --quick on $mem buffers, 2 hosts x 2 ranks: $(grep -ho '[0-9]* checks passed' "$LOG/worker-$mem.out.0")"
+  else
+    flunk "rank_worker on $mem buffers, 2 hosts x 2 ranks"; show "worker-$mem"
+  fi
+done
 
 # 2. Each protocol, 1 rank per host, every size class, results checked.
 for proto in LL LL128 Simple; do
