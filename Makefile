@@ -9,8 +9,10 @@
 #   make lessons    run every lesson's example
 #   make deps       install the Debian packages baton needs (tools/install-deps.sh)
 #   make format     format every C/C++ source as .clang-format says (make test checks it)
+#   make install    headers, libnccl.so.2, tools, pkg-config and CMake files under PREFIX (DESTDIR honoured)
+#   make uninstall  removes what make install wrote under PREFIX
 #
-# Variables: BUILD=build, CXX=g++, NVCC=auto-detected, SANITIZE=thread|address.
+# Variables: BUILD=build, CXX=g++, NVCC=auto-detected, SANITIZE=thread|address, PREFIX=/usr/local, DESTDIR.
 
 BUILD    ?= build
 CXX      ?= g++
@@ -60,7 +62,7 @@ LIB_OBJS := $(LIB_SRCS:%.cc=$(OBJ)/%.o)
 SO       := $(LIBDIR)/libnccl.so.2
 ARCHIVE  := $(LIBDIR)/libnccl_static.a
 
-.PHONY: all lib tools examples tests test test-tsan tsan-build sweep bench stress lessons deps clean device format
+.PHONY: all lib tools examples tests test test-tsan tsan-build sweep bench stress lessons deps clean device format install uninstall
 all: lib tools examples device
 
 lib: $(SO) $(LIBDIR)/libnccl.so $(ARCHIVE)
@@ -183,6 +185,13 @@ lessons: all
 
 deps:
 	tools/install-deps.sh
+
+# Laid out as an NCCL install (tools/install/install.sh lists the files).
+PREFIX ?= /usr/local
+install: lib tools
+	tools/install/install.sh install $(BUILD) $(PREFIX) $(DESTDIR)
+uninstall:
+	tools/install/install.sh uninstall $(PREFIX) $(DESTDIR)
 
 format:
 	git ls-files '*.c' '*.cc' '*.h' '*.cu' | xargs clang-format -i --style=file

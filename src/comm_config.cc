@@ -67,6 +67,7 @@ ncclResult_t readTunables(const ncclConfig_t& cfg, int rank, Tunables* t) {
 }
 
 ncclResult_t commAlloc(ncclComm** out, int nranks, int rank, const ncclConfig_t* config, const char* fn) {
+  showVersion();
   if (!out) return batonError(ncclInvalidArgument, "%s: comm (the output pointer) is NULL", fn);
   if (nranks < 1) return batonError(ncclInvalidArgument, "%s: nranks %d must be at least 1", fn, nranks);
   if (rank < 0 || rank >= nranks)

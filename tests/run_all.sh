@@ -87,6 +87,9 @@ suite shrink-local 120 tests/tools/shrink_local_test.sh "$TESTDIR"
 suite fault-injection 300 tests/fault/fault_injection.sh --trials 24 "$TESTDIR"
 # A peer dies while its ncclMemAlloc buffers are mapped (registered and window): survivors fail cleanly.
 suite fault-registered 300 tests/fault/registered_kill_test.sh "$BIN"
+# make install into a temporary prefix and DESTDIR; programs built against it with flags,
+# pkg-config, the static archive and CMake; make uninstall.
+suite install 180 tests/tools/install_test.sh "$BUILD"
 suite baton-run 120 tests/tools/baton_run_test.sh "$BIN/baton-run"
 suite baton-topo 120 tests/tools/baton_topo_test.sh "$BIN/baton-topo"
 suite mpirun-launch 180 tests/tools/mpirun_launch_test.sh "$BIN"

@@ -12,6 +12,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential g++ make pkg-config      # toolchain
+  cmake                                    # the install test builds against find_package(baton)
   libhwloc-dev                             # topology discovery
   libibverbs-dev librdmacm-dev rdma-core   # RDMA transport
   libcli11-dev                             # command-line parsing in tools

@@ -73,6 +73,7 @@ ncclResult_t pncclGetVersion(int* version) {
 
 NCCL_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId);
 ncclResult_t pncclGetUniqueId(ncclUniqueId* uniqueId) {
+  showVersion();
   if (!uniqueId) return batonError(ncclInvalidArgument, "ncclGetUniqueId: uniqueId is NULL");
   return bootstrapGetUniqueId(uniqueId);
 }

@@ -1,6 +1,7 @@
 // NCCL_DEBUG / NCCL_DEBUG_SUBSYS logging and the process-wide last-error message.
 #include "misc/debug.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -146,6 +147,23 @@ void logMessage(LogLevel level, uint64_t subsys, const char* file, int line, con
   va_start(ap, fmt);
   vlog(level, file, line, fmt, ap);
   va_end(ap);
+}
+
+void showVersion() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LogConfig& c = config();
+    if (c.level < kLogVersion) return;
+    Dl_info info{};
+    const char* path = dladdr(reinterpret_cast<void*>(&showVersion), &info) && info.dli_fname ? info.dli_fname : "?";
+    if (c.level >= kLogInfo) {
+      logMessage(kLogInfo, kSubAll, __FILE__, __LINE__, "NCCL version %d.%d.%d+baton (CPU backend) from %s", NCCL_MAJOR,
+                 NCCL_MINOR, NCCL_PATCH, path);
+    } else {
+      fprintf(c.out, "NCCL version %d.%d.%d+baton (CPU backend) from %s\n", NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH, path);
+      fflush(c.out);
+    }
+  });
 }
 
 bool& quietErrors() {

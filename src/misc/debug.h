@@ -34,6 +34,11 @@ bool logEnabled(LogLevel level, uint64_t subsys);
 void logMessage(LogLevel level, uint64_t subsys, const char* file, int line, const char* fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
+// NCCL's version banner, once per process (the first communicator or unique id): a plain line at
+// NCCL_DEBUG=VERSION or WARN, an INFO line at INFO. It says baton and the library's file, because a
+// CUDA toolkit's libnccl.so.2 reports the same version code and the loader may pick either.
+void showVersion();
+
 // Records the message as the process's last error, logs it at WARN, returns `code`.
 ncclResult_t batonErrorAt(ncclResult_t code, const char* file, int line, const char* fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# `make install` and `make uninstall`: baton laid out under a prefix as an NCCL install is, so a
+# program builds with -I$PREFIX/include -L$PREFIX/lib -lnccl, with pkg-config (nccl.pc, baton.pc)
+# or with CMake (find_package(baton), or a FindNCCL module given NCCL_ROOT).
+#
+#   tools/install/install.sh install BUILD PREFIX [DESTDIR]
+#   tools/install/install.sh uninstall PREFIX [DESTDIR]
+#
+# Layout: include/nccl.h, include/baton/*.h; lib/libnccl.so.2.<minor>.<patch> with the links
+# libnccl.so.2 and libnccl.so, lib/libnccl_static.a; lib/pkgconfig/{nccl,baton}.pc;
+# lib/cmake/baton/batonConfig{,Version}.cmake; bin/baton-perf, baton-run, baton-topo;
+# share/doc/baton/ (README and docs/). DESTDIR stages the tree (packaging): the files land under
+# DESTDIR/PREFIX but name PREFIX. Every installed path is listed in
+# share/baton/install-manifest.txt, which uninstall reads, so it removes what install wrote and
+# nothing else.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+usage() { sed -n '6,7s/^# \{0,1\}//p' "$0" >&2; exit 2; }
+
+mode=${1:-}
+case $mode in
+  install) BUILD=${2:-}; PREFIX=${3:-}; DESTDIR=${4:-} ;;
+  uninstall) PREFIX=${2:-}; DESTDIR=${3:-} ;;
+  *) usage ;;
+esac
+[[ -n $PREFIX && $PREFIX == /* ]] || { echo "install.sh: PREFIX must be an absolute path, not '$PREFIX'" >&2; exit 2; }
+DEST=$DESTDIR$PREFIX
+MANIFEST=share/baton/install-manifest.txt
+
+if [[ $mode == uninstall ]]; then
+  [[ -f $DEST/$MANIFEST ]] || { echo "install.sh: nothing to uninstall: no $DEST/$MANIFEST" >&2; exit 1; }
+  mapfile -t paths <"$DEST/$MANIFEST"
+  for p in "${paths[@]}"; do rm -f "$DEST/$p"; done
+  rm -f "$DEST/$MANIFEST"
+  # The folders install made, deepest first, where nothing else lives in them now.
+  for p in "${paths[@]}" "$MANIFEST"; do
+    d=$(dirname "$p")
+    while [[ $d != . ]]; do echo "$d"; d=$(dirname "$d"); done
+  done | sort -u -r | while read -r d; do rmdir "$DEST/$d" 2>/dev/null || true; done
+  echo "baton: uninstalled ${#paths[@]} files from $DEST"
+  exit 0
+fi
+
+[[ -n $BUILD && -f $BUILD/lib/libnccl.so.2 ]] || { echo "install.sh: $BUILD/lib/libnccl.so.2 is not built (make)" >&2; exit 1; }
+version() { sed -n "s/^#define NCCL_$1 *\([0-9]*\).*/\1/p" "$ROOT/include/nccl.h"; }
+MAJOR=$(version MAJOR) MINOR=$(version MINOR) PATCH=$(version PATCH)
+VERSION=$MAJOR.$MINOR.$PATCH
+installed=()
+put() {  # put MODE SRC REL: copy SRC to DEST/REL
+  install -D -m "$1" "$2" "$DEST/$3"
+  installed+=("$3")
+}
+link() {  # link TARGET REL
+  mkdir -p "$(dirname "$DEST/$2")"
+  ln -sfn "$1" "$DEST/$2"
+  installed+=("$2")
+}
+fill() {  # fill TEMPLATE REL: the template with @PREFIX@, @VERSION@ and @MAJOR@ replaced
+  mkdir -p "$(dirname "$DEST/$2")"
+  sed -e "s|@PREFIX@|$PREFIX|g" -e "s|@VERSION@|$VERSION|g" -e "s|@MAJOR@|$MAJOR|g" "$1" >"$DEST/$2"
+  chmod 644 "$DEST/$2"
+  installed+=("$2")
+}
+
+put 644 "$ROOT/include/nccl.h" include/nccl.h
+for h in "$ROOT"/include/baton/*.h; do put 644 "$h" "include/baton/$(basename "$h")"; done
+put 755 "$BUILD/lib/libnccl.so.2" "lib/libnccl.so.$VERSION"
+link "libnccl.so.$VERSION" lib/libnccl.so.$MAJOR
+link "libnccl.so.$MAJOR" lib/libnccl.so
+put 644 "$BUILD/lib/libnccl_static.a" lib/libnccl_static.a
+for t in baton-perf baton-run baton-topo; do put 755 "$BUILD/bin/$t" "bin/$t"; done
+fill "$HERE/nccl.pc.in" lib/pkgconfig/nccl.pc
+fill "$HERE/baton.pc.in" lib/pkgconfig/baton.pc
+fill "$HERE/batonConfig.cmake.in" lib/cmake/baton/batonConfig.cmake
+fill "$HERE/batonConfigVersion.cmake.in" lib/cmake/baton/batonConfigVersion.cmake
+put 644 "$ROOT/README.md" share/doc/baton/README.md
+while read -r f; do put 644 "$ROOT/$f" "share/doc/baton/$f"; done < <(cd "$ROOT" && find docs -type f | sort)
+
+mkdir -p "$DEST/$(dirname "$MANIFEST")"
+printf '%s\n' "${installed[@]}" >"$DEST/$MANIFEST"
+echo "baton: installed ${#installed[@]} files under $DEST (libnccl.so.$VERSION; pkg-config: $PREFIX/lib/pkgconfig; CMake: $PREFIX/lib/cmake/baton)"
