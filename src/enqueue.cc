@@ -47,9 +47,18 @@ static ncclResult_t failureResult(const ExecCtx& ctx, ncclComm* comm, const char
     return batonError(ncclInvalidUsage, "%s: rank %d channel %d stopped: communicator aborted", what, f.rank,
                       f.channel);
   }
-  return batonError(code, "%s: rank %d channel %d %s waiting for %s of peer %d: expected %llu, observed %llu", what,
+  // The commonest cause when the silent peer is a thread of this process: one thread drives both
+  // ranks and called them one after the other outside a group, so each waits for the other.
+  const bool sameProcess = f.peer >= 0 && f.peer < (int)comm->peers.size() && f.peer != f.rank &&
+                           comm->peers[f.peer].pidHash == comm->peers[comm->rank].pidHash;
+  const char* hint = f.result == kWaitTimeout && sameProcess
+                         ? "; peer rank is in this process: if one thread drives several ranks, their calls must be "
+                           "between ncclGroupStart and ncclGroupEnd, or each rank waits for the others"
+                         : "";
+  return batonError(code, "%s: rank %d channel %d %s waiting for %s of peer %d: expected %llu, observed %llu%s", what,
                     f.rank, f.channel, f.result == kWaitTimeout ? "timed out (BATON_WAIT_TIMEOUT)" : "failed",
-                    f.what ? f.what : "?", f.peer, (unsigned long long)f.expected, (unsigned long long)f.observed);
+                    f.what ? f.what : "?", f.peer, (unsigned long long)f.expected, (unsigned long long)f.observed,
+                    hint);
 }
 
 ExecCtx makeCtx(ncclComm* comm, int channel) {

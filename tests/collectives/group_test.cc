@@ -52,6 +52,20 @@ TEST(Group, SeveralCommunicatorsInOneGroup) {
   runGrouped(items, Drive::Group);
 }
 
+// NCCL's rule: one thread driving several ranks must group their calls. Without the group the first
+// call waits for a rank nobody drives; the timeout's message says what is likely wrong.
+TEST(Group, OneThreadTwoRanksWithoutGroupTimesOutNamingTheCause) {
+  ScopedEnv env(ScopedEnv::Vars{{"BATON_WAIT_TIMEOUT", "0.3"}});
+  ncclComm_t comms[2];
+  ASSERT_EQ(ncclCommInitAll(comms, 2, nullptr), ncclSuccess);
+  std::vector<float> send(1024, 1.0f), recv(1024);
+  EXPECT_NE(ncclAllReduce(send.data(), recv.data(), 1024, ncclFloat, ncclSum, comms[0], nullptr), ncclSuccess);
+  const std::string msg = ncclGetLastError(comms[0]);
+  EXPECT_NE(msg.find("timed out (BATON_WAIT_TIMEOUT)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("between ncclGroupStart and ncclGroupEnd"), std::string::npos) << msg;
+  for (ncclComm_t c : comms) ncclCommAbort(c);
+}
+
 ncclConfig_t nonBlockingConfig() {
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
   cfg.blocking = 0;

@@ -128,6 +128,8 @@ struct Options {
 int parseOptions(int argc, char** argv, Options* opt);
 std::vector<size_t> sweepSizes(const Options& opt);
 // Parses "naive,ring,KEY=VAL+KEY2=VAL2"; false with *err set if a name is unknown or malformed.
+// The named --compare stages, space-separated (for --help).
+std::string stageNames();
 bool parseStages(const std::string& list, std::vector<Stage>* out, std::string* err);
 // Restores every key any stage sets to its value before the first stage, then sets `s`'s keys.
 void applyStageEnv(const std::vector<Stage>& all, const Stage& s);

@@ -93,8 +93,8 @@ int parseOptions(int argc, char** argv, Options* opt) {
                  "(ncclCommWindowRegister, NCCL_WIN_COLL_SYMMETRIC) [0]")
       ->check(CLI::Range(0, 2));
   app.add_option("--compare", compare,
-                 "comma list of stages run one after the other with fresh communicators: naive ring "
-                 "stopwait pipelined fifo plain registered window, or KEY=VAL[+KEY=VAL...] (R=0|1|2 sets -R)");
+                 "comma list of stages run one after the other with fresh communicators: " + stageNames() +
+                     "; or KEY=VAL[+KEY=VAL...] (R=0|1|2 sets -R)");
   app.add_flag("--memcpy", opt->memcpyOnly, "print only the single-thread memcpy bandwidth line");
   app.add_flag("--calibrate", opt->calibrate,
                "measure allreduce with each protocol (default sizes 8 B..64 MiB, x4), fit the cost model and "

@@ -64,6 +64,12 @@ std::string validList() {
 
 }  // namespace
 
+std::string stageNames() {
+  std::string s;
+  for (const NamedStage& n : namedStages()) s += (s.empty() ? "" : " ") + std::string(n.name);
+  return s;
+}
+
 bool parseStages(const std::string& list, std::vector<Stage>* out, std::string* err) {
   out->clear();
   size_t start = 0;
