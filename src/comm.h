@@ -90,7 +90,7 @@ struct SharedTunables {
   bool symmetric;            // BATON_SYMMETRIC: symmetric kernels on symmetric windows (off when NCCL_ALGO is set)
   size_t symOneShotBytes;    // BATON_SYM_ONESHOT_BYTES: symmetric AllReduce up to this size is one-shot
   bool symTwoShot;           // BATON_SYM_TWOSHOT: above it, two-shot (else the direct ring, faster on CPUs)
-  bool singleCopy;           // BATON_SINGLE_COPY: cross-memory attach between processes where permitted
+  int singleCopy;            // BATON_SINGLE_COPY: 0 off, 1 on where permitted, -1 auto (on unless oversubscribed)
   size_t singleCopyBytes;    // BATON_SINGLE_COPY_BYTES: AllReduces from this size take it
 };
 

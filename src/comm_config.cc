@@ -48,7 +48,7 @@ ncclResult_t readTunables(const ncclConfig_t& cfg, int rank, Tunables* t) {
   t->symmetric = envInt("BATON_SYMMETRIC", envSet("NCCL_ALGO") ? 0 : 1) != 0;
   t->symOneShotBytes = (size_t)std::clamp<int64_t>(envInt("BATON_SYM_ONESHOT_BYTES", 64 << 10), 0, kSymScratchBytes);
   t->symTwoShot = envInt("BATON_SYM_TWOSHOT", 0) != 0;
-  t->singleCopy = envInt("BATON_SINGLE_COPY", 1) != 0;
+  t->singleCopy = (int)std::clamp<int64_t>(envInt("BATON_SINGLE_COPY", -1), -1, 1);
   t->singleCopyBytes = (size_t)std::max<int64_t>(envInt("BATON_SINGLE_COPY_BYTES", 64 << 10), 0);
   // Every rank uses rank 0's model (shared at init), so only rank 0 reads the tuning file.
   t->model = rank == 0 ? initialTuningModel() : defaultTuningModel();

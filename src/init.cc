@@ -101,7 +101,7 @@ ncclResult_t agreeOnSingleCopy(ncclComm* comm) {
   for (const PeerInfo& a : comm->peers)
     for (const PeerInfo& b : comm->peers)
       localProcesses |= a.hostHash == b.hostHash && a.pidHash != b.pidHash && a.pidNs == b.pidNs && a.pidNs != 0;
-  if (!localProcesses || !comm->tun.singleCopy) return ncclSuccess;
+  if (!localProcesses || comm->tun.singleCopy == 0) return ncclSuccess;
   std::vector<uint8_t> allowed((size_t)n * n, 0);  // [a * n + b]: a may read and write b's memory
   uint8_t* mine = &allowed[(size_t)comm->rank * n];
   for (int r = 0; r < n; ++r) {
@@ -120,9 +120,12 @@ ncclResult_t agreeOnSingleCopy(ncclComm* comm) {
     reached += comm->singleCopyPeers[r];
   }
   comm->singleCopyAll = reached == n - 1;
+  const bool unused = comm->tun.singleCopy < 0 && comm->oversubscribed;
   BATON_INFO(kSubInit, "single copy (cross-memory attach) with %d of %d peer ranks%s", reached, n - 1,
-             comm->singleCopyAll ? ": AllReduces between processes from BATON_SINGLE_COPY_BYTES use it"
-                                 : "; not all, so AllReduces use the FIFO");
+             !comm->singleCopyAll ? "; not all, so AllReduces use the FIFO"
+             : unused
+                 ? "; not used: more local ranks than cores, where it measured slower (BATON_SINGLE_COPY=1 forces it)"
+                 : ": AllReduces between processes from BATON_SINGLE_COPY_BYTES use it");
   return ncclSuccess;
 }
 

@@ -108,7 +108,8 @@ size_t countOf(const std::string& text, const std::string& what) {
 }
 
 // Plain (malloc) buffers between processes take single copies (cross-memory attach) where the
-// kernel permits them: forced for every AllReduce size here, the exact-data checks of 3 processes
+// kernel permits them: forced for every AllReduce size here (and on 3 processes even where cores are
+// fewer, which the default avoids), the exact-data checks of 3 processes
 // still pass, and the INFO lines show the path was taken. BATON_SINGLE_COPY=0 turns it off.
 TEST(ProcessSingleCopy, EveryAllReduceSizeExactAndTheInfoLinesSayIt) {
   const std::string run = envOr("BATON_BUILD", "build") + "/bin/baton-run";
@@ -116,7 +117,7 @@ TEST(ProcessSingleCopy, EveryAllReduceSizeExactAndTheInfoLinesSayIt) {
   if (!executable(run) || !executable(worker)) GTEST_SKIP() << run << " or " << worker << " is not built";
   // Plain buffers whatever suite runs this (registered or window ones would be mapped instead).
   const std::string env =
-      "BATON_TEST_MEMORY=plain NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL NCCL_PROTO=Simple "
+      "BATON_TEST_MEMORY=plain BATON_SINGLE_COPY=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL NCCL_PROTO=Simple "
       "BATON_SINGLE_COPY_BYTES=0 ";
   std::string out;
   int status = runCommand(env + "timeout -k 5 170 " + run + " -n 3 " + worker, &out);
@@ -130,7 +131,7 @@ TEST(ProcessSingleCopy, EveryAllReduceSizeExactAndTheInfoLinesSayIt) {
   EXPECT_EQ(countOf(out, "checks passed"), 3u);
 
   out.clear();
-  status = runCommand("BATON_SINGLE_COPY=0 " + env + "timeout -k 5 170 " + run + " -n 2 " + worker + " --quick", &out);
+  status = runCommand(env + "BATON_SINGLE_COPY=0 timeout -k 5 170 " + run + " -n 2 " + worker + " --quick", &out);
   ASSERT_EQ(status, 0) << out.substr(0, 4000);
   EXPECT_EQ(countOf(out, "single copy"), 0u);
   EXPECT_EQ(countOf(out, "checks passed"), 2u);

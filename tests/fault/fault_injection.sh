@@ -52,6 +52,8 @@ for ((t = 1; t <= trials; t++)); do
   if ((t % 4 == 1)); then nb=1 atomic=", non-blocking"; fi  # failures arrive as the async error
   memory=plain  # every third shm trial: ncclMemAlloc buffers registered, peers' memory mapped (lesson 09)
   if ((t % 3 == 1)); then memory=registered atomic+=", registered"; fi
+  # Plain shm trials alternate single copies forced on (4-5 ranks on 2 cores leave them off by default).
+  if [[ $memory == plain && $transport == shm ]] && ((t % 4 < 2)); then env+=(BATON_SINGLE_COPY=1) atomic+=", single copy"; fi
   dir=$work/t$t
   mkdir -p "$dir"
   shmBefore=$(shmList)
