@@ -128,8 +128,7 @@ struct ncclComm {
   int nChannels = 1;
   int nNodes = 1;  // hosts of the graph (BATON_RANKS_PER_NODE groups, else real hosts)
   // Processes of one host (lesson 09): single copies (cross-memory attach) allowed both ways with
-  // each rank, and with every other rank (then large AllReduces take the direct ring).
-  std::vector<uint8_t> singleCopyPeers;
+  // every other rank (then large AllReduces may take the direct ring).
   bool singleCopyAll = false;
   baton::PeerCopy peerCopy{};
   bool allInProcess = false;    // every rank is a thread of this process (direct paths possible)

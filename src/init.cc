@@ -95,7 +95,6 @@ ncclResult_t agreeOnKnobs(ncclComm* comm) {
 // ends of an edge agree. Skipped by every rank alike when no two ranks are processes of one host.
 ncclResult_t agreeOnSingleCopy(ncclComm* comm) {
   const int n = comm->nRanks;
-  comm->singleCopyPeers.assign(n, 0);
   comm->peerCopy = crossMemoryPeerCopy(comm->livenessPids.data());
   bool localProcesses = false;
   for (const PeerInfo& a : comm->peers)
@@ -115,10 +114,7 @@ ncclResult_t agreeOnSingleCopy(ncclComm* comm) {
   }
   BATON_CHECK(comm->bootstrap->allGather(allowed.data(), n));
   int reached = 0;
-  for (int r = 0; r < n; ++r) {
-    comm->singleCopyPeers[r] = allowed[(size_t)comm->rank * n + r] && allowed[(size_t)r * n + comm->rank];
-    reached += comm->singleCopyPeers[r];
-  }
+  for (int r = 0; r < n; ++r) reached += mine[r] && allowed[(size_t)r * n + comm->rank];
   comm->singleCopyAll = reached == n - 1;
   const bool unused = comm->tun.singleCopy < 0 && comm->oversubscribed;
   BATON_INFO(kSubInit, "single copy (cross-memory attach) with %d of %d peer ranks%s", reached, n - 1,
