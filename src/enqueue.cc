@@ -25,11 +25,20 @@ namespace baton {
 static ncclResult_t failureResult(const ExecCtx& ctx, ncclComm* comm, const char* what) {
   const WaitFailure& f = ctx.failure;
   const bool aborted = f.result == kWaitAborted && __atomic_load_n(&comm->abortFlag, __ATOMIC_ACQUIRE);
-  if (f.result == kWaitPeerFailed)
+  if (f.result == kWaitPeerFailed) {
+    // The announcing neighbour usually failed because a rank died: name the dead one, which is the
+    // news, rather than the messenger (the neighbour may announce before this rank sees the death).
+    for (int r = 0; r < (int)comm->livenessPids.size(); ++r)
+      if (r != comm->rank && comm->livenessPids[r] > 0 && !processAlive(comm->livenessPids[r]))
+        return batonError(ncclRemoteError,
+                          "%s: rank %d channel %d: peer rank %d (pid %d, this host) died; peer rank %d's "
+                          "communicator stopped because of it, so this operation cannot finish",
+                          what, f.rank, f.channel, r, comm->livenessPids[r], f.peer);
     return batonError(ncclRemoteError,
                       "%s: rank %d channel %d: peer rank %d failed (its communicator stopped), so this "
                       "operation cannot finish",
                       what, f.rank, f.channel, f.peer);
+  }
   if (f.result == kWaitPeerDead)
     return batonError(ncclRemoteError,
                       "%s: rank %d channel %d: peer rank %d (pid %d, this host) died while this rank waited for its %s",

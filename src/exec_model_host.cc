@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <random>
 
 #include "exec_model.h"
@@ -67,7 +68,20 @@ void waitBackoff(uint32_t& it) {
   nanosleep(&ts, nullptr);
 }
 
-bool processAlive(int pid) { return kill(pid, 0) == 0 || errno != ESRCH; }
+bool processAlive(int pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return false;
+  // A killed process stays a zombie until its parent reaps it, and kill(pid, 0) still succeeds:
+  // its state letter in /proc says it is gone.
+  char path[32], buf[256];
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  FILE* f = fopen(path, "r");
+  if (!f) return true;
+  const size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  const char* paren = strrchr(buf, ')');  // the name may hold spaces and parentheses
+  return !(paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'));
+}
 
 void traceStep(const ExecCtx& ctx, const char* primitive, const char* proto, uint64_t step, uint64_t bytes,
                uint64_t startNs) {

@@ -2,6 +2,9 @@
 // once when the word is already there, gives up promptly on the abort flag or the timeout with a
 // full report, and does not burn cores while many waiters share few of them.
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <csignal>
 
 #include <algorithm>
 #include <atomic>
@@ -153,3 +156,18 @@ TEST(ExecModel, WaitersDoNotBurnCoresWhenOversubscribed) {
 }
 
 }  // namespace
+
+// A killed peer stays a zombie until its parent reaps it, and kill(pid, 0) still succeeds then: the
+// liveness test must call it gone, or a survivor names the wrong rank as the cause of a failure.
+TEST(ExecModel, ZombieProcessCountsAsDead) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(0);
+  EXPECT_TRUE(baton::processAlive(getpid()));
+  const auto t0 = Clock::now();
+  while (baton::processAlive(child) && secondsSince(t0) < 5) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_FALSE(baton::processAlive(child)) << "an exited, unreaped child (a zombie) still counts as alive";
+  EXPECT_EQ(kill(child, 0), 0) << "the child should still be a zombie here, not reaped";
+  waitpid(child, nullptr, 0);
+  EXPECT_FALSE(baton::processAlive(child));
+}
