@@ -95,7 +95,13 @@ endif
 
 # ---- tools and examples ----------------------------------------------------------------------
 PROGRAM_LIBS := -L$(LIBDIR) -Wl,-rpath,'$$ORIGIN/../lib' -lnccl
-tools: $(BINDIR)/baton-run $(BINDIR)/baton-perf $(BINDIR)/baton-topo
+# nccl-tests' program names, each a link to baton-perf, which reads its own name (README's table).
+NCCL_TESTS_NAMES := all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf alltoall_perf \
+                    sendrecv_perf gather_perf scatter_perf hypercube_perf
+tools: $(BINDIR)/baton-run $(BINDIR)/baton-perf $(BINDIR)/baton-topo $(NCCL_TESTS_NAMES:%=$(BINDIR)/%)
+
+$(NCCL_TESTS_NAMES:%=$(BINDIR)/%): $(BINDIR)/baton-perf
+	ln -sfn baton-perf $@
 
 $(BINDIR)/baton-run: $(wildcard tools/baton-run/*.cc tools/baton-run/*.h)
 	@mkdir -p $(dir $@)

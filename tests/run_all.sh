@@ -103,6 +103,8 @@ suite lessons 300 tests/lessons/run_lessons.sh "$BUILD"
 suite perf-2proc-check 300 "$BIN/baton-run" -n 2 "$BIN/baton-perf" allreduce -b 8 -e 32M -f 4 -n 2 -w 1 -c 1
 suite perf-8threads-16M 120 "$BIN/baton-perf" allreduce -t 8 -b 8 -e 16M -f 2 -n 2 -w 1 -c 1
 suite perf-all-collectives 300 tests/tools/perf_all_collectives.sh "$BIN"
+# nccl-tests' names: typical command lines, their text and -J JSON parsed, every flag honoured or refused.
+suite nccl-tests-names 300 tests/tools/nccl_tests_compat_test.sh "$BIN"
 
 echo
 # Tests that cannot run on this machine say why (gtest's GTEST_SKIP messages, scripts' SKIP lines).

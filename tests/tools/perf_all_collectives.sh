@@ -9,3 +9,8 @@ for coll in allreduce reducescatter reduce broadcast allgather alltoall sendrecv
   echo "== $coll, 3 processes"
   "$BIN/baton-run" -n 3 "$BIN/baton-perf" "$coll" -b 8 -e 4M -f 8 -n 1 -w 1 -c 1 -r 2
 done
+# nccl-tests' hypercube (recursive-doubling allgather over send/recv) needs a power of two.
+echo "== hypercube, 4 threads"
+"$BIN/baton-perf" hypercube -t 4 -d all -b 1K -e 1M -f 32 -n 1 -w 1 -c 1
+echo "== hypercube, 4 processes"
+"$BIN/baton-run" -n 4 "$BIN/baton-perf" hypercube -b 8 -e 4M -f 8 -n 1 -w 1 -c 1

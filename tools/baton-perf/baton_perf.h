@@ -23,7 +23,18 @@ namespace batonperf {
 
 // ---- collectives (collectives.cc) -----------------------------------------------------------------
 
-enum class Coll { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AlltoAll, SendRecv, Gather, Scatter };
+enum class Coll {
+  AllReduce,
+  AllGather,
+  ReduceScatter,
+  Broadcast,
+  Reduce,
+  AlltoAll,
+  SendRecv,
+  Gather,
+  Scatter,
+  HyperCube
+};
 
 struct CollDesc {
   Coll id;
@@ -122,6 +133,21 @@ struct Options {
   bool calibrate = false;  // --calibrate: stages ring-LL .. tree-Simple, then fit and write the tuning file
   bool explain = false;    // --explain: print the tuner's table for the sweep sizes
   bool compare() const { return !stages.empty(); }
+
+  // nccl-tests' remaining flags (README's compatibility table says what each does here).
+  bool testsMode = false;                  // started as all_reduce_perf etc.: nccl-tests' text and exit status
+  std::string program = "baton-perf";      // the name it was started as (no directory)
+  std::vector<std::string> argv;           // for -J's "args"
+  int aggIters = 1;                        // -m: operations per timed iteration, in one group
+  int runCycles = 1;                       // -N: the sweep this many times (0: until killed)
+  int parallelInit = 0;                    // -p: each thread creates its own communicator
+  int unalign = 0;                         // -u: buffers start this many elements past the allocation
+  int cputime = 0;                         // -C: label the time "cputime" (it is host time anyway)
+  int timestamps = 0;                      // -S: a timestamp column
+  int perIterTiming = 0, perIterSkip = 0;  // -I, -K
+  int timeoutSec = 0;                      // -T: BATON_WAIT_TIMEOUT for the sweep's communicators
+  int ctaPolicy = -1;                      // -x: passed in ncclConfig_t (no CTAs here: no effect)
+  std::string jsonPath;                    // -J
 };
 
 // Parses argv into *opt. Returns -1 to go on, or the exit code (0 after --help, 2 on bad input).
@@ -141,10 +167,17 @@ struct World {
   int nprocs = 1, proc = 0, nthreads = 1, nranks = 1, localRank = 0;
 };
 
+// -I: each iteration's time, the slowest rank's, and their summary after the first -K.
+struct PerIter {
+  std::vector<double> timesUs;
+  double minUs = 0, maxUs = 0, avgUs = 0, p99Us = 0, stdevUs = 0, cvPct = 0;
+};
+
 struct Half {
   double timeUs = 0, algbw = 0, busbw = 0;
   double wrong = 0;
   bool checked = false;  // false: #wrong is N/A
+  PerIter iter;          // filled with -I only
 };
 
 struct Row {
@@ -162,6 +195,8 @@ struct RankInfo {
   char host[56] = {};
 };
 
+class JsonReport;
+
 // Prints on the rank that reports (report.cc); also sums busbw for "Avg bus bandwidth".
 class Report {
  public:
@@ -169,7 +204,9 @@ class Report {
   void header(double memcpyGBs, const std::vector<RankInfo>& ranks) const;
   void tableHeader() const;
   void row(const Row& r);
-  void footer(double wrongTotal) const;
+  void footer(double wrongTotal);
+  // The "#" line nccl-tests prints instead of rows when a collective cannot run at this rank count.
+  void skipped(const std::string& why) const;
   // --compare: one table, the out-of-place columns of every stage side by side.
   void compareTable(const std::vector<std::vector<Row>>& rowsPerStage) const;
 
@@ -178,9 +215,38 @@ class Report {
   World w_;
   double bwSum_ = 0;
   int bwCount_ = 0;
+  JsonReport* json_ = nullptr;  // -J, on the reporting rank
+
+ public:
+  void setJson(JsonReport* j) { json_ = j; }
+  double avgBusBw() const { return bwCount_ ? bwSum_ / bwCount_ : 0.0; }
+};
+
+// -J: nccl-tests 2.19's JSON file (json_report.cc). Opened before the header; every row and the
+// footer add to it; close() writes the end time and the closing brackets.
+class JsonReport {
+ public:
+  // Opens `path` (or path.0, path.1, ... if it exists, as nccl-tests does); false: say why and go on.
+  bool open(const std::string& path, const Options& opt, int ncclVersion);
+  void config(const Options& opt, const World& w, const std::vector<RankInfo>& ranks);
+  void row(const Row& r, const Options& opt);
+  void footer(double wrong, double avgBusBw, double minBw);
+  void close(const std::string& error);
+  ~JsonReport();
+
+ private:
+  void key(const char* k);
+  void str(const std::string& v);
+  void num(double v);
+  void sep();
+  FILE* f_ = nullptr;
+  bool first_ = true;  // no comma before the next member
 };
 
 void printMemcpyLine(double gbs);
+std::string nowText();  // local time as nccl-tests prints it: 2026-11-24 19:35:45
+// The nccl-tests release whose flags, text and JSON the nccl-tests names reproduce.
+constexpr const char* kNcclTestsVersion = "2.19.6";
 
 // One local rank's share of a run.
 struct Worker {

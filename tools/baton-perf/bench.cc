@@ -1,6 +1,8 @@
 // One local rank's sweep: for every datatype, operator, root and size, out-of-place then in-place:
 // warm-up calls, a barrier, `iters` timed calls (host monotonic clock), then `check` rounds of
 // refill + one more call + a bitwise comparison of both buffers against host-computed expectations.
+// nccl-tests' -m (operations per timed iteration, grouped), -N (cycles), -u (unaligned buffers) and
+// -I/-K (per-iteration times) shape the timed loop the way they do there.
 // Times and #wrong are combined over all ranks with baton's own collectives on the control
 // communicator, so every rank ends up with the same rows.
 //
@@ -9,6 +11,7 @@
 // call, the rest of the receive buffer, the guard) must still hold what was there before the call.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -46,7 +49,7 @@ class Sweep {
   Sweep(const Options& opt, const World& w, Worker* wk) : opt_(opt), w_(w), wk_(wk) {
     size_t maxBytes = 0;
     for (size_t s : sweepSizes(opt)) maxBytes = std::max(maxBytes, s);
-    bytes_ = (maxBytes + kGuard + 4095) / 4096 * 4096;
+    bytes_ = (maxBytes + size_t(opt.unalign) * 8 + kGuard + 4095) / 4096 * 4096;  // -u: up to 8-byte elements
     if (opt.localRegister == 0) {
       send_ = allocBuffer(bytes_);
       recv_ = allocBuffer(bytes_);
@@ -86,6 +89,7 @@ class Sweep {
 
   void run() {
     const CollDesc& cd = collDesc(opt_.coll);
+    if (opt_.coll == Coll::HyperCube && (w_.nranks & (w_.nranks - 1)) != 0) return;  // main says why
     std::vector<int> roots{-1};
     if (cd.rooted) {
       roots.clear();
@@ -96,12 +100,16 @@ class Sweep {
     for (ncclDataType_t type : opt_.types)
       for (Op op : opt_.ops) {
         ncclRedOp_t ncop = makeOp(type, op);
-        for (int root : roots)
-          for (size_t size : sweepSizes(opt_)) {
-            Row row = measureSize(size, type, op, ncop, root);
-            if (wk_->report) wk_->report->row(row);
-            wk_->rows.push_back(row);
-          }
+        for (int root : roots) {
+          long cycles = opt_.runCycles;  // -N: 0 runs until the process is killed
+          do
+            for (size_t size : sweepSizes(opt_)) {
+              Row row = measureSize(size, type, op, ncop, root);
+              if (wk_->report) wk_->report->row(row);
+              wk_->rows.push_back(row);
+            }
+          while (--cycles != 0);
+        }
         if (op == Op::MulSum) PERFCHECK(ncclRedOpDestroy(ncop, wk_->comm));
       }
   }
@@ -136,6 +144,7 @@ class Sweep {
     row.root = root;
     row.oop = measure(c, size, ti, op, ncop, root, false);
     if (!opt_.compare()) row.ip = measure(c, size, ti, op, ncop, root, true);
+    if (opt_.perIterTiming) slowestIterations(&row);
 
     // Combine over every rank: time per -a, #wrong summed.
     double t[2] = {row.oop.timeUs, row.ip.timeUs};
@@ -154,10 +163,37 @@ class Sweep {
     return row;
   }
 
+  // -I: every rank's per-iteration times, the slowest rank's per iteration, then the summary of
+  // those after the first -K (nearest-rank p99, population standard deviation), as nccl-tests does.
+  void slowestIterations(Row* row) {
+    for (Half* h : {&row->oop, &row->ip}) {
+      std::vector<double>& t = h->iter.timesUs;
+      t.resize(size_t(opt_.iters), 0.0);
+      PERFCHECK(ncclAllReduce(t.data(), t.data(), t.size(), ncclFloat64, ncclMax, wk_->ctrl, nullptr));
+      std::vector<double> s(t.begin() + opt_.perIterSkip, t.end());
+      if (s.empty()) continue;
+      std::sort(s.begin(), s.end());
+      const int m = int(s.size());
+      double sum = 0, var = 0;
+      for (double v : s) sum += v;
+      const double avg = sum / m;
+      for (double v : s) var += (v - avg) * (v - avg);
+      PerIter& it = h->iter;
+      it.minUs = s.front(), it.maxUs = s.back(), it.avgUs = avg;
+      it.p99Us = s[size_t(std::min(m - 1, (m * 99 + 99) / 100 - 1))];
+      it.stdevUs = std::sqrt(var / m);
+      it.cvPct = avg > 0 ? it.stdevUs / avg * 100.0 : 0.0;
+    }
+  }
+
   Half measure(const Counts& c, size_t size, const TypeInfo& ti, Op op, ncclRedOp_t ncop, int root, bool inPlace) {
     const int rank = wk_->rank, n = w_.nranks;
-    unsigned char* sendp = inPlace ? recv_ + c.sendInplace * size_t(rank) * ti.size : send_;
-    unsigned char* recvp = inPlace ? recv_ + c.recvInplace * size_t(rank) * ti.size : recv_;
+    // -u: both buffers start unalign elements past their (page-aligned) allocation.
+    unsigned char* const send = send_ + size_t(opt_.unalign) * ti.size;
+    unsigned char* const recv = recv_ + size_t(opt_.unalign) * ti.size;
+    const size_t avail = bytes_ - size_t(opt_.unalign) * ti.size;
+    unsigned char* sendp = inPlace ? recv + c.sendInplace * size_t(rank) * ti.size : send;
+    unsigned char* recvp = inPlace ? recv + c.recvInplace * size_t(rank) * ti.size : recv;
     auto launch = [&] {
       const ncclResult_t r =
           collLaunch(opt_.coll, sendp, recvp, c.param, ti.type, ncop, root < 0 ? 0 : root, rank, n, wk_->comm);
@@ -171,36 +207,45 @@ class Sweep {
     // Start from well-formed inputs: garbage could hold denormals, which are slow on CPUs.
     fillInputs(DataSpec{&ti, op, n, seedOf(size, ti.type, op, root, inPlace, -1)}, c, rank, sendp);
 
+    // -m: aggIters operations per iteration, in one group (one launch each on a GPU).
+    auto iteration = [&] {
+      if (opt_.aggIters > 1) PERFCHECK(ncclGroupStart());
+      for (int a = 0; a < opt_.aggIters; ++a) launch();
+      if (opt_.aggIters > 1) PERFCHECK(ncclGroupEnd());
+    };
     for (int i = 0; i < opt_.warmup; ++i) launch();
     barrier();
+    Half h;
+    if (opt_.perIterTiming) h.iter.timesUs.resize(size_t(opt_.iters));
     double elapsed = 0;
     const double t0 = now();
     for (int i = 0; i < opt_.iters; ++i) {
       const double ti0 = now();
-      launch();
-      if (opt_.blocking == 3) elapsed += now() - ti0;
+      iteration();
+      const double ti1 = now();
+      if (opt_.blocking == 3) elapsed += ti1 - ti0;
+      if (opt_.perIterTiming) h.iter.timesUs[size_t(i)] = (ti1 - ti0) / opt_.aggIters * 1e6;
       if (opt_.blocking == 1 || opt_.blocking == 3) barrier();
     }
     if (opt_.blocking != 3) elapsed = now() - t0;
 
-    Half h;
-    h.timeUs = elapsed / opt_.iters * 1e6;
+    h.timeUs = elapsed / (double(opt_.iters) * opt_.aggIters) * 1e6;
     // nccl-tests does not check in-place sendrecv either: send and receive share one buffer.
     h.checked = opt_.check > 0 && !(inPlace && opt_.coll == Coll::SendRecv);
     if (!h.checked) return h;
     const size_t sendUsed = inPlace ? 0 : c.send * ti.size;
     const size_t recvUsed = (inPlace ? std::max(c.send, c.recv) : c.recv) * ti.size;
-    const size_t winS = std::min(bytes_, sendUsed + kGuard), winR = std::min(bytes_, recvUsed + kGuard);
+    const size_t winS = std::min(avail, sendUsed + kGuard), winR = std::min(avail, recvUsed + kGuard);
     for (int rep = 0; rep < opt_.check; ++rep) {
       const DataSpec d{&ti, op, n, seedOf(size, ti.type, op, root, inPlace, rep)};
-      fillSentinel(send_, winS);
-      fillSentinel(recv_, winR);
+      fillSentinel(send, winS);
+      fillSentinel(recv, winR);
       fillInputs(d, c, rank, sendp);
-      std::memcpy(expSend_, send_, winS);
-      std::memcpy(expRecv_, recv_, winR);
-      fillExpected(opt_.coll, d, c, rank, root, expRecv_ + (recvp - recv_));
+      std::memcpy(expSend_, send, winS);
+      std::memcpy(expRecv_, recv, winR);
+      fillExpected(opt_.coll, d, c, rank, root, expRecv_ + (recvp - recv));
       launch();
-      h.wrong += double(countWrong(send_, expSend_, winS, ti.size) + countWrong(recv_, expRecv_, winR, ti.size));
+      h.wrong += double(countWrong(send, expSend_, winS, ti.size) + countWrong(recv, expRecv_, winR, ti.size));
     }
     return h;
   }

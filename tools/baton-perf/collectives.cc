@@ -11,7 +11,12 @@
 //   reducescatter  c*n       c         c           recv = send + r*c   c*n*T         (n-1)/n
 //   scatter        c*n       c         c           recv = send + r*c   c*n*T         (n-1)/n
 //   alltoall       c*n       c*n       c           send = recv         c*n*T         (n-1)/n
+//   hypercube      c         c*n       c           send = recv + r*c   c*(n-1)*T     1
 // sendrecv: each rank sends to rank+1 and receives from rank-1, in one group.
+// hypercube (nccl-tests' hypercube_perf): an allgather by recursive doubling over point-to-point,
+// log2(n) rounds of one grouped send/recv with the partner rank ^ mask; n must be a power of two.
+#include <cstring>
+
 #include "baton_perf.h"
 
 namespace batonperf {
@@ -27,12 +32,32 @@ const CollDesc kColls[] = {
     {Coll::SendRecv, "sendrecv", "sendrecv", false, false},
     {Coll::Gather, "gather", "gather", false, true},
     {Coll::Scatter, "scatter", "scatter", false, true},
+    {Coll::HyperCube, "hypercube", "hypercube", false, false},
 };
 
 // Collectives whose buffers hold one block per rank.
 bool perRankBlocks(Coll c) {
   return c == Coll::AllGather || c == Coll::Gather || c == Coll::ReduceScatter || c == Coll::Scatter ||
          c == Coll::AlltoAll;
+}
+
+// After round `mask`, a rank holds the blocks of the 2*mask ranks that share its bits above mask.
+ncclResult_t hyperCube(const void* send, void* recv, size_t count, ncclDataType_t type, int rank, int nranks,
+                       ncclComm_t comm) {
+  const size_t block = count * typeInfo(type).size;
+  char* out = static_cast<char*>(recv);
+  if (out + size_t(rank) * block != send) std::memcpy(out + size_t(rank) * block, send, block);
+  for (int mask = 1; mask < nranks; mask <<= 1) {
+    const int mine = rank & ~(mask - 1), theirs = mine ^ mask, peer = rank ^ mask;
+    ncclResult_t r = ncclGroupStart();
+    if (r != ncclSuccess) return r;
+    const ncclResult_t rs = ncclSend(out + size_t(mine) * block, count * size_t(mask), type, peer, comm, nullptr);
+    const ncclResult_t rr = ncclRecv(out + size_t(theirs) * block, count * size_t(mask), type, peer, comm, nullptr);
+    r = ncclGroupEnd();
+    if (rs != ncclSuccess || rr != ncclSuccess || r != ncclSuccess)
+      return rs != ncclSuccess ? rs : rr != ncclSuccess ? rr : r;
+  }
+  return ncclSuccess;
 }
 
 }  // namespace
@@ -70,6 +95,7 @@ Counts collCounts(Coll c, size_t count, int nranks) {
     case Coll::SendRecv: k.send = k.recv = k.param = count; break;
     case Coll::AllGather:
     case Coll::Gather:
+    case Coll::HyperCube:
       k.send = k.param = per;
       k.recv = per * n;
       k.sendInplace = per;
@@ -92,6 +118,10 @@ void collBandwidth(Coll c, size_t paramCount, size_t typeSize, double sec, int n
   const double n = nranks;
   const double bytes = double(paramCount) * double(typeSize) * (perRankBlocks(c) ? n : 1.0);
   double factor = 1.0;
+  if (c == Coll::HyperCube) {  // what each rank receives, counted once in both columns
+    *algbw = *busbw = sec > 0 ? double(paramCount) * double(typeSize) * (n - 1) / 1.0e9 / sec : 0.0;
+    return;
+  }
   if (c == Coll::AllReduce) factor = 2.0 * (n - 1) / n;
   else if (perRankBlocks(c)) factor = (n - 1) / n;
   *algbw = sec > 0 ? bytes / 1.0e9 / sec : 0.0;
@@ -110,6 +140,7 @@ ncclResult_t collLaunch(Coll c, const void* send, void* recv, size_t count, nccl
     case Coll::AlltoAll: return ncclAlltoAll(send, recv, count, type, comm, stream);
     case Coll::Gather: return ncclGather(send, recv, count, type, root, comm, stream);
     case Coll::Scatter: return ncclScatter(send, recv, count, type, root, comm, stream);
+    case Coll::HyperCube: return hyperCube(send, recv, count, type, rank, nranks, comm);
     case Coll::SendRecv: {
       ncclResult_t r = ncclGroupStart();
       if (r != ncclSuccess) return r;

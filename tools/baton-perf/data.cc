@@ -130,6 +130,7 @@ bool fillExpected(Coll coll, const DataSpec& d, const Counts& c, int rank, int r
       for (size_t i = 0; i < p; ++i) put(i, reducedBits(d, size_t(rank) * p + i));
       return true;
     case Coll::AllGather:
+    case Coll::HyperCube:
       for (int j = 0; j < n; ++j)
         for (size_t i = 0; i < p; ++i) put(size_t(j) * p + i, inputBits(d, j, i));
       return true;

@@ -44,8 +44,10 @@ std::vector<std::string> splitList(const std::string& s) {
   }
 }
 
+std::string gProgram = "baton-perf";  // the name messages start with: as started
+
 int usageError(const std::string& msg) {
-  std::fprintf(stderr, "baton-perf: %s\nRun with --help for more information.\n", msg.c_str());
+  std::fprintf(stderr, "%s: %s\nRun with --help for more information.\n", gProgram.c_str(), msg.c_str());
   return 2;
 }
 
@@ -64,10 +66,19 @@ int parseOptions(int argc, char** argv, Options* opt) {
       "baton-perf"};
   std::string coll, minb = "32M", maxb = "32M", stepb = "1M", op = "sum", dtype = "float", compare;
   int factor = 0;
-  app.add_option("collective", coll,
-                 "allreduce allgather reducescatter broadcast reduce alltoall sendrecv gather scatter "
-                 "(nccl-tests' all_reduce etc. too)")
-      ->required();
+  // Started as all_reduce_perf (a link to baton-perf, as installed): nccl-tests' behaviour.
+  opt->argv.assign(argv, argv + argc);
+  const std::string self = argc > 0 ? argv[0] : "baton-perf";
+  opt->program = self.substr(self.rfind('/') == std::string::npos ? 0 : self.rfind('/') + 1);
+  Coll named;
+  opt->testsMode = opt->program != "baton-perf" && opt->program.size() > 5 &&
+                   opt->program.compare(opt->program.size() - 5, 5, "_perf") == 0 && parseColl(opt->program, &named);
+  if (opt->testsMode) app.name(opt->program), gProgram = opt->program;
+  if (!opt->testsMode)
+    app.add_option("collective", coll,
+                   "allreduce allgather reducescatter broadcast reduce alltoall sendrecv gather scatter hypercube "
+                   "(nccl-tests' all_reduce etc. too)")
+        ->required();
   app.add_option("-b,--minbytes", minb, "smallest size, with K/M/G suffixes (binary) [32M]");
   app.add_option("-e,--maxbytes", maxb, "largest size [32M]");
   CLI::Option* fOpt = app.add_option("-f,--stepfactor", factor, "multiply the size by this (>= 2) each step");
@@ -95,6 +106,37 @@ int parseOptions(int argc, char** argv, Options* opt) {
   app.add_option("--compare", compare,
                  "comma list of stages run one after the other with fresh communicators: " + stageNames() +
                      "; or KEY=VAL[+KEY=VAL...] (R=0|1|2 sets -R)");
+  // nccl-tests' other flags: honoured, or refused below with the reason (README's table).
+  int ngpus = 1, graphs = 0, deviceImpl = 0, deviceCtas = 16, memoryReport = 0, streamNull = 0;
+  app.add_option("-g,--ngpus", ngpus, "GPUs per thread: 1 (a thread is one rank; there are no GPUs) [1]");
+  app.add_option("-m,--agg_iters", opt->aggIters, "operations per timed iteration, in one group [1]")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("-N,--run_cycles", opt->runCycles, "run the sweep this many times; 0 = until killed [1]")
+      ->check(CLI::Range(0, 1 << 30));
+  app.add_option("-p,--parallel_init", opt->parallelInit, "1: each thread creates its own communicator [0]")
+      ->check(CLI::Range(0, 1));
+  app.add_option("-y,--stream_null", streamNull, "0/1: accepted; the CPU backend has no streams [0]")
+      ->check(CLI::Range(0, 1));
+  app.add_option("-T,--timeout", opt->timeoutSec,
+                 "seconds a wait may last before the operation fails (BATON_WAIT_TIMEOUT); 0 = library default [0]")
+      ->check(CLI::Range(0, 1 << 30));
+  app.add_option("-G,--cudagraph", graphs, "CUDA graph launches: 0 only (no CUDA streams to capture) [0]");
+  app.add_option("-C,--report_cputime", opt->cputime, "0/1: label times as CPU time (they are host times) [0]")
+      ->check(CLI::Range(0, 1));
+  app.add_option("-S,--report_timestamps", opt->timestamps, "0/1: a timestamp column [0]")->check(CLI::Range(0, 1));
+  app.add_option("-J,--output_file", opt->jsonPath, "write nccl-tests 2.19's JSON report to this file too");
+  app.add_option("-x,--cta_policy", opt->ctaPolicy,
+                 "0/1/2: ncclConfig_t CTAPolicy (accepted and validated; no CTAs on the CPU backend)")
+      ->check(CLI::Range(0, 2));
+  app.add_option("-D,--device_implementation", deviceImpl, "0 only: baton has no device-side implementation [0]");
+  app.add_option("-V,--device_cta_count", deviceCtas, "CTAs of a device implementation (with -D > 0 only) [16]");
+  app.add_option("-M,--memory", memoryReport, "0 only: no GPU memory to report [0]");
+  app.add_option("-u,--unalign", opt->unalign, "buffers start this many elements past alignment [0]")
+      ->check(CLI::Range(0, 1 << 16));
+  app.add_option("-I,--per_iter_timing", opt->perIterTiming, "0/1: per-iteration times (min, max, p99, cv) [0]")
+      ->check(CLI::Range(0, 1));
+  app.add_option("-K,--per_iter_skip", opt->perIterSkip, "leading iterations left out of -I's summary [0]")
+      ->check(CLI::Range(0, 1 << 30));
   app.add_flag("--memcpy", opt->memcpyOnly, "print only the single-thread memcpy bandwidth line");
   app.add_flag("--calibrate", opt->calibrate,
                "measure allreduce with each protocol (default sizes 8 B..64 MiB, x4), fit the cost model and "
@@ -108,10 +150,39 @@ int parseOptions(int argc, char** argv, Options* opt) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
+  } catch (const CLI::ExtrasError& e) {
+    if (opt->testsMode)
+      return usageError(std::string(e.what()) + " (" + opt->program +
+                        " takes no collective argument: its name says which; as nccl-tests, it takes flags only)");
+    return usageError(e.what());
   } catch (const CLI::ParseError& e) {
     return usageError(e.what());
   }
 
+  if (ngpus != 1)
+    return usageError("-g/--ngpus " + std::to_string(ngpus) +
+                      ": this build drives no GPUs; each thread is one rank on the CPU backend: for more ranks "
+                      "per process use -t (threads), or more processes under baton-run");
+  if (graphs != 0)
+    return usageError("-G/--cudagraph " + std::to_string(graphs) +
+                      ": CUDA graphs capture work on CUDA streams; the CPU backend runs collectives on host threads, "
+                      "so there is nothing to capture");
+  if (deviceImpl != 0)
+    return usageError("-D/--device_implementation " + std::to_string(deviceImpl) +
+                      ": baton has no device-side collective implementations yet; only the library's own (0) runs");
+  if (deviceCtas <= 0 || deviceCtas > 128)
+    return usageError("-V/--device_cta_count " + std::to_string(deviceCtas) + ": must be 1..128");
+  if (memoryReport != 0)
+    return usageError("-M/--memory " + std::to_string(memoryReport) +
+                      ": the report is of GPU memory (cudaMemGetInfo); the CPU backend allocates none");
+  if (opt->perIterSkip && !opt->perIterTiming) return usageError("-K/--per_iter_skip needs -I 1");
+  if (opt->perIterSkip >= opt->iters)
+    return usageError("-K/--per_iter_skip " + std::to_string(opt->perIterSkip) + " leaves no iteration of -n " +
+                      std::to_string(opt->iters));
+  if (opt->testsMode) {
+    opt->coll = named;
+    coll = collDesc(named).name;
+  }
   bool factorGiven = fOpt->count() > 0;
   if (opt->calibrate) {
     if (!compare.empty()) return usageError("--calibrate runs its own stages; it cannot be combined with --compare");

@@ -1,9 +1,12 @@
-// Output in nccl-tests' format: "#" header lines, one row per size with the same column widths
-// (size 12, count 14, type 10, redop 8, root 8; per half time 9, algbw 8, busbw 8, #wrong 7), and the
-// "Out of bounds values" / "Avg bus bandwidth" footer. Only the reporting rank calls these.
+// Output in nccl-tests 2.19's format: "#" header lines, one row per size with the same columns and
+// number formats (with -I the per-iteration columns, with -S a timestamp), and the "Out of bounds
+// values" / "Avg bus bandwidth" footer. Started under an nccl-tests name (all_reduce_perf), the
+// header and footer are nccl-tests' own lines. Only the reporting rank calls these.
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <string>
 
 #include "baton_perf.h"
@@ -11,19 +14,21 @@
 namespace batonperf {
 namespace {
 
-// nccl-tests' time column: fewer decimals as the time grows, always 7 wide.
-std::string timeText(double us) {
+// nccl-tests' number columns: two decimals while they fit in `width`, then fewer, then exponent.
+std::string fitted(double v, int width) {
   char buf[32];
-  if (us >= 10000.0) std::snprintf(buf, sizeof buf, "%7.0f", us);
-  else if (us >= 100.0) std::snprintf(buf, sizeof buf, "%7.1f", us);
-  else std::snprintf(buf, sizeof buf, "%7.2f", us);
+  for (const char* fmt : {"%*.2f", "%*.1f", "%*.0f"})
+    if (std::snprintf(buf, sizeof buf, fmt, width, v) <= width) return buf;
+  std::snprintf(buf, sizeof buf, width >= 7 ? "%*.1e" : "%*.0e", width, v);
   return buf;
 }
 
+std::string timeText(double us) { return fitted(us, 7); }
+
 std::string wrongText(const Half& h) {
-  if (!h.checked) return "N/A";
+  if (!h.checked) return "   N/A";
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f", h.wrong);
+  std::snprintf(buf, sizeof buf, "%6g", h.wrong);
   return buf;
 }
 
@@ -45,7 +50,18 @@ std::string stageLabel(const Options& opt, size_t s) {
   return "stage" + std::to_string(s + 1);
 }
 
+constexpr const char* kTimeFormat = "%Y-%m-%d %H:%M:%S";  // -S, and the JSON file's times
+
 }  // namespace
+
+std::string nowText() {
+  char buf[64];
+  const time_t t = time(nullptr);
+  tm local;
+  localtime_r(&t, &local);
+  strftime(buf, sizeof buf, kTimeFormat, &local);
+  return buf;
+}
 
 void printMemcpyLine(double gbs) {
   std::printf("# single-thread memcpy bandwidth: %.2f GB/s (64 MiB buffers, median of 5)\n", gbs);
@@ -55,21 +71,38 @@ void printMemcpyLine(double gbs) {
 void Report::header(double memcpyGBs, const std::vector<RankInfo>& ranks) const {
   int version = 0;
   PERFCHECK(ncclGetVersion(&version));
-  const char* name = collDesc(opt_.coll).name;
-  std::printf("# baton-perf %s: nranks %d (%d processes x %d threads), nccl-headers=%d nccl-library=%d\n", name,
-              w_.nranks, w_.nprocs, w_.nthreads, NCCL_VERSION_CODE, version);
   const bool factor = opt_.stepFactor > 1;
+  if (opt_.testsMode) {
+    // nccl-tests' lines, so that scripts reading them find what they look for; "+baton" says whose.
+    std::printf("# nccl-tests version %s+baton nccl-headers=%d nccl-library=%d\n", kNcclTestsVersion, NCCL_VERSION_CODE,
+                version);
+    std::printf("# Collective test starting: %s\n", opt_.program.c_str());
+  } else {
+    std::printf("# baton-perf %s: nranks %d (%d processes x %d threads), nccl-headers=%d nccl-library=%d\n",
+                collDesc(opt_.coll).name, w_.nranks, w_.nprocs, w_.nthreads, NCCL_VERSION_CODE, version);
+  }
   std::printf(
       "# nThread %d nGpus 1 minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %d "
-      "agg iters: 1 validation: %d graph: 0\n",
+      "agg iters: %d validation: %d graph: 0 unalign: %d\n",
       w_.nthreads, opt_.minBytes, opt_.maxBytes, factor ? size_t(opt_.stepFactor) : opt_.stepBytes,
-      factor ? "factor" : "bytes", opt_.warmup, opt_.iters, opt_.check ? 1 : 0);
-  printMemcpyLine(memcpyGBs);
+      factor ? "factor" : "bytes", opt_.warmup, opt_.iters, opt_.aggIters, opt_.check, opt_.unalign);
+  if (opt_.blocking == 1) std::printf("# Blocking Enabled: wait and barrier after each inner iteration (-m) \n");
+  if (opt_.blocking == 2) std::printf("# Blocking Enabled: wait after each inner iteration (-m), no barrier \n");
+  if (opt_.blocking == 3)
+    std::printf("# Blocking Enabled: wait and barrier after each outer iteration (-n); time excludes barrier \n");
+  if (opt_.perIterTiming) {
+    std::printf("# Per-Iteration Report: host clock timing; i_* uses max over ranks");
+    if (opt_.perIterSkip) std::printf("; summary skips first %d iterations", opt_.perIterSkip);
+    std::printf(" \n");
+  }
+  if (opt_.parallelInit) std::printf("# Parallel Init Enabled: threads call into NcclInitRank concurrently \n");
+  if (!opt_.testsMode) printMemcpyLine(memcpyGBs);
   std::printf("#\n");
+  if (opt_.testsMode) std::printf("# Using devices\n");
   for (size_t r = 0; r < ranks.size(); ++r)
     std::printf("#  Rank %2zu Group %2d Pid %6d on %10s device %2d [cpu] host memory\n", r, 0, ranks[r].pid,
                 ranks[r].host, ranks[r].device);
-  std::printf("#\n");
+  if (!opt_.testsMode) std::printf("#\n");
   if (opt_.compare()) {
     std::printf("# --compare: %zu stages, out-of-place only, fresh communicators per stage\n", opt_.stages.size());
     for (size_t s = 0; s < opt_.stages.size(); ++s)
@@ -80,33 +113,69 @@ void Report::header(double memcpyGBs, const std::vector<RankInfo>& ranks) const 
 }
 
 void Report::tableHeader() const {
-  std::printf(
-      "#                                                              out-of-place                       in-place\n");
-  std::printf(
-      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
-      "#wrong\n");
-  std::printf(
-      "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  "
-      "(GB/s)\n");
+  const char* t = opt_.cputime ? "cputime" : "time";
+  const int tsPad = opt_.timestamps ? 19 : 0;
+  const char* tsLabel = opt_.timestamps ? "timestamp" : "";
+  const char* tsUnit = opt_.timestamps ? kTimeFormat : "";
+  std::printf("#\n");
+  if (opt_.perIterTiming) {
+    std::printf(
+        "# %10s  %12s  %8s  %6s  %6s              out-of-place (+ per-iteration)                        "
+        "        in-place (+ per-iteration)\n",
+        "", "", "", "", "");
+    std::printf(
+        "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  "
+        "%7s  %7s %*s\n",
+        "size", "count", "type", "redop", "root", t, "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%", t,
+        "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%", tsPad, tsLabel);
+    std::printf(
+        "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  "
+        "%7s  %7s %*s\n",
+        "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)", "(us)",
+        "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)", tsPad, tsUnit);
+  } else {
+    std::printf("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "", "",
+                "", "", "");
+    std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "size", "count", "type",
+                "redop", "root", t, "algbw", "busbw", "#wrong", t, "algbw", "busbw", "#wrong", tsPad, tsLabel);
+    std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "(B)", "(elements)", "",
+                "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", tsPad, tsUnit);
+  }
   std::fflush(stdout);
 }
 
 void Report::row(const Row& r) {
   printRowStart(r);
   for (const Half* h : {&r.oop, &r.ip}) {
-    std::printf("  %7s  %6.2f  %6.2f  %5s", timeText(h->timeUs).c_str(), h->algbw, h->busbw, wrongText(*h).c_str());
+    std::printf("  %7s  %6s  %6s  %6s", timeText(h->timeUs).c_str(), fitted(h->algbw, 6).c_str(),
+                fitted(h->busbw, 6).c_str(), wrongText(*h).c_str());
+    if (opt_.perIterTiming)
+      std::printf("  %7s  %7s  %7s  %7s", fitted(h->iter.minUs, 7).c_str(), fitted(h->iter.maxUs, 7).c_str(),
+                  fitted(h->iter.p99Us, 7).c_str(), fitted(h->iter.cvPct, 7).c_str());
     bwSum_ += h->busbw;
     ++bwCount_;
   }
+  if (opt_.timestamps) std::printf("%21s", nowText().c_str());
   std::printf("\n");
+  std::fflush(stdout);
+  if (json_) json_->row(r, opt_);
+}
+
+void Report::skipped(const std::string& why) const {
+  std::printf("%s\n", why.c_str());
   std::fflush(stdout);
 }
 
-void Report::footer(double wrongTotal) const {
-  std::printf("# Out of bounds values : %.0f %s\n", wrongTotal, wrongTotal > 0 ? "FAILED" : "OK");
-  std::printf("# Avg bus bandwidth    : %g\n", bwCount_ ? bwSum_ / bwCount_ : 0.0);
+void Report::footer(double wrongTotal) {
+  const double avg = avgBusBw();
+  const char* minBw = std::getenv("NCCL_TESTS_MIN_BW");  // nccl-tests: FAILED below 0.9x of it
+  const double floor = minBw ? std::atof(minBw) : -1;
+  std::printf("# %-20s : %.0f %s\n", "Out of bounds values", wrongTotal, wrongTotal > 0 ? "FAILED" : "OK");
+  std::printf("# %-20s : %g %s\n", "Avg bus bandwidth", avg, floor < 0 ? "" : avg < floor * 0.9 ? "FAILED" : "OK");
   std::printf("#\n");
+  if (opt_.testsMode) std::printf("# Collective test concluded: %s\n#\n", opt_.program.c_str());
   std::fflush(stdout);
+  if (json_) json_->footer(wrongTotal, avg, floor);
 }
 
 void Report::compareTable(const std::vector<std::vector<Row>>& rowsPerStage) const {
@@ -130,7 +199,7 @@ void Report::compareTable(const std::vector<std::vector<Row>>& rowsPerStage) con
     printRowStart(rowsPerStage[0][i]);
     for (size_t s = 0; s < nStages; ++s) {
       const Half& h = rowsPerStage[s][i].oop;
-      std::printf("  %7s  %6.2f  %5s", timeText(h.timeUs).c_str(), h.busbw, wrongText(h).c_str());
+      std::printf("  %7s  %6s %6s", timeText(h.timeUs).c_str(), fitted(h.busbw, 6).c_str(), wrongText(h).c_str());
       bwSum[s] += h.busbw;
       wrongTotal += h.wrong;
     }

@@ -1,7 +1,7 @@
 // baton-run: starts N local ranks of a program, relays their output with a
 // "[rank] " prefix, and tears the job down when a rank fails.
 //
-//   baton-run -n N [--grace SECONDS] [--no-prefix] [--] program [args...]
+//   baton-run -n N [--grace SECONDS] [--[no-]prefix] [--] program [args...]
 //
 // Each rank gets NCCL_COMM_ID=<host>:<free port>, BATON_RANK, BATON_NRANKS,
 // BATON_LOCAL_RANK and BATON_LOCAL_NRANKS. All ranks live in one process
@@ -30,7 +30,7 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 const char kUsage[] =
-    "usage: baton-run -n N [--grace SECONDS] [--no-prefix] [--] program [args...]\n"
+    "usage: baton-run -n N [--grace SECONDS] [--[no-]prefix] [--] program [args...]\n"
     "\n"
     "Starts N ranks of program on this host. Each rank gets NCCL_COMM_ID=<host>:<port>\n"
     "(a free TCP port), BATON_RANK, BATON_NRANKS, BATON_LOCAL_RANK, BATON_LOCAL_NRANKS.\n"
@@ -38,7 +38,8 @@ const char kUsage[] =
     "  -n N             number of ranks, 1..1024\n"
     "  --grace SECONDS  after a rank fails, how long the others may run on before\n"
     "                   SIGTERM (then SIGKILL 1 s later); default 3, env BATON_RUN_GRACE\n"
-    "  --no-prefix      do not prefix output lines with \"[rank] \"\n"
+    "  --no-prefix      do not prefix output lines with \"[rank] \" (the default for\n"
+    "                   nccl-tests' names, *_perf; --prefix puts it back)\n"
     "  -h, --help       show this help\n"
     "\n"
     "BATON_RUN_HOST replaces 127.0.0.1 in NCCL_COMM_ID. Rank 0 inherits stdin unless\n"
@@ -72,7 +73,7 @@ double parseGrace(const std::string& s, const char* what) {
 
 Options parseArgs(int argc, char** argv) {
   Options opt;
-  bool haveN = false, haveGrace = false;
+  bool haveN = false, haveGrace = false, havePrefix = false;
   std::string nText;
   int i = 1;
   auto value = [&](const std::string& flag) -> std::string {
@@ -98,6 +99,8 @@ Options parseArgs(int argc, char** argv) {
       opt.graceSec = parseGrace(a.substr(8), "--grace"), haveGrace = true;
     } else if (a == "--no-prefix") {
       opt.prefix = false;
+    } else if (a == "--prefix") {
+      opt.prefix = true, havePrefix = true;
     } else if (a.size() > 1 && a[0] == '-') {
       usageError("unknown option '" + a + "'");
     } else {
@@ -111,6 +114,11 @@ Options parseArgs(int argc, char** argv) {
     usageError("-n must be an integer from 1 to " + std::to_string(kMaxRanks) + " (got '" + nText + "')");
   opt.nranks = static_cast<int>(n);
   if (opt.argv.empty() || opt.argv[0].empty()) usageError("no program given");
+  // nccl-tests' programs (all_reduce_perf, ...) print for scripts that parse their lines as they
+  // are, and only rank 0 prints: no prefix unless asked for.
+  const std::string& prog = opt.argv[0];
+  const std::string base = prog.substr(prog.rfind('/') == std::string::npos ? 0 : prog.rfind('/') + 1);
+  if (!havePrefix && base.size() > 5 && base.compare(base.size() - 5, 5, "_perf") == 0) opt.prefix = false;
   const char* g = std::getenv("BATON_RUN_GRACE");
   if (!haveGrace && g && *g) opt.graceSec = parseGrace(g, "BATON_RUN_GRACE");
   return opt;

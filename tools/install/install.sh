@@ -8,7 +8,8 @@
 #
 # Layout: include/nccl.h, include/baton/*.h; lib/libnccl.so.2.<minor>.<patch> with the links
 # libnccl.so.2 and libnccl.so, lib/libnccl_static.a; lib/pkgconfig/{nccl,baton}.pc;
-# lib/cmake/baton/batonConfig{,Version}.cmake; bin/baton-perf, baton-run, baton-topo;
+# lib/cmake/baton/batonConfig{,Version}.cmake; bin/baton-perf, baton-run, baton-topo and nccl-tests'
+# names (all_reduce_perf, ...: links to baton-perf);
 # share/doc/baton/ (README and docs/). DESTDIR stages the tree (packaging): the files land under
 # DESTDIR/PREFIX but name PREFIX. Every installed path is listed in
 # share/baton/install-manifest.txt, which uninstall reads, so it removes what install wrote and
@@ -70,6 +71,9 @@ link "libnccl.so.$VERSION" lib/libnccl.so.$MAJOR
 link "libnccl.so.$MAJOR" lib/libnccl.so
 put 644 "$BUILD/lib/libnccl_static.a" lib/libnccl_static.a
 for t in baton-perf baton-run baton-topo; do put 755 "$BUILD/bin/$t" "bin/$t"; done
+for l in "$BUILD"/bin/*_perf; do  # nccl-tests' names (the Makefile's list): links to baton-perf
+  [[ -L $l ]] && link baton-perf "bin/$(basename "$l")"
+done
 fill "$HERE/nccl.pc.in" lib/pkgconfig/nccl.pc
 fill "$HERE/baton.pc.in" lib/pkgconfig/baton.pc
 fill "$HERE/batonConfig.cmake.in" lib/cmake/baton/batonConfig.cmake
