@@ -11,6 +11,7 @@
 #   make format     format every C/C++ source as .clang-format says (make test checks it)
 #   make install    headers, libnccl.so.2, tools, pkg-config and CMake files under PREFIX (DESTDIR honoured)
 #   make uninstall  removes what make install wrote under PREFIX
+#   make deb        a Debian package of the install under /usr (DEBDIR=build: baton_<version>_<arch>.deb)
 #
 # Variables: BUILD=build, CXX=g++, NVCC=auto-detected, SANITIZE=thread|address, PREFIX=/usr/local, DESTDIR.
 
@@ -62,7 +63,7 @@ LIB_OBJS := $(LIB_SRCS:%.cc=$(OBJ)/%.o)
 SO       := $(LIBDIR)/libnccl.so.2
 ARCHIVE  := $(LIBDIR)/libnccl_static.a
 
-.PHONY: all lib tools examples tests test test-tsan tsan-build sweep bench stress lessons deps clean device format install uninstall
+.PHONY: all lib tools examples tests test test-tsan tsan-build sweep bench stress lessons deps clean device format install uninstall deb
 all: lib tools examples device
 
 lib: $(SO) $(LIBDIR)/libnccl.so $(ARCHIVE)
@@ -198,6 +199,9 @@ install: lib tools
 	tools/install/install.sh install $(BUILD) $(PREFIX) $(DESTDIR)
 uninstall:
 	tools/install/install.sh uninstall $(PREFIX) $(DESTDIR)
+DEBDIR ?= $(BUILD)
+deb: lib tools
+	tools/install/deb.sh $(BUILD) $(DEBDIR)
 
 format:
 	git ls-files '*.c' '*.cc' '*.h' '*.cu' | xargs clang-format -i --style=file

@@ -90,6 +90,8 @@ suite fault-registered 300 tests/fault/registered_kill_test.sh "$BIN"
 # make install into a temporary prefix and DESTDIR; programs built against it with flags,
 # pkg-config, the static archive and CMake; make uninstall.
 suite install 180 tests/tools/install_test.sh "$BUILD"
+# make deb, then dpkg -i, a program built with -lnccl alone, pkg-config, CMake, dpkg -r (where it can).
+suite deb 180 tests/tools/deb_test.sh "$BUILD"
 suite baton-run 120 tests/tools/baton_run_test.sh "$BIN/baton-run"
 suite baton-topo 120 tests/tools/baton_topo_test.sh "$BIN/baton-topo"
 suite mpirun-launch 180 tests/tools/mpirun_launch_test.sh "$BIN"

@@ -71,6 +71,11 @@ fi
 "$P/bin/baton-perf" allreduce -t 2 -b 8 -e 1M -f 32 -n 2 -w 1 -c 1 >perf.txt 2>&1 && grep -q '^# Out of bounds values : 0 OK$' perf.txt &&
   pass "installed baton-perf runs from the prefix (finds \$PREFIX/lib by its rpath)" || { flunk "installed baton-perf"; tail perf.txt; }
 
+"$P/bin/all_reduce_perf" -b 8 -e 1M -f 32 -t 2 -n 2 -w 1 -c 1 >nt.txt 2>&1 &&
+  grep -q '^# Collective test starting: all_reduce_perf$' nt.txt && grep -q '^# Out of bounds values : 0 OK$' nt.txt &&
+  pass "installed all_reduce_perf (a link to baton-perf) runs as nccl-tests' program" ||
+  { flunk "installed all_reduce_perf"; tail nt.txt; }
+
 # DESTDIR: staged under DESTDIR, but naming PREFIX.
 cd "$ROOT"
 make --no-print-directory install BUILD="$BUILD" PREFIX=/opt/baton DESTDIR="$TMP/stage" >/dev/null 2>&1 &&

@@ -6,7 +6,11 @@
 #   tools/install/install.sh install BUILD PREFIX [DESTDIR]
 #   tools/install/install.sh uninstall PREFIX [DESTDIR]
 #
-# Layout: include/nccl.h, include/baton/*.h; lib/libnccl.so.2.<minor>.<patch> with the links
+# INSTALL_LIBDIR (default lib) is the library folder under PREFIX: `make deb` uses Debian's
+# multiarch folder, lib/x86_64-linux-gnu, which the loader searches before folders added later
+# (a CUDA toolkit's, whose libnccl.so.2 would otherwise win).
+#
+# Layout (lib: INSTALL_LIBDIR): include/nccl.h, include/baton/*.h; lib/libnccl.so.2.<minor>.<patch> with the links
 # libnccl.so.2 and libnccl.so, lib/libnccl_static.a; lib/pkgconfig/{nccl,baton}.pc;
 # lib/cmake/baton/batonConfig{,Version}.cmake; bin/baton-perf, baton-run, baton-topo and nccl-tests'
 # names (all_reduce_perf, ...: links to baton-perf);
@@ -27,6 +31,9 @@ case $mode in
 esac
 [[ -n $PREFIX && $PREFIX == /* ]] || { echo "install.sh: PREFIX must be an absolute path, not '$PREFIX'" >&2; exit 2; }
 DEST=$DESTDIR$PREFIX
+LIB=${INSTALL_LIBDIR:-lib}
+[[ $LIB != /* && $LIB != *..* ]] || { echo "install.sh: INSTALL_LIBDIR must be relative to PREFIX, not '$LIB'" >&2; exit 2; }
+UP=$(sed -e 's|[^/]*|..|g' <<<"$LIB")  # from the library folder back to PREFIX: lib -> .., lib/x -> ../..
 MANIFEST=share/baton/install-manifest.txt
 
 if [[ $mode == uninstall ]]; then
@@ -57,30 +64,31 @@ link() {  # link TARGET REL
   ln -sfn "$1" "$DEST/$2"
   installed+=("$2")
 }
-fill() {  # fill TEMPLATE REL: the template with @PREFIX@, @VERSION@ and @MAJOR@ replaced
+fill() {  # fill TEMPLATE REL: the template with @PREFIX@, @VERSION@, @MAJOR@, @LIBDIR@, @LIBDIR_UP@ replaced
   mkdir -p "$(dirname "$DEST/$2")"
-  sed -e "s|@PREFIX@|$PREFIX|g" -e "s|@VERSION@|$VERSION|g" -e "s|@MAJOR@|$MAJOR|g" "$1" >"$DEST/$2"
+  sed -e "s|@PREFIX@|$PREFIX|g" -e "s|@VERSION@|$VERSION|g" -e "s|@MAJOR@|$MAJOR|g" -e "s|@LIBDIR@|$LIB|g" \
+    -e "s|@LIBDIR_UP@|$UP|g" "$1" >"$DEST/$2"
   chmod 644 "$DEST/$2"
   installed+=("$2")
 }
 
 put 644 "$ROOT/include/nccl.h" include/nccl.h
 for h in "$ROOT"/include/baton/*.h; do put 644 "$h" "include/baton/$(basename "$h")"; done
-put 755 "$BUILD/lib/libnccl.so.2" "lib/libnccl.so.$VERSION"
-link "libnccl.so.$VERSION" lib/libnccl.so.$MAJOR
-link "libnccl.so.$MAJOR" lib/libnccl.so
-put 644 "$BUILD/lib/libnccl_static.a" lib/libnccl_static.a
+put 755 "$BUILD/lib/libnccl.so.2" "$LIB/libnccl.so.$VERSION"
+link "libnccl.so.$VERSION" $LIB/libnccl.so.$MAJOR
+link "libnccl.so.$MAJOR" $LIB/libnccl.so
+put 644 "$BUILD/lib/libnccl_static.a" $LIB/libnccl_static.a
 for t in baton-perf baton-run baton-topo; do put 755 "$BUILD/bin/$t" "bin/$t"; done
 for l in "$BUILD"/bin/*_perf; do  # nccl-tests' names (the Makefile's list): links to baton-perf
   [[ -L $l ]] && link baton-perf "bin/$(basename "$l")"
 done
-fill "$HERE/nccl.pc.in" lib/pkgconfig/nccl.pc
-fill "$HERE/baton.pc.in" lib/pkgconfig/baton.pc
-fill "$HERE/batonConfig.cmake.in" lib/cmake/baton/batonConfig.cmake
-fill "$HERE/batonConfigVersion.cmake.in" lib/cmake/baton/batonConfigVersion.cmake
+fill "$HERE/nccl.pc.in" $LIB/pkgconfig/nccl.pc
+fill "$HERE/baton.pc.in" $LIB/pkgconfig/baton.pc
+fill "$HERE/batonConfig.cmake.in" $LIB/cmake/baton/batonConfig.cmake
+fill "$HERE/batonConfigVersion.cmake.in" $LIB/cmake/baton/batonConfigVersion.cmake
 put 644 "$ROOT/README.md" share/doc/baton/README.md
 while read -r f; do put 644 "$ROOT/$f" "share/doc/baton/$f"; done < <(cd "$ROOT" && find docs -type f | sort)
 
 mkdir -p "$DEST/$(dirname "$MANIFEST")"
 printf '%s\n' "${installed[@]}" >"$DEST/$MANIFEST"
-echo "baton: installed ${#installed[@]} files under $DEST (libnccl.so.$VERSION; pkg-config: $PREFIX/lib/pkgconfig; CMake: $PREFIX/lib/cmake/baton)"
+echo "baton: installed ${#installed[@]} files under $DEST (libnccl.so.$VERSION; pkg-config: $PREFIX/$LIB/pkgconfig; CMake: $PREFIX/$LIB/cmake/baton)"
