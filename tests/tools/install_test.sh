@@ -2,7 +2,8 @@
 # `make install` as a user meets it: into a temporary prefix and into a DESTDIR staging tree, then
 # a program built against the prefix five ways (plain -I/-L flags with LD_LIBRARY_PATH, pkg-config
 # nccl.pc with an rpath, pkg-config baton.pc, the static archive, CMake find_package(baton), a
-# FindNCCL module given NCCL_ROOT), each run and checked; then `make uninstall` leaves nothing.
+# FindNCCL module given NCCL_ROOT), lesson 02's example with CMake, the program written against
+# NVIDIA's nccl.h with pkg-config, each run and checked; then `make uninstall` leaves nothing.
 #
 #   tests/tools/install_test.sh BUILD
 set -uo pipefail
@@ -67,6 +68,27 @@ if command -v cmake >/dev/null; then
     { flunk "CMake FindNCCL"; tail cm-find.log; }
 else
   echo "SKIP: CMake checks (cmake not installed: tools/install-deps.sh installs it)"
+fi
+# A lesson's example, built by CMake against the install (lesson 02: naive then ring, both checked).
+if command -v cmake >/dev/null; then
+  mkdir -p ex && cp -r "$ROOT/examples/common.h" "$ROOT/examples/02-ring-allreduce" ex/
+  if cmake -S "$SRC" -B cm-ex -DCMAKE_PREFIX_PATH="$P" -DCHECK_SOURCE="$TMP/ex/02-ring-allreduce/ring_allreduce.c" \
+    >cm-ex.log 2>&1 && cmake --build cm-ex >>cm-ex.log 2>&1 && out=$(./cm-ex/hello 2 1 2>&1) &&
+    [[ $(grep -c "result OK" <<<"$out") -eq 2 ]]; then
+    pass "CMake find_package(baton): lesson 02's example builds and runs ($(tail -n 1 <<<"$out"))"
+  else
+    flunk "CMake build of examples/02-ring-allreduce"; tail cm-ex.log; echo "${out:-}"
+  fi
+fi
+# The program written against NVIDIA's own nccl.h (and the CUDA headers), linked with pkg-config.
+CUDA_NCCL_H=$(ls /usr/local/cuda/include/nccl.h 2>/dev/null | head -n 1)
+if [[ -n $CUDA_NCCL_H ]]; then
+  built nvidia-header g++ -std=c++17 -O1 -I"$(dirname "$CUDA_NCCL_H")" "$ROOT/tests/abi/nvidia_header_test.cc" \
+    -o nvidia-header $(pkg-config --libs nccl) -Wl,-rpath,"$P/lib" -pthread &&
+    { out=$(./nvidia-header 2>&1) && pass "NVIDIA's nccl.h program, pkg-config nccl: $(tail -n 1 <<<"$out")" ||
+      { flunk "NVIDIA's nccl.h program against the install"; tail <<<"$out"; }; }
+else
+  echo "SKIP: NVIDIA's nccl.h program against the install (no CUDA toolkit's nccl.h here)"
 fi
 "$P/bin/baton-perf" allreduce -t 2 -b 8 -e 1M -f 32 -n 2 -w 1 -c 1 >perf.txt 2>&1 && grep -q '^# Out of bounds values : 0 OK$' perf.txt &&
   pass "installed baton-perf runs from the prefix (finds \$PREFIX/lib by its rpath)" || { flunk "installed baton-perf"; tail perf.txt; }
