@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "bootstrap/bootstrap_wire.h"
+#include "bootstrap/rendezvous.h"
 #include "exec_model.h"
 #include "misc/debug.h"
 
@@ -52,6 +53,11 @@ ncclResult_t Bootstrap::create(const BootstrapHandle& handle, int rank, int nran
   res = socketRecvAll(fd, b->peers_.data(), nranks * sizeof(SocketAddress), deadline, abortFlag);
   socketClose(fd);
   BATON_CHECK(res);
+  if (const int bad = firstUnusableAddress(b->peers_); bad >= 0)
+    return batonError(ncclSystemError,
+                      "rank %d: the bootstrap root at %s sent an unusable address for rank %d "
+                      "(address family %d): is another program listening there?",
+                      rank, addressToString(handle.addr).c_str(), bad, (int)b->peers_[bad].sa.sa_family);
   BATON_INFO(kSubBootstrap, "rank %d/%d: bootstrap done, listening on %s", rank, nranks,
              addressToString(listen).c_str());
   *out = std::move(b);
@@ -104,8 +110,7 @@ ncclResult_t Bootstrap::recv(int peer, uint64_t tag, void* data, size_t size) {
     const uint64_t connDeadline = std::min<uint64_t>(deadline, nowNs() + 5000000000ull);
     PeerHeader h{};
     if (!socketCheckHandshake(fd, magic_, kSocketBootstrap, connDeadline) ||
-        socketRecvAll(fd, &h, sizeof h, connDeadline, nullptr) != ncclSuccess || h.srcRank < 0 ||
-        h.srcRank >= nranks_ || h.size > kMaxBootstrapMessage) {
+        socketRecvAll(fd, &h, sizeof h, connDeadline, nullptr) != ncclSuccess || !peerHeaderValid(h, nranks_)) {
       BATON_INFO(kSubBootstrap, "rank %d: dropped a malformed bootstrap message (src %d, size %llu)", rank_, h.srcRank,
                  (unsigned long long)h.size);
       socketClose(fd);

@@ -14,6 +14,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/bootstrap_wire.h"
+#include "bootstrap/rendezvous.h"
 #include "exec_model.h"
 #include "misc/debug.h"
 #include "misc/param.h"
@@ -35,16 +36,15 @@ void replyAll(const std::vector<int>& fds, ncclResult_t status, const std::strin
 
 void rootThread(int listenFd, uint64_t magic) {
   const uint64_t deadline = bootstrapDeadline();
-  int nranks = 0, arrived = 0;
-  std::vector<int> fds;
-  std::vector<SocketAddress> table;
+  Rendezvous rv;
+  std::vector<int> fds;  // by rank; a failing check-in's connection is appended to hear why
   std::string failure;
   ncclResult_t failCode = ncclInvalidUsage;  // inconsistent ranks; a timeout is ncclSystemError
   quietErrors() = true;  // this thread's failures are reported to the ranks, not as ncclGetLastError
   while (true) {
     int fd = -1;
     if (socketAccept(listenFd, deadline, nullptr, &fd) != ncclSuccess) {
-      failure = "bootstrap root: only " + std::to_string(arrived) + " of " + std::to_string(nranks) +
+      failure = "bootstrap root: only " + std::to_string(rv.arrived()) + " of " + std::to_string(rv.nranks()) +
                 " ranks checked in within BATON_BOOTSTRAP_TIMEOUT";
       failCode = ncclSystemError;
       break;
@@ -53,44 +53,27 @@ void rootThread(int listenFd, uint64_t magic) {
     const uint64_t connDeadline = std::min<uint64_t>(deadline, nowNs() + 2000000000ull);
     uint32_t len = 0;
     CheckIn ci{};
-    if (!socketCheckHandshake(fd, magic, kSocketBootstrap, connDeadline) ||
-        socketRecvAll(fd, &len, sizeof len, connDeadline, nullptr) != ncclSuccess || len != sizeof(CheckIn) ||
-        socketRecvAll(fd, &ci, sizeof ci, connDeadline, nullptr) != ncclSuccess) {
-      BATON_INFO(kSubBootstrap, "bootstrap root: dropped a malformed check-in (length %u)", len);
+    const bool read = socketCheckHandshake(fd, magic, kSocketBootstrap, connDeadline) &&
+                      socketRecvAll(fd, &len, sizeof len, connDeadline, nullptr) == ncclSuccess &&
+                      len == sizeof(CheckIn) && socketRecvAll(fd, &ci, sizeof ci, connDeadline, nullptr) == ncclSuccess;
+    const Rendezvous::Verdict v = read ? rv.checkIn(len, ci) : Rendezvous::kDrop;
+    if (v == Rendezvous::kDrop) {
+      BATON_INFO(kSubBootstrap, "bootstrap root: dropped a malformed check-in (length %u, rank %d, nranks %d)", len,
+                 ci.rank, ci.nranks);
       socketClose(fd);
       continue;
     }
-    if (nranks == 0) {
-      if (ci.nranks < 1 || ci.nranks > (1 << 20)) {
-        socketClose(fd);
-        continue;
-      }
-      nranks = ci.nranks;
-      fds.assign(nranks, -1);
-      table.resize(nranks);
-    }
-    if (ci.nranks != nranks) {
-      failure = "mismatched nranks: rank " + std::to_string(ci.rank) +
-                " called with nranks=" + std::to_string(ci.nranks) +
-                " but an earlier rank with nranks=" + std::to_string(nranks);
-      fds.push_back(fd);
-      break;
-    }
-    if (ci.rank < 0 || ci.rank >= nranks) {
-      socketClose(fd);
-      continue;
-    }
-    if (fds[ci.rank] >= 0) {
-      failure = "duplicate rank " + std::to_string(ci.rank) + ": two processes used the same rank with one unique id";
+    if (fds.empty()) fds.assign(rv.nranks(), -1);
+    if (v == Rendezvous::kFail) {
+      failure = rv.failure();
       fds.push_back(fd);
       break;
     }
     fds[ci.rank] = fd;
-    table[ci.rank] = ci.listen;
-    if (++arrived == nranks) break;
+    if (rv.complete()) break;
   }
   if (failure.empty()) {
-    replyAll(fds, ncclSuccess, "", &table, deadline);
+    replyAll(fds, ncclSuccess, "", &rv.table(), deadline);
   } else {
     BATON_WARN("%s", failure.c_str());
     replyAll(fds, failCode, failure, nullptr, deadline);

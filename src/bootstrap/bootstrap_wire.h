@@ -30,4 +30,9 @@ struct PeerHeader {
   uint64_t size;
 };
 
+// A header a rank of an nranks communicator could have sent (anything else is dropped unread).
+inline bool peerHeaderValid(const PeerHeader& h, int nranks) {
+  return h.srcRank >= 0 && h.srcRank < nranks && h.size <= kMaxBootstrapMessage;
+}
+
 }  // namespace baton

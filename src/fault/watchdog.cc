@@ -14,22 +14,13 @@
 #include "comm.h"
 #include "comm_error.h"
 #include "fault/child_comm.h"
+#include "fault/watchdog_wire.h"
 #include "misc/debug.h"
 #include "misc/socket.h"
 
 namespace baton {
 
 namespace {
-
-enum WireType : uint32_t { kWireHeartbeat = 10, kWireBye = 11 };  // and kAgreeRound, kAgreeDecide
-
-struct WireHeader {
-  uint32_t type;
-  uint32_t round;
-  uint64_t key;
-  uint32_t nWords;
-  uint32_t pad;
-};
 
 constexpr uint64_t kWatchdogMagic = 0x7761746368646f67ull;  // "watchdog", mixed with the comm's hash
 
@@ -199,16 +190,16 @@ bool Watchdog::receive(int peer) {
 void Watchdog::onBytes(int peer) {
   std::string& in = inbuf_[peer];
   size_t off = 0;
-  while (in.size() - off >= sizeof(WireHeader)) {
+  while (true) {
     WireHeader h;
-    memcpy(&h, in.data() + off, sizeof h);
-    if (h.nWords > dead_.words.size()) {  // not a message of ours: end the connection (it is reported)
+    size_t len = 0;
+    const FrameRead got = readWatchdogFrame(std::string_view(in).substr(off), dead_.words.size(), &h, &len);
+    if (got == FrameRead::kNeedMore) break;
+    if (got == FrameRead::kStranger) {  // not a message of ours: end the connection (it is reported)
       in.clear();
       shutdown(fds_[peer], SHUT_RDWR);
       return;
     }
-    const size_t len = sizeof h + (size_t)h.nWords * 8;
-    if (in.size() - off < len) break;
     if (h.type == kWireBye) {
       // Gone without failing: no error, but no agreement may wait for it either (an application
       // that destroys a communicator on one rank while others use it learns that it is gone).
@@ -216,11 +207,7 @@ void Watchdog::onBytes(int peer) {
       agreement_.onGone(peer);
     } else if ((h.type == kAgreeRound || h.type == kAgreeDecide) && !leaving_ && h.nWords == dead_.words.size() &&
                !(h.key >= kAgreeVoteKind && h.key < voteFloor_)) {
-      AgreeMsg m;
-      m.type = h.type, m.round = h.round, m.key = h.key;
-      m.value.words.assign(h.nWords, 0);
-      memcpy(m.value.words.data(), in.data() + off + sizeof h, (size_t)h.nWords * 8);
-      m.value.words.resize(dead_.words.size(), 0);
+      AgreeMsg m = agreeMsgFromFrame(h, in.data() + off, nRanks_ + 1);
       // Its value names ranks the sender believes dead: news for this rank too.
       for (int r = 0; r < nRanks_; ++r) {
         if (!m.value.has(r) || dead_.has(r) || (r == peer && r != rank_)) continue;

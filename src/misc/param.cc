@@ -10,15 +10,14 @@ namespace baton {
 static bool parseSize(const char* s, int64_t* out) {
   errno = 0;
   char* end = nullptr;
-  long long v = strtoll(s, &end, 0);
+  int64_t v = strtoll(s, &end, 0);
   if (errno || end == s) return false;
   int64_t mul = 1;
   if (*end == 'k' || *end == 'K') mul = 1ll << 10, ++end;
   else if (*end == 'm' || *end == 'M') mul = 1ll << 20, ++end;
   else if (*end == 'g' || *end == 'G') mul = 1ll << 30, ++end;
   if (*end) return false;
-  *out = v * mul;
-  return true;
+  return !__builtin_mul_overflow(v, mul, out);  // "9999999999999999G" is not a size
 }
 
 int64_t envInt(const char* name, int64_t def, EnvLog log) {
@@ -26,7 +25,7 @@ int64_t envInt(const char* name, int64_t def, EnvLog log) {
   if (!s || !*s) return def;
   int64_t v;
   if (!parseSize(s, &v)) {
-    BATON_WARN("ignoring %s='%s': not an integer; using %lld", name, s, (long long)def);
+    BATON_WARN("ignoring %s='%s': not an integer in range; using %lld", name, s, (long long)def);
     return def;
   }
   if (log == EnvLog::kInfo) BATON_INFO(kSubEnv, "%s set by environment to %lld", name, (long long)v);

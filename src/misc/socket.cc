@@ -41,7 +41,7 @@ std::string addressToString(const SocketAddress& a) {
   return "<invalid address family " + std::to_string(a.sa.sa_family) + ">";
 }
 
-ncclResult_t parseAddress(const char* text, SocketAddress* out) {
+ncclResult_t parseAddress(const char* text, SocketAddress* out, bool numericOnly) {
   std::string s(text ? text : "");
   size_t colon = s.rfind(':');
   if (s.empty() || colon == std::string::npos || colon + 1 == s.size())
@@ -51,6 +51,7 @@ ncclResult_t parseAddress(const char* text, SocketAddress* out) {
   addrinfo hints{}, *res = nullptr;
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
+  if (numericOnly) hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
   int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res);
   if (rc != 0 || !res)
     return batonError(ncclInvalidArgument, "cannot resolve address '%s': %s", s.c_str(), gai_strerror(rc));

@@ -35,8 +35,9 @@ constexpr uint64_t kNcclMagic = 0x0280028002800280ull;  // NCCL_MAGIC: used with
 
 std::string addressToString(const SocketAddress& a);
 socklen_t socketAddrLen(const SocketAddress& a);
-// "host:port", "[v6]:port" or "v6:port" (last colon) -> address. Resolves host names.
-ncclResult_t parseAddress(const char* text, SocketAddress* out);
+// "host:port", "[v6]:port" or "v6:port" (last colon) -> address. Resolves host names, unless
+// `numericOnly` (the fuzz target's setting: a random host name would become a DNS query).
+ncclResult_t parseAddress(const char* text, SocketAddress* out, bool numericOnly = false);
 // The address to bind for bootstrap traffic: NCCL_SOCKET_IFNAME, or the interface that reaches
 // `towards` (when given), or the first non-loopback interface, else loopback. Port 0.
 ncclResult_t chooseBindAddress(const SocketAddress* towards, SocketAddress* out, std::string* ifName);

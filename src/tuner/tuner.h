@@ -56,6 +56,8 @@ TuningModel defaultTuningModel();
 // Loads `path` into *model (entries it names replace those in *model). Missing file: ncclSystemError, *model untouched;
 // a malformed line: ncclInvalidArgument naming the file, the line and the field.
 ncclResult_t loadTuningFile(const std::string& path, TuningModel* model);
+// The same for a file's text; `source` names it in messages (the fuzz target feeds it directly).
+ncclResult_t parseTuningText(const std::string& text, const std::string& source, TuningModel* model);
 ncclResult_t writeTuningFile(const std::string& path, const TuningModel& model, const std::string& comment);
 // BATON_TUNING_FILE, or $XDG_CACHE_HOME/baton/tuning.txt, or $HOME/.cache/baton/tuning.txt.
 std::string tuningFilePath();

@@ -38,8 +38,15 @@ std::string tuningFilePath() {
 }
 
 ncclResult_t loadTuningFile(const std::string& path, TuningModel* model) {
-  std::ifstream in(path);
-  if (!in) return batonError(ncclSystemError, "tuning file %s: cannot open (%s)", path.c_str(), strerror(errno));
+  std::ifstream file(path);
+  if (!file) return batonError(ncclSystemError, "tuning file %s: cannot open (%s)", path.c_str(), strerror(errno));
+  std::ostringstream text;
+  text << file.rdbuf();
+  return parseTuningText(text.str(), path, model);
+}
+
+ncclResult_t parseTuningText(const std::string& text, const std::string& path, TuningModel* model) {
+  std::istringstream in(text);
   TuningModel m = *model;
   std::string line;
   int lineNo = 0, entries = 0;

@@ -22,6 +22,10 @@ constexpr uint32_t kIbSocketType = 4;  // NCCL's ncclSocketTypeNetIb, in the OOB
 constexpr int kMaxRequests = 32;       // outstanding requests per comm (NCCL_NET_MAX_REQUESTS)
 constexpr uint32_t kWireVersion = 1;   // both ends must run this layout of ConnInfo/CtsEntry/DoneRecord
 
+// NCCL_IB_HCA: comma list of "name[:port]"; names are prefixes unless the list starts with '=';
+// a leading '^' keeps every port the list does NOT name. True: port `port` of HCA `dev` is used.
+bool hcaSelected(const std::string& spec, const std::string& dev, int port);
+
 // Read once at init (envInt logs every read).
 struct IbParams {
   int timeout, retryCnt, sl, tc, pkey, gidIndex, rocev;

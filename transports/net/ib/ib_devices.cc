@@ -34,9 +34,7 @@ ncclResult_t ibDevice(const char* op, int dev, IbDev** out) {
   return ncclSuccess;
 }
 
-// NCCL_IB_HCA: comma list of "name[:port]"; names are prefixes unless the list starts with '=';
-// a leading '^' keeps every port the list does NOT name.
-static bool hcaSelected(const std::string& spec, const std::string& dev, int port) {
+bool hcaSelected(const std::string& spec, const std::string& dev, int port) {
   if (spec.empty()) return true;
   std::string list = spec;
   bool exclude = false, exact = false;
