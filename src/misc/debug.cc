@@ -14,6 +14,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "misc/param.h"
 
@@ -114,10 +115,13 @@ char gLastError[1024] = "";
 }  // namespace
 
 void resetLogConfig() {
-  // ncclResetDebugInit (deprecated, rare): the old config and its file stay open because another
+  // ncclResetDebugInit (deprecated, rare): the old config and its file stay alive because another
   // thread may be logging through them at this moment; the next check reads the environment anew.
+  // They are kept, not dropped, so the memory stays reachable (LeakSanitizer, make test-asan), and
+  // never freed: a detached thread (a bootstrap root) may still log while the process exits.
+  static auto* retired = new std::vector<LogConfig*>;
   std::lock_guard<std::mutex> lk(gConfigMu);
-  gConfig.store(nullptr, std::memory_order_release);
+  retired->push_back(gConfig.exchange(nullptr, std::memory_order_acq_rel));
 }
 
 bool logEnabled(LogLevel level, uint64_t subsys) {
