@@ -4,6 +4,9 @@
 #   make            library (build/lib), tools and examples (build/bin), device object if nvcc exists
 #   make test       unit + multi-rank tests (threads and processes), tool tests, lesson tests
 #   make test-tsan  the protocol and collective tests under ThreadSanitizer
+#   make test-asan  threads, processes, NET and fault suites under AddressSanitizer + UBSan (~25 min)
+#   make soak       random collectives for SOAK_SECONDS on 4 processes and on two namespaced hosts
+#   make fuzz       every fuzz target under libFuzzer for FUZZ_SECONDS each (make test replays their corpora)
 #   make bench      the allreduce sweep of docs/perf.md (2 processes, 8 B .. 256 MiB)
 #   make stress     long runs: jitter mode, 8 ranks, repeated sweeps (not part of `make test`)
 #   make lessons    run every lesson's example
@@ -13,14 +16,17 @@
 #   make uninstall  removes what make install wrote under PREFIX
 #   make deb        a Debian package of the install under /usr (DEBDIR=build: baton_<version>_<arch>.deb)
 #
-# Variables: BUILD=build, CXX=g++, NVCC=auto-detected, SANITIZE=thread|address, PREFIX=/usr/local, DESTDIR.
+# Variables: BUILD=build, CXX=g++, NVCC=auto-detected, SANITIZE=thread|address,undefined, PREFIX=/usr/local,
+# DESTDIR.
 
 BUILD    ?= build
 CXX      ?= g++
-OBJ      := $(BUILD)/obj$(if $(SANITIZE),-$(SANITIZE))
-LIBDIR   := $(BUILD)/lib$(if $(SANITIZE),-$(SANITIZE))
+comma    := ,
+SANDIR   := $(subst $(comma),-,$(SANITIZE))
+OBJ      := $(BUILD)/obj$(if $(SANITIZE),-$(SANDIR))
+LIBDIR   := $(BUILD)/lib$(if $(SANITIZE),-$(SANDIR))
 BINDIR   := $(BUILD)/bin
-TESTDIR  := $(BUILD)/tests$(if $(SANITIZE),-$(SANITIZE))
+TESTDIR  := $(BUILD)/tests$(if $(SANITIZE),-$(SANDIR))
 
 # ---- dependencies: say what was found; install what is missing when we can -------------------
 DEPS_OK := $(shell tools/install-deps.sh --check >/dev/null 2>&1 && echo yes)
@@ -48,9 +54,12 @@ endif
 
 # ---- flags -----------------------------------------------------------------------------------
 # -Wno-restrict: g++ 12 reports false positives inside std::string at -O3 (GCC bug 105329).
-WARN     := -Wall -Wextra -Werror -Wno-restrict
+# Under ASan, -Wno-maybe-uninitialized: g++ 12 reports false positives inside std::regex there.
+WARN     := -Wall -Wextra -Werror -Wno-restrict $(if $(findstring address,$(SANITIZE)),-Wno-maybe-uninitialized)
 OPT      ?= -O3
-SANFLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer,)
+# A sanitizer finding stops the program (UBSan would otherwise print and go on).
+SANFLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer \
+              $(if $(findstring undefined,$(SANITIZE)),-fno-sanitize-recover=all),)
 CPPFLAGS := -Iinclude -Isrc -Ialgorithms -Itransports
 CXXFLAGS := -std=c++20 $(OPT) -g $(WARN) -fPIC -pthread -fvisibility=hidden $(SANFLAGS) $(HWLOC_CFLAGS)
 LDFLAGS  := -pthread $(SANFLAGS)
@@ -63,7 +72,7 @@ LIB_OBJS := $(LIB_SRCS:%.cc=$(OBJ)/%.o)
 SO       := $(LIBDIR)/libnccl.so.2
 ARCHIVE  := $(LIBDIR)/libnccl_static.a
 
-.PHONY: all lib tools examples tests test test-tsan tsan-build sweep bench stress lessons deps clean device format install uninstall deb
+.PHONY: all lib tools examples tests test test-tsan tsan-build asan-build test-asan soak fuzz fuzz-build fuzz-replay sweep bench stress lessons deps clean device format install uninstall deb
 all: lib tools examples device
 
 lib: $(SO) $(LIBDIR)/libnccl.so $(ARCHIVE)
@@ -138,8 +147,8 @@ TEST_OBJS_C := $(COLL_SRCS:%.cc=$(OBJ)/%.o)
 # A program compiled against NVIDIA's own nccl.h (from the CUDA toolkit), run against baton.
 ABI_TEST := $(if $(NVIDIA_NCCL_H),$(TESTDIR)/nvidia_header_test,)
 TEST_BINS := $(TESTDIR)/unit_tests $(TESTDIR)/collective_tests $(TESTDIR)/rank_worker $(TESTDIR)/shrink_worker \
-             $(TESTDIR)/fault_worker
-tests: $(TEST_BINS) tools examples $(ABI_TEST)
+             $(TESTDIR)/fault_worker $(TESTDIR)/soak_worker
+tests: $(TEST_BINS) tools examples $(ABI_TEST) fuzz-replay
 
 $(OBJ)/tests/%.o: CPPFLAGS += -Itests
 $(TESTDIR)/unit_tests: $(TEST_OBJS_U) $(ARCHIVE)
@@ -151,6 +160,7 @@ $(TESTDIR)/collective_tests: $(TEST_OBJS_C) $(ARCHIVE)
 $(TESTDIR)/rank_worker: $(OBJ)/tests/process/rank_worker.o $(OBJ)/tests/process/coll_check.o $(SO) $(LIBDIR)/libnccl.so
 	@mkdir -p $(dir $@)
 	$(CXX) -o $@ $(OBJ)/tests/process/rank_worker.o $(OBJ)/tests/process/coll_check.o -L$(LIBDIR) -Wl,-rpath,$(abspath $(LIBDIR)) -lnccl $(LDFLAGS)
+.SECONDARY: $(OBJ)/tests/process/shrink_worker.o $(OBJ)/tests/process/fault_worker.o $(OBJ)/tests/process/soak_worker.o
 $(TESTDIR)/%_worker: $(OBJ)/tests/process/%_worker.o $(SO) $(LIBDIR)/libnccl.so
 	@mkdir -p $(dir $@)
 	$(CXX) -o $@ $< -L$(LIBDIR) -Wl,-rpath,$(abspath $(LIBDIR)) -lnccl $(LDFLAGS)
@@ -158,6 +168,8 @@ $(TESTDIR)/%_worker: $(OBJ)/tests/process/%_worker.o $(SO) $(LIBDIR)/libnccl.so
 $(TESTDIR)/nvidia_header_test: tests/abi/nvidia_header_test.cc $(SO) $(LIBDIR)/libnccl.so
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -O2 -Wall -Werror -I$(CUDA_HOME)/include $< -o $@ -L$(LIBDIR) -lnccl -pthread
+
+include tests/fuzz/fuzz.mk
 
 # The ThreadSanitizer build of the protocol and collective tests (its own obj/lib folders).
 TSAN_TESTS := $(BUILD)/tests-thread/collective_tests
@@ -167,7 +179,22 @@ tsan-build:
 
 test: all tests tsan-build
 	BATON_BUILD=$(BUILD) TESTDIR=$(TESTDIR) NVIDIA_HEADER_TEST=$(ABI_TEST) TSAN_TESTS=$(TSAN_TESTS) \
-	  TSAN_FILTER='$(TSAN_FILTER)' tests/run_all.sh
+	  TSAN_FILTER='$(TSAN_FILTER)' FUZZ_NAMES='$(FUZZ_NAMES)' tests/run_all.sh
+
+# The AddressSanitizer + UndefinedBehaviorSanitizer build of the tests and workers (own folders).
+ASAN_DIR  := $(BUILD)/tests-address-undefined
+ASAN_BINS := $(ASAN_DIR)/unit_tests $(ASAN_DIR)/collective_tests $(ASAN_DIR)/rank_worker $(ASAN_DIR)/fault_worker \
+             $(ASAN_DIR)/shrink_worker
+asan-build:
+	$(MAKE) SANITIZE=address,undefined OPT=-O1 $(ASAN_BINS)
+# Not in `make test`: the sanitized build alone takes about 16 minutes on 2 cores (docs/testing.md).
+test-asan: all asan-build
+	tests/run_asan.sh $(BUILD) $(ASAN_DIR)
+
+# Random collectives for SOAK_SECONDS on 4 processes, then on two namespaced hosts (tests/soak/soak.sh).
+SOAK_SECONDS ?= 300
+soak: all tests
+	tests/soak/soak.sh $(BINDIR) $(TESTDIR) $(SOAK_SECONDS)
 
 test-tsan: tsan-build
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" $(TSAN_TESTS) --gtest_filter='$(TSAN_FILTER)'

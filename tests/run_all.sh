@@ -7,38 +7,17 @@ BUILD=${BATON_BUILD:-build}
 TESTDIR=${TESTDIR:-$BUILD/tests}
 BIN=$BUILD/bin
 export BATON_BUILD=$BUILD TESTDIR
-export BATON_BOOTSTRAP_TIMEOUT=${BATON_BOOTSTRAP_TIMEOUT:-60}
-export BATON_TUNING_FILE=${BATON_TUNING_FILE:-none}  # the built-in model: choices do not depend on ~/.cache
-export BATON_WAIT_TIMEOUT=${BATON_WAIT_TIMEOUT:-120}   # a hang fails the suite instead of stalling CI
-# Sockets on loopback only: tests never address a network interface (docs/testing.md); the
-# namespaced suites name their hosts' interface themselves.
-export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo}
 LOGDIR=$BUILD/test-logs
-mkdir -p "$LOGDIR"
-passed=0 failed=0 failures=()
-
-suite() {  # suite NAME TIMEOUT_SECONDS CMD...
-  local name=$1 limit=$2
-  shift 2
-  local log="$LOGDIR/$name.log" start=$SECONDS
-  printf '%-44s ' "$name"
-  if timeout -k 10 "$limit" "$@" >"$log" 2>&1; then
-    echo "ok    ($((SECONDS - start)) s)"
-    passed=$((passed + 1))
-  else
-    local rc=$?
-    echo "FAIL  ($((SECONDS - start)) s, exit $rc; log: $log)"
-    tail -n 40 "$log" | sed 's/^/    | /'
-    failed=$((failed + 1))
-    failures+=("$name")
-  fi
-}
+source tests/suite_lib.sh
 
 # No test, tool, example or doc command dials outside this machine (docs/testing.md); the guard
 # first proves it reports planted outside addresses.
 suite network-destinations 60 sh -c 'python3 tests/lint/check_addresses.py --self-test && python3 tests/lint/check_addresses.py'
 # Formatted as .clang-format says; nothing points at notes outside the repository.
 suite source-hygiene 120 tests/lint/check_sources.sh
+# Every fuzz target's seed corpus and every input that once crashed one, replayed by plain g++
+# builds of the targets (make fuzz runs them under libFuzzer; tests/fuzz/README.md).
+suite fuzz-replay 300 tests/fuzz/replay_all.sh "$TESTDIR" ${FUZZ_NAMES:-}
 suite unit-tests 300 "$TESTDIR/unit_tests"
 suite collective-tests-threads 900 "$TESTDIR/collective_tests"
 # Every protocol under the whole suite, on two channels (this machine's default is one per rank).
@@ -108,11 +87,4 @@ suite perf-all-collectives 300 tests/tools/perf_all_collectives.sh "$BIN"
 # nccl-tests' names: typical command lines, their text and -J JSON parsed, every flag honoured or refused.
 suite nccl-tests-names 300 tests/tools/nccl_tests_compat_test.sh "$BIN"
 
-echo
-# Tests that cannot run on this machine say why (gtest's GTEST_SKIP messages, scripts' SKIP lines).
-skips=$(grep -h -A1 ': Skipped$' "$LOGDIR"/*.log 2>/dev/null | grep -v -e ': Skipped$' -e '^--$' -e '^child helper' | sort -u)
-skips+=$'\n'$(grep -h '^SKIP: ' "$LOGDIR"/*.log 2>/dev/null | sort -u)
-if [[ -n ${skips//[$'\n']/} ]]; then echo "skipped here, with the reason:"; grep -v '^$' <<<"$skips" | sed 's/^/  /'; fi
-if ((failed)); then echo "failed suites: ${failures[*]}"; fi
-echo "$passed passed, $failed failed"
-((failed == 0))
+suite_summary

@@ -18,15 +18,20 @@ using baton_test::messageHas;
 // arguments: op ncclSum, root 0, peer 0.
 struct Entry {
   const char* name;
-  std::function<ncclResult_t(ncclComm_t, const void*, void*, size_t, ncclDataType_t)> call;
+  // The datatype travels as an int: an out-of-range value held in an ncclDataType_t object is
+  // undefined in C++ (UBSan's enum check), while a C caller can pass any int.
+  std::function<ncclResult_t(ncclComm_t, const void*, void*, size_t, int)> call;
   bool hasSend, hasRecv;
 };
 
 // `expr` may use c (comm), s (sendbuff), r (recvbuff), n (count) and t (datatype).
-#define ENTRY(fn, hasSend, hasRecv, expr)                                                     \
-  Entry {                                                                                     \
+#define ENTRY(fn, hasSend, hasRecv, expr)                                                   \
+  Entry {                                                                                   \
 #fn, [](ncclComm_t c, [[maybe_unused]] const void* s, [[maybe_unused]] void* r, size_t n, \
-            ncclDataType_t t) { return expr; }, hasSend, hasRecv                              \
+            int type) {                                                                       \
+    [[maybe_unused]] const auto t = static_cast<ncclDataType_t>(type);                        \
+    return expr;                                                                              \
+  }, hasSend, hasRecv \
   }
 
 std::vector<Entry> allEntries() {
@@ -73,7 +78,7 @@ TEST_F(BadInput, NullComm) {
 TEST_F(BadInput, InvalidDatatype) {
   for (const Entry& e : allEntries()) {
     for (int t : {-1, 12, 1000}) {
-      EXPECT_NCCL_ERR(e.call(one_, buf_, buf_ + 32, 4, (ncclDataType_t)t), ncclInvalidArgument, e.name,
+      EXPECT_NCCL_ERR(e.call(one_, buf_, buf_ + 32, 4, t), ncclInvalidArgument, e.name,
                       "invalid datatype " + std::to_string(t));
     }
   }

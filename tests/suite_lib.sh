@@ -1,0 +1,40 @@
+# The suite runner shared by tests/run_all.sh (make test) and tests/run_asan.sh (make test-asan):
+# `suite NAME TIMEOUT CMD...` runs one command with a time limit, logs it under $LOGDIR and prints
+# one line; `suite_summary` lists the skips with their reasons and ends with "N passed, N failed".
+# The environment every suite runs in.
+export BATON_BOOTSTRAP_TIMEOUT=${BATON_BOOTSTRAP_TIMEOUT:-60}
+export BATON_TUNING_FILE=${BATON_TUNING_FILE:-none}  # the built-in model: choices do not depend on ~/.cache
+export BATON_WAIT_TIMEOUT=${BATON_WAIT_TIMEOUT:-120}   # a hang fails the suite instead of stalling CI
+# Sockets on loopback only: tests never address a network interface (docs/testing.md); the
+# namespaced suites name their hosts' interface themselves.
+export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo}
+mkdir -p "$LOGDIR"
+passed=0 failed=0 failures=()
+
+suite() {  # suite NAME TIMEOUT_SECONDS CMD...
+  local name=$1 limit=$2
+  shift 2
+  local log="$LOGDIR/$name.log" start=$SECONDS
+  printf '%-44s ' "$name"
+  if timeout -k 10 "$limit" "$@" >"$log" 2>&1; then
+    echo "ok    ($((SECONDS - start)) s)"
+    passed=$((passed + 1))
+  else
+    local rc=$?
+    echo "FAIL  ($((SECONDS - start)) s, exit $rc; log: $log)"
+    tail -n 40 "$log" | sed 's/^/    | /'
+    failed=$((failed + 1))
+    failures+=("$name")
+  fi
+}
+
+suite_summary() {
+  echo
+  # Tests that cannot run on this machine say why (gtest's GTEST_SKIP messages, scripts' SKIP lines).
+  skips=$(grep -h -A1 ': Skipped$' "$LOGDIR"/*.log 2>/dev/null | grep -v -e ': Skipped$' -e '^--$' -e '^child helper' | sort -u)
+  skips+=$'\n'$(grep -h '^SKIP: ' "$LOGDIR"/*.log 2>/dev/null | sort -u)
+  if [[ -n ${skips//[$'\n']/} ]]; then echo "skipped here, with the reason:"; grep -v '^$' <<<"$skips" | sed 's/^/  /'; fi
+  if ((failed)); then echo "failed suites: ${failures[*]}"; fi
+  echo "$passed passed, $failed failed"
+  ((failed == 0))
+}
