@@ -21,6 +21,7 @@ PACKAGES=(
   libgloo-dev                              # Gloo: the TCP peer of tools/bench-net.sh
   iproute2 procps                          # ip / ss, pgrep / ps used by tests and tools
   clang-format                             # make format, and the format check of make test
+  clang libclang-rt-dev                    # make fuzz: libFuzzer with ASan and UBSan
   python3 python3-matplotlib graphviz      # plotting; graphviz renders baton-topo --dot pictures
 )
 
