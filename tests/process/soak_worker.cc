@@ -5,14 +5,15 @@
 //
 // Every rank draws the same sequence from one seed: which communicator (the parent with the
 // tuner's choices, or a child split with NCCL_PROTO=LL, LL128 or Simple), how many operations in
-// one group (1, or 2-4), and for each its collective, type, operator, count (0 to 4 MiB), root and
-// in/out of place. The cases, their inputs and their checks are the correctness suite's
+// one group (1 without a group, or 2-4 in one), and for each its collective, type, operator, count (0 to 4 MiB), root
+// and in/out of place. The cases, their inputs and their checks are the correctness suite's
 // (tests/collectives/rank_case.h). Every 32 groups the ranks agree by an AllReduce whether rank 0's
 // clock says time is up, so all stop together.
 //
 // Prints, per rank: "rank R: soak N operations in G groups, S s; RSS A -> B KiB; fds C -> D", where
-// the start is measured after a warm-up of 64 groups (caches and pools filled), and exits non-zero
-// on the first wrong result or failed call.
+// the start is measured after the first third of the time (connections made lazily, by the first
+// send/recv between two ranks on a communicator, and each protocol's buffers exist by then), and
+// exits non-zero on the first wrong result or failed call.
 #include <dirent.h>
 #include <malloc.h>
 #include <unistd.h>
@@ -58,13 +59,13 @@ int envRank(const char* name) {
   return atoi(s);
 }
 
-#define CHECK_NCCL(call, what)                                                                                    \
-  do {                                                                                                            \
-    const ncclResult_t r_ = (call);                                                                               \
-    if (r_ != ncclSuccess) {                                                                                      \
+#define CHECK_NCCL(call, what)                                                                                        \
+  do {                                                                                                                \
+    const ncclResult_t r_ = (call);                                                                                   \
+    if (r_ != ncclSuccess) {                                                                                          \
       fprintf(stderr, "rank %d: %s failed: %s: %s\n", rank, what, ncclGetErrorString(r_), ncclGetLastError(nullptr)); \
-      return 1;                                                                                                   \
-    }                                                                                                             \
+      return 1;                                                                                                       \
+    }                                                                                                                 \
   } while (0)
 
 }  // namespace
@@ -81,8 +82,10 @@ int main(int argc, char** argv) {
     }
   }
   const int rank = envRank("BATON_RANK"), n = envRank("BATON_NRANKS");
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // reuse freed buffers: RSS then measures the library, not malloc
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  // Test buffers of 256 KiB and more are mapped and unmapped whole, and the heap is trimmed: RSS then
+  // measures what the library keeps, not the high-water mark of this program's random buffers.
+  mallopt(M_MMAP_THRESHOLD, 256 << 10);
+  mallopt(M_TRIM_THRESHOLD, 1 << 20);
 
   ncclUniqueId id;
   ncclComm_t parent = nullptr;
@@ -122,6 +125,7 @@ int main(int argc, char** argv) {
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   long ops = 0, groups = 0, rssStart = 0, rssEnd = 0;
   int fdsStart = 0, fdsEnd = 0;
+  bool measured = false;
   int* flag = nullptr;
   CHECK_NCCL(ncclMemAlloc((void**)&flag, sizeof(int)), "ncclMemAlloc");
   for (bool more = true; more;) {
@@ -131,9 +135,11 @@ int main(int argc, char** argv) {
     std::vector<RankBuffers> bufs(size);
     for (int i = 0; i < size; ++i) {
       cases.push_back(randomCase());
+      // baton refuses an in-place AlltoAll inside a group (ncclAlltoAll's message says so).
+      if (size > 1 && cases[i].coll == Coll::AlltoAll) cases[i].inPlace = false;
       CHECK_NCCL(prepareRank(cases[i], n, rank, comm, bufs[i]), "prepare");
     }
-    CHECK_NCCL(ncclGroupStart(), "ncclGroupStart");
+    if (size > 1) CHECK_NCCL(ncclGroupStart(), "ncclGroupStart");
     for (int i = 0; i < size; ++i) {
       const ncclResult_t r = issueRank(cases[i], n, rank, comm, bufs[i]);
       if (r != ncclSuccess) {
@@ -142,7 +148,7 @@ int main(int argc, char** argv) {
         return 1;
       }
     }
-    CHECK_NCCL(ncclGroupEnd(), "ncclGroupEnd");
+    if (size > 1) CHECK_NCCL(ncclGroupEnd(), "ncclGroupEnd");
     for (int i = 0; i < size; ++i) {
       if (const std::string err = checkRank(cases[i], n, rank, comm, bufs[i]); !err.empty()) {
         fprintf(stderr, "rank %d: WRONG after %ld operations: %s: %s\n", rank, ops, describe(cases[i], n).c_str(),
@@ -152,11 +158,11 @@ int main(int argc, char** argv) {
     }
     ops += size;
     ++groups;
-    if (groups == 64) rssStart = residentKiB(), fdsStart = openFds();
-    if (groups % 32 == 0) {  // stop together: rank 0's clock decides
-      *flag = rank == 0 && elapsed() < seconds ? 1 : 0;
+    if (groups % 32 == 0) {  // rank 0's clock decides for all: 0 stop, 1 go on, 2 go on and measure
+      *flag = rank != 0 ? 0 : elapsed() >= seconds ? 0 : !measured && elapsed() >= seconds / 3 ? 2 : 1;
       CHECK_NCCL(ncclAllReduce(flag, flag, 1, ncclInt32, ncclMax, parent, nullptr), "stop vote");
-      more = *flag != 0 || groups < 64;
+      if (*flag == 2) rssStart = residentKiB(), fdsStart = openFds(), measured = true;
+      more = *flag != 0 || !measured;
     }
   }
   rssEnd = residentKiB(), fdsEnd = openFds();

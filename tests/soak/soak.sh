@@ -2,9 +2,10 @@
 # The soak (make soak): tests/process/soak_worker's random collectives, every result checked, for a
 # set time on 4 local processes and then on two namespaced hosts x 2 ranks (tests/net/netns.sh:
 # shared memory within a host, the NET transport between them). Passes when every rank finished
-# with no wrong result, its resident memory grew by at most RSS_BOUND_KIB between the end of the
-# warm-up and the end (default 16384: 16 MiB), its open descriptors did not grow, and afterwards no
-# baton segment is left in /dev/shm and no worker process is alive.
+# with no wrong result, its resident memory grew by at most RSS_BOUND_KIB (default 16384: 16 MiB)
+# from a third of the time to the end (connections and buffers made on first use exist by then),
+# its open descriptors did not grow, and afterwards no baton segment is left in /dev/shm and no
+# worker process is alive.
 #
 #   tests/soak/soak.sh BINDIR TESTDIR SECONDS [local|hosts|both]     (make soak SOAK_SECONDS=1800)
 set -uo pipefail

@@ -84,8 +84,11 @@ TEST(Bootstrap, RootKeepsServingAfterStrangers) {
   rawSend(fd, &huge, sizeof huge);
   EXPECT_TRUE(closedByPeer(fd, 3.0)) << "root kept a connection with length 0xffffffff";
   close(fd);
-  // A well-formed check-in that names an impossible nranks, then one with a negative rank.
-  for (baton::CheckIn ci : {baton::CheckIn{0, 0, h.addr}, baton::CheckIn{-1, 2, h.addr}}) {
+  // A well-formed check-in that names an impossible nranks, one with a negative rank, and one whose
+  // listener address nobody can dial (had the root taken it as rank 0, the real rank 0 below would
+  // be a duplicate and the rendezvous would fail).
+  for (baton::CheckIn ci :
+       {baton::CheckIn{0, 0, h.addr}, baton::CheckIn{-1, 2, h.addr}, baton::CheckIn{0, 2, SocketAddress{}}}) {
     fd = rawConnect(h.addr);
     rawSend(fd, &good, sizeof good);
     rawSend(fd, &checkInLen, sizeof checkInLen);
