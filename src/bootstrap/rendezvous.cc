@@ -18,8 +18,9 @@ Rendezvous::Verdict Rendezvous::checkIn(uint32_t len, const CheckIn& ci) {
     present_.assign(nranks_, false);
   }
   if (ci.nranks != nranks_) {
-    failure_ = "mismatched nranks: rank " + std::to_string(ci.rank) + " called with nranks=" +
-               std::to_string(ci.nranks) + " but an earlier rank with nranks=" + std::to_string(nranks_);
+    failure_ = "mismatched nranks: rank " + std::to_string(ci.rank) +
+               " called with nranks=" + std::to_string(ci.nranks) +
+               " but an earlier rank with nranks=" + std::to_string(nranks_);
     return kFail;
   }
   if (ci.rank < 0 || ci.rank >= nranks_) return kDrop;

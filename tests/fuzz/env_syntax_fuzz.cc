@@ -51,8 +51,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const long long v = strtoll(value.c_str(), &end, 0);
       const int shift = end && (*end == 'g' || *end == 'G') ? 30 : end && (*end == 'm' || *end == 'M') ? 20 : 0;
       const __int128 product = (__int128)v << shift;
-      const bool overflows = errno == 0 && end != value.c_str() && shift && end[1] == 0 &&
-                             (product > INT64_MAX || product < INT64_MIN);
+      const bool overflows =
+          errno == 0 && end != value.c_str() && shift && end[1] == 0 && (product > INT64_MAX || product < INT64_MIN);
       if (envInt("BATON_FUZZ_VALUE", 7, EnvLog::kQuiet) != 7 && overflows) abort();
       (void)envSeconds("BATON_FUZZ_VALUE", 1.5, EnvLog::kQuiet);
       break;

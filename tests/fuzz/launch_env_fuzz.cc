@@ -17,10 +17,20 @@
 namespace {
 
 constexpr const char* kVars[] = {
-    "BATON_RANK",         "BATON_NRANKS",  "BATON_LOCAL_RANK",     "OMPI_COMM_WORLD_RANK",
-    "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "PMI_SIZE",
-    "MPI_LOCALRANKID",    "PMIX_RANK",     "SLURM_STEP_NUM_TASKS", "SLURM_PROCID",
-    "SLURM_LOCALID",      "NCCL_COMM_ID",
+    "BATON_RANK",
+    "BATON_NRANKS",
+    "BATON_LOCAL_RANK",
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_SIZE",
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "PMI_RANK",
+    "PMI_SIZE",
+    "MPI_LOCALRANKID",
+    "PMIX_RANK",
+    "SLURM_STEP_NUM_TASKS",
+    "SLURM_PROCID",
+    "SLURM_LOCALID",
+    "NCCL_COMM_ID",
 };
 constexpr size_t kNumVars = sizeof kVars / sizeof kVars[0];
 
