@@ -13,9 +13,11 @@ for R in 1 2; do
     log=$(mktemp -d) port=$((20000 + RANDOM % 12000)) pids=()
     for r in 0 1 2; do
       env BATON_RANK=$r BATON_NRANKS=3 NCCL_COMM_ID=127.0.0.1:$port BATON_WAIT_TIMEOUT=60 \
-        timeout 120 "$BIN/baton-perf" allreduce -b $size -e $size -n 100000 -w 1 -c 0 -R $R >"$log/out.$r" 2>&1 &
+        timeout 120 "$BIN/baton-perf" allreduce -b $size -e $size -n 100000000 -w 1 -c 0 -R $R >"$log/out.$r" 2>&1 &
       pids+=($!)
     done
+    # The loop is far longer than the sleep on any machine (100000 4 KiB AllReduces on windows took
+    # under 3 s on a fast one, so the kill found the run already finished).
     sleep 3
     pkill -KILL -P "${pids[1]}"  # baton-perf itself, not the timeout wrapper
     t0=$SECONDS
