@@ -135,7 +135,7 @@ ncclResult_t bootstrapParseId(const ncclUniqueId* id, BootstrapHandle* out) {
   const int port = fam == AF_INET    ? ntohs(out->addr.sin.sin_port)
                    : fam == AF_INET6 ? ntohs(out->addr.sin6.sin6_port)
                                      : 0;
-  if ((fam != AF_INET && fam != AF_INET6) || port == 0 || !padZero || out->magic == 0)
+  if (!socketAddressUsable(out->addr) || !padZero || out->magic == 0)
     return batonError(ncclInvalidArgument,
                       "commId is not a valid ncclUniqueId (address family %d, port %d, magic 0x%llx%s): was it "
                       "produced by ncclGetUniqueId and copied whole?",

@@ -15,7 +15,6 @@ Rendezvous::Verdict Rendezvous::checkIn(uint32_t len, const CheckIn& ci) {
     if (ci.nranks < 1 || ci.nranks > kMaxRanks) return kDrop;
     nranks_ = ci.nranks;
     table_.assign(nranks_, SocketAddress{});
-    present_.assign(nranks_, false);
   }
   if (ci.nranks != nranks_) {
     failure_ = "mismatched nranks: rank " + std::to_string(ci.rank) +
@@ -24,11 +23,10 @@ Rendezvous::Verdict Rendezvous::checkIn(uint32_t len, const CheckIn& ci) {
     return kFail;
   }
   if (ci.rank < 0 || ci.rank >= nranks_) return kDrop;
-  if (present_[ci.rank]) {
+  if (socketAddressUsable(table_[ci.rank])) {
     failure_ = "duplicate rank " + std::to_string(ci.rank) + ": two processes used the same rank with one unique id";
     return kFail;
   }
-  present_[ci.rank] = true;
   table_[ci.rank] = ci.listen;
   ++arrived_;
   return kTake;

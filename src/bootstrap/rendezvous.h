@@ -32,9 +32,8 @@ class Rendezvous {
   const std::string& failure() const { return failure_; }  // set by kFail
 
  private:
-  int nranks_ = 0, arrived_ = 0;  // nranks_ 0: learnt from the first check-in
-  std::vector<SocketAddress> table_;
-  std::vector<bool> present_;
+  int nranks_ = 0, arrived_ = 0;      // nranks_ 0: learnt from the first check-in
+  std::vector<SocketAddress> table_;  // a rank's entry is usable once it checked in (zero before)
   std::string failure_;
 };
 
