@@ -147,7 +147,7 @@ TEST_OBJS_C := $(COLL_SRCS:%.cc=$(OBJ)/%.o)
 # A program compiled against NVIDIA's own nccl.h (from the CUDA toolkit), run against baton.
 ABI_TEST := $(if $(NVIDIA_NCCL_H),$(TESTDIR)/nvidia_header_test,)
 TEST_BINS := $(TESTDIR)/unit_tests $(TESTDIR)/collective_tests $(TESTDIR)/rank_worker $(TESTDIR)/shrink_worker \
-             $(TESTDIR)/fault_worker $(TESTDIR)/soak_worker
+             $(TESTDIR)/fault_worker $(TESTDIR)/soak_worker $(TESTDIR)/fused_worker
 tests: $(TEST_BINS) tools examples $(ABI_TEST) fuzz-replay
 
 $(OBJ)/tests/%.o: CPPFLAGS += -Itests
@@ -160,7 +160,8 @@ $(TESTDIR)/collective_tests: $(TEST_OBJS_C) $(ARCHIVE)
 $(TESTDIR)/rank_worker: $(OBJ)/tests/process/rank_worker.o $(OBJ)/tests/process/coll_check.o $(SO) $(LIBDIR)/libnccl.so
 	@mkdir -p $(dir $@)
 	$(CXX) -o $@ $(OBJ)/tests/process/rank_worker.o $(OBJ)/tests/process/coll_check.o -L$(LIBDIR) -Wl,-rpath,$(abspath $(LIBDIR)) -lnccl $(LDFLAGS)
-.SECONDARY: $(OBJ)/tests/process/shrink_worker.o $(OBJ)/tests/process/fault_worker.o $(OBJ)/tests/process/soak_worker.o
+.SECONDARY: $(OBJ)/tests/process/shrink_worker.o $(OBJ)/tests/process/fault_worker.o $(OBJ)/tests/process/soak_worker.o \
+            $(OBJ)/tests/process/fused_worker.o
 $(TESTDIR)/%_worker: $(OBJ)/tests/process/%_worker.o $(SO) $(LIBDIR)/libnccl.so
 	@mkdir -p $(dir $@)
 	$(CXX) -o $@ $< -L$(LIBDIR) -Wl,-rpath,$(abspath $(LIBDIR)) -lnccl $(LDFLAGS)

@@ -6,7 +6,8 @@
 #   tests/net/multihost_test.sh BINDIR TESTDIR [--quick]
 #
 # Checks: the whole process correctness suite (rank_worker: every collective, type, operator and
-# root, exact data) on 2 hosts x 2 ranks, and its quick set on registered buffers and windows; each protocol forced; helper threads and several sockets
+# root, exact data) on 2 hosts x 2 ranks, and its quick set on registered buffers and windows; the
+# fused operations' checks (fused_worker); each protocol forced; helper threads and several sockets
 # per connection; IPv6; then faults: a rank SIGKILLed mid-run (the survivor reports the dead peer by
 # rank and address, well before BATON_WAIT_TIMEOUT), survivors revoking and shrinking a dead rank out
 # (NCCL's recipe, then 10 exact steps), a cut link (no hang: the watchdog's heartbeat ends it; one
@@ -71,6 +72,15 @@ for mem in registered window; do
     flunk "rank_worker on $mem buffers, 2 hosts x 2 ranks"; show "worker-$mem"
   fi
 done
+
+# 1c. The tensor-parallel fused operations (lesson 11), every stage, forward and backward, exact, with
+# the row blocks crossing hosts on the NET transport.
+launch fused 2 2 BATON_WAIT_TIMEOUT=60 -- timeout 300 "$TESTDIR/fused_worker"
+if all_ok fused 4 && grep -q "fused checks passed, 0 failed" "$LOG/fused.out.3"; then
+  pass "fused_worker on 2 hosts x 2 ranks: $(grep -ho '[0-9]* fused checks passed' "$LOG/fused.out.0")"
+else
+  flunk "fused_worker on 2 hosts x 2 ranks"; show fused
+fi
 
 # 2. Each protocol, 1 rank per host, every size class, results checked.
 for proto in LL LL128 Simple; do

@@ -1,0 +1,129 @@
+// Argument checks, stage selection and the cross-rank agreement of the fused operations.
+#include "fused/fused_call.h"
+
+#include <cinttypes>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "api/argcheck.h"
+#include "fused/blas.h"
+#include "fused/row_exchange.h"
+#include "group.h"
+#include "misc/debug.h"
+#include "misc/param.h"
+
+namespace baton {
+namespace {
+
+ncclResult_t stageFromEnv(const char* fn, FusedStage* out) {
+  const std::string v = envStr("BATON_FUSED_STAGE", "auto");
+  if (v == "auto" || v == "naive" || v == "1") *out = FusedStage::kNaive;
+  else if (v == "decomposed" || v == "2") *out = FusedStage::kDecomposed;
+  else if (v == "fused" || v == "3") *out = FusedStage::kFused;
+  else if (v == "optimized" || v == "4") *out = FusedStage::kOptimized;
+  else
+    return batonError(ncclInvalidArgument,
+                      "%s: BATON_FUSED_STAGE=%s is not a stage (naive, decomposed, fused, optimized or auto)", fn,
+                      v.c_str());
+  if (*out == FusedStage::kFused || *out == FusedStage::kOptimized)
+    return batonError(ncclInvalidUsage,
+                      "%s: BATON_FUSED_STAGE=%s: that stage is not built yet (naive and decomposed are)", fn,
+                      v.c_str());
+  return ncclSuccess;
+}
+
+bool overlaps(const FusedBuffer& a, const FusedBuffer& b, size_t elemSize) {
+  if (!a.ptr || !b.ptr || a.elems == 0 || b.elems == 0) return false;
+  const auto a0 = (uintptr_t)a.ptr, b0 = (uintptr_t)b.ptr;
+  return a0 < b0 + b.elems * elemSize && b0 < a0 + a.elems * elemSize;
+}
+
+const char* opName(uint64_t op) {
+  static const char* const kNames[] = {"?", "AllGather+GEMM", "GEMM+ReduceScatter", "AllGather+GEMM backward",
+                                       "GEMM+ReduceScatter backward"};
+  return op < sizeof(kNames) / sizeof(kNames[0]) ? kNames[op] : "?";
+}
+
+const char* stageName(uint64_t s) { return s >= 1 && s <= 4 ? fusedStageName((FusedStage)s) : "?"; }
+
+// What the ranks must agree on, one word each.
+enum AgreeWord { kOp, kM, kN, kK, kType, kStage, kOutputs, kWords };
+
+}  // namespace
+
+const char* fusedStageName(FusedStage s) {
+  switch (s) {
+    case FusedStage::kNaive: return "naive";
+    case FusedStage::kDecomposed: return "decomposed";
+    case FusedStage::kFused: return "fused";
+    case FusedStage::kOptimized: return "optimized";
+  }
+  return "?";
+}
+
+ncclResult_t beginFusedCall(FusedCall* call, ncclComm* comm, const char* fn, int op, size_t m, size_t n, size_t k,
+                            ncclDataType_t type, std::initializer_list<FusedBuffer> buffers) {
+  BATON_CHECK(checkCommReady(comm, fn));
+  if (inGroup())
+    return batonError(ncclInvalidUsage,
+                      "%s: a fused operation cannot be issued inside ncclGroupStart/End (it computes while it "
+                      "communicates and returns when done); call it outside the group",
+                      fn);
+  if (type != ncclFloat && type != ncclFloat16 && type != ncclBfloat16)
+    return batonError(ncclInvalidArgument, "%s: datatype %d (%s) is not supported: float, half or bfloat16", fn,
+                      (int)type, typeName(type));
+  const int nRanks = comm->nRanks;
+  if (m % (size_t)nRanks != 0)
+    return batonError(ncclInvalidArgument, "%s: m=%zu rows do not divide by the %d ranks of the communicator", fn, m,
+                      nRanks);
+  // BLAS takes int dimensions and row pitches.
+  for (auto [name, v] : {std::pair{"m", m}, std::pair{"n", n}, std::pair{"k", k}})
+    if (v > (size_t)INT_MAX)
+      return batonError(ncclInvalidArgument, "%s: %s=%zu is larger than a BLAS dimension can be (%d)", fn, name, v,
+                        INT_MAX);
+  const size_t elemSize = typeSize(type);
+  uint64_t outputs = 0;
+  int bit = 0;
+  for (const FusedBuffer& b : buffers) {
+    size_t bytes;
+    if (__builtin_mul_overflow(b.elems, elemSize, &bytes) || bytes > (size_t)SSIZE_MAX)
+      return batonError(ncclInvalidArgument, "%s: %s of %zu elements overflows the address space", fn, b.name, b.elems);
+    if (b.optional) outputs |= (b.ptr ? 1ull : 0ull) << bit++;
+    if (!b.ptr && b.elems > 0 && !b.optional)
+      return batonError(ncclInvalidArgument, "%s: %s is NULL but holds %zu elements", fn, b.name, b.elems);
+  }
+  for (const FusedBuffer& o : buffers) {
+    if (!o.output) continue;
+    for (const FusedBuffer& b : buffers)
+      if (&b != &o && overlaps(o, b, elemSize))
+        return batonError(ncclInvalidArgument, "%s: output %s [%p, +%zu elements) overlaps %s [%p, +%zu elements)", fn,
+                          o.name, o.ptr, o.elems, b.name, b.ptr, b.elems);
+  }
+  BATON_CHECK(blasLoad(fn));
+  FusedStage stage = FusedStage::kNaive;
+  BATON_CHECK(stageFromEnv(fn, &stage));
+
+  *call = FusedCall{comm, fn, stage, m, n, k, type, elemSize, comm->rank, nRanks, m / (size_t)nRanks};
+  if (nRanks == 1) return ncclSuccess;
+  uint64_t mine[kWords] = {(uint64_t)op, m, n, k, (uint64_t)type, (uint64_t)stage, outputs};
+  std::vector<uint64_t> all((size_t)kWords * nRanks);
+  BATON_CHECK(allGatherBytes(*call, mine, all.data(), sizeof(mine)));
+  for (int r = 0; r < nRanks; ++r) {
+    const uint64_t* theirs = &all[(size_t)r * kWords];
+    if (memcmp(theirs, mine, sizeof(mine)) == 0) continue;
+    return batonError(ncclInvalidUsage,
+                      "%s: ranks disagree: rank %d called %s with m=%" PRIu64 " n=%" PRIu64 " k=%" PRIu64
+                      " %s, stage %s, optional outputs %#" PRIx64
+                      "; rank %d (this one) %s with m=%zu n=%zu k=%zu %s, stage %s, optional outputs %#" PRIx64,
+                      fn, r, opName(theirs[kOp]), theirs[kM], theirs[kN], theirs[kK],
+                      theirs[kType] < ncclNumTypes ? typeName((ncclDataType_t)theirs[kType]) : "?",
+                      stageName(theirs[kStage]), theirs[kOutputs], comm->rank, opName((uint64_t)op), m, n, k,
+                      typeName(type), fusedStageName(stage), outputs);
+  }
+  return ncclSuccess;
+}
+
+}  // namespace baton

@@ -1,0 +1,163 @@
+// The tensor-parallel fused operations (include/baton/fused.h, lesson 11): AllGather+GEMM,
+// GEMM+ReduceScatter and their backward passes, each a GEMM per row block around one of the two
+// communication patterns of row_exchange.h, so every stage of the exchange serves all four.
+#include <cstring>
+#include <vector>
+
+#include "api/api.h"
+#include "baton/fused.h"
+#include "fused/blas.h"
+#include "fused/fp32_operand.h"
+#include "fused/fused_call.h"
+#include "fused/row_exchange.h"
+#include "misc/debug.h"
+
+namespace baton {
+namespace {
+
+enum FusedOp { kAgGemm = 1, kGemmRs = 2, kAgGemmBackward = 3, kGemmRsBackward = 4 };
+
+// C[M x N] = allgather_rows(aShard) * B.
+ncclResult_t agGemm(const void* aShard, const void* b, void* c, void* aGathered, size_t m, size_t n, size_t k,
+                    ncclDataType_t type, ncclComm* comm) {
+  const char* fn = "batonAllGatherGemm";
+  FusedCall call;
+  const size_t rows = comm && comm->nRanks > 0 ? m / (size_t)comm->nRanks : 0;
+  BATON_CHECK(beginFusedCall(&call, comm, fn, kAgGemm, m, n, k, type,
+                             {{"aShard", aShard, rows * k, false},
+                              {"b", b, k * n, false},
+                              {"c", c, m * n, true},
+                              {"aGathered", aGathered, m * k, true, true}}));
+  std::vector<char> scratch(aGathered ? 0 : m * k * call.elemSize);
+  char* gathered = aGathered ? (char*)aGathered : scratch.data();
+  Fp32In bF(call, b, k * n), aBlock(call);
+  Fp32Out cOut(call, c, m * n);
+  BATON_CHECK(gatherRows(call, aShard, rows * k * call.elemSize, gathered, [&](int j, const void* block) {
+    sgemm(false, false, rows, n, k, 1.f, aBlock.load(block, rows * k), k, bF.get(), n, 0.f,
+          cOut.get() + (size_t)j * rows * n, n);
+    return ncclSuccess;
+  }));
+  cOut.store();
+  return ncclSuccess;
+}
+
+// cShard[M/n x N] = reduce_scatter_rows(A * bShard).
+ncclResult_t gemmRs(const void* a, const void* bShard, void* cShard, size_t m, size_t n, size_t k, ncclDataType_t type,
+                    ncclComm* comm) {
+  const char* fn = "batonGemmReduceScatter";
+  FusedCall call;
+  const size_t rows = comm && comm->nRanks > 0 ? m / (size_t)comm->nRanks : 0;
+  BATON_CHECK(
+      beginFusedCall(&call, comm, fn, kGemmRs, m, n, k, type,
+                     {{"a", a, m * k, false}, {"bShard", bShard, k * n, false}, {"cShard", cShard, rows * n, true}}));
+  Fp32In aF(call, a, m * k), bF(call, bShard, k * n);
+  Fp32Out cOut(call, cShard, rows * n);
+  BATON_CHECK(reduceScatterRows(
+      call, rows * n,
+      [&](int j, float* partial) {
+        sgemm(false, false, rows, n, k, 1.f, aF.get() + (size_t)j * rows * k, k, bF.get(), n, 0.f, partial, n);
+        return ncclSuccess;
+      },
+      cOut.get()));
+  cOut.store();
+  return ncclSuccess;
+}
+
+// dAShard = reduce_scatter_rows(dC * Bᵀ); dB = allgather_rows(aShard)ᵀ * dC.
+ncclResult_t agGemmBackward(const void* aShard, const void* b, const void* dC, void* dAShard, void* dB, size_t m,
+                            size_t n, size_t k, ncclDataType_t type, ncclComm* comm) {
+  const char* fn = "batonAllGatherGemmBackward";
+  FusedCall call;
+  const size_t rows = comm && comm->nRanks > 0 ? m / (size_t)comm->nRanks : 0;
+  BATON_CHECK(beginFusedCall(&call, comm, fn, kAgGemmBackward, m, n, k, type,
+                             {{"aShard", aShard, rows * k, false},
+                              {"b", b, k * n, false},
+                              {"dC", dC, m * n, false},
+                              {"dAShard", dAShard, rows * k, true, true},
+                              {"dB", dB, k * n, true, true}}));
+  Fp32In bF(call, b, k * n), dCF(call, dC, m * n);
+  if (dAShard) {
+    Fp32Out dAOut(call, dAShard, rows * k);
+    BATON_CHECK(reduceScatterRows(
+        call, rows * k,
+        [&](int j, float* partial) {
+          sgemm(false, true, rows, k, n, 1.f, dCF.get() + (size_t)j * rows * n, n, bF.get(), n, 0.f, partial, k);
+          return ncclSuccess;
+        },
+        dAOut.get()));
+    dAOut.store();
+  }
+  if (dB) {
+    std::vector<char> gathered(m * k * call.elemSize);
+    Fp32In aBlock(call);
+    Fp32Out dBOut(call, dB, k * n);
+    memset(dBOut.get(), 0, k * n * sizeof(float));
+    BATON_CHECK(gatherRows(call, aShard, rows * k * call.elemSize, gathered.data(), [&](int j, const void* block) {
+      sgemm(true, false, k, n, rows, 1.f, aBlock.load(block, rows * k), k, dCF.get() + (size_t)j * rows * n, n, 1.f,
+            dBOut.get(), n);
+      return ncclSuccess;
+    }));
+    dBOut.store();
+  }
+  return ncclSuccess;
+}
+
+// dA = allgather_rows(dCShard) * bShardᵀ; dBShard = Aᵀ * allgather_rows(dCShard).
+ncclResult_t gemmRsBackward(const void* a, const void* bShard, const void* dCShard, void* dA, void* dBShard, size_t m,
+                            size_t n, size_t k, ncclDataType_t type, ncclComm* comm) {
+  const char* fn = "batonGemmReduceScatterBackward";
+  FusedCall call;
+  const size_t rows = comm && comm->nRanks > 0 ? m / (size_t)comm->nRanks : 0;
+  BATON_CHECK(beginFusedCall(&call, comm, fn, kGemmRsBackward, m, n, k, type,
+                             {{"a", a, m * k, false},
+                              {"bShard", bShard, k * n, false},
+                              {"dCShard", dCShard, rows * n, false},
+                              {"dA", dA, m * k, true, true},
+                              {"dBShard", dBShard, k * n, true, true}}));
+  if (!dA && !dBShard) return ncclSuccess;
+  Fp32In bF(call, bShard, k * n), aF(call, dBShard ? a : nullptr, dBShard ? m * k : 0), dCBlock(call);
+  Fp32Out dAOut(call, dA, m * k), dBOut(call, dBShard, k * n);
+  if (dBShard) memset(dBOut.get(), 0, k * n * sizeof(float));
+  std::vector<char> gathered(m * n * call.elemSize);
+  BATON_CHECK(gatherRows(call, dCShard, rows * n * call.elemSize, gathered.data(), [&](int j, const void* block) {
+    const float* g = dCBlock.load(block, rows * n);
+    if (dA) sgemm(false, true, rows, k, n, 1.f, g, n, bF.get(), n, 0.f, dAOut.get() + (size_t)j * rows * k, k);
+    if (dBShard) sgemm(true, false, k, n, rows, 1.f, aF.get() + (size_t)j * rows * k, k, g, n, 1.f, dBOut.get(), n);
+    return ncclSuccess;
+  }));
+  dAOut.store();
+  dBOut.store();
+  return ncclSuccess;
+}
+
+}  // namespace
+}  // namespace baton
+
+using namespace baton;
+
+extern "C" __attribute__((visibility("default"))) ncclResult_t batonAllGatherGemm(const void* aShard, const void* b,
+                                                                                  void* c, void* aGathered, size_t m,
+                                                                                  size_t n, size_t k,
+                                                                                  ncclDataType_t datatype,
+                                                                                  ncclComm_t comm, cudaStream_t) {
+  return agGemm(aShard, b, c, aGathered, m, n, k, datatype, comm);
+}
+
+extern "C" __attribute__((visibility("default"))) ncclResult_t batonGemmReduceScatter(const void* a, const void* bShard,
+                                                                                      void* cShard, size_t m, size_t n,
+                                                                                      size_t k, ncclDataType_t datatype,
+                                                                                      ncclComm_t comm, cudaStream_t) {
+  return gemmRs(a, bShard, cShard, m, n, k, datatype, comm);
+}
+
+extern "C" __attribute__((visibility("default"))) ncclResult_t batonAllGatherGemmBackward(
+    const void* aShard, const void* b, const void* dC, void* dAShard, void* dB, size_t m, size_t n, size_t k,
+    ncclDataType_t datatype, ncclComm_t comm, cudaStream_t) {
+  return agGemmBackward(aShard, b, dC, dAShard, dB, m, n, k, datatype, comm);
+}
+
+extern "C" __attribute__((visibility("default"))) ncclResult_t batonGemmReduceScatterBackward(
+    const void* a, const void* bShard, const void* dCShard, void* dA, void* dBShard, size_t m, size_t n, size_t k,
+    ncclDataType_t datatype, ncclComm_t comm, cudaStream_t) {
+  return gemmRsBackward(a, bShard, dCShard, dA, dBShard, m, n, k, datatype, comm);
+}

@@ -1,0 +1,170 @@
+// The tensor-parallel fused operations (include/baton/fused.h, lesson 11): every stage, forward and
+// backward, exact against a reference computed without communication (tests/fused/tp_check.h), on
+// 1-4 thread ranks and on 2-4 processes; then the bad-input list, each error on every rank.
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <map>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "collectives/harness.h"
+#include "fused/tp_check.h"
+#include "gtest/gtest.h"
+
+namespace bt {
+namespace {
+
+// Sets BATON_FUSED_STAGE for the scope (before any rank thread starts: the threads only read it).
+class StageEnv {
+ public:
+  explicit StageEnv(const char* stage) { setenv("BATON_FUSED_STAGE", stage, 1); }
+  ~StageEnv() { unsetenv("BATON_FUSED_STAGE"); }
+};
+
+const std::vector<const char*> kStages = {"naive", "decomposed"};
+
+class FusedThreads : public ::testing::TestWithParam<int> {};
+
+TEST_P(FusedThreads, EveryStageForwardAndBackwardExact) {
+  const int n = GetParam();
+  const Comms& comms = cachedComms(n);
+  ASSERT_EQ((int)comms.size(), n);
+  // Rows per rank 1, 17 (no tile divides it) and 40; K and N small, odd and wider.
+  const std::vector<tpcheck::Shape> shapes = {
+      {(size_t)n, 3, 2}, {(size_t)n * 17, 9, 33}, {(size_t)n * 40, 64, 24}, {(size_t)n * 3, 1, 1}};
+  uint64_t seed = 11;
+  for (const char* stage : kStages) {
+    StageEnv env(stage);
+    for (ncclDataType_t t : {ncclFloat, ncclFloat16, ncclBfloat16})
+      for (const tpcheck::Shape& s : shapes) {
+        std::vector<std::string> errs(n);
+        const std::string r = runRanks(n, Drive::Threads, [&](int rank) {
+          errs[rank] = tpcheck::checkRank(comms[rank], rank, n, s, t, seed);
+          return ncclSuccess;
+        });
+        ++seed;
+        EXPECT_EQ(r, "");
+        for (int rank = 0; rank < n; ++rank)
+          EXPECT_EQ(errs[rank], "") << "stage " << stage << ", type " << t << ", m=" << s.m << " n=" << s.n
+                                    << " k=" << s.k << ", rank " << rank;
+      }
+  }
+}
+INSTANTIATE_TEST_SUITE_P(, FusedThreads, ::testing::Values(1, 2, 3, 4),
+                         [](const ::testing::TestParamInfo<int>& i) { return std::to_string(i.param) + "ranks"; });
+
+std::string envOr(const char* name, const char* def) {
+  const char* v = getenv(name);
+  return v && *v ? v : def;
+}
+
+class FusedProcesses : public ::testing::TestWithParam<int> {};
+
+TEST_P(FusedProcesses, EveryStageExactOnEveryRank) {
+  const int n = GetParam();
+  const std::string run = envOr("BATON_BUILD", "build") + "/bin/baton-run";
+  const std::string worker = envOr("TESTDIR", "build/tests") + "/fused_worker";
+  struct stat st;
+  if (stat(run.c_str(), &st) != 0 || stat(worker.c_str(), &st) != 0)
+    GTEST_SKIP() << run << " or " << worker << " is not built";
+  const std::string cmd = "timeout -k 5 170 " + run + " -n " + std::to_string(n) + " " + worker + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  size_t got;
+  while ((got = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, got);
+  const int status = pclose(p);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd << "\n" << out;
+  std::map<int, int> passed;
+  const std::regex line(R"(rank (\d+): (\d+) fused checks passed, 0 failed)");
+  for (std::sregex_iterator it(out.begin(), out.end(), line), end; it != end; ++it)
+    passed[std::stoi((*it)[1])] = std::stoi((*it)[2]);
+  ASSERT_EQ((int)passed.size(), n) << out;
+  for (auto& [r, k] : passed) EXPECT_EQ(k, 2 * 3 * 3) << "rank " << r << "\n" << out;  // stages x types x shapes
+}
+INSTANTIATE_TEST_SUITE_P(, FusedProcesses, ::testing::Values(2, 3, 4),
+                         [](const ::testing::TestParamInfo<int>& i) { return std::to_string(i.param) + "processes"; });
+
+// ---- bad input --------------------------------------------------------------------------------
+
+std::string lastError(ncclComm_t c) { return ncclGetLastError(c); }
+
+TEST(FusedBadInput, OneRankArgumentErrorsNameTheArgument) {
+  const Comms& one = cachedComms(1);
+  ASSERT_EQ(one.size(), 1u);
+  ncclComm_t c = one[0];
+  std::vector<float> a(64), b(64), out(64);
+  EXPECT_EQ(batonAllGatherGemm(a.data(), b.data(), out.data(), nullptr, 4, 4, 4, ncclInt32, c, nullptr),
+            ncclInvalidArgument);
+  EXPECT_NE(lastError(c).find("datatype"), std::string::npos) << lastError(c);
+  EXPECT_EQ(batonAllGatherGemm(a.data(), b.data(), nullptr, nullptr, 4, 4, 4, ncclFloat, c, nullptr),
+            ncclInvalidArgument);
+  EXPECT_NE(lastError(c).find("c is NULL"), std::string::npos) << lastError(c);
+  EXPECT_EQ(batonGemmReduceScatter(a.data(), b.data(), b.data() + 3, 4, 4, 4, ncclFloat, c, nullptr),
+            ncclInvalidArgument);
+  EXPECT_NE(lastError(c).find("overlaps"), std::string::npos) << lastError(c);
+  EXPECT_EQ(batonAllGatherGemm(a.data(), b.data(), out.data(), nullptr, 4, 4, 4, ncclFloat, nullptr, nullptr),
+            ncclInvalidArgument);
+  EXPECT_EQ(batonAllGatherGemm(a.data(), b.data(), out.data(), nullptr, (size_t)1 << 40, 4, 4, ncclFloat, c, nullptr),
+            ncclInvalidArgument);
+  EXPECT_NE(lastError(c).find("BLAS dimension"), std::string::npos) << lastError(c);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(batonAllGatherGemm(a.data(), b.data(), out.data(), nullptr, 4, 4, 4, ncclFloat, c, nullptr),
+            ncclInvalidUsage);
+  EXPECT_NE(lastError(c).find("inside ncclGroupStart"), std::string::npos) << lastError(c);
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess);
+  {
+    StageEnv env("fused");
+    EXPECT_EQ(batonAllGatherGemm(a.data(), b.data(), out.data(), nullptr, 4, 4, 4, ncclFloat, c, nullptr),
+              ncclInvalidUsage);
+    EXPECT_NE(lastError(c).find("not built yet"), std::string::npos) << lastError(c);
+  }
+  {
+    StageEnv env("sideways");
+    EXPECT_EQ(batonAllGatherGemm(a.data(), b.data(), out.data(), nullptr, 4, 4, 4, ncclFloat, c, nullptr),
+              ncclInvalidArgument);
+    EXPECT_NE(lastError(c).find("BATON_FUSED_STAGE=sideways"), std::string::npos) << lastError(c);
+  }
+  // Nothing was written by any refused call.
+  for (float v : out) EXPECT_EQ(v, 0.f);
+}
+
+TEST(FusedBadInput, RowsThatDoNotDivideAndMismatchedShapesFailOnEveryRank) {
+  const Comms& comms = cachedComms(2);
+  ASSERT_EQ(comms.size(), 2u);
+  std::vector<float> a(256, 1.f), b(256, 1.f);
+  std::vector<std::vector<float>> c(2, std::vector<float>(256));
+  EXPECT_EQ(batonAllGatherGemm(a.data(), b.data(), c[0].data(), nullptr, 5, 4, 4, ncclFloat, comms[0], nullptr),
+            ncclInvalidArgument);
+  EXPECT_NE(lastError(comms[0]).find("m=5"), std::string::npos) << lastError(comms[0]);
+  for (const char* stage : kStages) {
+    StageEnv env(stage);
+    std::vector<ncclResult_t> res(2);
+    std::vector<std::string> msg(2);
+    runRanks(2, Drive::Threads, [&](int r) {
+      res[r] = batonAllGatherGemm(a.data(), b.data(), c[r].data(), nullptr, 8, 4, r == 0 ? 4 : 5, ncclFloat, comms[r],
+                                  nullptr);
+      msg[r] = lastError(comms[r]);
+      return ncclSuccess;
+    });
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(res[r], ncclInvalidUsage) << stage << " rank " << r;
+      EXPECT_NE(msg[r].find("ranks disagree"), std::string::npos) << msg[r];
+      EXPECT_NE(msg[r].find("k=4"), std::string::npos) << msg[r];
+      EXPECT_NE(msg[r].find("k=5"), std::string::npos) << msg[r];
+    }
+    // The communicator still works afterwards.
+    const std::string ok = runRanks(2, Drive::Threads, [&](int r) {
+      return batonAllGatherGemm(a.data(), b.data(), c[r].data(), nullptr, 8, 4, 4, ncclFloat, comms[r], nullptr);
+    });
+    EXPECT_EQ(ok, "");
+    EXPECT_EQ(c[0][0], 4.f);
+  }
+}
+
+}  // namespace
+}  // namespace bt
