@@ -174,7 +174,7 @@ include tests/fuzz/fuzz.mk
 
 # The ThreadSanitizer build of the protocol and collective tests (its own obj/lib folders).
 TSAN_TESTS := $(BUILD)/tests-thread/collective_tests
-TSAN_FILTER ?= Protocol*:Threads*Quick*:TreeQuick*
+TSAN_FILTER ?= Protocol*:Threads*Quick*:TreeQuick*:FusedThreads*
 tsan-build:
 	$(MAKE) SANITIZE=thread OPT=-O1 $(TSAN_TESTS)
 

@@ -276,4 +276,10 @@ void printExplain(const Options& opt, ncclComm_t comm, int nranks);
     if (perf_r_ != ncclSuccess) ::batonperf::ncclFail(#call, perf_r_, __FILE__, __LINE__); \
   } while (0)
 
+// ---- the fused operations' mode (fused_bench.cc) -------------------------------------------------
+
+// baton-perf ag_gemm|gemm_rs|ag_gemm_bwd|gemm_rs_bwd ...: its own flags, table and exit status.
+bool isFusedOp(const char* name);
+int runFusedBench(int argc, char** argv);
+
 }  // namespace batonperf

@@ -128,6 +128,7 @@ double wrongIn(const std::vector<Row>& rows) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && isFusedOp(argv[1])) return runFusedBench(argc, argv);
   Options opt;
   if (int rc = parseOptions(argc, argv, &opt); rc >= 0) return rc;
 
