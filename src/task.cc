@@ -2,6 +2,17 @@
 
 namespace baton {
 
+Task sendRecvTask(Task::Kind kind, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t type, int peer) {
+  Task t;
+  t.kind = kind;
+  t.sendbuff = sendbuff;
+  t.recvbuff = recvbuff;
+  t.count = count;
+  t.type = type;
+  t.peer = peer;
+  return t;
+}
+
 size_t typeSize(ncclDataType_t t) {
   static const size_t kSizes[ncclNumTypes] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
   return (int)t >= 0 && (int)t < ncclNumTypes ? kSizes[t] : 1;

@@ -30,6 +30,9 @@ struct Task {
   int peer = -1;  // kSend / kRecv
 };
 
+// A send (sendbuff) or receive (recvbuff) of `count` elements with `peer`.
+Task sendRecvTask(Task::Kind kind, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t type, int peer);
+
 size_t typeSize(ncclDataType_t t);
 const char* typeName(ncclDataType_t t);
 const char* funcName(int func);

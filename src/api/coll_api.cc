@@ -72,17 +72,6 @@ ncclResult_t collective(CollFunc func, const char* fn, const void* sendbuff, voi
   return run();
 }
 
-Task sendRecvTask(Task::Kind kind, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t type, int peer) {
-  Task t;
-  t.kind = kind;
-  t.sendbuff = sendbuff;
-  t.recvbuff = recvbuff;
-  t.count = count;
-  t.type = type;
-  t.peer = peer;
-  return t;
-}
-
 ncclResult_t checkSendRecv(const char* fn, const void* buf, size_t count, ncclDataType_t type, int peer, ncclComm* comm,
                            const char* bufName) {
   BATON_CHECK(checkCommReady(comm, fn));

@@ -42,17 +42,6 @@ Task collTask(CollFunc func, const void* send, void* recv, size_t count, ncclDat
   return t;
 }
 
-Task p2pTask(Task::Kind kind, const void* send, void* recv, size_t count, ncclDataType_t type, int peer) {
-  Task t;
-  t.kind = kind;
-  t.sendbuff = send;
-  t.recvbuff = recv;
-  t.count = count;
-  t.type = type;
-  t.peer = peer;
-  return t;
-}
-
 // Waits for every launched step, so no worker still writes a buffer the caller frees on an error.
 ncclResult_t drain(std::vector<std::shared_ptr<Completion>>& steps, ncclResult_t first) {
   for (auto& s : steps) {
@@ -83,8 +72,8 @@ ncclResult_t gatherRows(const FusedCall& call, const void* shard, size_t blockBy
   for (int s = 1; s < n && res == ncclSuccess; ++s) {
     const int to = (r + s) % n, from = (r - s + n) % n;
     res = launch(call,
-                 {p2pTask(Task::kSend, shard, nullptr, blockBytes, ncclInt8, to),
-                  p2pTask(Task::kRecv, nullptr, gathered + (size_t)from * blockBytes, blockBytes, ncclInt8, from)},
+                 {sendRecvTask(Task::kSend, shard, nullptr, blockBytes, ncclInt8, to),
+                  sendRecvTask(Task::kRecv, nullptr, gathered + (size_t)from * blockBytes, blockBytes, ncclInt8, from)},
                  &steps[s], /*callerRuns=*/false);
   }
   if (res == ncclSuccess && myBlock != shard && blockBytes > 0) memcpy(myBlock, shard, blockBytes);
@@ -120,8 +109,8 @@ ncclResult_t reduceScatterRows(const FusedCall& call, size_t blockFloats, const 
     res = produce(to, send);
     if (res == ncclSuccess)
       res = launch(call,
-                   {p2pTask(Task::kSend, send, nullptr, blockFloats, ncclFloat, to),
-                    p2pTask(Task::kRecv, nullptr, recv, blockFloats, ncclFloat, from)},
+                   {sendRecvTask(Task::kSend, send, nullptr, blockFloats, ncclFloat, to),
+                    sendRecvTask(Task::kRecv, nullptr, recv, blockFloats, ncclFloat, from)},
                    &steps[s], /*callerRuns=*/false);
   }
   if (res == ncclSuccess) res = produce(r, out);

@@ -206,7 +206,8 @@ int parse(int argc, char** argv, FusedOptions* o) {
       std::string s = v;
       for (size_t at = 0; at <= s.size();) {
         const size_t comma = std::min(s.find(',', at), s.size());
-        if (!num(s.substr(at, comma - at).c_str(), &x)) return usage(("-M: '" + s + "' is not a list of row counts").c_str());
+        if (!num(s.substr(at, comma - at).c_str(), &x))
+          return usage(("-M: '" + s + "' is not a list of row counts").c_str());
         o->rows.push_back(x);
         at = comma + 1;
       }
@@ -285,7 +286,8 @@ int runFusedBench(int argc, char** argv) {
   if (reporter) {
     std::printf("# baton-perf %s, %s, %d ranks (%d processes x %d threads), N=%zu K=%zu, %d iterations, median of %d\n",
                 o.opName.c_str(), tname, nRanks, nprocs, o.threads, o.n, o.k, o.iters, o.repeats);
-    std::printf("# gemm: the same GEMMs alone (OpenBLAS, one thread); comm: the collective alone; time: slowest rank\n");
+    std::printf(
+        "# gemm: the same GEMMs alone (OpenBLAS, one thread); comm: the collective alone; time: slowest rank\n");
     std::printf("#%9s %12s %12s", "M", "gemm(us)", "comm(us)");
     for (const std::string& s : o.stages) std::printf(" %12s", (s + "(us)").c_str());
     std::printf(" %10s %10s %6s\n", "best/naive", "GFLOP/s", "wrong");
@@ -327,7 +329,8 @@ int runFusedBench(int argc, char** argv) {
     std::vector<int> w(o.threads, 0);
     w[0] = wrong;
     PERFCHECK(ncclGroupStart());
-    for (int t = 0; t < o.threads; ++t) PERFCHECK(ncclAllReduce(&w[t], &w[t], 1, ncclInt32, ncclSum, comms[t], nullptr));
+    for (int t = 0; t < o.threads; ++t)
+      PERFCHECK(ncclAllReduce(&w[t], &w[t], 1, ncclInt32, ncclSum, comms[t], nullptr));
     PERFCHECK(ncclGroupEnd());
     const int wrongAll = w[0];
     wrongTotal += wrongAll;
