@@ -24,6 +24,7 @@
 #include "tuner/tuner.h"
 
 namespace baton {
+class FusedScratch;
 
 constexpr uint64_t kCommMagic = 0x6261746f6e636f6dull;  // "batoncom"
 constexpr int kMaxChannels = 64;                        // MAXCHANNELS
@@ -172,6 +173,9 @@ struct ncclComm {
   std::unique_ptr<baton::RegCache> reg = std::make_unique<baton::RegCache>(this);
   std::unique_ptr<baton::PeerMappings> peerMaps = std::make_unique<baton::PeerMappings>();
   baton::WindowTable windows;
+
+  // The fused operations' working memory (src/fused/fused_scratch.h), made by the first fused call.
+  std::shared_ptr<baton::FusedScratch> fusedScratch;
 };
 
 namespace baton {

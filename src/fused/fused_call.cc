@@ -5,6 +5,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -106,7 +107,9 @@ ncclResult_t beginFusedCall(FusedCall* call, ncclComm* comm, const char* fn, int
   FusedStage stage = FusedStage::kNaive;
   BATON_CHECK(stageFromEnv(fn, &stage));
 
-  *call = FusedCall{comm, fn, stage, m, n, k, type, elemSize, comm->rank, nRanks, m / (size_t)nRanks};
+  if (!comm->fusedScratch) comm->fusedScratch = std::make_shared<FusedScratch>();
+  *call = FusedCall{
+      comm, fn, stage, m, n, k, type, elemSize, comm->rank, nRanks, m / (size_t)nRanks, comm->fusedScratch.get()};
   if (nRanks == 1) return ncclSuccess;
   uint64_t mine[kWords] = {(uint64_t)op, m, n, k, (uint64_t)type, (uint64_t)stage, outputs};
   std::vector<uint64_t> all((size_t)kWords * nRanks);

@@ -7,6 +7,7 @@
 #include <initializer_list>
 
 #include "comm.h"
+#include "fused/fused_scratch.h"
 
 namespace baton {
 
@@ -30,7 +31,8 @@ struct FusedCall {
   ncclDataType_t type = ncclFloat;
   size_t elemSize = 4;
   int rank = 0, nRanks = 1;
-  size_t rowsPerRank = 0;  // m / nRanks
+  size_t rowsPerRank = 0;           // m / nRanks
+  FusedScratch* scratch = nullptr;  // the communicator's, for this call's buffers
 };
 
 // Validates (communicator, group, datatype, shape, pointers, overlaps), loads the BLAS, resolves

@@ -89,23 +89,25 @@ ncclResult_t gatherRows(const FusedCall& call, const void* shard, size_t blockBy
 ncclResult_t reduceScatterRows(const FusedCall& call, size_t blockFloats, const ProduceBlock& produce, float* out) {
   const int n = call.nRanks, r = call.rank;
   if (call.stage == FusedStage::kNaive || n == 1) {
-    std::vector<float> partial(blockFloats * n);
+    float* partial = (float*)call.scratch->get(FusedScratch::kPartials, blockFloats * n * sizeof(float));
     // Own block last, as in the decomposed stage.
     for (int s = 1; s <= n; ++s) {
       const int j = (r - s + n) % n;
-      BATON_CHECK(produce(j, partial.data() + (size_t)j * blockFloats));
+      BATON_CHECK(produce(j, partial + (size_t)j * blockFloats));
     }
-    return runNow(call, {collTask(kFuncReduceScatter, partial.data(), out, blockFloats, ncclFloat, n)});
+    return runNow(call, {collTask(kFuncReduceScatter, partial, out, blockFloats, ncclFloat, n)});
   }
   // Step s: this rank's partial for r-s leaves while the next one is computed; r+s's partial for r
   // arrives into its own slot, and everything is summed once the own block is computed too.
-  std::vector<float> sendBuf(blockFloats * (n - 1)), recvBuf(blockFloats * (n - 1));
+  const size_t stepBytes = blockFloats * (n - 1) * sizeof(float);
+  float* sendBuf = (float*)call.scratch->get(FusedScratch::kSendSteps, stepBytes);
+  float* recvBuf = (float*)call.scratch->get(FusedScratch::kRecvSteps, stepBytes);
   std::vector<std::shared_ptr<Completion>> steps(n);
   ncclResult_t res = ncclSuccess;
   for (int s = 1; s < n && res == ncclSuccess; ++s) {
     const int to = (r - s + n) % n, from = (r + s) % n;
-    float* send = sendBuf.data() + (size_t)(s - 1) * blockFloats;
-    float* recv = recvBuf.data() + (size_t)(s - 1) * blockFloats;
+    float* send = sendBuf + (size_t)(s - 1) * blockFloats;
+    float* recv = recvBuf + (size_t)(s - 1) * blockFloats;
     res = produce(to, send);
     if (res == ncclSuccess)
       res = launch(call,
@@ -117,7 +119,7 @@ ncclResult_t reduceScatterRows(const FusedCall& call, size_t blockFloats, const 
   for (int s = 1; s < n && res == ncclSuccess; ++s) {
     res = finish(steps[s]);
     steps[s].reset();
-    const float* recv = recvBuf.data() + (size_t)(s - 1) * blockFloats;
+    const float* recv = recvBuf + (size_t)(s - 1) * blockFloats;
     for (size_t i = 0; res == ncclSuccess && i < blockFloats; ++i) out[i] += recv[i];
   }
   return drain(steps, res);

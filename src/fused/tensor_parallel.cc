@@ -28,10 +28,10 @@ ncclResult_t agGemm(const void* aShard, const void* b, void* c, void* aGathered,
                               {"b", b, k * n, false},
                               {"c", c, m * n, true},
                               {"aGathered", aGathered, m * k, true, true}}));
-  std::vector<char> scratch(aGathered ? 0 : m * k * call.elemSize);
-  char* gathered = aGathered ? (char*)aGathered : scratch.data();
-  Fp32In bF(call, b, k * n), aBlock(call);
-  Fp32Out cOut(call, c, m * n);
+  char* gathered =
+      aGathered ? (char*)aGathered : (char*)call.scratch->get(FusedScratch::kGathered, m * k * call.elemSize);
+  Fp32In bF(call, FusedScratch::kWideIn1, b, k * n), aBlock(call, FusedScratch::kWideIn0);
+  Fp32Out cOut(call, FusedScratch::kWideOut0, c, m * n);
   BATON_CHECK(gatherRows(call, aShard, rows * k * call.elemSize, gathered, [&](int j, const void* block) {
     sgemm(false, false, rows, n, k, 1.f, aBlock.load(block, rows * k), k, bF.get(), n, 0.f,
           cOut.get() + (size_t)j * rows * n, n);
@@ -50,8 +50,8 @@ ncclResult_t gemmRs(const void* a, const void* bShard, void* cShard, size_t m, s
   BATON_CHECK(
       beginFusedCall(&call, comm, fn, kGemmRs, m, n, k, type,
                      {{"a", a, m * k, false}, {"bShard", bShard, k * n, false}, {"cShard", cShard, rows * n, true}}));
-  Fp32In aF(call, a, m * k), bF(call, bShard, k * n);
-  Fp32Out cOut(call, cShard, rows * n);
+  Fp32In aF(call, FusedScratch::kWideIn0, a, m * k), bF(call, FusedScratch::kWideIn1, bShard, k * n);
+  Fp32Out cOut(call, FusedScratch::kWideOut0, cShard, rows * n);
   BATON_CHECK(reduceScatterRows(
       call, rows * n,
       [&](int j, float* partial) {
@@ -75,9 +75,9 @@ ncclResult_t agGemmBackward(const void* aShard, const void* b, const void* dC, v
                               {"dC", dC, m * n, false},
                               {"dAShard", dAShard, rows * k, true, true},
                               {"dB", dB, k * n, true, true}}));
-  Fp32In bF(call, b, k * n), dCF(call, dC, m * n);
+  Fp32In bF(call, FusedScratch::kWideIn1, b, k * n), dCF(call, FusedScratch::kWideIn2, dC, m * n);
   if (dAShard) {
-    Fp32Out dAOut(call, dAShard, rows * k);
+    Fp32Out dAOut(call, FusedScratch::kWideOut0, dAShard, rows * k);
     BATON_CHECK(reduceScatterRows(
         call, rows * k,
         [&](int j, float* partial) {
@@ -88,11 +88,11 @@ ncclResult_t agGemmBackward(const void* aShard, const void* b, const void* dC, v
     dAOut.store();
   }
   if (dB) {
-    std::vector<char> gathered(m * k * call.elemSize);
-    Fp32In aBlock(call);
-    Fp32Out dBOut(call, dB, k * n);
+    char* gathered = (char*)call.scratch->get(FusedScratch::kGathered, m * k * call.elemSize);
+    Fp32In aBlock(call, FusedScratch::kWideIn0);
+    Fp32Out dBOut(call, FusedScratch::kWideOut1, dB, k * n);
     memset(dBOut.get(), 0, k * n * sizeof(float));
-    BATON_CHECK(gatherRows(call, aShard, rows * k * call.elemSize, gathered.data(), [&](int j, const void* block) {
+    BATON_CHECK(gatherRows(call, aShard, rows * k * call.elemSize, gathered, [&](int j, const void* block) {
       sgemm(true, false, k, n, rows, 1.f, aBlock.load(block, rows * k), k, dCF.get() + (size_t)j * rows * n, n, 1.f,
             dBOut.get(), n);
       return ncclSuccess;
@@ -115,11 +115,13 @@ ncclResult_t gemmRsBackward(const void* a, const void* bShard, const void* dCSha
                               {"dA", dA, m * k, true, true},
                               {"dBShard", dBShard, k * n, true, true}}));
   if (!dA && !dBShard) return ncclSuccess;
-  Fp32In bF(call, bShard, k * n), aF(call, dBShard ? a : nullptr, dBShard ? m * k : 0), dCBlock(call);
-  Fp32Out dAOut(call, dA, m * k), dBOut(call, dBShard, k * n);
+  Fp32In bF(call, FusedScratch::kWideIn1, bShard, k * n),
+      aF(call, FusedScratch::kWideIn0, dBShard ? a : nullptr, dBShard ? m * k : 0),
+      dCBlock(call, FusedScratch::kWideIn2);
+  Fp32Out dAOut(call, FusedScratch::kWideOut0, dA, m * k), dBOut(call, FusedScratch::kWideOut1, dBShard, k * n);
   if (dBShard) memset(dBOut.get(), 0, k * n * sizeof(float));
-  std::vector<char> gathered(m * n * call.elemSize);
-  BATON_CHECK(gatherRows(call, dCShard, rows * n * call.elemSize, gathered.data(), [&](int j, const void* block) {
+  char* gathered = (char*)call.scratch->get(FusedScratch::kGathered, m * n * call.elemSize);
+  BATON_CHECK(gatherRows(call, dCShard, rows * n * call.elemSize, gathered, [&](int j, const void* block) {
     const float* g = dCBlock.load(block, rows * n);
     if (dA) sgemm(false, true, rows, k, n, 1.f, g, n, bF.get(), n, 0.f, dAOut.get() + (size_t)j * rows * k, k);
     if (dBShard) sgemm(true, false, k, n, rows, 1.f, aF.get() + (size_t)j * rows * k, k, g, n, 1.f, dBOut.get(), n);
