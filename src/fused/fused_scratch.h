@@ -15,7 +15,18 @@ namespace baton {
 
 class FusedScratch {
  public:
-  enum Slot { kGathered, kPartials, kSendSteps, kRecvSteps, kWideIn0, kWideIn1, kWideIn2, kWideOut0, kWideOut1, kSlots };
+  enum Slot {
+    kGathered,
+    kPartials,
+    kSendSteps,
+    kRecvSteps,
+    kWideIn0,
+    kWideIn1,
+    kWideIn2,
+    kWideOut0,
+    kWideOut1,
+    kSlots
+  };
   // At least `bytes` bytes for `slot`, 64-byte aligned; earlier contents are not kept.
   void* get(Slot slot, size_t bytes) {
     Buf& b = bufs_[slot];
