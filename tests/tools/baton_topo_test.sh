@@ -145,6 +145,16 @@ run --topo "$FIX/cluster-node.xml" --nodes 8 --simulate allreduce -b 8 -e 8
 algo=$(data_lines | awk 'NR == 1 { print $9 }')
 check "--simulate allreduce on 8 cluster nodes at 8 bytes picks Tree (got '$algo')" eval \
   '[[ $rc == 0 && $algo == Tree ]]'
+# Lesson 11: the fused stages on 8xH100 beside the published figures; the model's GEMM time within
+# 10% of cuBLAS's published 105 us, and fused <= decomposed <= naive on every shape.
+run --topo "$FIX/dgx-h100.xml" --simulate ag_gemm
+gemm=$(data_lines | awk 'NR == 1 { print $4 }')
+check "--simulate ag_gemm on dgx-h100: 4 shapes, GEMM $gemm us near 105, stages ordered, published rows" eval \
+  '[[ $rc == 0 && $(data_lines | wc -l) == 4 ]] && awk -v g="$gemm" "BEGIN { exit !(g >= 95 && g <= 115) }" &&
+   data_lines | awk "{ if (!(\$8 <= \$7 && \$7 <= \$6)) exit 1 }" && grep -q "symm-mem-recipes" "$TMP/out"'
+run --topo "$FIX/dgx-h100.xml" --simulate gemm_rs --shape 30:8:8
+check "--simulate gemm_rs with M not a multiple of 8 ranks: exit 2, names the shape" eval \
+  '[[ $rc == 2 ]] && has_err "30:8:8"'
 run --topo "$FIX/dgx-h100.xml" --simulate allfrobnicate
 check "--simulate with an unknown collective: exit 2, names it" eval \
   '[[ $rc == 2 ]] && has_err "allfrobnicate" && has_err "expected allreduce"'

@@ -24,9 +24,11 @@ struct Options {
   std::string simulate;      // --simulate COLLECTIVE
   size_t minBytes = 8, maxBytes = size_t(256) << 20;
   int stepFactor = 2;
-  std::string algo, proto;  // --algo / --proto for the simulation (default: every pair, best shown)
-  bool allPairs = false;    // --all: one row per (algo, proto) instead of the best
-  bool splitTree = false;   // --split-tree: trees as NCCL runs them (reduce and broadcast concurrent)
+  std::string algo, proto;               // --algo / --proto for the simulation (default: every pair, best shown)
+  bool allPairs = false;                 // --all: one row per (algo, proto) instead of the best
+  bool splitTree = false;                // --split-tree: trees as NCCL runs them (reduce and broadcast concurrent)
+  std::vector<std::string> fusedShapes;  // --shape M:N:K for --simulate ag_gemm / gemm_rs
+  double gemmTflops = 600;               // --gemm-tflops: the GEMM throughput model (bf16, per GPU)
 };
 
 struct Machine {
@@ -47,5 +49,10 @@ void printTuner(const Machine& m);
 int writeDot(const Machine& m, const std::string& path);
 int writeTreesDot(const Machine& m, const std::string& path);
 int simulateSweep(const Options& opt, const Machine& m);
+// The fastest simulated (algorithm, protocol) for one collective of `bytes` (nccl-tests' size), in µs.
+ncclResult_t simulateBestUs(const Machine& m, baton::CollFunc func, size_t bytes, bool splitTree, double* us);
+// --simulate ag_gemm / gemm_rs: the fused operations' stages predicted from the collective's
+// simulated time and a GEMM throughput model (simulate_fused.cc, lesson 11).
+int simulateFused(const Options& opt, const Machine& m);
 
 }  // namespace batontopo

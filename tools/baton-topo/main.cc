@@ -43,7 +43,15 @@ int parseOptions(int argc, char** argv, Options* opt) {
   bool noPaths = false;
   app.add_flag("--no-paths", noPaths, "do not print the rank-by-rank path matrix");
   app.add_option("--simulate", opt->simulate,
-                 "simulate a collective: allreduce, allgather, reducescatter, broadcast, reduce");
+                 "simulate a collective: allreduce, allgather, reducescatter, broadcast, reduce; or a fused "
+                 "operation's stages: ag_gemm, gemm_rs");
+  app.add_option("--shape", opt->fusedShapes,
+                 "M:N:K for --simulate ag_gemm|gemm_rs (repeatable; default: "
+                 "the shapes of the published 8xH100 figures)");
+  app.add_option("--gemm-tflops", opt->gemmTflops,
+                 "GEMM throughput model for --simulate ag_gemm|gemm_rs "
+                 "(TFLOP/s per rank, default 600: what cuBLAS reaches in the published H100 figures)")
+      ->check(CLI::Range(0.001, 1e6));
   app.add_option("-b,--minbytes", minB, "smallest size (nccl-tests' size), e.g. 8, 64K");
   app.add_option("-e,--maxbytes", maxB, "largest size, e.g. 256M, 1G");
   app.add_option("-f,--stepfactor", opt->stepFactor, "multiply the size by this each step")->check(CLI::Range(2, 1024));
@@ -79,6 +87,7 @@ int main(int argc, char** argv) {
   if (int rc = parseOptions(argc, argv, &opt)) return rc < 0 ? 0 : rc;
   Machine m;
   if (int rc = loadMachine(opt, &m)) return rc;
+  if (opt.simulate == "ag_gemm" || opt.simulate == "gemm_rs") return simulateFused(opt, m);
   if (!opt.simulate.empty()) return simulateSweep(opt, m);
   printTopology(m);
   if (opt.paths) printPaths(m);

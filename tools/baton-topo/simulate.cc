@@ -47,6 +47,31 @@ double busFactor(int func, int n) {
 
 }  // namespace
 
+ncclResult_t simulateBestUs(const Machine& m, CollFunc func, size_t bytes, bool splitTree, double* us) {
+  const int n = m.nRanks, nch = (int)m.graph.channels.size();
+  double chBw = 0;
+  for (const ChannelGraph& g : m.graph.channels) chBw = chBw == 0 || g.bw < chBw ? g.bw : chBw;
+  *us = -1;
+  for (const CollAlgo a : kTunedAlgos) {
+    if (a != kAlgoRing && func != kFuncAllReduce) continue;
+    for (int p = 0; p < kNumProtos; ++p) {
+      ScheduleSpec spec;
+      spec.func = func, spec.algo = a, spec.proto = Proto(p), spec.bytes = bytes, spec.nChannels = nch;
+      spec.splitTree = splitTree;
+      spec.layout.stepBytes[kProtoSimple] = 512 << 10;
+      spec.layout.stepBytes[kProtoLL] = 64 << 10;
+      spec.layout.stepBytes[kProtoLL128] = 614400;
+      SimSchedule sched;
+      BATON_CHECK(buildSchedule(m.graph, n, spec, &sched));
+      const SimResult r = simulate(m.sys, sched, simParams(p, chBw));
+      if (!r.error.empty()) return batonError(ncclInternalError, "simulating %zu B: %s", bytes, r.error.c_str());
+      const double t = kBaseUs[p] + r.timeUs;
+      if (*us < 0 || t < *us) *us = t;
+    }
+  }
+  return ncclSuccess;
+}
+
 int simulateSweep(const Options& opt, const Machine& m) {
   const int funcId = funcByName(opt.simulate.c_str());
   if (funcId < 0) {
