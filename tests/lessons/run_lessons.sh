@@ -93,4 +93,13 @@ expect '^rank 0: step (9|1[0-9]) failed \(remote process exited or there was a n
 expect '^rank 0: ranks \[2\] failed; survivors agreed and shrank to 3 ranks \(now rank 0\)' "$out"
 expect '^step 20: admitted a new rank: 4 ranks$' "$out"
 for who in 0 1 3 103; do expect "^rank $who: done after 30 steps: w\[0\] = ([0-9]+), expected \\1: OK$" "$out"; done
+
+# Lesson 11: the fused operations' stages timed beside the GEMMs and the collective alone, every
+# stage equal to the naive one bit for bit; the 8xH100 prediction beside the published figures.
+out=$("$BIN/baton-perf" ag_gemm -t 2 -M 256,1024 -N 64 -K 512 -n 2 -r 1); echo "$out"
+expect '^#        M     gemm\(us\)     comm\(us\)    naive\(us\) decomposed\(us\) best/naive    GFLOP/s  wrong$' "$out"
+for m in 256 1024; do expect "^ +$m( +[0-9.]+){6} +0$" "$out"; done
+out=$("$BIN/baton-topo" --topo tests/topo/fixtures/dgx-h100.xml --simulate ag_gemm); echo "$out"
+expect '^ +4096 +1792 +4096 +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +0\.[0-9]+$' "$out"
+expect '^# published \(yifuwang/symm-mem-recipes' "$out"
 exit $fail
