@@ -95,9 +95,9 @@ $(ARCHIVE): $(LIB_OBJS)
 DEVICE_OBJ := $(BUILD)/obj/algorithms_device.o
 ifneq ($(NVCC),)
 device: $(DEVICE_OBJ)
-$(DEVICE_OBJ): algorithms/device_check.cu $(wildcard algorithms/*.h)
+$(DEVICE_OBJ): algorithms/device_check.cu $(wildcard algorithms/*.h) include/baton/device.h include/nccl.h
 	@mkdir -p $(dir $@)
-	$(NVCC) -std=c++20 -arch=sm_90 -Ialgorithms -Werror all-warnings -c $< -o $@
+	$(NVCC) -std=c++20 -arch=sm_90 -Ialgorithms -Iinclude -Werror all-warnings -c $< -o $@
 else
 device:
 	@echo "baton: nvcc not found: device code not compiled (CPU backend only)"
@@ -174,7 +174,7 @@ include tests/fuzz/fuzz.mk
 
 # The ThreadSanitizer build of the protocol and collective tests (its own obj/lib folders).
 TSAN_TESTS := $(BUILD)/tests-thread/collective_tests
-TSAN_FILTER ?= Protocol*:Threads*Quick*:TreeQuick*:FusedThreads*
+TSAN_FILTER ?= Protocol*:Threads*Quick*:TreeQuick*:FusedThreads*:DeviceApiThreads*
 tsan-build:
 	$(MAKE) SANITIZE=thread OPT=-O1 $(TSAN_TESTS)
 

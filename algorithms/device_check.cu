@@ -1,10 +1,12 @@
-// Compiles the device-portable algorithms as CUDA kernels, so nvcc keeps the design honest.
+// Compiles the device-portable algorithms and the device-side API as CUDA kernels, so nvcc keeps
+// the design honest.
 //
 // Computes: one kernel per (algorithm, protocol, type, operator) sample, each running the same body the CPU
 // workers run, with the block's ExecCtx in shared memory. Built by `make` when nvcc is present
 // (build/obj/algorithms_device.o, sm_90); not launched anywhere yet (no GPU runtime code in baton).
 // Memory-ordering contract: as primitives_simple.h, primitives_ll.h, primitives_ll128.h and
 // sendrecv_progress.h; cuda::atomic_ref at system scope gives the release/acquire pairs.
+#include "baton/device.h"
 #include "coll_dispatch.h"
 #include "sendrecv_progress.h"
 
@@ -52,5 +54,18 @@ template __global__ void reducingCollKernel<int8_t, ProtoSimple, OpSum>(CollArgs
 template __global__ void movingCollKernel<ProtoSimple>(CollArgs, ExecCtx);
 template __global__ void movingCollKernel<ProtoLL>(CollArgs, ExecCtx);
 template __global__ void movingCollKernel<ProtoLL128>(CollArgs, ExecCtx);
+
+// The device-side API (include/baton/device.h, lesson 11): a store into every LSA peer's window, a
+// signal to each, the wait for theirs, a barrier; as a user's fused kernel would call it.
+__global__ void deviceApiKernel(batonDevComm comm, batonDevWindow win, uint64_t round) {
+  if (threadIdx.x == 0) {
+    for (int p = 0; p < comm.lsaSize; ++p) {
+      *static_cast<uint64_t*>(batonLsaPointer(win, comm.lsaRank * sizeof(uint64_t), p)) = round;
+      batonSignalAdd(comm, p, 0, 1);
+    }
+    if (batonWaitSignal(comm, 0, (round + 1) * comm.lsaSize)) batonLsaBarrier(comm, 0);
+  }
+  __syncthreads();
+}
 
 }  // namespace baton

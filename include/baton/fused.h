@@ -22,7 +22,8 @@
  * Each call is collective over comm's ranks, returns when this rank's outputs are complete (on
  * blocking and non-blocking communicators alike), and may not be issued inside ncclGroupStart/End.
  * Ranks that disagree on M, N, K, the datatype or the stage fail on every rank with a message
- * naming both shapes. The stream is accepted and ignored on the CPU backend.
+ * naming both shapes; a rank whose own arguments are wrong fails with its reason and every other
+ * rank fails naming it. The stream is accepted and ignored on the CPU backend.
  *
  * Stages (BATON_FUSED_STAGE = naive | decomposed | fused | optimized | auto):
  *   naive       the collective (ncclAllGather / ncclReduceScatter), then the GEMM;
@@ -30,7 +31,9 @@
  *               on baton's channels (PyTorch async TP's loop);
  *   fused, optimized: not built yet (the call fails with ncclInvalidUsage saying so);
  *   auto        (the default) naive, until a measurement says where decomposition wins.
- * A GEMM needs a CBLAS at run time (Debian's libopenblas0-serial; ncclSystemError when none). */
+ * A GEMM needs a CBLAS at run time (Debian's libopenblas0-pthread; ncclSystemError when none).
+ * baton asks OpenBLAS for one thread (openblas_set_num_threads(1): process-wide, so a program
+ * that calls OpenBLAS itself sets its own count again after the first fused call). */
 #ifndef BATON_FUSED_H
 #define BATON_FUSED_H
 
@@ -42,8 +45,8 @@
 extern "C" {
 #endif
 
-/* aGathered (optional, may be NULL): receives allgather_rows(aShard) [M x K], which the weight
- * gradient of the backward pass needs again. */
+/* aGathered (optional, may be NULL, on each rank as it likes): receives allgather_rows(aShard)
+ * [M x K], which the weight gradient of the backward pass needs again. */
 ncclResult_t batonAllGatherGemm(const void* aShard, const void* b, void* c, void* aGathered, size_t m, size_t n,
                                 size_t k, ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t batonGemmReduceScatter(const void* a, const void* bShard, void* cShard, size_t m, size_t n, size_t k,

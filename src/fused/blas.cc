@@ -69,7 +69,7 @@ ncclResult_t blasLoad(const char* fn) {
   if (gBlas.sgemm) return ncclSuccess;
   return batonError(ncclSystemError,
                     "%s: the fused operations need a CBLAS and none loaded (%s); on Debian: apt-get install "
-                    "libopenblas0-serial",
+                    "libopenblas0-pthread",
                     fn, gBlas.tried.c_str());
 }
 
@@ -78,10 +78,16 @@ const char* blasName() { return gBlas.name.c_str(); }
 void sgemm(bool transA, bool transB, size_t m, size_t n, size_t k, float alpha, const float* a, size_t lda,
            const float* b, size_t ldb, float beta, float* c, size_t ldc) {
   if (m == 0 || n == 0) return;
+  if (k == 0) {  // C = beta * C; a reference BLAS would refuse the zero leading dimensions
+    for (size_t i = 0; i < m; ++i)
+      for (size_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.f ? 0.f : beta * c[i * ldc + j];
+    return;
+  }
+  auto ld = [](size_t v) { return (int)(v > 0 ? v : 1); };
   std::unique_lock<std::mutex> lock(gBlas.mu, std::defer_lock);
   if (gBlas.serialize) lock.lock();
   gBlas.sgemm(kCblasRowMajor, transA ? kCblasTrans : kCblasNoTrans, transB ? kCblasTrans : kCblasNoTrans, (int)m,
-              (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+              (int)n, (int)k, alpha, a, ld(lda), b, ld(ldb), beta, c, ld(ldc));
 }
 
 template <typename T>

@@ -51,7 +51,7 @@ const char* opName(uint64_t op) {
 const char* stageName(uint64_t s) { return s >= 1 && s <= 4 ? fusedStageName((FusedStage)s) : "?"; }
 
 // What the ranks must agree on, one word each.
-enum AgreeWord { kOp, kM, kN, kK, kType, kStage, kOutputs, kWords };
+enum AgreeWord { kOp, kM, kN, kK, kType, kStage, kOutputs, kStatus, kWords };
 
 }  // namespace
 
@@ -65,18 +65,12 @@ const char* fusedStageName(FusedStage s) {
   return "?";
 }
 
-ncclResult_t beginFusedCall(FusedCall* call, ncclComm* comm, const char* fn, int op, size_t m, size_t n, size_t k,
-                            ncclDataType_t type, std::initializer_list<FusedBuffer> buffers) {
-  BATON_CHECK(checkCommReady(comm, fn));
-  if (inGroup())
-    return batonError(ncclInvalidUsage,
-                      "%s: a fused operation cannot be issued inside ncclGroupStart/End (it computes while it "
-                      "communicates and returns when done); call it outside the group",
-                      fn);
+// This rank's own arguments: ncclSuccess, or the error (with its message recorded) it must report.
+static ncclResult_t checkLocal(const char* fn, int nRanks, size_t m, size_t n, size_t k, ncclDataType_t type,
+                               std::initializer_list<FusedBuffer> buffers, uint64_t* outputs, FusedStage* stage) {
   if (type != ncclFloat && type != ncclFloat16 && type != ncclBfloat16)
     return batonError(ncclInvalidArgument, "%s: datatype %d (%s) is not supported: float, half or bfloat16", fn,
-                      (int)type, typeName(type));
-  const int nRanks = comm->nRanks;
+                      (int)type, (int)type >= 0 && type < ncclNumTypes ? typeName(type) : "unknown");
   if (m % (size_t)nRanks != 0)
     return batonError(ncclInvalidArgument, "%s: m=%zu rows do not divide by the %d ranks of the communicator", fn, m,
                       nRanks);
@@ -86,13 +80,12 @@ ncclResult_t beginFusedCall(FusedCall* call, ncclComm* comm, const char* fn, int
       return batonError(ncclInvalidArgument, "%s: %s=%zu is larger than a BLAS dimension can be (%d)", fn, name, v,
                         INT_MAX);
   const size_t elemSize = typeSize(type);
-  uint64_t outputs = 0;
   int bit = 0;
   for (const FusedBuffer& b : buffers) {
     size_t bytes;
     if (__builtin_mul_overflow(b.elems, elemSize, &bytes) || bytes > (size_t)SSIZE_MAX)
       return batonError(ncclInvalidArgument, "%s: %s of %zu elements overflows the address space", fn, b.name, b.elems);
-    if (b.optional) outputs |= (b.ptr ? 1ull : 0ull) << bit++;
+    if (b.optional && b.agreed) *outputs |= (b.ptr ? 1ull : 0ull) << bit++;
     if (!b.ptr && b.elems > 0 && !b.optional)
       return batonError(ncclInvalidArgument, "%s: %s is NULL but holds %zu elements", fn, b.name, b.elems);
   }
@@ -104,16 +97,40 @@ ncclResult_t beginFusedCall(FusedCall* call, ncclComm* comm, const char* fn, int
                           o.name, o.ptr, o.elems, b.name, b.ptr, b.elems);
   }
   BATON_CHECK(blasLoad(fn));
-  FusedStage stage = FusedStage::kNaive;
-  BATON_CHECK(stageFromEnv(fn, &stage));
+  return stageFromEnv(fn, stage);
+}
 
+ncclResult_t beginFusedCall(FusedCall* call, ncclComm* comm, const char* fn, int op, size_t m, size_t n, size_t k,
+                            ncclDataType_t type, std::initializer_list<FusedBuffer> buffers) {
+  BATON_CHECK(checkCommReady(comm, fn));
+  if (inGroup())
+    return batonError(ncclInvalidUsage,
+                      "%s: a fused operation cannot be issued inside ncclGroupStart/End (it computes while it "
+                      "communicates and returns when done); call it outside the group",
+                      fn);
+  const int nRanks = comm->nRanks;
+  uint64_t outputs = 0;
+  FusedStage stage = FusedStage::kNaive;
+  // A rank whose own arguments are wrong still joins the agreement, so its peers fail at once
+  // with it instead of waiting for it in the operation.
+  const ncclResult_t local = checkLocal(fn, nRanks, m, n, k, type, buffers, &outputs, &stage);
+  std::string localWhy = local == ncclSuccess ? "" : ncclGetLastError(comm);
   if (!comm->fusedScratch) comm->fusedScratch = std::make_shared<FusedScratch>();
   *call = FusedCall{
-      comm, fn, stage, m, n, k, type, elemSize, comm->rank, nRanks, m / (size_t)nRanks, comm->fusedScratch.get()};
-  if (nRanks == 1) return ncclSuccess;
-  uint64_t mine[kWords] = {(uint64_t)op, m, n, k, (uint64_t)type, (uint64_t)stage, outputs};
+      comm, fn, stage, m, n, k, type, typeSize(type), comm->rank, nRanks, m / (size_t)nRanks, comm->fusedScratch.get()};
+  if (nRanks == 1) return local;
+  uint64_t mine[kWords] = {(uint64_t)op, m, n, k, (uint64_t)type, (uint64_t)stage, outputs, (uint64_t)local};
   std::vector<uint64_t> all((size_t)kWords * nRanks);
   BATON_CHECK(allGatherBytes(*call, mine, all.data(), sizeof(mine)));
+  if (local != ncclSuccess) return batonError(local, "%s", localWhy.c_str());  // restore this rank's message
+  for (int r = 0; r < nRanks; ++r) {
+    const uint64_t* theirs = &all[(size_t)r * kWords];
+    if (theirs[kStatus] != ncclSuccess)
+      return batonError(ncclInvalidUsage,
+                        "%s: rank %d rejected its own arguments (%s; its error says which), so no rank runs the "
+                        "operation",
+                        fn, r, ncclGetErrorString((ncclResult_t)theirs[kStatus]));
+  }
   for (int r = 0; r < nRanks; ++r) {
     const uint64_t* theirs = &all[(size_t)r * kWords];
     if (memcmp(theirs, mine, sizeof(mine)) == 0) continue;

@@ -21,6 +21,7 @@ struct FusedBuffer {
   size_t elems;
   bool output;
   bool optional = false;  // may be NULL (then not computed)
+  bool agreed = true;     // optional: every rank must pass NULL alike (it changes what is communicated)
 };
 
 struct FusedCall {
@@ -36,7 +37,8 @@ struct FusedCall {
 };
 
 // Validates (communicator, group, datatype, shape, pointers, overlaps), loads the BLAS, resolves
-// the stage and runs the agreement. `op` tells the operations apart in the agreement; `outputsMask`
+// the stage and runs the agreement; a rank whose own arguments fail still joins the agreement, so
+// every rank fails together (the others naming it). `op` tells the operations apart in the agreement; `outputsMask`
 // says which optional outputs this rank computes (every rank must say the same).
 ncclResult_t beginFusedCall(FusedCall* call, ncclComm* comm, const char* fn, int op, size_t m, size_t n, size_t k,
                             ncclDataType_t type, std::initializer_list<FusedBuffer> buffers);

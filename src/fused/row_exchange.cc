@@ -42,6 +42,17 @@ Task collTask(CollFunc func, const void* send, void* recv, size_t count, ncclDat
   return t;
 }
 
+// Runs a consumer or producer; an exception (out of memory) becomes an error, so the caller still
+// drains the steps in flight before the exception could unwind past them.
+template <typename Fn>
+ncclResult_t safely(const FusedCall& call, Fn fn) {
+  try {
+    return fn();
+  } catch (...) {
+    return batonError(ncclSystemError, "%s: out of memory for the operation's working buffers", call.fn);
+  }
+}
+
 // Waits for every launched step, so no worker still writes a buffer the caller frees on an error.
 ncclResult_t drain(std::vector<std::shared_ptr<Completion>>& steps, ncclResult_t first) {
   for (auto& s : steps) {
@@ -77,11 +88,12 @@ ncclResult_t gatherRows(const FusedCall& call, const void* shard, size_t blockBy
                  &steps[s], /*callerRuns=*/false);
   }
   if (res == ncclSuccess && myBlock != shard && blockBytes > 0) memcpy(myBlock, shard, blockBytes);
-  if (res == ncclSuccess) res = consume(r, myBlock);
+  if (res == ncclSuccess) res = safely(call, [&] { return consume(r, myBlock); });
   for (int s = 1; s < n && res == ncclSuccess; ++s) {
     res = finish(steps[s]);
     steps[s].reset();
-    if (res == ncclSuccess) res = consume((r - s + n) % n, gathered + (size_t)((r - s + n) % n) * blockBytes);
+    const int from = (r - s + n) % n;
+    if (res == ncclSuccess) res = safely(call, [&] { return consume(from, gathered + (size_t)from * blockBytes); });
   }
   return drain(steps, res);
 }
@@ -108,14 +120,14 @@ ncclResult_t reduceScatterRows(const FusedCall& call, size_t blockFloats, const 
     const int to = (r - s + n) % n, from = (r + s) % n;
     float* send = sendBuf + (size_t)(s - 1) * blockFloats;
     float* recv = recvBuf + (size_t)(s - 1) * blockFloats;
-    res = produce(to, send);
+    res = safely(call, [&] { return produce(to, send); });
     if (res == ncclSuccess)
       res = launch(call,
                    {sendRecvTask(Task::kSend, send, nullptr, blockFloats, ncclFloat, to),
                     sendRecvTask(Task::kRecv, nullptr, recv, blockFloats, ncclFloat, from)},
                    &steps[s], /*callerRuns=*/false);
   }
-  if (res == ncclSuccess) res = produce(r, out);
+  if (res == ncclSuccess) res = safely(call, [&] { return produce(r, out); });
   for (int s = 1; s < n && res == ncclSuccess; ++s) {
     res = finish(steps[s]);
     steps[s].reset();

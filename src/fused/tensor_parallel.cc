@@ -2,9 +2,11 @@
 // GEMM+ReduceScatter and their backward passes, each a GEMM per row block around one of the two
 // communication patterns of row_exchange.h, so every stage of the exchange serves all four.
 #include <cstring>
+#include <new>
 #include <vector>
 
 #include "api/api.h"
+#include "api/argcheck.h"
 #include "baton/fused.h"
 #include "fused/blas.h"
 #include "fused/fp32_operand.h"
@@ -17,17 +19,36 @@ namespace {
 
 enum FusedOp { kAgGemm = 1, kGemmRs = 2, kAgGemmBackward = 3, kGemmRsBackward = 4 };
 
+// Every entry point: the communicator checked before anything reads it; the call counted in
+// comm->inflight, so ncclCommAbort from another thread waits for it (it uses the communicator's
+// scratch); no exception (out of memory) crosses the C API.
+template <typename Body>
+ncclResult_t guarded(ncclComm* comm, const char* fn, Body body) {
+  BATON_CHECK(checkCommReady(comm, fn));
+  comm->inflight.fetch_add(1);
+  ncclResult_t res;
+  try {
+    res = body();
+  } catch (const std::bad_alloc&) {
+    res = batonError(ncclSystemError, "%s: out of memory for the operation's working buffers", fn);
+  } catch (...) {
+    res = batonError(ncclInternalError, "%s: unexpected exception", fn);
+  }
+  comm->inflight.fetch_sub(1);
+  return res;
+}
+
 // C[M x N] = allgather_rows(aShard) * B.
 ncclResult_t agGemm(const void* aShard, const void* b, void* c, void* aGathered, size_t m, size_t n, size_t k,
                     ncclDataType_t type, ncclComm* comm) {
   const char* fn = "batonAllGatherGemm";
   FusedCall call;
-  const size_t rows = comm && comm->nRanks > 0 ? m / (size_t)comm->nRanks : 0;
+  const size_t rows = m / (size_t)comm->nRanks;
   BATON_CHECK(beginFusedCall(&call, comm, fn, kAgGemm, m, n, k, type,
                              {{"aShard", aShard, rows * k, false},
                               {"b", b, k * n, false},
                               {"c", c, m * n, true},
-                              {"aGathered", aGathered, m * k, true, true}}));
+                              {"aGathered", aGathered, m * k, true, true, /*agreed=*/false}}));
   char* gathered =
       aGathered ? (char*)aGathered : (char*)call.scratch->get(FusedScratch::kGathered, m * k * call.elemSize);
   Fp32In bF(call, FusedScratch::kWideIn1, b, k * n), aBlock(call, FusedScratch::kWideIn0);
@@ -46,7 +67,7 @@ ncclResult_t gemmRs(const void* a, const void* bShard, void* cShard, size_t m, s
                     ncclComm* comm) {
   const char* fn = "batonGemmReduceScatter";
   FusedCall call;
-  const size_t rows = comm && comm->nRanks > 0 ? m / (size_t)comm->nRanks : 0;
+  const size_t rows = m / (size_t)comm->nRanks;
   BATON_CHECK(
       beginFusedCall(&call, comm, fn, kGemmRs, m, n, k, type,
                      {{"a", a, m * k, false}, {"bShard", bShard, k * n, false}, {"cShard", cShard, rows * n, true}}));
@@ -68,7 +89,7 @@ ncclResult_t agGemmBackward(const void* aShard, const void* b, const void* dC, v
                             size_t n, size_t k, ncclDataType_t type, ncclComm* comm) {
   const char* fn = "batonAllGatherGemmBackward";
   FusedCall call;
-  const size_t rows = comm && comm->nRanks > 0 ? m / (size_t)comm->nRanks : 0;
+  const size_t rows = m / (size_t)comm->nRanks;
   BATON_CHECK(beginFusedCall(&call, comm, fn, kAgGemmBackward, m, n, k, type,
                              {{"aShard", aShard, rows * k, false},
                               {"b", b, k * n, false},
@@ -107,7 +128,7 @@ ncclResult_t gemmRsBackward(const void* a, const void* bShard, const void* dCSha
                             size_t n, size_t k, ncclDataType_t type, ncclComm* comm) {
   const char* fn = "batonGemmReduceScatterBackward";
   FusedCall call;
-  const size_t rows = comm && comm->nRanks > 0 ? m / (size_t)comm->nRanks : 0;
+  const size_t rows = m / (size_t)comm->nRanks;
   BATON_CHECK(beginFusedCall(&call, comm, fn, kGemmRsBackward, m, n, k, type,
                              {{"a", a, m * k, false},
                               {"bShard", bShard, k * n, false},
@@ -142,24 +163,26 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonAllGatherGem
                                                                                   size_t n, size_t k,
                                                                                   ncclDataType_t datatype,
                                                                                   ncclComm_t comm, cudaStream_t) {
-  return agGemm(aShard, b, c, aGathered, m, n, k, datatype, comm);
+  return guarded(comm, "batonAllGatherGemm", [&] { return agGemm(aShard, b, c, aGathered, m, n, k, datatype, comm); });
 }
 
 extern "C" __attribute__((visibility("default"))) ncclResult_t batonGemmReduceScatter(const void* a, const void* bShard,
                                                                                       void* cShard, size_t m, size_t n,
                                                                                       size_t k, ncclDataType_t datatype,
                                                                                       ncclComm_t comm, cudaStream_t) {
-  return gemmRs(a, bShard, cShard, m, n, k, datatype, comm);
+  return guarded(comm, "batonGemmReduceScatter", [&] { return gemmRs(a, bShard, cShard, m, n, k, datatype, comm); });
 }
 
 extern "C" __attribute__((visibility("default"))) ncclResult_t batonAllGatherGemmBackward(
     const void* aShard, const void* b, const void* dC, void* dAShard, void* dB, size_t m, size_t n, size_t k,
     ncclDataType_t datatype, ncclComm_t comm, cudaStream_t) {
-  return agGemmBackward(aShard, b, dC, dAShard, dB, m, n, k, datatype, comm);
+  return guarded(comm, "batonAllGatherGemmBackward",
+                 [&] { return agGemmBackward(aShard, b, dC, dAShard, dB, m, n, k, datatype, comm); });
 }
 
 extern "C" __attribute__((visibility("default"))) ncclResult_t batonGemmReduceScatterBackward(
     const void* a, const void* bShard, const void* dCShard, void* dA, void* dBShard, size_t m, size_t n, size_t k,
     ncclDataType_t datatype, ncclComm_t comm, cudaStream_t) {
-  return gemmRsBackward(a, bShard, dCShard, dA, dBShard, m, n, k, datatype, comm);
+  return guarded(comm, "batonGemmReduceScatterBackward",
+                 [&] { return gemmRsBackward(a, bShard, dCShard, dA, dBShard, m, n, k, datatype, comm); });
 }

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <regex>
 #include <string>
@@ -53,6 +54,23 @@ TEST_P(FusedThreads, EveryStageForwardAndBackwardExact) {
       }
   }
 }
+// Either gradient alone (NULL for the other, on every rank), every stage.
+TEST(FusedThreadsOptional, EachGradientAloneIsExact) {
+  const Comms& comms = cachedComms(3);
+  ASSERT_EQ(comms.size(), 3u);
+  for (const char* stage : kStages) {
+    StageEnv env(stage);
+    for (int skip : {1, 2}) {
+      std::vector<std::string> errs(3);
+      runRanks(3, Drive::Threads, [&](int rank) {
+        errs[rank] = tpcheck::checkRank(comms[rank], rank, 3, {51, 9, 7}, ncclBfloat16, 90 + skip, skip);
+        return ncclSuccess;
+      });
+      for (int rank = 0; rank < 3; ++rank) EXPECT_EQ(errs[rank], "") << stage << " skip " << skip << " rank " << rank;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(, FusedThreads, ::testing::Values(1, 2, 3, 4),
                          [](const ::testing::TestParamInfo<int>& i) { return std::to_string(i.param) + "ranks"; });
 
@@ -84,7 +102,8 @@ TEST_P(FusedProcesses, EveryStageExactOnEveryRank) {
   for (std::sregex_iterator it(out.begin(), out.end(), line), end; it != end; ++it)
     passed[std::stoi((*it)[1])] = std::stoi((*it)[2]);
   ASSERT_EQ((int)passed.size(), n) << out;
-  for (auto& [r, k] : passed) EXPECT_EQ(k, 2 * 3 * 3) << "rank " << r << "\n" << out;  // stages x types x shapes
+  for (auto& [r, k] : passed)
+    EXPECT_EQ(k, 1 + 2 * 3 * 3) << "rank " << r << "\n" << out;  // device API + stages x types x shapes
 }
 INSTANTIATE_TEST_SUITE_P(, FusedProcesses, ::testing::Values(2, 3, 4),
                          [](const ::testing::TestParamInfo<int>& i) { return std::to_string(i.param) + "processes"; });
@@ -97,7 +116,10 @@ TEST(FusedBadInput, OneRankArgumentErrorsNameTheArgument) {
   const Comms& one = cachedComms(1);
   ASSERT_EQ(one.size(), 1u);
   ncclComm_t c = one[0];
-  std::vector<float> a(64), b(64), out(64);
+  // Inputs that would give non-zero products, an output filled with a pattern no GEMM writes.
+  std::vector<float> a(64, 1.f), b(64, 1.f), out(64);
+  memset(out.data(), 0xA5, out.size() * sizeof(float));
+  const std::vector<float> untouched = out;
   EXPECT_EQ(batonAllGatherGemm(a.data(), b.data(), out.data(), nullptr, 4, 4, 4, ncclInt32, c, nullptr),
             ncclInvalidArgument);
   EXPECT_NE(lastError(c).find("datatype"), std::string::npos) << lastError(c);
@@ -130,7 +152,36 @@ TEST(FusedBadInput, OneRankArgumentErrorsNameTheArgument) {
     EXPECT_NE(lastError(c).find("BATON_FUSED_STAGE=sideways"), std::string::npos) << lastError(c);
   }
   // Nothing was written by any refused call.
-  for (float v : out) EXPECT_EQ(v, 0.f);
+  EXPECT_EQ(memcmp(out.data(), untouched.data(), out.size() * sizeof(float)), 0);
+}
+
+// One rank alone passes a bad argument: it fails with its reason, the others at once naming it
+// (not after a wait for a rank that never joins), and the communicator still works.
+TEST(FusedBadInput, OneRanksBadArgumentFailsEveryRankAtOnce) {
+  const Comms& comms = cachedComms(2);
+  ASSERT_EQ(comms.size(), 2u);
+  std::vector<float> a(256, 1.f), b(256, 1.f);
+  std::vector<std::vector<float>> c(2, std::vector<float>(256));
+  for (int bad = 0; bad < 3; ++bad) {
+    std::vector<ncclResult_t> res(2);
+    std::vector<std::string> msg(2);
+    runRanks(2, Drive::Threads, [&](int r) {
+      float* out = r == 1 && bad == 0 ? nullptr : c[r].data();
+      const size_t m = r == 1 && bad == 1 ? 7 : 8;
+      const ncclDataType_t t = r == 1 && bad == 2 ? ncclInt32 : ncclFloat;
+      res[r] = batonAllGatherGemm(a.data(), b.data(), out, nullptr, m, 4, 4, t, comms[r], nullptr);
+      msg[r] = lastError(comms[r]);
+      return ncclSuccess;
+    });
+    EXPECT_EQ(res[1], ncclInvalidArgument) << msg[1];
+    EXPECT_NE(msg[1].find(bad == 0 ? "c is NULL" : bad == 1 ? "m=7" : "datatype"), std::string::npos) << msg[1];
+    EXPECT_EQ(res[0], ncclInvalidUsage) << msg[0];
+    EXPECT_NE(msg[0].find("rank 1 rejected its own arguments"), std::string::npos) << msg[0];
+  }
+  const std::string ok = runRanks(2, Drive::Threads, [&](int r) {
+    return batonAllGatherGemm(a.data(), b.data(), c[r].data(), nullptr, 8, 4, 4, ncclFloat, comms[r], nullptr);
+  });
+  EXPECT_EQ(ok, "");
 }
 
 TEST(FusedBadInput, RowsThatDoNotDivideAndMismatchedShapesFailOnEveryRank) {
@@ -138,9 +189,19 @@ TEST(FusedBadInput, RowsThatDoNotDivideAndMismatchedShapesFailOnEveryRank) {
   ASSERT_EQ(comms.size(), 2u);
   std::vector<float> a(256, 1.f), b(256, 1.f);
   std::vector<std::vector<float>> c(2, std::vector<float>(256));
-  EXPECT_EQ(batonAllGatherGemm(a.data(), b.data(), c[0].data(), nullptr, 5, 4, 4, ncclFloat, comms[0], nullptr),
-            ncclInvalidArgument);
-  EXPECT_NE(lastError(comms[0]).find("m=5"), std::string::npos) << lastError(comms[0]);
+  {  // every rank: the rows do not divide by the rank count
+    std::vector<ncclResult_t> res(2);
+    std::vector<std::string> msg(2);
+    runRanks(2, Drive::Threads, [&](int r) {
+      res[r] = batonAllGatherGemm(a.data(), b.data(), c[r].data(), nullptr, 5, 4, 4, ncclFloat, comms[r], nullptr);
+      msg[r] = lastError(comms[r]);
+      return ncclSuccess;
+    });
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(res[r], ncclInvalidArgument);
+      EXPECT_NE(msg[r].find("m=5"), std::string::npos) << msg[r];
+    }
+  }
   for (const char* stage : kStages) {
     StageEnv env(stage);
     std::vector<ncclResult_t> res(2);

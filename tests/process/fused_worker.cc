@@ -2,10 +2,10 @@
 //
 //   build/bin/baton-run -n N build/tests/fused_worker [--stages naive,decomposed]
 //
-// Runs tests/fused/tp_check.h's exact checks (forward and backward of AllGather+GEMM and
-// GEMM+ReduceScatter) for every stage named, float / half / bfloat16 and a few shapes, the stage
-// chosen through BATON_FUSED_STAGE as a user would. Prints "rank R pid P" first, "rank R: N fused
-// checks passed, F failed" at the end, and exits non-zero if any check failed.
+// Runs tests/fused/devapi_check.h's device-side API rounds, then tests/fused/tp_check.h's exact checks (forward and
+// backward of AllGather+GEMM and GEMM+ReduceScatter) for every stage named, float / half / bfloat16 and a few shapes,
+// the stage chosen through BATON_FUSED_STAGE as a user would. Prints "rank R pid P" first, "rank R: N fused checks
+// passed, F failed" at the end, and exits non-zero if any check failed.
 #include <unistd.h>
 
 #include <cstdio>
@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "fused/devapi_check.h"
 #include "fused/tp_check.h"
 #include "nccl.h"
 
@@ -47,6 +48,13 @@ int main(int argc, char** argv) {
   const std::vector<tpcheck::Shape> shapes = {
       {(size_t)nRanks, 3, 2}, {(size_t)nRanks * 17, 9, 33}, {(size_t)nRanks * 40, 64, 24}};
   int passed = 0, failed = 0;
+  // The device-side API first: peer pointers, signals and barriers inside this host's LSA team.
+  if (const std::string err = devcheck::checkRank(comm, 200); err.empty()) {
+    ++passed;
+  } else {
+    fprintf(stderr, "rank %d: device API: %s\n", rank, err.c_str());
+    ++failed;
+  }
   size_t at = 0;
   while (at <= stages.size()) {
     const size_t comma = std::min(stages.find(',', at), stages.size());

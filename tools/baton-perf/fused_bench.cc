@@ -4,9 +4,9 @@
 //   baton-perf ag_gemm|gemm_rs|ag_gemm_bwd|gemm_rs_bwd [-t THREADS] [-M ROWS[,ROWS...]] [-N COLS]
 //              [-K INNER] [-d float|half|bfloat16] [-n ITERS] [-w WARMUP] [--compare STAGES] [-c 0|1]
 //
-// Columns: time per call (the slowest rank's, median of the repeats), GEMM GFLOP/s of this rank's
-// share, and two references: "gemm" (the same local GEMMs with no communication, OpenBLAS
-// called directly) and "comm" (the collective alone: ncclAllGather of the sharded operand, or
+// Columns: time per call (the slowest rank's, median of the repeats), GEMM GFLOP/s of one rank (each
+// computes 2*M*N*K: every row block against its own B), and two references: "gemm" (the same local GEMMs with no
+// communication, OpenBLAS called directly) and "comm" (the collective alone: ncclAllGather of the sharded operand, or
 // ncclReduceScatter of the fp32 partials). A stage that overlaps perfectly takes max(gemm, comm);
 // the naive stage takes about their sum. -c 1 checks every stage's outputs against the first
 // stage's, bit for bit (integer-valued inputs: every stage must agree exactly).
@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,6 +42,10 @@ struct FusedOptions {
 };
 
 using Sgemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
+// A sequential OpenBLAS may not be called from two thread ranks at once (the library serializes
+// its own calls the same way).
+bool gSerializeGemm = false;
+std::mutex gGemmMu;
 
 size_t esize(ncclDataType_t t) { return t == ncclFloat ? 4 : 2; }
 
@@ -115,7 +120,10 @@ ncclResult_t callComm(const FusedOptions& o, size_t m, int nRanks, std::vector<u
   const size_t need = std::max(gatherBytes * nRanks, scatterFloats * nRanks * 4 + scatterFloats * 4);
   if (scratch.size() < need) scratch.resize(need);
   if (gathers) {
-    ncclResult_t r = ncclAllGather(scratch.data(), scratch.data(), gatherBytes, ncclUint8, comm, nullptr);
+    int rank = 0;
+    ncclCommUserRank(comm, &rank);
+    ncclResult_t r = ncclAllGather(scratch.data() + (size_t)rank * gatherBytes, scratch.data(), gatherBytes, ncclUint8,
+                                   comm, nullptr);  // in place, as NCCL defines it
     if (r != ncclSuccess) return r;
   }
   if (scatters)
@@ -131,6 +139,8 @@ void callGemm(const FusedOptions& o, size_t m, int nRanks, Sgemm sgemm, std::vec
   auto mm = [&](bool ta, bool tb, size_t M, size_t N, size_t K, size_t lda, size_t ldb, size_t ldc) {
     const size_t need = std::max({M * K, M * N, K * N, m * std::max(n, k)});
     if (a.size() < need) a.assign(need, 1.f), bm.assign(need, 1.f), c.assign(need, 0.f);
+    std::unique_lock<std::mutex> lock(gGemmMu, std::defer_lock);
+    if (gSerializeGemm) lock.lock();
     sgemm(101, ta ? 112 : 111, tb ? 112 : 111, int(M), int(N), int(K), 1.f, a.data(), int(lda), bm.data(), int(ldb),
           0.f, c.data(), int(ldc));
   };
@@ -273,6 +283,7 @@ int runFusedBench(int argc, char** argv) {
     return 2;
   }
   if (auto set = (void (*)(int))dlsym(blas, "openblas_set_num_threads")) set(1);
+  if (auto par = (int (*)())dlsym(blas, "openblas_get_parallel")) gSerializeGemm = par() == 0;
 
   ncclUniqueId id;
   PERFCHECK(ncclGetUniqueId(&id));
@@ -338,7 +349,7 @@ int runFusedBench(int argc, char** argv) {
       std::printf(" %9zu %12.1f %12.1f", m, gemmS * 1e6, commS * 1e6);
       for (double s : stageS) std::printf(" %12.1f", s * 1e6);
       const double best = *std::min_element(stageS.begin(), stageS.end());
-      std::printf(" %10.2f %10.1f %6d\n", best / stageS[0], flops(o, m) / nRanks / best / 1e9, wrongAll);
+      std::printf(" %10.2f %10.1f %6d\n", best / stageS[0], flops(o, m) / best / 1e9, wrongAll);
       std::fflush(stdout);
     }
   }

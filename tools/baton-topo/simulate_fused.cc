@@ -43,12 +43,12 @@ const Published kPublished[] = {{{4096, 1792, 4096}, 105, 230, 213},
                                 {{16384, 6656, 16384}, 5842, 7801, 6538}};
 
 // Blocks arrive one step after another; each block's GEMM starts when it is here and the previous
-// GEMM is done. The first block is this rank's own (already here).
-double pipeline(int blocks, double gemmPerBlock, double stepPerBlock, double launchUs) {
+// GEMM is done. The first `local` blocks are this rank's own (here from the start).
+double pipeline(int blocks, int local, double gemmPerBlock, double stepPerBlock, double launchUs) {
   double arrive = 0, done = 0;
   for (int b = 0; b < blocks; ++b) {
-    if (b > 0) arrive += stepPerBlock;
-    const double start = b == 0 ? 0 : std::max(done, arrive);
+    if (b >= local) arrive += stepPerBlock;
+    const double start = std::max(done, arrive);
     done = start + gemmPerBlock + launchUs;
   }
   return done;
@@ -79,8 +79,8 @@ int simulateFused(const Options& opt, const Machine& m) {
               opt.simulate.c_str(), m.source.c_str(), n, opt.gemmTflops, ag ? "AllGather" : "ReduceScatter",
               ag ? "rows of A [M x K]" : "partials [M x N]");
   std::printf("# times in us; naive = gemm + comm, decomposed = one block per rank, fused = 8 signals per block\n");
-  std::printf("#%6s %6s %6s %9s %9s %9s %11s %9s %10s\n", "M", "N", "K", "gemm", "comm", "naive", "decomposed",
-              "fused", "fused/naive");
+  std::printf("#%6s %6s %6s %9s %9s %9s %11s %9s %10s\n", "M", "N", "K", "gemm", "comm", "naive", "decomposed", "fused",
+              "fused/naive");
   for (const Shape& s : shapes) {
     const size_t bytes = (ag ? s.m * s.k : s.m * s.n) * 2;
     double commUs = 0;
@@ -91,15 +91,16 @@ int simulateFused(const Options& opt, const Machine& m) {
     const double gemmUs = 2.0 * double(s.m) * double(s.n) * double(s.k) / (opt.gemmTflops * 1e6);
     const double naive = gemmUs + commUs;
     const double step = n > 1 ? commUs / (n - 1) : 0;
-    const double decomposed = pipeline(n, gemmUs / n, step, 2.0);
+    const double decomposed = pipeline(n, 1, gemmUs / n, step, 2.0);
     const int tiles = 8;
-    const double fused = pipeline(n * tiles, gemmUs / (n * tiles), step / tiles, 0.0);
+    const double fused = pipeline(n * tiles, tiles, gemmUs / (n * tiles), step / tiles, 0.0);
     std::printf(" %6zu %6zu %6zu %9.0f %9.0f %9.0f %11.0f %9.0f %10.2f\n", s.m, s.n, s.k, gemmUs, commUs, naive,
                 decomposed, fused, fused / naive);
   }
   if (ag && opt.fusedShapes.empty()) {
-    std::printf("# published (yifuwang/symm-mem-recipes, 8xH100 SXM, NVSwitch, bf16): cuBLAS alone, cuBLAS after\n"
-                "# NCCL's AllGather, the Triton fused kernel; fused/unfused\n");
+    std::printf(
+        "# published (yifuwang/symm-mem-recipes, 8xH100 SXM, NVSwitch, bf16): cuBLAS alone, cuBLAS after\n"
+        "# NCCL's AllGather, the Triton fused kernel; fused/unfused\n");
     for (const Published& p : kPublished)
       std::printf("# %6zu %6zu %6zu %9.0f %9.0f %9.0f %11s %9.0f %10.2f\n", p.s.m, p.s.n, p.s.k, p.mmOnly,
                   p.unfused - p.mmOnly, p.unfused, "", p.fused, p.fused / p.unfused);

@@ -1,0 +1,128 @@
+// The host side of the device-side API (include/baton/device.h, lesson 11): a device communicator's
+// pads and the peer pointers device code reads.
+//
+// Each rank's pad is ncclMemAlloc memory registered as a symmetric window, so the window code maps
+// the pads of the ranks of this host (the LSA team) and leaves the others unreachable. The pad holds
+// the rank's signals, a slot per (barrier, world rank) that peers write their epochs into, and the
+// rank's own barrier epochs, one 128-byte line each (baton_dev's layout).
+#include <cstring>
+
+#include "api/argcheck.h"
+#include "baton/device.h"
+#include "comm.h"
+#include "group.h"
+#include "misc/debug.h"
+#include "register/window.h"
+
+namespace baton {
+namespace {
+
+struct DevCommState {
+  void* pad = nullptr;
+  ncclWindow_t win = nullptr;
+};
+
+constexpr int kMaxSignals = 1 << 16, kMaxBarriers = 1 << 10;
+
+}  // namespace
+}  // namespace baton
+
+using namespace baton;
+
+extern "C" __attribute__((visibility("default"))) ncclResult_t batonDevCommCreate(
+    ncclComm_t comm, const batonDevCommRequirements* reqs, batonDevComm* devComm) {
+  const char* fn = "batonDevCommCreate";
+  BATON_CHECK(checkCommReady(comm, fn));
+  if (!devComm) return batonError(ncclInvalidArgument, "%s: devComm is NULL", fn);
+  if (inGroup())
+    return batonError(ncclInvalidUsage, "%s: cannot be issued inside ncclGroupStart/End (it returns the pointers)", fn);
+  const batonDevCommRequirements def = {1, 1};
+  const batonDevCommRequirements r = reqs ? *reqs : def;
+  if (r.signalCount < 0 || r.signalCount > kMaxSignals || r.barrierCount < 0 || r.barrierCount > kMaxBarriers)
+    return batonError(ncclInvalidArgument,
+                      "%s: reqs->signalCount %d or reqs->barrierCount %d out of range (0..%d and 0..%d)", fn,
+                      r.signalCount, r.barrierCount, kMaxSignals, kMaxBarriers);
+  const size_t words = ((size_t)r.signalCount + (size_t)r.barrierCount * comm->nRanks + r.barrierCount + 1) *
+                       baton_dev::kWordsPerLine;
+  const size_t bytes = (words * sizeof(uint64_t) + NCCL_WIN_REQUIRED_ALIGNMENT - 1) / NCCL_WIN_REQUIRED_ALIGNMENT *
+                       NCCL_WIN_REQUIRED_ALIGNMENT;
+  auto* st = new DevCommState;
+  ncclResult_t res = ncclMemAlloc(&st->pad, bytes);
+  // Zeroed before the window's all-gather: no peer holds a pointer to it until every rank is past it.
+  if (res == ncclSuccess) memset(st->pad, 0, bytes);
+  // Every rank joins the registration even if its allocation failed (it then fails everywhere).
+  ncclResult_t reg = ncclCommWindowRegister(comm, res == ncclSuccess ? st->pad : nullptr, bytes, &st->win,
+                                            NCCL_WIN_COLL_SYMMETRIC);
+  if (res == ncclSuccess) res = reg;
+  if (res != ncclSuccess) {
+    if (st->pad) ncclMemFree(st->pad);
+    delete st;
+    return res;
+  }
+  batonDevComm d{};
+  d.rank = comm->rank;
+  d.nRanks = comm->nRanks;
+  d.signalCount = r.signalCount;
+  d.barrierCount = r.barrierCount;
+  d.abortFlag = &comm->abortFlag;
+  d.timeoutNs = comm->tun.waitTimeoutNs;
+  d.internal = st;
+  for (int w = 0; w < comm->nRanks; ++w) {
+    char* base = st->win->peerBase[w];
+    if (!base) continue;
+    if (d.lsaSize == BATON_DEV_MAX_LSA) {
+      ncclCommWindowDeregister(comm, st->win);
+      ncclMemFree(st->pad);
+      delete st;
+      return batonError(ncclInvalidUsage, "%s: more than %d ranks on this host", fn, BATON_DEV_MAX_LSA);
+    }
+    if (w == comm->rank) d.lsaRank = d.lsaSize;
+    d.lsaWorldRank[d.lsaSize] = w;
+    d.lsaPad[d.lsaSize++] = reinterpret_cast<uint64_t*>(base);
+  }
+  BATON_INFO(kSubInit, "%s: comm %p rank %d: LSA team of %d (LSA rank %d), %d signals, %d barriers", fn, (void*)comm,
+             comm->rank, d.lsaSize, d.lsaRank, r.signalCount, r.barrierCount);
+  *devComm = d;
+  return ncclSuccess;
+}
+
+extern "C" __attribute__((visibility("default"))) ncclResult_t batonDevCommDestroy(ncclComm_t comm,
+                                                                                   batonDevComm* devComm) {
+  const char* fn = "batonDevCommDestroy";
+  BATON_CHECK(checkCommLive(comm, fn));
+  if (!devComm || !devComm->internal)
+    return batonError(ncclInvalidArgument, "%s: devComm is NULL or not created (or destroyed already)", fn);
+  auto* st = static_cast<DevCommState*>(devComm->internal);
+  // No peer may still signal into this pad: every rank arrives here first.
+  ncclResult_t res = comm->bootstrap->barrier();
+  ncclResult_t dereg = ncclCommWindowDeregister(comm, st->win);
+  ncclResult_t freed = ncclMemFree(st->pad);
+  delete st;
+  devComm->internal = nullptr;
+  if (res == ncclSuccess) res = dereg;
+  if (res == ncclSuccess) res = freed;
+  return res;
+}
+
+extern "C" __attribute__((visibility("default"))) ncclResult_t batonDevWindowGet(const batonDevComm* devComm,
+                                                                                 ncclWindow_t win,
+                                                                                 batonDevWindow* out) {
+  const char* fn = "batonDevWindowGet";
+  if (!devComm || !devComm->internal) return batonError(ncclInvalidArgument, "%s: devComm is NULL or not created", fn);
+  if (!win || !out) return batonError(ncclInvalidArgument, "%s: %s is NULL", fn, win ? "out" : "win");
+  auto* st = static_cast<DevCommState*>(devComm->internal);
+  if ((int)win->peerBase.size() != devComm->nRanks || win->comm != st->win->comm)
+    return batonError(ncclInvalidArgument, "%s: window %p belongs to another communicator", fn, (void*)win);
+  batonDevWindow w{};
+  w.size = win->size;
+  for (int l = 0; l < devComm->lsaSize; ++l) {
+    w.lsaBase[l] = win->peerBase[devComm->lsaWorldRank[l]];
+    if (!w.lsaBase[l])
+      return batonError(ncclInvalidArgument,
+                        "%s: rank %d's window is not reachable by loads and stores from rank %d (register ncclMemAlloc "
+                        "memory for a window peers on this host can map)",
+                        fn, devComm->lsaWorldRank[l], devComm->rank);
+  }
+  *out = w;
+  return ncclSuccess;
+}
