@@ -40,14 +40,14 @@ typedef struct {
 } batonDevCommRequirements;
 
 typedef struct {
-  int rank, nRanks;                      /* world team */
-  int lsaRank, lsaSize;                  /* LSA team: this rank's index and the team's size */
-  int lsaWorldRank[BATON_DEV_MAX_LSA];   /* LSA index -> world rank */
-  uint64_t* lsaPad[BATON_DEV_MAX_LSA];   /* LSA index -> that rank's signals and barrier slots, mapped here */
+  int rank, nRanks;                    /* world team */
+  int lsaRank, lsaSize;                /* LSA team: this rank's index and the team's size */
+  int lsaWorldRank[BATON_DEV_MAX_LSA]; /* LSA index -> world rank */
+  uint64_t* lsaPad[BATON_DEV_MAX_LSA]; /* LSA index -> that rank's signals and barrier slots, mapped here */
   int signalCount, barrierCount;
-  const volatile int* abortFlag;         /* the communicator's: set by ncclCommAbort or a failed peer */
-  uint64_t timeoutNs;                    /* BATON_WAIT_TIMEOUT (0: none) */
-  void* internal;                        /* baton's bookkeeping */
+  const volatile int* abortFlag; /* the communicator's: set by ncclCommAbort or a failed peer */
+  uint64_t timeoutNs;            /* BATON_WAIT_TIMEOUT (0: none) */
+  void* internal;                /* baton's bookkeeping */
 } batonDevComm;
 
 typedef struct {

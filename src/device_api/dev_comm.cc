@@ -29,8 +29,9 @@ constexpr int kMaxSignals = 1 << 16, kMaxBarriers = 1 << 10;
 
 using namespace baton;
 
-extern "C" __attribute__((visibility("default"))) ncclResult_t batonDevCommCreate(
-    ncclComm_t comm, const batonDevCommRequirements* reqs, batonDevComm* devComm) {
+extern "C" __attribute__((visibility("default"))) ncclResult_t batonDevCommCreate(ncclComm_t comm,
+                                                                                  const batonDevCommRequirements* reqs,
+                                                                                  batonDevComm* devComm) {
   const char* fn = "batonDevCommCreate";
   BATON_CHECK(checkCommReady(comm, fn));
   if (!devComm) return batonError(ncclInvalidArgument, "%s: devComm is NULL", fn);
@@ -42,8 +43,8 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonDevCommCreat
     return batonError(ncclInvalidArgument,
                       "%s: reqs->signalCount %d or reqs->barrierCount %d out of range (0..%d and 0..%d)", fn,
                       r.signalCount, r.barrierCount, kMaxSignals, kMaxBarriers);
-  const size_t words = ((size_t)r.signalCount + (size_t)r.barrierCount * comm->nRanks + r.barrierCount + 1) *
-                       baton_dev::kWordsPerLine;
+  const size_t words =
+      ((size_t)r.signalCount + (size_t)r.barrierCount * comm->nRanks + r.barrierCount + 1) * baton_dev::kWordsPerLine;
   const size_t bytes = (words * sizeof(uint64_t) + NCCL_WIN_REQUIRED_ALIGNMENT - 1) / NCCL_WIN_REQUIRED_ALIGNMENT *
                        NCCL_WIN_REQUIRED_ALIGNMENT;
   auto* st = new DevCommState;
@@ -51,8 +52,8 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonDevCommCreat
   // Zeroed before the window's all-gather: no peer holds a pointer to it until every rank is past it.
   if (res == ncclSuccess) memset(st->pad, 0, bytes);
   // Every rank joins the registration even if its allocation failed (it then fails everywhere).
-  ncclResult_t reg = ncclCommWindowRegister(comm, res == ncclSuccess ? st->pad : nullptr, bytes, &st->win,
-                                            NCCL_WIN_COLL_SYMMETRIC);
+  ncclResult_t reg =
+      ncclCommWindowRegister(comm, res == ncclSuccess ? st->pad : nullptr, bytes, &st->win, NCCL_WIN_COLL_SYMMETRIC);
   if (res == ncclSuccess) res = reg;
   if (res != ncclSuccess) {
     if (st->pad) ncclMemFree(st->pad);

@@ -42,7 +42,8 @@ inline std::string checkRank(ncclComm_t comm, int rounds) {
       batonSignalAdd(dev, p, 1, 1);
     }
     if (!batonWaitSignal(dev, 1, uint64_t(round + 1) * dev.lsaSize)) {
-      err = "round " + std::to_string(round) + ": batonWaitSignal gave up at " + std::to_string(batonReadSignal(dev, 1));
+      err =
+          "round " + std::to_string(round) + ": batonWaitSignal gave up at " + std::to_string(batonReadSignal(dev, 1));
       break;
     }
     for (int l = 0; l < dev.lsaSize && err.empty(); ++l) {
