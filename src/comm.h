@@ -25,6 +25,7 @@
 
 namespace baton {
 class FusedScratch;
+class FusedWindow;
 
 constexpr uint64_t kCommMagic = 0x6261746f6e636f6dull;  // "batoncom"
 constexpr int kMaxChannels = 64;                        // MAXCHANNELS
@@ -176,6 +177,7 @@ struct ncclComm {
 
   // The fused operations' working memory (src/fused/fused_scratch.h), made by the first fused call.
   std::shared_ptr<baton::FusedScratch> fusedScratch;
+  std::shared_ptr<baton::FusedWindow> fusedWindow;  // the fused stages' symmetric window, made on first use
 };
 
 namespace baton {

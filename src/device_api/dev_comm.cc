@@ -8,8 +8,8 @@
 #include <cstring>
 
 #include "api/argcheck.h"
-#include "baton/device.h"
 #include "comm.h"
+#include "device_api/dev_comm.h"
 #include "group.h"
 #include "misc/debug.h"
 #include "register/window.h"
@@ -25,6 +25,15 @@ struct DevCommState {
 constexpr int kMaxSignals = 1 << 16, kMaxBarriers = 1 << 10;
 
 }  // namespace
+
+void devCommReleaseLocal(batonDevComm* devComm) {
+  auto* st = static_cast<DevCommState*>(devComm->internal);
+  if (!st) return;
+  ncclMemFree(st->pad);
+  delete st;
+  devComm->internal = nullptr;
+}
+
 }  // namespace baton
 
 using namespace baton;

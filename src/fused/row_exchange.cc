@@ -1,31 +1,34 @@
-// The naive and decomposed stages of the fused operations' communication (row_exchange.h).
+// The fused operations' communication, every stage (row_exchange.h): naive and decomposed here,
+// the window stages in window_exchange.cc.
 #include "fused/row_exchange.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <vector>
 
 #include "completion.h"
 #include "enqueue.h"
+#include "fused/window_exchange.h"
 #include "misc/debug.h"
+#include "misc/param.h"
 #include "task.h"
 
 namespace baton {
 namespace {
 
-// Hands tasks to the channel workers; *done completes when they are finished. callerRuns: the
-// calling thread may run channel 0's part itself (it has nothing else to do meanwhile).
-ncclResult_t launch(const FusedCall& call, std::vector<Task> tasks, std::shared_ptr<Completion>* done,
-                    bool callerRuns) {
-  BATON_CHECK(launchTasks(call.comm, tasks, done, callerRuns));
-  return ncclSuccess;
-}
-
 ncclResult_t finish(const std::shared_ptr<Completion>& done) { return done ? done->wait() : ncclSuccess; }
+
+// One step of the decomposed way, handed to the channel workers while this thread computes.
+ncclResult_t launchPair(const FusedCall& call, Task send, Task recv, std::shared_ptr<Completion>* done) {
+  std::vector<Task> tasks = {send, recv};
+  return launchTasks(call.comm, tasks, done, /*callerRuns=*/false);
+}
 
 ncclResult_t runNow(const FusedCall& call, std::vector<Task> tasks) {
   std::shared_ptr<Completion> done;
-  BATON_CHECK(launch(call, std::move(tasks), &done, /*callerRuns=*/true));
+  // The calling thread runs channel 0's part itself: it has nothing else to do meanwhile.
+  BATON_CHECK(launchTasks(call.comm, tasks, &done, /*callerRuns=*/true));
   return finish(done);
 }
 
@@ -62,77 +65,136 @@ ncclResult_t drain(std::vector<std::shared_ptr<Completion>>& steps, ncclResult_t
   return first;
 }
 
+// How a call moves its blocks (row_exchange.h has the stages).
+struct ExchangePlan {
+  bool naive = false;
+  bool window = false;  // through the symmetric window (every rank on this host)
+  WindowPlan windowPlan;
+  int chunks = 1;  // the decomposed way: sends per block
+};
+
+// Below this many bytes per block the optimized stage is naive: a block moves in a few
+// microseconds, less than the extra launches and signals cost (docs/perf.md has the measurement).
+constexpr size_t kOptimizedMinBlockBytes = 16 << 10;
+
+ncclResult_t planFor(const FusedCall& call, size_t blockBytes, size_t windowBytes, ExchangePlan* plan) {
+  *plan = ExchangePlan{};
+  if (call.stage == FusedStage::kNaive || call.nRanks == 1 ||
+      (call.stage == FusedStage::kOptimized && blockBytes < kOptimizedMinBlockBytes)) {
+    plan->naive = true;
+    return ncclSuccess;
+  }
+  if (call.stage == FusedStage::kDecomposed) return ncclSuccess;
+  const bool optimized = call.stage == FusedStage::kOptimized;
+  if (!call.comm->fusedWindow) call.comm->fusedWindow = std::make_shared<FusedWindow>();
+  BATON_CHECK(call.comm->fusedWindow->ensure(call.comm, windowBytes, &plan->window));
+  plan->windowPlan.rotate = optimized;
+  // Off this host a block crosses a link whose time is comparable to the GEMM's: in chunks, the
+  // GEMM of one chunk hides the next one's transfer, and only the last chunk's GEMM is exposed.
+  if (optimized && !plan->window) plan->chunks = (int)std::clamp<int64_t>(envInt("BATON_FUSED_CHUNKS", 4), 1, 64);
+  return ncclSuccess;
+}
+
 }  // namespace
 
 ncclResult_t allGatherBytes(const FusedCall& call, const void* mine, void* all, size_t bytes) {
   return runNow(call, {collTask(kFuncAllGather, mine, all, bytes, ncclInt8, call.nRanks)});
 }
 
-ncclResult_t gatherRows(const FusedCall& call, const void* shard, size_t blockBytes, char* gathered,
-                        const ConsumeBlock& consume) {
+ncclResult_t gatherRows(const FusedCall& call, const void* shard, size_t rowBytes, char* gathered, bool wantGathered,
+                        const ConsumeRows& consume) {
   const int n = call.nRanks, r = call.rank;
+  const size_t rows = call.rowsPerRank, blockBytes = rows * rowBytes;
+  ExchangePlan plan;
+  BATON_CHECK(planFor(call, blockBytes, blockBytes, &plan));
+  if (plan.window)
+    return windowGatherRows(call, *call.comm->fusedWindow, plan.windowPlan, shard, rowBytes, gathered, wantGathered,
+                            consume);
   char* myBlock = gathered + (size_t)r * blockBytes;
-  if (call.stage == FusedStage::kNaive || n == 1) {
+  if (plan.naive) {
     BATON_CHECK(runNow(call, {collTask(kFuncAllGather, shard, gathered, blockBytes, ncclInt8, n)}));
-    for (int j = 0; j < n; ++j) BATON_CHECK(consume(j, gathered + (size_t)j * blockBytes));
+    for (int j = 0; j < n; ++j) BATON_CHECK(consume(j, 0, rows, gathered + (size_t)j * blockBytes));
     return ncclSuccess;
   }
-  // Every step is launched now; channel 0's worker runs them in order while this thread computes.
-  std::vector<std::shared_ptr<Completion>> steps(n);
+  // Every step's chunks are launched now; channel 0's worker runs them in order while this thread computes.
+  const int chunks = (int)std::max<size_t>(1, std::min<size_t>((size_t)plan.chunks, rows));
+  std::vector<std::shared_ptr<Completion>> steps((size_t)n * chunks);
   ncclResult_t res = ncclSuccess;
   for (int s = 1; s < n && res == ncclSuccess; ++s) {
     const int to = (r + s) % n, from = (r - s + n) % n;
-    res = launch(call,
-                 {sendRecvTask(Task::kSend, shard, nullptr, blockBytes, ncclInt8, to),
-                  sendRecvTask(Task::kRecv, nullptr, gathered + (size_t)from * blockBytes, blockBytes, ncclInt8, from)},
-                 &steps[s], /*callerRuns=*/false);
+    for (int c = 0; c < chunks && res == ncclSuccess; ++c) {
+      const size_t off = chunkRow(rows, chunks, c) * rowBytes, bytes = chunkRow(rows, chunks, c + 1) * rowBytes - off;
+      res = launchPair(
+          call, sendRecvTask(Task::kSend, (const char*)shard + off, nullptr, bytes, ncclInt8, to),
+          sendRecvTask(Task::kRecv, nullptr, gathered + (size_t)from * blockBytes + off, bytes, ncclInt8, from),
+          &steps[(size_t)s * chunks + c]);
+    }
   }
   if (res == ncclSuccess && myBlock != shard && blockBytes > 0) memcpy(myBlock, shard, blockBytes);
-  if (res == ncclSuccess) res = safely(call, [&] { return consume(r, myBlock); });
+  if (res == ncclSuccess) res = safely(call, [&] { return consume(r, 0, rows, myBlock); });
   for (int s = 1; s < n && res == ncclSuccess; ++s) {
-    res = finish(steps[s]);
-    steps[s].reset();
     const int from = (r - s + n) % n;
-    if (res == ncclSuccess) res = safely(call, [&] { return consume(from, gathered + (size_t)from * blockBytes); });
+    for (int c = 0; c < chunks && res == ncclSuccess; ++c) {
+      auto& step = steps[(size_t)s * chunks + c];
+      res = finish(step);
+      step.reset();
+      const size_t r0 = chunkRow(rows, chunks, c), r1 = chunkRow(rows, chunks, c + 1);
+      if (res == ncclSuccess)
+        res = safely(call,
+                     [&] { return consume(from, r0, r1 - r0, gathered + (size_t)from * blockBytes + r0 * rowBytes); });
+    }
   }
   return drain(steps, res);
 }
 
-ncclResult_t reduceScatterRows(const FusedCall& call, size_t blockFloats, const ProduceBlock& produce, float* out) {
+ncclResult_t reduceScatterRows(const FusedCall& call, size_t rowFloats, const ProduceRows& produce, float* out) {
   const int n = call.nRanks, r = call.rank;
-  if (call.stage == FusedStage::kNaive || n == 1) {
+  const size_t rows = call.rowsPerRank, blockFloats = rows * rowFloats;
+  ExchangePlan plan;
+  BATON_CHECK(planFor(call, blockFloats * sizeof(float), blockFloats * sizeof(float) * n, &plan));
+  if (plan.window)
+    return windowReduceScatterRows(call, *call.comm->fusedWindow, plan.windowPlan, rowFloats, produce, out);
+  if (plan.naive) {
     float* partial = (float*)call.scratch->get(FusedScratch::kPartials, blockFloats * n * sizeof(float));
-    // Own block last, as in the decomposed stage.
+    // Own block last, as in the other stages.
     for (int s = 1; s <= n; ++s) {
       const int j = (r - s + n) % n;
-      BATON_CHECK(produce(j, partial + (size_t)j * blockFloats));
+      BATON_CHECK(produce(j, 0, rows, partial + (size_t)j * blockFloats));
     }
     return runNow(call, {collTask(kFuncReduceScatter, partial, out, blockFloats, ncclFloat, n)});
   }
-  // Step s: this rank's partial for r-s leaves while the next one is computed; r+s's partial for r
-  // arrives into its own slot, and everything is summed once the own block is computed too.
+  // Step s: this rank's partial for r-s leaves chunk by chunk while the next chunk is computed;
+  // r+s's partial for r arrives into its own slot, and everything is summed once the own block is
+  // computed too.
+  const int chunks = (int)std::max<size_t>(1, std::min<size_t>((size_t)plan.chunks, rows));
   const size_t stepBytes = blockFloats * (n - 1) * sizeof(float);
   float* sendBuf = (float*)call.scratch->get(FusedScratch::kSendSteps, stepBytes);
   float* recvBuf = (float*)call.scratch->get(FusedScratch::kRecvSteps, stepBytes);
-  std::vector<std::shared_ptr<Completion>> steps(n);
+  std::vector<std::shared_ptr<Completion>> steps((size_t)n * chunks);
   ncclResult_t res = ncclSuccess;
   for (int s = 1; s < n && res == ncclSuccess; ++s) {
     const int to = (r - s + n) % n, from = (r + s) % n;
-    float* send = sendBuf + (size_t)(s - 1) * blockFloats;
-    float* recv = recvBuf + (size_t)(s - 1) * blockFloats;
-    res = safely(call, [&] { return produce(to, send); });
-    if (res == ncclSuccess)
-      res = launch(call,
-                   {sendRecvTask(Task::kSend, send, nullptr, blockFloats, ncclFloat, to),
-                    sendRecvTask(Task::kRecv, nullptr, recv, blockFloats, ncclFloat, from)},
-                   &steps[s], /*callerRuns=*/false);
+    for (int c = 0; c < chunks && res == ncclSuccess; ++c) {
+      const size_t r0 = chunkRow(rows, chunks, c), r1 = chunkRow(rows, chunks, c + 1);
+      float* send = sendBuf + (size_t)(s - 1) * blockFloats + r0 * rowFloats;
+      float* recv = recvBuf + (size_t)(s - 1) * blockFloats + r0 * rowFloats;
+      res = safely(call, [&] { return produce(to, r0, r1 - r0, send); });
+      if (res == ncclSuccess)
+        res = launchPair(call, sendRecvTask(Task::kSend, send, nullptr, (r1 - r0) * rowFloats, ncclFloat, to),
+                         sendRecvTask(Task::kRecv, nullptr, recv, (r1 - r0) * rowFloats, ncclFloat, from),
+                         &steps[(size_t)s * chunks + c]);
+    }
   }
-  if (res == ncclSuccess) res = safely(call, [&] { return produce(r, out); });
+  if (res == ncclSuccess) res = safely(call, [&] { return produce(r, 0, rows, out); });
   for (int s = 1; s < n && res == ncclSuccess; ++s) {
-    res = finish(steps[s]);
-    steps[s].reset();
-    const float* recv = recvBuf + (size_t)(s - 1) * blockFloats;
-    for (size_t i = 0; res == ncclSuccess && i < blockFloats; ++i) out[i] += recv[i];
+    for (int c = 0; c < chunks && res == ncclSuccess; ++c) {
+      auto& step = steps[(size_t)s * chunks + c];
+      res = finish(step);
+      step.reset();
+      const size_t e0 = chunkRow(rows, chunks, c) * rowFloats, e1 = chunkRow(rows, chunks, c + 1) * rowFloats;
+      const float* recv = recvBuf + (size_t)(s - 1) * blockFloats;
+      for (size_t i = e0; res == ncclSuccess && i < e1; ++i) out[i] += recv[i];
+    }
   }
   return drain(steps, res);
 }

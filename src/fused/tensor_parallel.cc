@@ -53,11 +53,12 @@ ncclResult_t agGemm(const void* aShard, const void* b, void* c, void* aGathered,
       aGathered ? (char*)aGathered : (char*)call.scratch->get(FusedScratch::kGathered, m * k * call.elemSize);
   Fp32In bF(call, FusedScratch::kWideIn1, b, k * n), aBlock(call, FusedScratch::kWideIn0);
   Fp32Out cOut(call, FusedScratch::kWideOut0, c, m * n);
-  BATON_CHECK(gatherRows(call, aShard, rows * k * call.elemSize, gathered, [&](int j, const void* block) {
-    sgemm(false, false, rows, n, k, 1.f, aBlock.load(block, rows * k), k, bF.get(), n, 0.f,
-          cOut.get() + (size_t)j * rows * n, n);
-    return ncclSuccess;
-  }));
+  BATON_CHECK(gatherRows(call, aShard, k * call.elemSize, gathered, aGathered != nullptr,
+                         [&](int j, size_t r0, size_t nr, const void* aRows) {
+                           sgemm(false, false, nr, n, k, 1.f, aBlock.load(aRows, nr * k), k, bF.get(), n, 0.f,
+                                 cOut.get() + ((size_t)j * rows + r0) * n, n);
+                           return ncclSuccess;
+                         }));
   cOut.store();
   return ncclSuccess;
 }
@@ -74,9 +75,9 @@ ncclResult_t gemmRs(const void* a, const void* bShard, void* cShard, size_t m, s
   Fp32In aF(call, FusedScratch::kWideIn0, a, m * k), bF(call, FusedScratch::kWideIn1, bShard, k * n);
   Fp32Out cOut(call, FusedScratch::kWideOut0, cShard, rows * n);
   BATON_CHECK(reduceScatterRows(
-      call, rows * n,
-      [&](int j, float* partial) {
-        sgemm(false, false, rows, n, k, 1.f, aF.get() + (size_t)j * rows * k, k, bF.get(), n, 0.f, partial, n);
+      call, n,
+      [&](int j, size_t r0, size_t nr, float* partial) {
+        sgemm(false, false, nr, n, k, 1.f, aF.get() + ((size_t)j * rows + r0) * k, k, bF.get(), n, 0.f, partial, n);
         return ncclSuccess;
       },
       cOut.get()));
@@ -100,9 +101,9 @@ ncclResult_t agGemmBackward(const void* aShard, const void* b, const void* dC, v
   if (dAShard) {
     Fp32Out dAOut(call, FusedScratch::kWideOut0, dAShard, rows * k);
     BATON_CHECK(reduceScatterRows(
-        call, rows * k,
-        [&](int j, float* partial) {
-          sgemm(false, true, rows, k, n, 1.f, dCF.get() + (size_t)j * rows * n, n, bF.get(), n, 0.f, partial, k);
+        call, k,
+        [&](int j, size_t r0, size_t nr, float* partial) {
+          sgemm(false, true, nr, k, n, 1.f, dCF.get() + ((size_t)j * rows + r0) * n, n, bF.get(), n, 0.f, partial, k);
           return ncclSuccess;
         },
         dAOut.get()));
@@ -113,11 +114,12 @@ ncclResult_t agGemmBackward(const void* aShard, const void* b, const void* dC, v
     Fp32In aBlock(call, FusedScratch::kWideIn0);
     Fp32Out dBOut(call, FusedScratch::kWideOut1, dB, k * n);
     memset(dBOut.get(), 0, k * n * sizeof(float));
-    BATON_CHECK(gatherRows(call, aShard, rows * k * call.elemSize, gathered, [&](int j, const void* block) {
-      sgemm(true, false, k, n, rows, 1.f, aBlock.load(block, rows * k), k, dCF.get() + (size_t)j * rows * n, n, 1.f,
-            dBOut.get(), n);
-      return ncclSuccess;
-    }));
+    BATON_CHECK(gatherRows(call, aShard, k * call.elemSize, gathered, false,
+                           [&](int j, size_t r0, size_t nr, const void* aRows) {
+                             sgemm(true, false, k, n, nr, 1.f, aBlock.load(aRows, nr * k), k,
+                                   dCF.get() + ((size_t)j * rows + r0) * n, n, 1.f, dBOut.get(), n);
+                             return ncclSuccess;
+                           }));
     dBOut.store();
   }
   return ncclSuccess;
@@ -142,12 +144,15 @@ ncclResult_t gemmRsBackward(const void* a, const void* bShard, const void* dCSha
   Fp32Out dAOut(call, FusedScratch::kWideOut0, dA, m * k), dBOut(call, FusedScratch::kWideOut1, dBShard, k * n);
   if (dBShard) memset(dBOut.get(), 0, k * n * sizeof(float));
   char* gathered = (char*)call.scratch->get(FusedScratch::kGathered, m * n * call.elemSize);
-  BATON_CHECK(gatherRows(call, dCShard, rows * n * call.elemSize, gathered, [&](int j, const void* block) {
-    const float* g = dCBlock.load(block, rows * n);
-    if (dA) sgemm(false, true, rows, k, n, 1.f, g, n, bF.get(), n, 0.f, dAOut.get() + (size_t)j * rows * k, k);
-    if (dBShard) sgemm(true, false, k, n, rows, 1.f, aF.get() + (size_t)j * rows * k, k, g, n, 1.f, dBOut.get(), n);
-    return ncclSuccess;
-  }));
+  BATON_CHECK(gatherRows(call, dCShard, n * call.elemSize, gathered, false,
+                         [&](int j, size_t r0, size_t nr, const void* dCRows) {
+                           const float* g = dCBlock.load(dCRows, nr * n);
+                           const size_t row = (size_t)j * rows + r0;
+                           if (dA) sgemm(false, true, nr, k, n, 1.f, g, n, bF.get(), n, 0.f, dAOut.get() + row * k, k);
+                           if (dBShard)
+                             sgemm(true, false, k, n, nr, 1.f, aF.get() + row * k, k, g, n, 1.f, dBOut.get(), n);
+                           return ncclSuccess;
+                         }));
   dAOut.store();
   dBOut.store();
   return ncclSuccess;

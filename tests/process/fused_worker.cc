@@ -1,6 +1,6 @@
 // One rank of a multi-process run of the tensor-parallel fused operations (lesson 11):
 //
-//   build/bin/baton-run -n N build/tests/fused_worker [--stages naive,decomposed]
+//   build/bin/baton-run -n N build/tests/fused_worker [--stages naive,decomposed,fused,optimized]
 //
 // Runs tests/fused/devapi_check.h's device-side API rounds, then tests/fused/tp_check.h's exact checks (forward and
 // backward of AllGather+GEMM and GEMM+ReduceScatter) for every stage named, float / half / bfloat16 and a few shapes,
@@ -19,12 +19,12 @@
 #include "nccl.h"
 
 int main(int argc, char** argv) {
-  std::string stages = "naive,decomposed";
+  std::string stages = "naive,decomposed,fused,optimized";
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--stages") && i + 1 < argc) {
       stages = argv[++i];
     } else {
-      fprintf(stderr, "usage: baton-run -n N %s [--stages naive,decomposed]\n", argv[0]);
+      fprintf(stderr, "usage: baton-run -n N %s [--stages naive,decomposed,fused,optimized]\n", argv[0]);
       return 2;
     }
   }
@@ -45,8 +45,11 @@ int main(int argc, char** argv) {
     fprintf(stderr, "rank %d: init failed: %s: %s\n", rank, ncclGetErrorString(res), ncclGetLastError(nullptr));
     return 1;
   }
-  const std::vector<tpcheck::Shape> shapes = {
-      {(size_t)nRanks, 3, 2}, {(size_t)nRanks * 17, 9, 33}, {(size_t)nRanks * 40, 64, 24}};
+  // The last shape's blocks are over 16 KiB, so the optimized stage does not fall back to naive.
+  const std::vector<tpcheck::Shape> shapes = {{(size_t)nRanks, 3, 2},
+                                              {(size_t)nRanks * 17, 9, 33},
+                                              {(size_t)nRanks * 40, 64, 24},
+                                              {(size_t)nRanks * 130, 40, 70}};
   int passed = 0, failed = 0;
   // The device-side API first: peer pointers, signals and barriers inside this host's LSA team.
   if (const std::string err = devcheck::checkRank(comm, 200); err.empty()) {

@@ -1,0 +1,57 @@
+// The fused stages' symmetric window (fused_window.h).
+#include "fused/fused_window.h"
+
+#include <algorithm>
+
+#include "device_api/dev_comm.h"
+#include "misc/debug.h"
+
+namespace baton {
+
+FusedWindow::~FusedWindow() {
+  // The communicator's window table is cleared by now, so only the memory is left to free.
+  if (mem_) ncclMemFree(mem_);
+  for (void* m : retired_) ncclMemFree(m);
+  devCommReleaseLocal(&dev_);
+}
+
+ncclResult_t FusedWindow::ensure(ncclComm* comm, size_t bytes, bool* usable) {
+  if (!dev_.internal) {
+    // Signals: one per (pattern, source rank). One barrier ends every call.
+    const batonDevCommRequirements reqs = {2 * comm->nRanks, 1};
+    BATON_CHECK(batonDevCommCreate(comm, &reqs, &dev_));
+    seen_.assign((size_t)reqs.signalCount, 0);
+  }
+  *usable = dev_.lsaSize == dev_.nRanks;
+  if (!*usable || bytes <= bytes_) return ncclSuccess;
+  // Every rank grows at the same call (the shape is agreed).
+  bytes = std::max(bytes, 2 * bytes_);
+  bytes = (bytes + NCCL_WIN_REQUIRED_ALIGNMENT - 1) / NCCL_WIN_REQUIRED_ALIGNMENT * NCCL_WIN_REQUIRED_ALIGNMENT;
+  void* mem = nullptr;
+  ncclResult_t res = ncclMemAlloc(&mem, bytes);
+  // Every rank joins the registration even if its allocation failed (then it fails everywhere).
+  ncclWindow_t handle = nullptr;
+  ncclResult_t reg =
+      ncclCommWindowRegister(comm, res == ncclSuccess ? mem : nullptr, bytes, &handle, NCCL_WIN_COLL_SYMMETRIC);
+  if (res == ncclSuccess) res = reg;
+  batonDevWindow win{};
+  if (res == ncclSuccess) res = batonDevWindowGet(&dev_, handle, &win);
+  if (res != ncclSuccess) {
+    // A registered window stays in the table until the communicator goes (see retired_).
+    if (mem) (handle ? retired_.push_back(mem) : (void)ncclMemFree(mem));
+    return res;
+  }
+  if (mem_) retired_.push_back(mem_);
+  mem_ = mem;
+  handle_ = handle;
+  win_ = win;
+  bytes_ = bytes;
+  BATON_INFO(kSubInit, "fused: rank %d: symmetric window of %zu bytes on every rank", comm->rank, bytes);
+  return ncclSuccess;
+}
+
+void FusedWindow::account(Pattern p, int chunks) {
+  for (int s = 0; s < dev_.nRanks; ++s) seen_[signal(p, s)] += (uint64_t)chunks;
+}
+
+}  // namespace baton
