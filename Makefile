@@ -132,11 +132,16 @@ $(BINDIR)/baton-topo: $(TOPO_OBJS) $(ARCHIVE)
 	$(CXX) -o $@ $(TOPO_OBJS) $(ARCHIVE) $(LDFLAGS) $(SYS_LIBS)
 
 EXAMPLE_SRCS := $(wildcard examples/*/*.c)
-EXAMPLES := $(patsubst examples/%.c,$(BINDIR)/examples/%,$(EXAMPLE_SRCS))
+EXAMPLE_CXX_SRCS := $(wildcard examples/*/*.cc)  # the device-side API's examples are C++
+EXAMPLES := $(patsubst examples/%.c,$(BINDIR)/examples/%,$(EXAMPLE_SRCS)) \
+            $(patsubst examples/%.cc,$(BINDIR)/examples/%,$(EXAMPLE_CXX_SRCS))
 examples: $(EXAMPLES)
 $(BINDIR)/examples/%: examples/%.c include/nccl.h $(SO) $(LIBDIR)/libnccl.so
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_POSIX_C_SOURCE=200809L -O2 $(WARN) -Iinclude $< -o $@ -L$(LIBDIR) -Wl,-rpath,'$$ORIGIN/../../../lib' -lnccl -pthread
+$(BINDIR)/examples/%: examples/%.cc include/nccl.h include/baton/device.h $(SO) $(LIBDIR)/libnccl.so
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++20 -O2 $(WARN) -Iinclude $< -o $@ -L$(LIBDIR) -Wl,-rpath,'$$ORIGIN/../../../lib' -lnccl -pthread
 
 # ---- tests -----------------------------------------------------------------------------------
 GTEST_LIBS := -lgtest -lgtest_main -pthread

@@ -49,13 +49,13 @@ static inline double timeAllReduce(ncclComm_t* comms, int n, float** in, float**
 /* Create n ranks as threads of this process (ncclCommInitAll reads BATON_* / NCCL_* settings
  * now), time an AllReduce of `count` floats on them, check it, and tear everything down. */
 static inline double measureAllReduce(int n, size_t count, int* wrong) {
-  ncclComm_t* comms = calloc(n, sizeof *comms);
+  ncclComm_t* comms = (ncclComm_t*)calloc(n, sizeof *comms); /* casts: C++ examples include this too */
   CHECK(ncclCommInitAll(comms, n, NULL));
-  float** in = calloc(n, sizeof *in);
-  float** out = calloc(n, sizeof *out);
+  float** in = (float**)calloc(n, sizeof *in);
+  float** out = (float**)calloc(n, sizeof *out);
   for (int r = 0; r < n; ++r) {
-    in[r] = malloc(count * sizeof(float));
-    out[r] = malloc(count * sizeof(float));
+    in[r] = (float*)malloc(count * sizeof(float));
+    out[r] = (float*)malloc(count * sizeof(float));
     for (size_t i = 0; i < count; ++i) in[r][i] = inputValue(r, i);
   }
   double t = timeAllReduce(comms, n, in, out, count, 5, wrong);

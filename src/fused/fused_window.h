@@ -34,7 +34,7 @@ class FusedWindow {
   int signal(Pattern p, int source) const { return p * dev_.nRanks + source; }
   // Signal (p, source) reaches this value once chunk `chunk` of this call has arrived.
   uint64_t target(Pattern p, int source, int chunk) const { return seen_[signal(p, source)] + chunk + 1; }
-  // The call is over: every source sent `chunks` signals of pattern p.
+  // The call is over: every source sent `chunks` signals of pattern p to this rank.
   void account(Pattern p, int chunks);
 
  private:

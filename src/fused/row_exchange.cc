@@ -9,6 +9,7 @@
 
 #include "completion.h"
 #include "enqueue.h"
+#include "fused/fused_trace.h"
 #include "fused/window_exchange.h"
 #include "misc/debug.h"
 #include "misc/param.h"
@@ -73,14 +74,16 @@ struct ExchangePlan {
   int chunks = 1;  // the decomposed way: sends per block
 };
 
-// Below this many bytes per block the optimized stage is naive: a block moves in a few
-// microseconds, less than the extra launches and signals cost (docs/perf.md has the measurement).
-constexpr size_t kOptimizedMinBlockBytes = 16 << 10;
+// The optimized stage's chunks off this host: each a send of its own, whose fixed cost over the
+// NET transport measured 0.3-0.4 ms on the slowed link (lesson 11's tools/bench-fused.sh: 4 chunks
+// of 4 KiB took 2.5 ms where the whole 16 KiB block took 0.9 ms). Chunks of at least 256 KiB keep
+// that under a tenth of their transfer at 1 gbit/s; a block too small for two is sent naive.
+// BATON_FUSED_MIN_CHUNK_BYTES changes it (the same on every rank, as every such knob).
+constexpr size_t kMinChunkBytes = 256 << 10;
 
 ncclResult_t planFor(const FusedCall& call, size_t blockBytes, size_t windowBytes, ExchangePlan* plan) {
   *plan = ExchangePlan{};
-  if (call.stage == FusedStage::kNaive || call.nRanks == 1 ||
-      (call.stage == FusedStage::kOptimized && blockBytes < kOptimizedMinBlockBytes)) {
+  if (call.stage == FusedStage::kNaive || call.nRanks == 1) {
     plan->naive = true;
     return ncclSuccess;
   }
@@ -88,10 +91,17 @@ ncclResult_t planFor(const FusedCall& call, size_t blockBytes, size_t windowByte
   const bool optimized = call.stage == FusedStage::kOptimized;
   if (!call.comm->fusedWindow) call.comm->fusedWindow = std::make_shared<FusedWindow>();
   BATON_CHECK(call.comm->fusedWindow->ensure(call.comm, windowBytes, &plan->window));
+  // On this host peers are read in place whatever the size (faster than naive at every measured
+  // shape, down to one row per rank), each rank starting with a different peer.
   plan->windowPlan.rotate = optimized;
-  // Off this host a block crosses a link whose time is comparable to the GEMM's: in chunks, the
-  // GEMM of one chunk hides the next one's transfer, and only the last chunk's GEMM is exposed.
-  if (optimized && !plan->window) plan->chunks = (int)std::clamp<int64_t>(envInt("BATON_FUSED_CHUNKS", 4), 1, 64);
+  if (!optimized || plan->window) return ncclSuccess;
+  // Off this host a block crosses a link as slow as the GEMM: in chunks, the GEMM of one chunk
+  // hides the next one's transfer and only the last chunk's GEMM is exposed (4 measured best of
+  // 2, 4, 8, 16).
+  const size_t want = (size_t)std::clamp<int64_t>(envInt("BATON_FUSED_CHUNKS", 4), 1, 64);
+  const size_t minChunk = (size_t)std::max<int64_t>(1, envInt("BATON_FUSED_MIN_CHUNK_BYTES", kMinChunkBytes));
+  plan->chunks = (int)std::max<size_t>(1, std::min(want, blockBytes / minChunk));
+  if (want > 1 && blockBytes / minChunk < 2) plan->naive = true;
   return ncclSuccess;
 }
 
@@ -102,7 +112,8 @@ ncclResult_t allGatherBytes(const FusedCall& call, const void* mine, void* all, 
 }
 
 ncclResult_t gatherRows(const FusedCall& call, const void* shard, size_t rowBytes, char* gathered, bool wantGathered,
-                        const ConsumeRows& consume) {
+                        const ConsumeRows& untracedConsume) {
+  const ConsumeRows consume = tracedGemm(call, untracedConsume);
   const int n = call.nRanks, r = call.rank;
   const size_t rows = call.rowsPerRank, blockBytes = rows * rowBytes;
   ExchangePlan plan;
@@ -136,7 +147,10 @@ ncclResult_t gatherRows(const FusedCall& call, const void* shard, size_t rowByte
     const int from = (r - s + n) % n;
     for (int c = 0; c < chunks && res == ncclSuccess; ++c) {
       auto& step = steps[(size_t)s * chunks + c];
-      res = finish(step);
+      {
+        FusedWaitSpan wait(call, from, c);
+        res = finish(step);
+      }
       step.reset();
       const size_t r0 = chunkRow(rows, chunks, c), r1 = chunkRow(rows, chunks, c + 1);
       if (res == ncclSuccess)
@@ -147,7 +161,9 @@ ncclResult_t gatherRows(const FusedCall& call, const void* shard, size_t rowByte
   return drain(steps, res);
 }
 
-ncclResult_t reduceScatterRows(const FusedCall& call, size_t rowFloats, const ProduceRows& produce, float* out) {
+ncclResult_t reduceScatterRows(const FusedCall& call, size_t rowFloats, const ProduceRows& untracedProduce,
+                               float* out) {
+  const ProduceRows produce = tracedGemm(call, untracedProduce);
   const int n = call.nRanks, r = call.rank;
   const size_t rows = call.rowsPerRank, blockFloats = rows * rowFloats;
   ExchangePlan plan;
@@ -189,7 +205,10 @@ ncclResult_t reduceScatterRows(const FusedCall& call, size_t rowFloats, const Pr
   for (int s = 1; s < n && res == ncclSuccess; ++s) {
     for (int c = 0; c < chunks && res == ncclSuccess; ++c) {
       auto& step = steps[(size_t)s * chunks + c];
-      res = finish(step);
+      {
+        FusedWaitSpan wait(call, (r + s) % n, c);
+        res = finish(step);
+      }
       step.reset();
       const size_t e0 = chunkRow(rows, chunks, c) * rowFloats, e1 = chunkRow(rows, chunks, c + 1) * rowFloats;
       const float* recv = recvBuf + (size_t)(s - 1) * blockFloats;

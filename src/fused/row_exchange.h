@@ -16,10 +16,12 @@
 //   fused:      through a symmetric window (window_exchange.h) when every rank is on this host:
 //               GEMMs read peers' rows in place, or write their partials straight into the owner's
 //               window, and a signal per block says it is there;
-//   optimized:  the fused stage with peers in rank-rotated order, blocks in chunks with a signal
-//               each where a link is slow, and naive below the size where overlap cannot pay.
-// Ranks of other hosts are reached the decomposed way in the fused and optimized stages (in
-// chunks in the optimized one): a put-with-signal through the proxy is not built.
+//   optimized:  on one host the fused stage with each rank visiting its peers in a rotated order;
+//               across hosts the decomposed way with blocks cut into chunks (BATON_FUSED_CHUNKS, at
+//               least BATON_FUSED_MIN_CHUNK_BYTES each), so a chunk's GEMM hides the next chunk's
+//               transfer, and naive where a block is too small for two chunks.
+// Ranks of other hosts are reached the decomposed way in the fused stage too: a put-with-signal
+// through the proxy is not built.
 #pragma once
 
 #include <cstddef>

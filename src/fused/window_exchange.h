@@ -4,7 +4,8 @@
 //
 // Memory-ordering contract: a rank's stores of a chunk (its rows copied into its own window, or
 // its partial written into the owner's window) are released by the batonSignalAdd that follows
-// them, and acquired by the reader's batonWaitSignal before it loads the chunk. The LSA barrier
+// them (one signal per block: on one host a block is there as soon as its copy ends, so finer
+// signals would hide nothing), and acquired by the reader's batonWaitSignal before it loads the chunk. The LSA barrier
 // that ends every call orders every load of this call before any store of the next one.
 #pragma once
 
@@ -15,7 +16,6 @@ namespace baton {
 
 // How the window stages walk the peers.
 struct WindowPlan {
-  int chunks = 1;       // signals per block
   bool rotate = false;  // rank r visits r+1, r+2, ... (else 0, 1, ...: every rank reads rank 0 first)
 };
 

@@ -33,8 +33,7 @@ TEST_P(FusedThreads, EveryStageForwardAndBackwardExact) {
   const int n = GetParam();
   const Comms& comms = cachedComms(n);
   ASSERT_EQ((int)comms.size(), n);
-  // Rows per rank 1, 17 (no tile divides it) and 40; K and N small, odd and wider; and blocks of
-  // 130 rows large enough (over 16 KiB) that the optimized stage does not fall back to naive.
+  // Rows per rank 1, 17 (no tile divides it), 40 and 130; K and N small, odd and wider.
   const std::vector<tpcheck::Shape> shapes = {{(size_t)n, 3, 2},
                                               {(size_t)n * 17, 9, 33},
                                               {(size_t)n * 40, 64, 24},

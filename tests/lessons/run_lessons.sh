@@ -97,8 +97,10 @@ for who in 0 1 3 103; do expect "^rank $who: done after 30 steps: w\[0\] = ([0-9
 # Lesson 11: the fused operations' stages timed beside the GEMMs and the collective alone, every
 # stage equal to the naive one bit for bit; the 8xH100 prediction beside the published figures.
 out=$("$BIN/baton-perf" ag_gemm -t 2 -M 256,1024 -N 64 -K 512 -n 2 -r 1); echo "$out"
-expect '^#        M     gemm\(us\)     comm\(us\)    naive\(us\) decomposed\(us\) best/naive    GFLOP/s  wrong$' "$out"
-for m in 256 1024; do expect "^ +$m( +[0-9.]+){6} +0$" "$out"; done
+expect '^#        M     gemm\(us\)     comm\(us\)    naive\(us\) decomposed\(us\)    fused\(us\) optimized\(us\) best/naive  overlap    GFLOP/s  wrong$' "$out"
+for m in 256 1024; do expect "^ +$m( +[0-9.]+){7} +-?[0-9]+% +[0-9.]+ +0$" "$out"; done
+out=$("$EX/11-device-api/own_kernel"); echo "$out"
+expect '^2 ranks \(LSA team of 2\), 65536 floats: own kernel +[0-9.]+ us, ncclAllReduce +[0-9.]+ us   result OK$' "$out"
 out=$("$BIN/baton-topo" --topo tests/topo/fixtures/dgx-h100.xml --simulate ag_gemm); echo "$out"
 expect '^ +4096 +1792 +4096 +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +0\.[0-9]+$' "$out"
 expect '^# published \(yifuwang/symm-mem-recipes' "$out"

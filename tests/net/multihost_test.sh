@@ -74,8 +74,9 @@ for mem in registered window; do
 done
 
 # 1c. The device-side API inside each host's LSA team, then the tensor-parallel fused operations
-# (lesson 11), every stage, forward and backward, exact, the row blocks crossing hosts on NET.
-launch fused 2 2 BATON_WAIT_TIMEOUT=60 -- timeout 300 "$TESTDIR/fused_worker"
+# (lesson 11), every stage, forward and backward, exact, the row blocks crossing hosts on NET; chunks
+# of 1 KiB, so the optimized stage's chunked path runs on these small shapes.
+launch fused 2 2 BATON_WAIT_TIMEOUT=60 BATON_FUSED_MIN_CHUNK_BYTES=1024 -- timeout 300 "$TESTDIR/fused_worker"
 if all_ok fused 4 && grep -q "fused checks passed, 0 failed" "$LOG/fused.out.3"; then
   pass "fused_worker on 2 hosts x 2 ranks: $(grep -ho '[0-9]* fused checks passed' "$LOG/fused.out.0")"
 else

@@ -20,8 +20,8 @@ echo "== hypercube, 4 processes"
 for op in ag_gemm gemm_rs ag_gemm_bwd gemm_rs_bwd; do
   echo "== $op, 3 threads"
   for d in float half bfloat16; do
-    "$BIN/baton-perf" "$op" -t 3 -d $d -M 3,51 -N 17 -K 9 -n 1 -w 1 -r 1 -c 1
+    "$BIN/baton-perf" "$op" -t 3 -d $d -M 3,51,390 -N 40 -K 70 -n 1 -w 1 -r 1 -c 1
   done
   echo "== $op, 2 processes"
-  "$BIN/baton-run" -n 2 "$BIN/baton-perf" "$op" -M 64 -N 32 -K 16 -n 1 -w 1 -r 1 -c 1
+  "$BIN/baton-run" -n 2 "$BIN/baton-perf" "$op" -M 64,260 -N 40 -K 70 -n 1 -w 1 -r 1 -c 1
 done
