@@ -19,9 +19,14 @@
 namespace baton {
 namespace {
 
-ncclResult_t stageFromEnv(const char* fn, FusedStage* out) {
+// auto: optimized on one host, where reading peers in place measured 0.56-0.90 of naive for the
+// gathering operations and never slower beyond noise for the others; naive across hosts, where
+// the chunks pay on a slow link (0.60-0.65 at 1 gbit/s) but cost what they hide on a fast one
+// (0.89-1.34 at 10 gbit/s; docs/perf.md).
+ncclResult_t stageFromEnv(const char* fn, int nNodes, FusedStage* out) {
   const std::string v = envStr("BATON_FUSED_STAGE", "auto");
-  if (v == "auto" || v == "naive" || v == "1") *out = FusedStage::kNaive;
+  if (v == "auto") *out = nNodes == 1 ? FusedStage::kOptimized : FusedStage::kNaive;
+  else if (v == "naive" || v == "1") *out = FusedStage::kNaive;
   else if (v == "decomposed" || v == "2") *out = FusedStage::kDecomposed;
   else if (v == "fused" || v == "3") *out = FusedStage::kFused;
   else if (v == "optimized" || v == "4") *out = FusedStage::kOptimized;
@@ -62,8 +67,9 @@ const char* fusedStageName(FusedStage s) {
 }
 
 // This rank's own arguments: ncclSuccess, or the error (with its message recorded) it must report.
-static ncclResult_t checkLocal(const char* fn, int nRanks, size_t m, size_t n, size_t k, ncclDataType_t type,
-                               std::initializer_list<FusedBuffer> buffers, uint64_t* outputs, FusedStage* stage) {
+static ncclResult_t checkLocal(const char* fn, int nRanks, int nNodes, size_t m, size_t n, size_t k,
+                               ncclDataType_t type, std::initializer_list<FusedBuffer> buffers, uint64_t* outputs,
+                               FusedStage* stage) {
   if (type != ncclFloat && type != ncclFloat16 && type != ncclBfloat16)
     return batonError(ncclInvalidArgument, "%s: datatype %d (%s) is not supported: float, half or bfloat16", fn,
                       (int)type, (int)type >= 0 && type < ncclNumTypes ? typeName(type) : "unknown");
@@ -93,7 +99,7 @@ static ncclResult_t checkLocal(const char* fn, int nRanks, size_t m, size_t n, s
                           o.name, o.ptr, o.elems, b.name, b.ptr, b.elems);
   }
   BATON_CHECK(blasLoad(fn));
-  return stageFromEnv(fn, stage);
+  return stageFromEnv(fn, nNodes, stage);
 }
 
 ncclResult_t beginFusedCall(FusedCall* call, ncclComm* comm, const char* fn, int op, size_t m, size_t n, size_t k,
@@ -109,7 +115,7 @@ ncclResult_t beginFusedCall(FusedCall* call, ncclComm* comm, const char* fn, int
   FusedStage stage = FusedStage::kNaive;
   // A rank whose own arguments are wrong still joins the agreement, so its peers fail at once
   // with it instead of waiting for it in the operation.
-  const ncclResult_t local = checkLocal(fn, nRanks, m, n, k, type, buffers, &outputs, &stage);
+  const ncclResult_t local = checkLocal(fn, nRanks, comm->nNodes, m, n, k, type, buffers, &outputs, &stage);
   std::string localWhy = local == ncclSuccess ? "" : ncclGetLastError(comm);
   if (!comm->fusedScratch) comm->fusedScratch = std::make_shared<FusedScratch>();
   *call = FusedCall{

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "completion.h"
@@ -21,9 +22,15 @@ namespace {
 ncclResult_t finish(const std::shared_ptr<Completion>& done) { return done ? done->wait() : ncclSuccess; }
 
 // One step of the decomposed way, handed to the channel workers while this thread computes.
+// Then this thread yields: where a rank has one core (tools/bench-fused.sh pins it), the woken
+// worker otherwise waits for the scheduler to preempt the GEMM, and the first transfer started
+// 4.4 ms late in a 35 ms call (BATON_TRACE); with the yield AllGather+GEMM went from 0.67-0.77 to
+// 0.61-0.65 of naive on the slowed link.
 ncclResult_t launchPair(const FusedCall& call, Task send, Task recv, std::shared_ptr<Completion>* done) {
   std::vector<Task> tasks = {send, recv};
-  return launchTasks(call.comm, tasks, done, /*callerRuns=*/false);
+  const ncclResult_t res = launchTasks(call.comm, tasks, done, /*callerRuns=*/false);
+  std::this_thread::yield();
+  return res;
 }
 
 ncclResult_t runNow(const FusedCall& call, std::vector<Task> tasks) {

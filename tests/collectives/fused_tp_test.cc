@@ -222,6 +222,15 @@ TEST(FusedBadInput, RowsThatDoNotDivideAndMismatchedShapesFailOnEveryRank) {
     EXPECT_EQ(ok, "");
     EXPECT_EQ(c[0][0], 4.f);
   }
+  {  // auto (BATON_FUSED_STAGE unset) is the optimized stage when every rank is on one host
+    std::vector<std::string> msg(2);
+    runRanks(2, Drive::Threads, [&](int r) {
+      batonAllGatherGemm(a.data(), b.data(), c[r].data(), nullptr, 8, 4, r == 0 ? 4 : 5, ncclFloat, comms[r], nullptr);
+      msg[r] = lastError(comms[r]);
+      return ncclSuccess;
+    });
+    for (int r = 0; r < 2; ++r) EXPECT_NE(msg[r].find("stage optimized"), std::string::npos) << msg[r];
+  }
 }
 
 }  // namespace
