@@ -63,7 +63,10 @@ __global__ void deviceApiKernel(batonDevComm comm, batonDevWindow win, uint64_t 
       *static_cast<uint64_t*>(batonLsaPointer(win, comm.lsaRank * sizeof(uint64_t), p)) = round;
       batonSignalAdd(comm, p, 0, 1);
     }
-    if (batonWaitSignal(comm, 0, (round + 1) * comm.lsaSize)) batonLsaBarrier(comm, 0);
+    // A put-with-signal to the next LSA peer (peers of other hosts need the host: false here).
+    const uint64_t v = round;
+    batonPutSignal(comm, win, comm.lsaWorldRank[(comm.lsaRank + 1) % comm.lsaSize], 64, &v, sizeof v, 0);
+    if (batonWaitSignal(comm, 0, (round + 1) * (comm.lsaSize + 1))) batonLsaBarrier(comm, 0);
   }
   __syncthreads();
 }

@@ -24,7 +24,7 @@
 static int runRank(const ncclUniqueId* id, int rank, int n, size_t count) {
   ncclComm_t comm;
   CHECK(ncclCommInitRank(&comm, n, *id, rank));
-  batonDevCommRequirements reqs = {1, 1};  // one signal ("a peer's x is in its window"), one barrier
+  batonDevCommRequirements reqs = {1, 1, 0};  // one signal ("a peer's x is in its window"), one barrier
   batonDevComm dev;
   CHECK(batonDevCommCreate(comm, &reqs, &dev));
   void* mem = nullptr;

@@ -1,20 +1,26 @@
 /* baton's device-side communication API, a public extra in the shape of NCCL 2.28's device API
- * (ncclDevComm, LSA teams, window peer pointers, barriers, signals): what a kernel of your own uses
- * to read and write its peers' memory and to synchronise with them while it computes. Lesson:
- * docs/lessons/11-async-tensor-parallelism.md.
+ * (ncclDevComm, LSA teams, window peer pointers, barriers, signals, put-with-signal): what a kernel
+ * of your own uses to read and write its peers' memory and to synchronise with them while it
+ * computes. Lesson: docs/lessons/11-async-tensor-parallelism.md; example: examples/11-device-api.
  *
  * Computes nothing itself. Host side (C): batonDevCommCreate / batonDevCommDestroy, collective over
  * a communicator, and batonDevWindowGet for a window's peer pointers. Device side (C++, inline):
- * batonLsaPointer, batonSignalAdd / batonWaitSignal / batonReadSignal and batonLsaBarrier, compiled
- * by the host compiler for code running on CPU threads and by nvcc for CUDA kernels.
+ * batonLsaPointer, batonSignalAdd / batonWaitSignal / batonReadSignal, batonLsaBarrier and
+ * batonPutSignal, compiled by the host compiler for code running on CPU threads and by nvcc for
+ * CUDA kernels.
  *
  * Teams: the world (every rank of the communicator) and the LSA team ("load/store accessible": the
- * ranks whose memory this rank maps: the ranks of its host). Signals and barriers work inside the
- * LSA team; ranks of other hosts are not reachable through this API yet.
+ * ranks whose memory this rank maps: the ranks of its host). Loads, stores, signal adds and barriers
+ * work inside the LSA team; batonPutSignal reaches every rank of the world: a rank of another host
+ * through its proxy thread and the NET back-end (device communicators created with reqs->netPuts;
+ * from a CPU thread only: a CUDA kernel cannot call the network, as with NCCL's proxy). Every rank
+ * passes the same requirements.
  *
  * Memory-ordering contract: batonSignalAdd(c, peer, s, v) is a release fetch-add on signal s of
  * LSA rank peer: every store the calling thread made before it (into the peer's window too) is
- * visible to a thread whose batonWaitSignal (an acquire load) sees the sum. batonLsaBarrier's arrive
+ * visible to a thread whose batonWaitSignal (an acquire load) sees the sum. batonPutSignal's bytes
+ * are in the peer's window before its add (on another host the peer's proxy receives the bytes in
+ * place, then makes the release add), and one rank's puts to one peer are applied in order. batonLsaBarrier's arrive
  * is a release store of the barrier's epoch into this rank's slot in every LSA peer's pad, and its
  * wait acquire-loads every peer's slot in its own pad, so when it returns every store a team member
  * made before its arrive is visible. One thread per rank calls a barrier (on a GPU: one thread of
@@ -25,6 +31,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "nccl.h"
 
@@ -37,6 +44,7 @@ extern "C" {
 typedef struct {
   int signalCount;  /* signals per rank (counters peers add to) */
   int barrierCount; /* independent LSA barriers (e.g. one per concurrently synchronising block) */
+  int netPuts;      /* 1: connect to the ranks of other hosts for batonPutSignal (0: LSA team only) */
 } batonDevCommRequirements;
 
 typedef struct {
@@ -52,17 +60,24 @@ typedef struct {
 
 typedef struct {
   char* lsaBase[BATON_DEV_MAX_LSA]; /* LSA index -> that rank's window, mapped here */
-  size_t size;                      /* this rank's window size */
+  size_t size;                      /* this rank's window size (a symmetric window's, every rank's) */
+  uint64_t serial;                  /* which of the communicator's windows, the same on every rank */
 } batonDevWindow;
 
 /* Collective over comm's ranks: allocates every rank's pad (ncclMemAlloc, a symmetric window) and
- * maps the LSA peers'. Signals start at 0. reqs may be NULL (1 signal, 1 barrier). */
+ * maps the LSA peers'; with reqs->netPuts, connects to the ranks of other hosts. Signals start at
+ * 0. reqs may be NULL (1 signal, 1 barrier, no puts across hosts). */
 ncclResult_t batonDevCommCreate(ncclComm_t comm, const batonDevCommRequirements* reqs, batonDevComm* devComm);
-/* Collective: waits until every rank is done with the pads, then frees them. */
+/* Collective: waits until every rank is done with the pads and every put sent to this rank is
+ * applied, then frees them. */
 ncclResult_t batonDevCommDestroy(ncclComm_t comm, batonDevComm* devComm);
 /* The window's base on every LSA rank of devComm, mapped here (ncclInvalidArgument if one is not
  * reachable: a window of plain memory between processes). */
 ncclResult_t batonDevWindowGet(const batonDevComm* devComm, ncclWindow_t win, batonDevWindow* out);
+/* batonPutSignal's host side, for a peer of another host (and for arguments the inline path
+ * refuses, so the error names them): checks, sends, returns once src may be reused. */
+ncclResult_t batonDevPutSignalHost(const batonDevComm* devComm, const batonDevWindow* win, int peer, size_t offset,
+                                   const void* src, size_t bytes, int signal);
 
 #ifdef __cplusplus
 }
@@ -164,6 +179,27 @@ BATON_DEV_FN uint64_t batonReadSignal(const batonDevComm& c, int signal) {
  * expects since batonDevCommCreate). False: aborted or timed out. */
 BATON_DEV_FN bool batonWaitSignal(const batonDevComm& c, int signal, uint64_t atLeast) {
   return baton_dev::waitAtLeast(c, baton_dev::signalWord(c, c.lsaRank, signal), atLeast);
+}
+
+/* Copies `bytes` bytes from src to offset `offset` of world rank peer's window w, then adds 1 to
+ * the peer's signal `signal`, in that order. A peer of this host: stores and a release add. A peer
+ * of another host: through the NET back-end to its proxy (host code only). False on an error
+ * (ncclGetLastError names it) or, in a CUDA kernel, for a peer of another host. */
+BATON_DEV_FN bool batonPutSignal(const batonDevComm& c, const batonDevWindow& w, int peer, size_t offset,
+                                 const void* src, size_t bytes, int signal) {
+  const bool valid =
+      offset <= w.size && bytes <= w.size - offset && signal >= 0 && signal < c.signalCount && (src || bytes == 0);
+  for (int l = 0; valid && l < c.lsaSize; ++l)
+    if (c.lsaWorldRank[l] == peer) {
+      memcpy(w.lsaBase[l] + offset, src, bytes);
+      batonSignalAdd(c, l, signal, 1);
+      return true;
+    }
+#ifdef __CUDA_ARCH__
+  return false;
+#else
+  return batonDevPutSignalHost(&c, &w, peer, offset, src, bytes, signal) == ncclSuccess;
+#endif
 }
 
 /* Barrier `barrier` over the LSA team (one thread per rank). False: aborted or timed out. */

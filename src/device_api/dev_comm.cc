@@ -6,10 +6,12 @@
 // the rank's signals, a slot per (barrier, world rank) that peers write their epochs into, and the
 // rank's own barrier epochs, one 128-byte line each (baton_dev's layout).
 #include <cstring>
+#include <memory>
 
 #include "api/argcheck.h"
 #include "comm.h"
 #include "device_api/dev_comm.h"
+#include "device_api/net_puts.h"
 #include "group.h"
 #include "misc/debug.h"
 #include "register/window.h"
@@ -18,8 +20,10 @@ namespace baton {
 namespace {
 
 struct DevCommState {
+  ncclComm* comm = nullptr;
   void* pad = nullptr;
   ncclWindow_t win = nullptr;
+  std::unique_ptr<NetPuts> netPuts;  // reqs->netPuts with ranks on other hosts
 };
 
 constexpr int kMaxSignals = 1 << 16, kMaxBarriers = 1 << 10;
@@ -29,6 +33,7 @@ constexpr int kMaxSignals = 1 << 16, kMaxBarriers = 1 << 10;
 void devCommReleaseLocal(batonDevComm* devComm) {
   auto* st = static_cast<DevCommState*>(devComm->internal);
   if (!st) return;
+  st->netPuts.reset();
   ncclMemFree(st->pad);
   delete st;
   devComm->internal = nullptr;
@@ -46,7 +51,7 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonDevCommCreat
   if (!devComm) return batonError(ncclInvalidArgument, "%s: devComm is NULL", fn);
   if (inGroup())
     return batonError(ncclInvalidUsage, "%s: cannot be issued inside ncclGroupStart/End (it returns the pointers)", fn);
-  const batonDevCommRequirements def = {1, 1};
+  const batonDevCommRequirements def = {1, 1, 0};
   const batonDevCommRequirements r = reqs ? *reqs : def;
   if (r.signalCount < 0 || r.signalCount > kMaxSignals || r.barrierCount < 0 || r.barrierCount > kMaxBarriers)
     return batonError(ncclInvalidArgument,
@@ -57,6 +62,7 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonDevCommCreat
   const size_t bytes = (words * sizeof(uint64_t) + NCCL_WIN_REQUIRED_ALIGNMENT - 1) / NCCL_WIN_REQUIRED_ALIGNMENT *
                        NCCL_WIN_REQUIRED_ALIGNMENT;
   auto* st = new DevCommState;
+  st->comm = comm;
   ncclResult_t res = ncclMemAlloc(&st->pad, bytes);
   // Zeroed before the window's all-gather: no peer holds a pointer to it until every rank is past it.
   if (res == ncclSuccess) memset(st->pad, 0, bytes);
@@ -90,6 +96,15 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonDevCommCreat
     d.lsaWorldRank[d.lsaSize] = w;
     d.lsaPad[d.lsaSize++] = reinterpret_cast<uint64_t*>(base);
   }
+  if (r.netPuts && d.lsaSize < d.nRanks) {
+    if (ncclResult_t pr = NetPuts::create(comm, d, &st->netPuts); pr != ncclSuccess) {
+      st->netPuts.reset();
+      ncclCommWindowDeregister(comm, st->win);
+      ncclMemFree(st->pad);
+      delete st;
+      return pr;
+    }
+  }
   BATON_INFO(kSubInit, "%s: comm %p rank %d: LSA team of %d (LSA rank %d), %d signals, %d barriers", fn, (void*)comm,
              comm->rank, d.lsaSize, d.lsaRank, r.signalCount, r.barrierCount);
   *devComm = d;
@@ -103,8 +118,14 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonDevCommDestr
   if (!devComm || !devComm->internal)
     return batonError(ncclInvalidArgument, "%s: devComm is NULL or not created (or destroyed already)", fn);
   auto* st = static_cast<DevCommState*>(devComm->internal);
-  // No peer may still signal into this pad: every rank arrives here first.
+  // No peer may still signal into this pad: every rank arrives here first, and every put sent to
+  // this rank from another host is applied (its sender's end marker came after it).
   ncclResult_t res = comm->bootstrap->barrier();
+  if (st->netPuts) {
+    ncclResult_t f = st->netPuts->finish();
+    if (res == ncclSuccess) res = f;
+    st->netPuts.reset();
+  }
   ncclResult_t dereg = ncclCommWindowDeregister(comm, st->win);
   ncclResult_t freed = ncclMemFree(st->pad);
   delete st;
@@ -125,6 +146,7 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonDevWindowGet
     return batonError(ncclInvalidArgument, "%s: window %p belongs to another communicator", fn, (void*)win);
   batonDevWindow w{};
   w.size = win->size;
+  w.serial = win->serial;
   for (int l = 0; l < devComm->lsaSize; ++l) {
     w.lsaBase[l] = win->peerBase[devComm->lsaWorldRank[l]];
     if (!w.lsaBase[l])
@@ -135,4 +157,36 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonDevWindowGet
   }
   *out = w;
   return ncclSuccess;
+}
+
+extern "C" __attribute__((visibility("default"))) ncclResult_t batonDevPutSignalHost(const batonDevComm* devComm,
+                                                                                     const batonDevWindow* win,
+                                                                                     int peer, size_t offset,
+                                                                                     const void* src, size_t bytes,
+                                                                                     int signal) {
+  const char* fn = "batonPutSignal";
+  if (!devComm || !devComm->internal) return batonError(ncclInvalidArgument, "%s: devComm is NULL or not created", fn);
+  if (!win) return batonError(ncclInvalidArgument, "%s: window is NULL", fn);
+  if (peer < 0 || peer >= devComm->nRanks)
+    return batonError(ncclInvalidArgument, "%s: peer %d is not a rank (0..%d)", fn, peer, devComm->nRanks - 1);
+  if (signal < 0 || signal >= devComm->signalCount)
+    return batonError(ncclInvalidArgument, "%s: signal %d out of range (the device communicator has %d)", fn, signal,
+                      devComm->signalCount);
+  if (offset > win->size || bytes > win->size - offset)
+    return batonError(ncclInvalidArgument, "%s: [offset %zu, +%zu bytes) is outside the %zu-byte window", fn, offset,
+                      bytes, win->size);
+  if (!src && bytes) return batonError(ncclInvalidArgument, "%s: src is NULL but bytes is %zu", fn, bytes);
+  for (int l = 0; l < devComm->lsaSize; ++l)
+    if (devComm->lsaWorldRank[l] == peer) {  // arguments the inline path accepts never come here; still correct
+      if (bytes) memcpy(win->lsaBase[l] + offset, src, bytes);
+      batonSignalAdd(*devComm, l, signal, 1);
+      return ncclSuccess;
+    }
+  auto* st = static_cast<DevCommState*>(devComm->internal);
+  if (!st->netPuts)
+    return batonError(ncclInvalidUsage,
+                      "%s: rank %d is on another host, and this device communicator was created without "
+                      "reqs->netPuts",
+                      fn, peer);
+  return st->netPuts->put(peer, win->serial, offset, src, bytes, signal);
 }

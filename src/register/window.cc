@@ -59,6 +59,17 @@ void WindowTable::clear() {
   pads.clear();
 }
 
+bool WindowTable::findSerial(uint64_t serial, char** base, size_t* size) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& w : wins_)
+    if (w->serial == serial) {
+      *base = w->base;
+      *size = w->size;
+      return true;
+    }
+  return false;
+}
+
 ncclResult_t windowRegister(ncclComm* comm, void* buff, size_t size, ncclWindow_vidmem** win, int flags) {
   WindowTable& t = comm->windows;
   const int n = comm->nRanks;
@@ -132,6 +143,7 @@ ncclResult_t windowRegister(ncclComm* comm, void* buff, size_t size, ncclWindow_
              w->allReachable ? "every rank's window reachable by loads and stores"
                              : "some rank's window is not reachable here (another host, or not ncclMemAlloc memory)");
   *win = w.get();
+  w->serial = ++t.lastSerial_;
   t.wins_.push_back(std::move(w));
   t.count_ = t.wins_.size();
   return ncclSuccess;

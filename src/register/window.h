@@ -30,6 +30,7 @@ struct ncclWindow_vidmem {
   std::vector<char*> peerBase;  // by rank: where that rank's window is in this process (nullptr: unreachable)
   bool allReachable = false;    // every rank's window has a pointer here
   void* regHandle = nullptr;    // the local registration the window implies
+  uint64_t serial = 0;          // the communicator's n-th window (the same n on every rank: registration is collective)
 };
 
 namespace baton {
@@ -39,6 +40,8 @@ class WindowTable {
   ~WindowTable() { clear(); }
   // The window holding [p, p + bytes) with NCCL_WIN_COLL_SYMMETRIC, reachable from every rank, or nullptr.
   const ncclWindow_vidmem* findSymmetric(const void* p, size_t bytes) const;
+  // The live window whose serial is `serial`: its base and size here. False: none.
+  bool findSerial(uint64_t serial, char** base, size_t* size) const;
   void clear();
   bool empty() const { return count_.load(std::memory_order_relaxed) == 0; }  // no lock: the planner's fast path
 
@@ -52,6 +55,7 @@ class WindowTable {
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<ncclWindow_vidmem>> wins_;
   SymPad* myPad_ = nullptr;
+  uint64_t lastSerial_ = 0;
   std::atomic<size_t> count_{0};
 };
 

@@ -76,9 +76,12 @@ done
 # 1c. The device-side API inside each host's LSA team, then the tensor-parallel fused operations
 # (lesson 11), every stage, forward and backward, exact, the row blocks crossing hosts on NET; chunks
 # of 1 KiB, so the optimized stage's chunked path runs on these small shapes.
-launch fused 2 2 BATON_WAIT_TIMEOUT=60 BATON_FUSED_MIN_CHUNK_BYTES=1024 -- timeout 300 "$TESTDIR/fused_worker"
-if all_ok fused 4 && grep -q "fused checks passed, 0 failed" "$LOG/fused.out.3"; then
-  pass "fused_worker on 2 hosts x 2 ranks: $(grep -ho '[0-9]* fused checks passed' "$LOG/fused.out.0")"
+# The device API's puts to the other host's ranks go through their proxies (the INFO line says so).
+launch fused 2 2 BATON_WAIT_TIMEOUT=60 BATON_FUSED_MIN_CHUNK_BYTES=1024 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT -- \
+  timeout 300 "$TESTDIR/fused_worker"
+if all_ok fused 4 && grep -q "fused checks passed, 0 failed" "$LOG/fused.out.3" &&
+  [ "$(cat "$LOG"/fused.* | grep -c 'device puts to 2 ranks of other hosts')" -ge 4 ]; then
+  pass "fused_worker on 2 hosts x 2 ranks: $(grep -ho '[0-9]* fused checks passed' "$LOG/fused.out.0"), device puts across hosts"
 else
   flunk "fused_worker on 2 hosts x 2 ranks"; show fused
 fi
