@@ -21,10 +21,13 @@ ncclResult_t FusedWindow::ensure(ncclComm* comm, size_t bytes, bool* usable) {
     const batonDevCommRequirements reqs = {2 * comm->nRanks, 1, 0};
     BATON_CHECK(batonDevCommCreate(comm, &reqs, &dev_));
     seen_.assign((size_t)reqs.signalCount, 0);
+    lsaOf_.assign(comm->nRanks, -1);
+    for (int l = 0; l < dev_.lsaSize; ++l) lsaOf_[dev_.lsaWorldRank[l]] = l;
   }
-  *usable = dev_.lsaSize == dev_.nRanks;
-  if (!*usable || bytes <= bytes_) return ncclSuccess;
-  // Every rank grows at the same call (the shape is agreed).
+  *usable = dev_.lsaSize > 1;
+  if (bytes <= bytes_) return ncclSuccess;
+  // Every rank grows at the same call (the shape is agreed), a rank alone on its host too: the
+  // registration is collective over the whole communicator.
   bytes = std::max(bytes, 2 * bytes_);
   bytes = (bytes + NCCL_WIN_REQUIRED_ALIGNMENT - 1) / NCCL_WIN_REQUIRED_ALIGNMENT * NCCL_WIN_REQUIRED_ALIGNMENT;
   void* mem = nullptr;
@@ -46,12 +49,14 @@ ncclResult_t FusedWindow::ensure(ncclComm* comm, size_t bytes, bool* usable) {
   handle_ = handle;
   win_ = win;
   bytes_ = bytes;
-  BATON_INFO(kSubInit, "fused: rank %d: symmetric window of %zu bytes on every rank", comm->rank, bytes);
+  BATON_INFO(kSubInit, "fused: rank %d: symmetric window of %zu bytes, read in place by the %d ranks of its host",
+             comm->rank, bytes, dev_.lsaSize);
   return ncclSuccess;
 }
 
 void FusedWindow::account(Pattern p, int chunks) {
-  for (int s = 0; s < dev_.nRanks; ++s) seen_[signal(p, s)] += (uint64_t)chunks;
+  for (int s = 0; s < dev_.nRanks; ++s)
+    if (local(s)) seen_[signal(p, s)] += (uint64_t)chunks;
 }
 
 }  // namespace baton

@@ -4,9 +4,11 @@
 // Made on a communicator's first fused or optimized call, collectively (every rank of the call
 // reaches it with the same agreed shape, so the same size), grown the same way, released with the
 // communicator (growing at least twofold). Each rank's window holds, in turn for each call:
-//   gather:         this rank's row block, which its peers read in place (no gathered copy);
-//   reduce-scatter: one fp32 slot per rank, which that rank's GEMM writes its partial for this
-//                   rank's block into.
+//   gather:         this rank's row block, which the peers of its host read in place (no
+//                   gathered copy);
+//   reduce-scatter: one fp32 slot per rank, which a peer of this host's GEMM writes its partial
+//                   for this rank's block into.
+// Peers on other hosts are reached through the channels instead (row_exchange.h).
 // Signals (one per source rank and pattern) only grow: the window counts what each call expects.
 #pragma once
 
@@ -24,17 +26,20 @@ class FusedWindow {
   enum Pattern { kGather = 0, kReduceScatter = 1 };
   ~FusedWindow();  // local: the communicator is being freed and its window table cleared
 
-  // Collective. The device communicator on first use, then, if every rank is in this rank's LSA
-  // team, a window of at least `bytes` on every rank. *usable: false when some rank is on another
-  // host (its memory is not reachable by loads and stores from here).
+  // Collective. The device communicator on first use, then, if this host has other ranks of the
+  // communicator (an LSA team of two or more), a window of at least `bytes` on every rank.
+  // *usable: false when this rank shares its host with no other (only the channels reach its peers).
   ncclResult_t ensure(ncclComm* comm, size_t bytes, bool* usable);
 
   const batonDevComm& dev() const { return dev_; }
-  char* base(int rank) const { return win_.lsaBase[rank]; }  // every rank is an LSA rank, in world order
+  bool local(int rank) const { return lsaOf_[rank] >= 0; }           // on this host: reached through the window
+  char* base(int rank) const { return win_.lsaBase[lsaOf_[rank]]; }  // a local rank's window, mapped here
   int signal(Pattern p, int source) const { return p * dev_.nRanks + source; }
+  // Adds 1 to local rank `rank`'s signal (p, this rank), releasing this thread's earlier stores.
+  void signalPeer(int rank, Pattern p) const { batonSignalAdd(dev_, lsaOf_[rank], signal(p, dev_.rank), 1); }
   // Signal (p, source) reaches this value once chunk `chunk` of this call has arrived.
   uint64_t target(Pattern p, int source, int chunk) const { return seen_[signal(p, source)] + chunk + 1; }
-  // The call is over: every source sent `chunks` signals of pattern p to this rank.
+  // The call is over: every local source sent `chunks` signals of pattern p to this rank.
   void account(Pattern p, int chunks);
 
  private:
@@ -48,6 +53,7 @@ class FusedWindow {
   batonDevWindow win_{};
   size_t bytes_ = 0;
   std::vector<uint64_t> seen_;
+  std::vector<int> lsaOf_;  // world rank -> LSA index, -1 on another host
 };
 
 }  // namespace baton

@@ -1,5 +1,5 @@
-// The fused operations' communication, every stage (row_exchange.h): naive and decomposed here,
-// the window stages in window_exchange.cc.
+// The fused operations' communication, every stage (row_exchange.h): the channels' side here, the
+// window's side (peers of this host in the fused and optimized stages) in window_exchange.cc.
 #include "fused/row_exchange.h"
 
 #include <algorithm>
@@ -26,8 +26,9 @@ ncclResult_t finish(const std::shared_ptr<Completion>& done) { return done ? don
 // worker otherwise waits for the scheduler to preempt the GEMM, and the first transfer started
 // 4.4 ms late in a 35 ms call (BATON_TRACE); with the yield AllGather+GEMM went from 0.67-0.77 to
 // 0.61-0.65 of naive on the slowed link.
-ncclResult_t launchPair(const FusedCall& call, Task send, Task recv, std::shared_ptr<Completion>* done) {
-  std::vector<Task> tasks = {send, recv};
+// A step with nothing to move (both peers reached through the window) launches nothing.
+ncclResult_t launchStep(const FusedCall& call, std::vector<Task> tasks, std::shared_ptr<Completion>* done) {
+  if (tasks.empty()) return ncclSuccess;
   const ncclResult_t res = launchTasks(call.comm, tasks, done, /*callerRuns=*/false);
   std::this_thread::yield();
   return res;
@@ -76,9 +77,10 @@ ncclResult_t drain(std::vector<std::shared_ptr<Completion>>& steps, ncclResult_t
 // How a call moves its blocks (row_exchange.h has the stages).
 struct ExchangePlan {
   bool naive = false;
-  bool window = false;  // through the symmetric window (every rank on this host)
-  WindowPlan windowPlan;
-  int chunks = 1;  // the decomposed way: sends per block
+  FusedWindow* window = nullptr;  // peers of this host through it (fused, optimized), else null
+  bool rotate = false;            // peers of this host visited rank-rotated
+  int chunks = 1;                 // sends per block to a peer of another host
+  bool viaWindow(int peer) const { return window && window->local(peer); }
 };
 
 // The optimized stage's chunks off this host: each a send of its own, whose fixed cost over the
@@ -97,18 +99,21 @@ ncclResult_t planFor(const FusedCall& call, size_t blockBytes, size_t windowByte
   if (call.stage == FusedStage::kDecomposed) return ncclSuccess;
   const bool optimized = call.stage == FusedStage::kOptimized;
   if (!call.comm->fusedWindow) call.comm->fusedWindow = std::make_shared<FusedWindow>();
-  BATON_CHECK(call.comm->fusedWindow->ensure(call.comm, windowBytes, &plan->window));
-  // On this host peers are read in place whatever the size (faster than naive at every measured
+  bool usable = false;
+  BATON_CHECK(call.comm->fusedWindow->ensure(call.comm, windowBytes, &usable));
+  if (usable) plan->window = call.comm->fusedWindow.get();
+  // Peers of this host are read in place whatever the size (faster than naive at every measured
   // shape, down to one row per rank), each rank starting with a different peer.
-  plan->windowPlan.rotate = optimized;
-  if (!optimized || plan->window) return ncclSuccess;
+  plan->rotate = optimized;
+  const bool oneHost = call.comm->fusedWindow->dev().lsaSize == call.nRanks;  // alike on every rank
+  if (!optimized || oneHost) return ncclSuccess;
   // Off this host a block crosses a link as slow as the GEMM: in chunks, the GEMM of one chunk
   // hides the next one's transfer and only the last chunk's GEMM is exposed (4 measured best of
   // 2, 4, 8, 16).
   const size_t want = (size_t)std::clamp<int64_t>(envInt("BATON_FUSED_CHUNKS", 4), 1, 64);
   const size_t minChunk = (size_t)std::max<int64_t>(1, envInt("BATON_FUSED_MIN_CHUNK_BYTES", kMinChunkBytes));
   plan->chunks = (int)std::max<size_t>(1, std::min(want, blockBytes / minChunk));
-  if (want > 1 && blockBytes / minChunk < 2) plan->naive = true;
+  if (want > 1 && blockBytes / minChunk < 2) *plan = ExchangePlan{true};
   return ncclSuccess;
 }
 
@@ -125,33 +130,46 @@ ncclResult_t gatherRows(const FusedCall& call, const void* shard, size_t rowByte
   const size_t rows = call.rowsPerRank, blockBytes = rows * rowBytes;
   ExchangePlan plan;
   BATON_CHECK(planFor(call, blockBytes, blockBytes, &plan));
-  if (plan.window)
-    return windowGatherRows(call, *call.comm->fusedWindow, plan.windowPlan, shard, rowBytes, gathered, wantGathered,
-                            consume);
-  char* myBlock = gathered + (size_t)r * blockBytes;
   if (plan.naive) {
     BATON_CHECK(runNow(call, {collTask(kFuncAllGather, shard, gathered, blockBytes, ncclInt8, n)}));
     for (int j = 0; j < n; ++j) BATON_CHECK(consume(j, 0, rows, gathered + (size_t)j * blockBytes));
     return ncclSuccess;
   }
-  // Every step's chunks are launched now; channel 0's worker runs them in order while this thread computes.
+  // Peers of this host: this rank's rows into its window, signalled (they read them in place).
+  if (plan.window) publishRows(*plan.window, shard, blockBytes);
+  // Peers of other hosts: every step's chunks launched now; channel 0's worker runs them in order
+  // while this thread computes. At step s this rank sends to r+s and receives from r-s.
   const int chunks = (int)std::max<size_t>(1, std::min<size_t>((size_t)plan.chunks, rows));
+  auto chunkRow = [&](int c) { return rows * (size_t)c / (size_t)chunks; };
   std::vector<std::shared_ptr<Completion>> steps((size_t)n * chunks);
   ncclResult_t res = ncclSuccess;
   for (int s = 1; s < n && res == ncclSuccess; ++s) {
     const int to = (r + s) % n, from = (r - s + n) % n;
     for (int c = 0; c < chunks && res == ncclSuccess; ++c) {
-      const size_t off = chunkRow(rows, chunks, c) * rowBytes, bytes = chunkRow(rows, chunks, c + 1) * rowBytes - off;
-      res = launchPair(
-          call, sendRecvTask(Task::kSend, (const char*)shard + off, nullptr, bytes, ncclInt8, to),
-          sendRecvTask(Task::kRecv, nullptr, gathered + (size_t)from * blockBytes + off, bytes, ncclInt8, from),
-          &steps[(size_t)s * chunks + c]);
+      const size_t off = chunkRow(c) * rowBytes, bytes = chunkRow(c + 1) * rowBytes - off;
+      std::vector<Task> tasks;
+      if (!plan.viaWindow(to))
+        tasks.push_back(sendRecvTask(Task::kSend, (const char*)shard + off, nullptr, bytes, ncclInt8, to));
+      if (!plan.viaWindow(from))
+        tasks.push_back(
+            sendRecvTask(Task::kRecv, nullptr, gathered + (size_t)from * blockBytes + off, bytes, ncclInt8, from));
+      res = launchStep(call, std::move(tasks), &steps[(size_t)s * chunks + c]);
     }
   }
-  if (res == ncclSuccess && myBlock != shard && blockBytes > 0) memcpy(myBlock, shard, blockBytes);
-  if (res == ncclSuccess) res = safely(call, [&] { return consume(r, 0, rows, myBlock); });
+  // This rank's own block, then its host's peers' (already there), then the others' as they come.
+  if (res == ncclSuccess && wantGathered && blockBytes) memcpy(gathered + (size_t)r * blockBytes, shard, blockBytes);
+  if (res == ncclSuccess) res = safely(call, [&] { return consume(r, 0, rows, shard); });
+  for (int i = 0; i < n - 1 && res == ncclSuccess; ++i) {
+    const int j = visitAt(call, plan.rotate, i);
+    if (!plan.viaWindow(j)) continue;
+    res = waitBlock(call, *plan.window, FusedWindow::kGather, j);
+    const char* theirs = plan.window->base(j);
+    if (res == ncclSuccess && wantGathered && blockBytes) memcpy(gathered + (size_t)j * blockBytes, theirs, blockBytes);
+    if (res == ncclSuccess) res = safely(call, [&] { return consume(j, 0, rows, theirs); });
+  }
   for (int s = 1; s < n && res == ncclSuccess; ++s) {
     const int from = (r - s + n) % n;
+    if (plan.viaWindow(from)) continue;
     for (int c = 0; c < chunks && res == ncclSuccess; ++c) {
       auto& step = steps[(size_t)s * chunks + c];
       {
@@ -159,13 +177,15 @@ ncclResult_t gatherRows(const FusedCall& call, const void* shard, size_t rowByte
         res = finish(step);
       }
       step.reset();
-      const size_t r0 = chunkRow(rows, chunks, c), r1 = chunkRow(rows, chunks, c + 1);
+      const size_t r0 = chunkRow(c), r1 = chunkRow(c + 1);
       if (res == ncclSuccess)
         res = safely(call,
                      [&] { return consume(from, r0, r1 - r0, gathered + (size_t)from * blockBytes + r0 * rowBytes); });
     }
   }
-  return drain(steps, res);
+  res = drain(steps, res);
+  if (res == ncclSuccess && plan.window) res = endWindowCall(call, *plan.window, FusedWindow::kGather);
+  return res;
 }
 
 ncclResult_t reduceScatterRows(const FusedCall& call, size_t rowFloats, const ProduceRows& untracedProduce,
@@ -175,8 +195,6 @@ ncclResult_t reduceScatterRows(const FusedCall& call, size_t rowFloats, const Pr
   const size_t rows = call.rowsPerRank, blockFloats = rows * rowFloats;
   ExchangePlan plan;
   BATON_CHECK(planFor(call, blockFloats * sizeof(float), blockFloats * sizeof(float) * n, &plan));
-  if (plan.window)
-    return windowReduceScatterRows(call, *call.comm->fusedWindow, plan.windowPlan, rowFloats, produce, out);
   if (plan.naive) {
     float* partial = (float*)call.scratch->get(FusedScratch::kPartials, blockFloats * n * sizeof(float));
     // Own block last, as in the other stages.
@@ -186,10 +204,11 @@ ncclResult_t reduceScatterRows(const FusedCall& call, size_t rowFloats, const Pr
     }
     return runNow(call, {collTask(kFuncReduceScatter, partial, out, blockFloats, ncclFloat, n)});
   }
-  // Step s: this rank's partial for r-s leaves chunk by chunk while the next chunk is computed;
-  // r+s's partial for r arrives into its own slot, and everything is summed once the own block is
-  // computed too.
+  // Peers of other hosts first (their partials have the slowest way to go): at step s this rank's
+  // partial for r-s leaves chunk by chunk while the next chunk is computed, and r+s's partial for
+  // r arrives into its own slot.
   const int chunks = (int)std::max<size_t>(1, std::min<size_t>((size_t)plan.chunks, rows));
+  auto chunkRow = [&](int c) { return rows * (size_t)c / (size_t)chunks; };
   const size_t stepBytes = blockFloats * (n - 1) * sizeof(float);
   float* sendBuf = (float*)call.scratch->get(FusedScratch::kSendSteps, stepBytes);
   float* recvBuf = (float*)call.scratch->get(FusedScratch::kRecvSteps, stepBytes);
@@ -198,31 +217,54 @@ ncclResult_t reduceScatterRows(const FusedCall& call, size_t rowFloats, const Pr
   for (int s = 1; s < n && res == ncclSuccess; ++s) {
     const int to = (r - s + n) % n, from = (r + s) % n;
     for (int c = 0; c < chunks && res == ncclSuccess; ++c) {
-      const size_t r0 = chunkRow(rows, chunks, c), r1 = chunkRow(rows, chunks, c + 1);
+      const size_t r0 = chunkRow(c), r1 = chunkRow(c + 1);
       float* send = sendBuf + (size_t)(s - 1) * blockFloats + r0 * rowFloats;
       float* recv = recvBuf + (size_t)(s - 1) * blockFloats + r0 * rowFloats;
-      res = safely(call, [&] { return produce(to, r0, r1 - r0, send); });
-      if (res == ncclSuccess)
-        res = launchPair(call, sendRecvTask(Task::kSend, send, nullptr, (r1 - r0) * rowFloats, ncclFloat, to),
-                         sendRecvTask(Task::kRecv, nullptr, recv, (r1 - r0) * rowFloats, ncclFloat, from),
-                         &steps[(size_t)s * chunks + c]);
+      std::vector<Task> tasks;
+      if (!plan.viaWindow(to)) {
+        res = safely(call, [&] { return produce(to, r0, r1 - r0, send); });
+        tasks.push_back(sendRecvTask(Task::kSend, send, nullptr, (r1 - r0) * rowFloats, ncclFloat, to));
+      }
+      if (!plan.viaWindow(from))
+        tasks.push_back(sendRecvTask(Task::kRecv, nullptr, recv, (r1 - r0) * rowFloats, ncclFloat, from));
+      if (res == ncclSuccess) res = launchStep(call, std::move(tasks), &steps[(size_t)s * chunks + c]);
     }
   }
+  // Peers of this host: the partial straight into slot r of the owner's window, signalled.
+  auto slot = [&](int owner, int from) { return (float*)plan.window->base(owner) + (size_t)from * blockFloats; };
+  for (int i = 0; i < n - 1 && res == ncclSuccess; ++i) {
+    const int j = visitAt(call, plan.rotate, i);
+    if (!plan.viaWindow(j)) continue;
+    res = safely(call, [&] { return produce(j, 0, rows, slot(j, r)); });
+    if (res == ncclSuccess) plan.window->signalPeer(j, FusedWindow::kReduceScatter);
+  }
   if (res == ncclSuccess) res = safely(call, [&] { return produce(r, 0, rows, out); });
+  // Sum what the peers of this host wrote into this rank's window, then what the channels brought.
+  for (int i = 0; i < n - 1 && res == ncclSuccess; ++i) {
+    const int from = sourceAt(call, plan.rotate, i);
+    if (!plan.viaWindow(from)) continue;
+    res = waitBlock(call, *plan.window, FusedWindow::kReduceScatter, from);
+    const float* in = res == ncclSuccess ? slot(r, from) : nullptr;
+    for (size_t e = 0; res == ncclSuccess && e < blockFloats; ++e) out[e] += in[e];
+  }
   for (int s = 1; s < n && res == ncclSuccess; ++s) {
+    const int from = (r + s) % n;
+    if (plan.viaWindow(from)) continue;
     for (int c = 0; c < chunks && res == ncclSuccess; ++c) {
       auto& step = steps[(size_t)s * chunks + c];
       {
-        FusedWaitSpan wait(call, (r + s) % n, c);
+        FusedWaitSpan wait(call, from, c);
         res = finish(step);
       }
       step.reset();
-      const size_t e0 = chunkRow(rows, chunks, c) * rowFloats, e1 = chunkRow(rows, chunks, c + 1) * rowFloats;
       const float* recv = recvBuf + (size_t)(s - 1) * blockFloats;
-      for (size_t i = e0; res == ncclSuccess && i < e1; ++i) out[i] += recv[i];
+      for (size_t e = chunkRow(c) * rowFloats; res == ncclSuccess && e < chunkRow(c + 1) * rowFloats; ++e)
+        out[e] += recv[e];
     }
   }
-  return drain(steps, res);
+  res = drain(steps, res);
+  if (res == ncclSuccess && plan.window) res = endWindowCall(call, *plan.window, FusedWindow::kReduceScatter);
+  return res;
 }
 
 }  // namespace baton
