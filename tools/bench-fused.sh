@@ -2,7 +2,7 @@
 # Lesson 11's slowed link: the fused operations' stages between two "hosts" (network namespaces,
 # tests/net/netns.sh), one rank per host, each pinned to its own core, their link limited by a
 # token bucket (tc tbf; netem is not in this kernel) so the transfer costs wall time but no CPU,
-# as a network does: what a decomposed stage can hide behind the GEMM.
+# as a network does: what the decomposed, fused and optimized stages can hide behind the GEMM.
 #
 #   tools/bench-fused.sh [--rate 1gbit] [--op ag_gemm] [--no-pin] [BATON-PERF ARGS...]
 #
