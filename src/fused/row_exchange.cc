@@ -65,6 +65,14 @@ ncclResult_t safely(const FusedCall& call, Fn fn) {
   }
 }
 
+// Waits for chunk `chunk` of rank `from`'s step (a span in BATON_TRACE) and lets it go.
+ncclResult_t awaitStep(const FusedCall& call, std::shared_ptr<Completion>& step, int from, int chunk) {
+  FusedWaitSpan wait(call, from, chunk);
+  const ncclResult_t res = finish(step);
+  step.reset();
+  return res;
+}
+
 // Waits for every launched step, so no worker still writes a buffer the caller frees on an error.
 ncclResult_t drain(std::vector<std::shared_ptr<Completion>>& steps, ncclResult_t first) {
   for (auto& s : steps) {
@@ -171,12 +179,7 @@ ncclResult_t gatherRows(const FusedCall& call, const void* shard, size_t rowByte
     const int from = (r - s + n) % n;
     if (plan.viaWindow(from)) continue;
     for (int c = 0; c < chunks && res == ncclSuccess; ++c) {
-      auto& step = steps[(size_t)s * chunks + c];
-      {
-        FusedWaitSpan wait(call, from, c);
-        res = finish(step);
-      }
-      step.reset();
+      res = awaitStep(call, steps[(size_t)s * chunks + c], from, c);
       const size_t r0 = chunkRow(c), r1 = chunkRow(c + 1);
       if (res == ncclSuccess)
         res = safely(call,
@@ -251,12 +254,7 @@ ncclResult_t reduceScatterRows(const FusedCall& call, size_t rowFloats, const Pr
     const int from = (r + s) % n;
     if (plan.viaWindow(from)) continue;
     for (int c = 0; c < chunks && res == ncclSuccess; ++c) {
-      auto& step = steps[(size_t)s * chunks + c];
-      {
-        FusedWaitSpan wait(call, from, c);
-        res = finish(step);
-      }
-      step.reset();
+      res = awaitStep(call, steps[(size_t)s * chunks + c], from, c);
       const float* recv = recvBuf + (size_t)(s - 1) * blockFloats;
       for (size_t e = chunkRow(c) * rowFloats; res == ncclSuccess && e < chunkRow(c + 1) * rowFloats; ++e)
         out[e] += recv[e];
