@@ -2,6 +2,17 @@
 
 namespace baton {
 
+Task collTask(CollFunc func, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t type) {
+  Task t;
+  t.kind = Task::kColl;
+  t.func = func;
+  t.sendbuff = sendbuff;
+  t.recvbuff = recvbuff;
+  t.count = count;
+  t.type = type;
+  return t;
+}
+
 Task sendRecvTask(Task::Kind kind, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t type, int peer) {
   Task t;
   t.kind = kind;

@@ -31,6 +31,8 @@ struct Task {
 };
 
 // A send (sendbuff) or receive (recvbuff) of `count` elements with `peer`.
+// A collective's task (no operator or root yet: the caller sets what its collective needs).
+Task collTask(CollFunc func, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t type);
 Task sendRecvTask(Task::Kind kind, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t type, int peer);
 
 size_t typeSize(ncclDataType_t t);

@@ -39,13 +39,7 @@ ncclResult_t collective(CollFunc func, const char* fn, const void* sendbuff, voi
                       comm->asyncError.load() != ncclSuccess;
   if (!atomic) ARGCHECK(checkCommReady(comm, fn));
   ARGCHECK(checkDatatype(type, fn));
-  Task t;
-  t.kind = Task::kColl;
-  t.func = func;
-  t.sendbuff = sendbuff;
-  t.recvbuff = recvbuff;
-  t.count = count;
-  t.type = type;
+  Task t = collTask(func, sendbuff, recvbuff, count, type);
   t.root = root;
   const bool reduces = func == kFuncAllReduce || func == kFuncReduce || func == kFuncReduceScatter;
   if (reduces) ARGCHECK(resolveOp(comm, op, type, fn, &t.op));

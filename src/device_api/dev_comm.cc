@@ -20,7 +20,6 @@ namespace baton {
 namespace {
 
 struct DevCommState {
-  ncclComm* comm = nullptr;
   void* pad = nullptr;
   ncclWindow_t win = nullptr;
   std::unique_ptr<NetPuts> netPuts;  // reqs->netPuts with ranks on other hosts
@@ -62,7 +61,6 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonDevCommCreat
   const size_t bytes = (words * sizeof(uint64_t) + NCCL_WIN_REQUIRED_ALIGNMENT - 1) / NCCL_WIN_REQUIRED_ALIGNMENT *
                        NCCL_WIN_REQUIRED_ALIGNMENT;
   auto* st = new DevCommState;
-  st->comm = comm;
   ncclResult_t res = ncclMemAlloc(&st->pad, bytes);
   // Zeroed before the window's all-gather: no peer holds a pointer to it until every rank is past it.
   if (res == ncclSuccess) memset(st->pad, 0, bytes);
@@ -83,28 +81,24 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonDevCommCreat
   d.abortFlag = &comm->abortFlag;
   d.timeoutNs = comm->tun.waitTimeoutNs;
   d.internal = st;
+  auto undo = [&](ncclResult_t why) {
+    st->netPuts.reset();
+    ncclCommWindowDeregister(comm, st->win);
+    ncclMemFree(st->pad);
+    delete st;
+    return why;
+  };
   for (int w = 0; w < comm->nRanks; ++w) {
     char* base = st->win->peerBase[w];
     if (!base) continue;
-    if (d.lsaSize == BATON_DEV_MAX_LSA) {
-      ncclCommWindowDeregister(comm, st->win);
-      ncclMemFree(st->pad);
-      delete st;
-      return batonError(ncclInvalidUsage, "%s: more than %d ranks on this host", fn, BATON_DEV_MAX_LSA);
-    }
+    if (d.lsaSize == BATON_DEV_MAX_LSA)
+      return undo(batonError(ncclInvalidUsage, "%s: more than %d ranks on this host", fn, BATON_DEV_MAX_LSA));
     if (w == comm->rank) d.lsaRank = d.lsaSize;
     d.lsaWorldRank[d.lsaSize] = w;
     d.lsaPad[d.lsaSize++] = reinterpret_cast<uint64_t*>(base);
   }
-  if (r.netPuts && d.lsaSize < d.nRanks) {
-    if (ncclResult_t pr = NetPuts::create(comm, d, &st->netPuts); pr != ncclSuccess) {
-      st->netPuts.reset();
-      ncclCommWindowDeregister(comm, st->win);
-      ncclMemFree(st->pad);
-      delete st;
-      return pr;
-    }
-  }
+  if (r.netPuts && d.lsaSize < d.nRanks)
+    if (ncclResult_t pr = NetPuts::create(comm, d, &st->netPuts); pr != ncclSuccess) return undo(pr);
   BATON_INFO(kSubInit, "%s: comm %p rank %d: LSA team of %d (LSA rank %d), %d signals, %d barriers", fn, (void*)comm,
              comm->rank, d.lsaSize, d.lsaRank, r.signalCount, r.barrierCount);
   *devComm = d;

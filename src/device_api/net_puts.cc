@@ -2,12 +2,14 @@
 // receivers' side as a task of the communicator's proxy.
 #include "device_api/net_puts.h"
 
-#include <chrono>
 #include <cstring>
 #include <string>
 #include <thread>
 
+#include <unistd.h>
+
 #include "comm.h"
+#include "exec_model.h"
 #include "misc/debug.h"
 #include "misc/socket.h"
 #include "proxy.h"
@@ -22,14 +24,6 @@ struct PutHeader {
   uint64_t magic, windowSerial, offset, bytes;
   int64_t signal;
 };
-
-uint64_t monoNs() {
-  return (uint64_t)std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-bool aborted(const volatile int* flag) { return flag && __atomic_load_n(flag, __ATOMIC_ACQUIRE) != 0; }
 
 }  // namespace
 
@@ -169,10 +163,10 @@ ncclResult_t NetPuts::create(ncclComm* comm, const batonDevComm& dev, std::uniqu
     while (res == ncclSuccess && !peer.send) {
       res = np->net_->connect(0, handles[(size_t)p * n + me], np->abortFlag_, &peer.send);
       if (res == ncclSuccess && !peer.send) {
-        if (aborted(np->abortFlag_) || monoNs() > deadline)
+        if (abortRequested(np->abortFlag_) || nowNs() > deadline)
           res = batonError(ncclRemoteError, "batonDevCommCreate: rank %d could not connect to rank %d for device puts",
                            me, p);
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        usleep(1000);
       }
     }
   }
@@ -204,7 +198,7 @@ ncclResult_t NetPuts::sendAll(Peer& p, int peer, void* data, size_t bytes) {
       if (res != ncclSuccess) req = nullptr;  // test frees a failed request
     }
     if (res == ncclSuccess && !done) {
-      if (aborted(abortFlag_)) {
+      if (abortRequested(abortFlag_)) {
         res = batonError(ncclInvalidUsage, "batonPutSignal: communicator aborted while sending to rank %d", peer);
         break;
       }
@@ -246,11 +240,11 @@ ncclResult_t NetPuts::finish() {
     if (!peers_[q] || !peers_[q]->recv) continue;
     comm_->proxy->kick();
     while (!peers_[q]->recv->ended()) {
-      if (aborted(abortFlag_) || monoNs() > deadline) {
+      if (abortRequested(abortFlag_) || nowNs() > deadline) {
         res = batonError(ncclRemoteError, "batonDevCommDestroy: rank %d's device puts did not end", q);
         break;
       }
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      usleep(100);
     }
   }
   return res;

@@ -46,7 +46,6 @@ ncclResult_t FusedWindow::ensure(ncclComm* comm, size_t bytes, bool* usable) {
   }
   if (mem_) retired_.push_back(mem_);
   mem_ = mem;
-  handle_ = handle;
   win_ = win;
   bytes_ = bytes;
   BATON_INFO(kSubInit, "fused: rank %d: symmetric window of %zu bytes, read in place by the %d ranks of its host",
@@ -54,9 +53,9 @@ ncclResult_t FusedWindow::ensure(ncclComm* comm, size_t bytes, bool* usable) {
   return ncclSuccess;
 }
 
-void FusedWindow::account(Pattern p, int chunks) {
+void FusedWindow::account(Pattern p) {
   for (int s = 0; s < dev_.nRanks; ++s)
-    if (local(s)) seen_[signal(p, s)] += (uint64_t)chunks;
+    if (local(s)) ++seen_[signal(p, s)];
 }
 
 }  // namespace baton

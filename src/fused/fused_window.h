@@ -37,15 +37,14 @@ class FusedWindow {
   int signal(Pattern p, int source) const { return p * dev_.nRanks + source; }
   // Adds 1 to local rank `rank`'s signal (p, this rank), releasing this thread's earlier stores.
   void signalPeer(int rank, Pattern p) const { batonSignalAdd(dev_, lsaOf_[rank], signal(p, dev_.rank), 1); }
-  // Signal (p, source) reaches this value once chunk `chunk` of this call has arrived.
-  uint64_t target(Pattern p, int source, int chunk) const { return seen_[signal(p, source)] + chunk + 1; }
-  // The call is over: every local source sent `chunks` signals of pattern p to this rank.
-  void account(Pattern p, int chunks);
+  // Signal (p, source) reaches this value once this call's block has arrived.
+  uint64_t target(Pattern p, int source) const { return seen_[signal(p, source)] + 1; }
+  // The call is over: every local source sent its one signal of pattern p to this rank.
+  void account(Pattern p);
 
  private:
   batonDevComm dev_{};
   void* mem_ = nullptr;
-  ncclWindow_t handle_ = nullptr;
   // Windows outgrown: still registered (a fused call cannot deregister while it is itself in
   // flight), freed with the communicator. Each is at most half the next, so they cost at most as
   // much as the live one.

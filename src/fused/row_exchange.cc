@@ -41,16 +41,12 @@ ncclResult_t runNow(const FusedCall& call, std::vector<Task> tasks) {
   return finish(done);
 }
 
-Task collTask(CollFunc func, const void* send, void* recv, size_t count, ncclDataType_t type, int nRanks) {
-  Task t;
-  t.kind = Task::kColl;
-  t.func = func;
-  t.sendbuff = send;
-  t.recvbuff = recv;
-  t.count = count;
-  t.type = type;
+// The call's AllGather or ReduceScatter (summing) on the communicator.
+Task sumCollTask(const FusedCall& call, CollFunc func, const void* send, void* recv, size_t count,
+                 ncclDataType_t type) {
+  Task t = collTask(func, send, recv, count, type);
   t.op.kind = kOpSum;
-  t.op.nRanks = nRanks;
+  t.op.nRanks = call.nRanks;
   return t;
 }
 
@@ -118,8 +114,9 @@ ncclResult_t planFor(const FusedCall& call, size_t blockBytes, size_t windowByte
   // Off this host a block crosses a link as slow as the GEMM: in chunks, the GEMM of one chunk
   // hides the next one's transfer and only the last chunk's GEMM is exposed (4 measured best of
   // 2, 4, 8, 16).
-  const size_t want = (size_t)std::clamp<int64_t>(envInt("BATON_FUSED_CHUNKS", 4), 1, 64);
-  const size_t minChunk = (size_t)std::max<int64_t>(1, envInt("BATON_FUSED_MIN_CHUNK_BYTES", kMinChunkBytes));
+  const size_t want = (size_t)std::clamp<int64_t>(envInt("BATON_FUSED_CHUNKS", 4, EnvLog::kQuiet), 1, 64);
+  const size_t minChunk =
+      (size_t)std::max<int64_t>(1, envInt("BATON_FUSED_MIN_CHUNK_BYTES", kMinChunkBytes, EnvLog::kQuiet));
   plan->chunks = (int)std::max<size_t>(1, std::min(want, blockBytes / minChunk));
   if (want > 1 && blockBytes / minChunk < 2) *plan = ExchangePlan{true};
   return ncclSuccess;
@@ -128,7 +125,7 @@ ncclResult_t planFor(const FusedCall& call, size_t blockBytes, size_t windowByte
 }  // namespace
 
 ncclResult_t allGatherBytes(const FusedCall& call, const void* mine, void* all, size_t bytes) {
-  return runNow(call, {collTask(kFuncAllGather, mine, all, bytes, ncclInt8, call.nRanks)});
+  return runNow(call, {sumCollTask(call, kFuncAllGather, mine, all, bytes, ncclInt8)});
 }
 
 ncclResult_t gatherRows(const FusedCall& call, const void* shard, size_t rowBytes, char* gathered, bool wantGathered,
@@ -139,7 +136,7 @@ ncclResult_t gatherRows(const FusedCall& call, const void* shard, size_t rowByte
   ExchangePlan plan;
   BATON_CHECK(planFor(call, blockBytes, blockBytes, &plan));
   if (plan.naive) {
-    BATON_CHECK(runNow(call, {collTask(kFuncAllGather, shard, gathered, blockBytes, ncclInt8, n)}));
+    BATON_CHECK(runNow(call, {sumCollTask(call, kFuncAllGather, shard, gathered, blockBytes, ncclInt8)}));
     for (int j = 0; j < n; ++j) BATON_CHECK(consume(j, 0, rows, gathered + (size_t)j * blockBytes));
     return ncclSuccess;
   }
@@ -205,7 +202,7 @@ ncclResult_t reduceScatterRows(const FusedCall& call, size_t rowFloats, const Pr
       const int j = (r - s + n) % n;
       BATON_CHECK(produce(j, 0, rows, partial + (size_t)j * blockFloats));
     }
-    return runNow(call, {collTask(kFuncReduceScatter, partial, out, blockFloats, ncclFloat, n)});
+    return runNow(call, {sumCollTask(call, kFuncReduceScatter, partial, out, blockFloats, ncclFloat)});
   }
   // Peers of other hosts first (their partials have the slowest way to go): at step s this rank's
   // partial for r-s leaves chunk by chunk while the next chunk is computed, and r+s's partial for

@@ -27,7 +27,7 @@ void publishRows(FusedWindow& w, const void* shard, size_t blockBytes) {
 
 ncclResult_t waitBlock(const FusedCall& call, const FusedWindow& w, FusedWindow::Pattern p, int source) {
   FusedWaitSpan span(call, source, 0);
-  if (batonWaitSignal(w.dev(), w.signal(p, source), w.target(p, source, 0))) return ncclSuccess;
+  if (batonWaitSignal(w.dev(), w.signal(p, source), w.target(p, source))) return ncclSuccess;
   return batonError(ncclRemoteError,
                     "%s: rank %d gave up waiting for rank %d's rows (communicator aborted, or BATON_WAIT_TIMEOUT "
                     "passed)",
@@ -35,7 +35,7 @@ ncclResult_t waitBlock(const FusedCall& call, const FusedWindow& w, FusedWindow:
 }
 
 ncclResult_t endWindowCall(const FusedCall& call, FusedWindow& w, FusedWindow::Pattern p) {
-  w.account(p, 1);
+  w.account(p);
   if (batonLsaBarrier(w.dev(), 0)) return ncclSuccess;
   return batonError(ncclRemoteError, "%s: rank %d gave up in the barrier that ends the call", call.fn, call.rank);
 }
