@@ -4,15 +4,14 @@
 //   baton-perf ag_gemm|gemm_rs|ag_gemm_bwd|gemm_rs_bwd [-t THREADS] [-M ROWS[,ROWS...]] [-N COLS]
 //              [-K INNER] [-d float|half|bfloat16] [-n ITERS] [-w WARMUP] [--compare STAGES] [-c 0|1]
 //
-// Columns: time per call (the slowest rank's, median of the repeats), GEMM GFLOP/s of one rank (each
-// computes 2*M*N*K: every row block against its own B), and two references: "gemm" (the same local GEMMs with no
-// communication, OpenBLAS called directly) and "comm" (the collective alone: ncclAllGather of the sharded operand, or
-// ncclReduceScatter of the fp32 partials). A stage that overlaps perfectly takes max(gemm, comm);
-// the naive stage takes about their sum. "overlap" is how much of the smaller of the two the best
-// stage hides, (gemm + comm - best) / min(gemm, comm): 100% is a perfect overlap; above 100% the
-// stage also saved work (on one host, the fused stages' reads in place skip the gathered copy).
-// -c 1 checks every stage's outputs against the first
-// stage's, bit for bit (integer-valued inputs: every stage must agree exactly).
+// Columns: time per call (the slowest rank's, median of the repeats, which interleave the columns), GEMM GFLOP/s of one
+// rank (each computes 2*M*N*K: every row block against its own B), and two references: "gemm" (the same local GEMMs
+// with no communication, OpenBLAS called directly) and "comm" (the collective alone: ncclAllGather of the sharded
+// operand, or ncclReduceScatter of the fp32 partials). A stage that overlaps perfectly takes max(gemm, comm); the naive
+// stage takes about their sum. "overlap" is how much of the smaller of the two the best stage hides, (gemm + comm -
+// best) / min(gemm, comm): 100% is a perfect overlap; above 100% the stage also saved work (on one host, the fused
+// stages' reads in place skip the gathered copy). -c 1 checks every stage's outputs against the first stage's, bit for
+// bit (integer-valued inputs: every stage must agree exactly).
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -321,25 +320,32 @@ int runFusedBench(int argc, char** argv) {
       const uint64_t seed = 1000 + uint64_t(proc * o.threads + t);
       fillInts(b.in0, o.type, seed), fillInts(b.in1, o.type, seed * 3), fillInts(b.in2, o.type, seed * 7);
     }
-    auto median = [&](auto fn) {
-      std::vector<double> v;
-      for (int r = 0; r < o.repeats; ++r) v.push_back(timeIt(o, comms, fn));
-      std::sort(v.begin(), v.end());
-      return v[v.size() / 2];
-    };
-    const double gemmS = median([&](int t) { callGemm(o, m, nRanks, sgemm, ga[t], gb[t], gc[t]); });
-    const double commS = median([&](int t) { PERFCHECK(callComm(o, m, nRanks, scratch[t], comms[t])); });
-    std::vector<double> stageS;
+    // Rounds: each round times the GEMMs, the collective and every stage once, and each column is
+    // the median over the rounds. Interleaved, a slow or fast phase of the machine (these VMs drift
+    // by tens of percent within a run) falls on every column alike instead of on whichever ran then.
+    const size_t nCols = 2 + o.stages.size();
+    std::vector<std::vector<double>> times(nCols);
     int wrong = 0;
-    for (size_t si = 0; si < o.stages.size(); ++si) {
-      setenv("BATON_FUSED_STAGE", o.stages[si].c_str(), 1);
-      stageS.push_back(median([&](int t) { PERFCHECK(callOp(o, m, ops[t], comms[t])); }));
-      if (o.check)
-        for (int t = 0; t < o.threads; ++t) {
-          if (si == 0) reference0[t] = ops[t].out0, reference1[t] = ops[t].out1;
-          else wrong += int(ops[t].out0 != reference0[t]) + int(ops[t].out1 != reference1[t]);
-        }
+    for (int r = 0; r < o.repeats; ++r) {
+      times[0].push_back(timeIt(o, comms, [&](int t) { callGemm(o, m, nRanks, sgemm, ga[t], gb[t], gc[t]); }));
+      times[1].push_back(timeIt(o, comms, [&](int t) { PERFCHECK(callComm(o, m, nRanks, scratch[t], comms[t])); }));
+      for (size_t si = 0; si < o.stages.size(); ++si) {
+        setenv("BATON_FUSED_STAGE", o.stages[si].c_str(), 1);
+        times[2 + si].push_back(timeIt(o, comms, [&](int t) { PERFCHECK(callOp(o, m, ops[t], comms[t])); }));
+        if (o.check && r == 0)
+          for (int t = 0; t < o.threads; ++t) {
+            if (si == 0) reference0[t] = ops[t].out0, reference1[t] = ops[t].out1;
+            else wrong += int(ops[t].out0 != reference0[t]) + int(ops[t].out1 != reference1[t]);
+          }
+      }
     }
+    std::vector<double> med;
+    for (std::vector<double>& v : times) {
+      std::sort(v.begin(), v.end());
+      med.push_back(v[v.size() / 2]);
+    }
+    const double gemmS = med[0], commS = med[1];
+    const std::vector<double> stageS(med.begin() + 2, med.end());
     // Every local rank joins the sum (thread ranks of one process: one group from this thread).
     std::vector<int> w(o.threads, 0);
     w[0] = wrong;
