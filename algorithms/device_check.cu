@@ -6,6 +6,7 @@
 // (build/obj/algorithms_device.o, sm_90); not launched anywhere yet (no GPU runtime code in baton).
 // Memory-ordering contract: as primitives_simple.h, primitives_ll.h, primitives_ll128.h and
 // sendrecv_progress.h; cuda::atomic_ref at system scope gives the release/acquire pairs.
+#include "alltoall.h"
 #include "baton/device.h"
 #include "coll_dispatch.h"
 #include "sendrecv_progress.h"
@@ -37,6 +38,20 @@ __global__ void sendRecvKernel(SendRecvTransfer* send, SendRecvTransfer* recv, E
     sendRecvTryRecv(*ctx, *recv);
     if (ctx->failed) break;
   }
+}
+
+// Bruck's AlltoAll round k (algorithms/alltoall.h): pack the travelling slots, move them, unpack.
+__global__ void bruckRoundKernel(char* slots, char* packedOut, char* packedIn, size_t block, int n, int k,
+                                 SendRecvTransfer* send, SendRecvTransfer* recv, ExecCtx init) {
+  ExecCtx* ctx = blockCtx(init);
+  bruckPack(*ctx, packedOut, slots, block, n, k);
+  __syncthreads();
+  while (!send->complete() || !recv->complete()) {
+    sendRecvTrySend(*ctx, *send);
+    sendRecvTryRecv(*ctx, *recv);
+    if (ctx->failed) return;
+  }
+  bruckUnpack(*ctx, slots, packedIn, block, n, k);
 }
 
 // Every protocol, and a sample of the (type, operator) pairs; each instance compiles every

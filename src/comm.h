@@ -94,6 +94,7 @@ struct SharedTunables {
   bool symTwoShot;           // BATON_SYM_TWOSHOT: above it, two-shot (else the direct ring, faster on CPUs)
   int singleCopy;            // BATON_SINGLE_COPY: 0 off, 1 on where permitted, -1 auto (on unless oversubscribed)
   size_t singleCopyBytes;    // BATON_SINGLE_COPY_BYTES: AllReduces from this size take it
+  int alltoallAlgo;          // BATON_ALLTOALL_ALGO: an AlltoAllAlgo (algorithms/alltoall.h); auto = the tuner's
 };
 
 // Every knob of a communicator: the shared ones and those each rank keeps for itself.

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "alltoall.h"
 #include "api/argcheck.h"
 #include "comm.h"
 #include "misc/debug.h"
@@ -50,6 +51,14 @@ ncclResult_t readTunables(const ncclConfig_t& cfg, int rank, Tunables* t) {
   t->symTwoShot = envInt("BATON_SYM_TWOSHOT", 0) != 0;
   t->singleCopy = (int)std::clamp<int64_t>(envInt("BATON_SINGLE_COPY", -1), -1, 1);
   t->singleCopyBytes = (size_t)std::max<int64_t>(envInt("BATON_SINGLE_COPY_BYTES", 64 << 10), 0);
+  const std::string a2a = envStr("BATON_ALLTOALL_ALGO", "auto");
+  t->alltoallAlgo = -1;
+  for (int a = 0; a < kAlltoAllNumAlgos; ++a)
+    if (strcasecmp(a2a.c_str(), alltoallAlgoName(a)) == 0) t->alltoallAlgo = a;
+  if (t->alltoallAlgo < 0)
+    return batonError(ncclInvalidArgument,
+                      "BATON_ALLTOALL_ALGO=%s is not an AlltoAll algorithm (auto, direct, pairwise or bruck)",
+                      a2a.c_str());
   // Every rank uses rank 0's model (shared at init), so only rank 0 reads the tuning file.
   t->model = rank == 0 ? initialTuningModel() : defaultTuningModel();
 

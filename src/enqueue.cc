@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "alltoall_executor.h"
 #include "comm.h"
 #include "comm_error.h"
 #include "completion.h"
@@ -18,7 +19,6 @@
 #include "misc/trace.h"
 #include "oneshot_allreduce.h"
 #include "register/mem_alloc.h"
-#include "sendrecv_executor.h"
 
 namespace baton {
 
@@ -376,7 +376,7 @@ static ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plansIn, s
     parts.push_back({0,
                      [comm, p2p] {
                        ExecCtx ctx = makeCtx(comm, 0);
-                       ncclResult_t res = runSendRecvBatch(comm, p2p, ctx);
+                       ncclResult_t res = runPointToPoint(comm, p2p, ctx);
                        if (res == ncclSuccess && ctx.failed) res = failureResult(ctx, comm, "Send/Recv");
                        return res;
                      },

@@ -19,7 +19,9 @@ struct OpParams {
 };
 
 struct Task {
-  enum Kind { kColl, kSend, kRecv } kind = kColl;
+  // kAlltoAll: an AlltoAll run as rounds (pairwise, Bruck: algorithms/alltoall.h); the direct one
+  // is recorded as its sends and receives.
+  enum Kind { kColl, kSend, kRecv, kAlltoAll } kind = kColl;
   CollFunc func = kFuncAllReduce;  // for kColl
   const void* sendbuff = nullptr;
   void* recvbuff = nullptr;
@@ -27,7 +29,8 @@ struct Task {
   ncclDataType_t type = ncclFloat;
   OpParams op;
   int root = 0;
-  int peer = -1;  // kSend / kRecv
+  int peer = -1;         // kSend / kRecv
+  int alltoallAlgo = 0;  // kAlltoAll: an AlltoAllAlgo
 };
 
 // A send (sendbuff) or receive (recvbuff) of `count` elements with `peer`.

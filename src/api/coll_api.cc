@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "alltoall.h"
 #include "api/api.h"
 #include "api/argcheck.h"
 #include "comm.h"
@@ -12,6 +13,7 @@
 #include "fault/atomic_allreduce.h"
 #include "group.h"
 #include "misc/debug.h"
+#include "tuner/alltoall_choice.h"
 
 namespace baton {
 namespace {
@@ -159,6 +161,14 @@ ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, n
     static thread_local std::vector<char> snapshot;
     snapshot.assign(src, src + block * comm->nRanks);
     src = snapshot.data();
+  }
+  const int algo = chooseAlltoAll(comm, block);
+  BATON_INFO(kSubColl, "AlltoAll: sendbuff %p recvbuff %p count %zu datatype %s comm %p [nranks=%d] algorithm %s",
+             sendbuff, recvbuff, count, typeName(datatype), (void*)comm, comm->nRanks, alltoallAlgoName(algo));
+  if (algo != kAlltoAllDirect) {
+    Task t = sendRecvTask(Task::kAlltoAll, src, recvbuff, count, datatype, -1);
+    t.alltoallAlgo = algo;
+    return submit(comm, {t});
   }
   std::vector<Task> tasks;
   for (int r = 0; r < comm->nRanks; ++r) {

@@ -1,10 +1,13 @@
 #include "collectives/harness.h"
 
 #include <malloc.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <thread>
 
 namespace bt {
@@ -107,6 +110,25 @@ const Comms& cachedComms(int n) {
   Comms comms = n % 2 ? initAll(n) : initGroup(n);
   EXPECT_EQ(attachTestMemory(comms), ncclSuccess) << ncclGetLastError(nullptr);
   return cache().emplace(n, std::move(comms)).first->second;
+}
+
+// Runs fn with NCCL_DEBUG=INFO for `subsys` written to a file, and returns what was logged.
+std::string captureLog(const char* subsys, const std::function<void()>& fn) {
+  const std::string path = "/tmp/baton-log-" + std::to_string(getpid()) + ".log";
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // still the way to re-read NCCL_DEBUG
+  {
+    ScopedEnv debug({{"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_SUBSYS", subsys}, {"NCCL_DEBUG_FILE", path.c_str()}});
+    ncclResetDebugInit();
+    fn();
+  }
+  ncclResetDebugInit();
+#pragma GCC diagnostic pop
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  unlink(path.c_str());
+  return text.str();
 }
 
 std::string runRanks(int n, Drive d, const std::function<ncclResult_t(int)>& fn) {

@@ -97,6 +97,9 @@ int runLarge(const Comms& comms, Coll coll, ncclDataType_t type,
 using TypeRanks = std::tuple<ncclDataType_t, int>;
 std::string typeRanksName(const ::testing::TestParamInfo<TypeRanks>& info);
 
+// Runs fn with NCCL_DEBUG=INFO for `subsys` written to a file, and returns what was logged.
+std::string captureLog(const char* subsys, const std::function<void()>& fn);
+
 // Sets environment variables for a scope and restores the previous values.
 class ScopedEnv {
  public:

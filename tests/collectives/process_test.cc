@@ -2,7 +2,8 @@
 // rank running the exact-data checks of tests/process/coll_check.cc over the shm transport.
 // Asserts exit status 0, that every rank reports the same number of passed checks, and that no
 // /dev/shm/baton-* segment is left behind by the (now dead) rank processes. Also: the single-copy
-// path between processes (lesson 09), forced for every size.
+// path between processes (lesson 09), forced for every size; AlltoAll's pairwise and Bruck algorithms
+// (lesson 12).
 //
 // Paths: $BATON_BUILD/bin/baton-run (default build) and $TESTDIR/rank_worker (default build/tests),
 // relative to the working directory (make test runs from the repository root).
@@ -135,6 +136,25 @@ TEST(ProcessSingleCopy, EveryAllReduceSizeExactAndTheInfoLinesSayIt) {
   ASSERT_EQ(status, 0) << out.substr(0, 4000);
   EXPECT_EQ(countOf(out, "single copy"), 0u);
   EXPECT_EQ(countOf(out, "checks passed"), 2u);
+}
+
+// AlltoAll's round algorithms between processes (lesson 12): the quick exact-data checks on 3 ranks
+// with pairwise and with Bruck forced, and the COLL lines saying which ran.
+TEST(ProcessAlltoAll, PairwiseAndBruckExact) {
+  const std::string run = envOr("BATON_BUILD", "build") + "/bin/baton-run";
+  const std::string worker = envOr("TESTDIR", "build/tests") + "/rank_worker";
+  if (!executable(run) || !executable(worker)) GTEST_SKIP() << run << " or " << worker << " is not built";
+  for (const std::string algo : {"pairwise", "bruck"}) {
+    std::string out;
+    const int status =
+        runCommand("BATON_ALLTOALL_ALGO=" + algo + " NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL timeout -k 5 170 " + run +
+                       " -n 3 " + worker + " --quick",
+                   &out);
+    ASSERT_EQ(status, 0) << algo << "\n" << out.substr(0, 4000);
+    EXPECT_EQ(countOf(out, "checks passed"), 3u) << algo;
+    EXPECT_GT(countOf(out, "AlltoAll: sendbuff"), 3u) << algo;
+    EXPECT_EQ(countOf(out, "AlltoAll: sendbuff"), countOf(out, "algorithm " + algo)) << algo;
+  }
 }
 
 }  // namespace

@@ -14,37 +14,14 @@
 // At 2,3,5,8 ranks: counts 7 and 40001 (both placements, drives taking turns; see runStage) and
 // the large count (runLarge: float and int8, sum); types: StageNaive every type x every op,
 // the others int8 and f8e5m2 (sum) and float (every op); p2p patterns with uint8 and double.
-#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
-#include <sstream>
-
-#include <unistd.h>
 
 #include "collectives/harness.h"
 
 namespace bt {
 namespace {
-
-// Runs fn with NCCL_DEBUG=INFO for `subsys` written to a file, and returns what was logged.
-std::string captureLog(const char* subsys, const std::function<void()>& fn) {
-  const std::string path = "/tmp/baton-stage-" + std::to_string(getpid()) + ".log";
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // still the way to re-read NCCL_DEBUG
-  {
-    ScopedEnv debug({{"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_SUBSYS", subsys}, {"NCCL_DEBUG_FILE", path.c_str()}});
-    ncclResetDebugInit();
-    fn();
-  }
-  ncclResetDebugInit();
-#pragma GCC diagnostic pop
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  unlink(path.c_str());
-  return text.str();
-}
 
 const std::vector<int> kStageRanks = {2, 3, 5, 8};
 const ScopedEnv::Vars kFourChannels = {{"NCCL_MIN_NCHANNELS", "4"}, {"NCCL_MAX_NCHANNELS", "4"}};

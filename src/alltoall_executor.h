@@ -1,0 +1,19 @@
+// Runs an AlltoAll recorded as rounds (Task::kAlltoAll: pairwise or Bruck, algorithms/alltoall.h)
+// on the point-to-point connections, one round after another, each round a batch of
+// sendrecv_executor.h.
+#pragma once
+
+#include "comm.h"
+#include "exec_model.h"
+#include "task.h"
+
+namespace baton {
+
+ncclResult_t runAlltoAll(ncclComm* comm, const Task& task, ExecCtx& ctx);
+
+// A group's point-to-point work: its sends and receives as one batch, then its round-based
+// AlltoAlls in the order they were issued (every rank issues them in the same order, so both
+// ends of a connection see the same sequence of messages).
+ncclResult_t runPointToPoint(ncclComm* comm, const std::vector<Task>& tasks, ExecCtx& ctx);
+
+}  // namespace baton
