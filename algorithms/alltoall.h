@@ -58,14 +58,13 @@ BATON_HD int bruckSlotsMoved(int n, int k) {
 BATON_HD int bruckFirstSource(int me, int n, int slot) { return (me + slot) % n; }
 BATON_HD int bruckLastDest(int me, int n, int slot) { return (me - slot + n) % n; }
 
-// The slots that travel in round k, one after another into `packed` (unpack: the reverse).
-BATON_HD void bruckPack(const ExecCtx& ctx, char* packed, const char* slots, size_t block, int n, int k) {
-  for (int i = 0, j = 0; i < n; ++i)
-    if (bruckMoves(i, k)) copyBytes(ctx, packed + (size_t)j++ * block, slots + (size_t)i * block, block);
-}
-BATON_HD void bruckUnpack(const ExecCtx& ctx, char* slots, const char* packed, size_t block, int n, int k) {
-  for (int i = 0, j = 0; i < n; ++i)
-    if (bruckMoves(i, k)) copyBytes(ctx, slots + (size_t)i * block, packed + (size_t)j++ * block, block);
+// The slots that travel in round k, one after another into `packed`; returns the bytes packed.
+BATON_HD size_t bruckPack(const ExecCtx& ctx, char* packed, const char* const* slotData, const size_t* slotBytes, int n,
+                          int k) {
+  size_t off = 0;
+  for (int i = 0; i < n; ++i)
+    if (bruckMoves(i, k)) copyBytes(ctx, packed + off, slotData[i], slotBytes[i]), off += slotBytes[i];
+  return off;
 }
 
 }  // namespace baton

@@ -40,18 +40,17 @@ __global__ void sendRecvKernel(SendRecvTransfer* send, SendRecvTransfer* recv, E
   }
 }
 
-// Bruck's AlltoAll round k (algorithms/alltoall.h): pack the travelling slots, move them, unpack.
-__global__ void bruckRoundKernel(char* slots, char* packedOut, char* packedIn, size_t block, int n, int k,
+// Bruck's AlltoAll round k (algorithms/alltoall.h): pack the travelling slots, then move them.
+__global__ void bruckRoundKernel(char* packed, const char* const* slotData, const size_t* slotBytes, int n, int k,
                                  SendRecvTransfer* send, SendRecvTransfer* recv, ExecCtx init) {
   ExecCtx* ctx = blockCtx(init);
-  bruckPack(*ctx, packedOut, slots, block, n, k);
+  bruckPack(*ctx, packed, slotData, slotBytes, n, k);
   __syncthreads();
   while (!send->complete() || !recv->complete()) {
     sendRecvTrySend(*ctx, *send);
     sendRecvTryRecv(*ctx, *recv);
     if (ctx->failed) return;
   }
-  bruckUnpack(*ctx, slots, packedIn, block, n, k);
 }
 
 // Every protocol, and a sample of the (type, operator) pairs; each instance compiles every

@@ -21,49 +21,92 @@ ncclResult_t exchange(ncclComm* comm, ExecCtx& ctx, const void* sendBuf, size_t 
   return runSendRecvBatch(comm, round, ctx);
 }
 
-ncclResult_t pairwise(ncclComm* comm, const Task& t, size_t block, ExecCtx& ctx) {
+// The task's layout, per peer.
+struct Layout {
+  const size_t *sendBytes, *sendOff, *recvBytes, *recvOff;
+  explicit Layout(const Task& t, int n)
+      : sendBytes(t.layout->data()), sendOff(sendBytes + n), recvBytes(sendOff + n), recvOff(recvBytes + n) {}
+};
+
+ncclResult_t pairwise(ncclComm* comm, const Task& t, ExecCtx& ctx) {
   const int n = comm->nRanks, me = comm->rank;
+  const Layout l(t, n);
   const char* send = static_cast<const char*>(t.sendbuff);
   char* recv = static_cast<char*>(t.recvbuff);
   for (int i = 0; i < n && !ctx.failed; ++i) {
     const int to = pairwiseSendPeer(me, n, i), from = pairwiseRecvPeer(me, n, i);
-    BATON_CHECK(exchange(comm, ctx, send + to * block, block, to, recv + from * block, block, from));
+    BATON_CHECK(exchange(comm, ctx, send + l.sendOff[to], l.sendBytes[to], to, recv + l.recvOff[from],
+                         l.recvBytes[from], from));
   }
   return ncclSuccess;
 }
 
-ncclResult_t bruck(ncclComm* comm, const Task& t, size_t block, ExecCtx& ctx) {
+// A buffer that grows without zeroing (every byte is written before it is read).
+struct Scratch {
+  std::unique_ptr<char[]> p;
+  size_t cap = 0;
+  char* get(size_t bytes) {
+    if (bytes > cap) p.reset(new char[cap = std::max(bytes, 2 * cap)]);
+    return p.get();
+  }
+};
+
+// Bruck with blocks of any size: a slot is a block's bytes wherever they are now (first in the
+// send buffer, later in the slot's own storage). Unless every block has the same size, each
+// round first sends the sizes of the slots that travel, so the receiver knows what comes.
+ncclResult_t bruck(ncclComm* comm, const Task& t, ExecCtx& ctx) {
   const int n = comm->nRanks, me = comm->rank;
+  const Layout l(t, n);
   const char* send = static_cast<const char*>(t.sendbuff);
   char* recv = static_cast<char*>(t.recvbuff);
-  size_t maxMoved = 0;
-  for (int k = 0; k < bruckRounds(n); ++k) maxMoved = std::max(maxMoved, (size_t)bruckSlotsMoved(n, k));
-  // The rotated slots, then one packed buffer to send and one to receive.
-  std::unique_ptr<char[]> scratch(new char[block * (n + 2 * maxMoved)]);  // not zeroed: every byte is written first
-  char* slots = scratch.get();
-  char* packedOut = slots + block * n;
-  char* packedIn = packedOut + block * maxMoved;
-  for (int i = 0; i < n; ++i) copyBytes(ctx, slots + i * block, send + bruckFirstSource(me, n, i) * block, block);
-  for (int k = 0; k < bruckRounds(n) && !ctx.failed; ++k) {
-    const size_t bytes = block * bruckSlotsMoved(n, k);
-    bruckPack(ctx, packedOut, slots, block, n, k);
-    BATON_CHECK(
-        exchange(comm, ctx, packedOut, bytes, bruckSendPeer(me, n, k), packedIn, bytes, bruckRecvPeer(me, n, k)));
-    bruckUnpack(ctx, slots, packedIn, block, n, k);
+  std::vector<const char*> data(n);  // slot i's bytes, wherever they are now
+  std::vector<size_t> bytes(n);
+  std::vector<Scratch> own(n);  // slot i's storage once it has received
+  for (int i = 0; i < n; ++i) {
+    const int p = bruckFirstSource(me, n, i);
+    data[i] = send + l.sendOff[p], bytes[i] = l.sendBytes[p];
   }
-  for (int i = 0; i < n && !ctx.failed; ++i)
-    copyBytes(ctx, recv + bruckLastDest(me, n, i) * block, slots + i * block, block);
+  Scratch packedOut, packedIn;
+  std::vector<size_t> sizesOut(n), sizesIn(n);
+  for (int k = 0; k < bruckRounds(n) && !ctx.failed; ++k) {
+    const int to = bruckSendPeer(me, n, k), from = bruckRecvPeer(me, n, k);
+    size_t moved = 0, outBytes = 0;
+    for (int i = 0; i < n; ++i)
+      if (bruckMoves(i, k)) sizesOut[moved++] = bytes[i], outBytes += bytes[i];
+    if (t.uniform) std::copy(sizesOut.begin(), sizesOut.end(), sizesIn.begin());
+    else
+      BATON_CHECK(exchange(comm, ctx, sizesOut.data(), moved * sizeof(size_t), to, sizesIn.data(),
+                           moved * sizeof(size_t), from));
+    size_t inBytes = 0;
+    for (size_t j = 0; j < moved; ++j) inBytes += sizesIn[j];
+    char* out = packedOut.get(outBytes);
+    bruckPack(ctx, out, data.data(), bytes.data(), n, k);
+    char* in = packedIn.get(inBytes);
+    BATON_CHECK(exchange(comm, ctx, out, outBytes, to, in, inBytes, from));
+    for (int i = 0, j = 0; i < n; ++i) {
+      if (!bruckMoves(i, k)) continue;
+      bytes[i] = sizesIn[j++];
+      char* dst = own[i].get(bytes[i]);
+      copyBytes(ctx, dst, in, bytes[i]);
+      data[i] = dst, in += bytes[i];
+    }
+  }
+  for (int i = 0; i < n && !ctx.failed; ++i) {
+    const int p = bruckLastDest(me, n, i);
+    if (bytes[i] != l.recvBytes[p])
+      return batonError(ncclInvalidUsage, "AlltoAll (Bruck): rank %d expected %zu bytes from rank %d, which sent %zu",
+                        me, l.recvBytes[p], p, bytes[i]);
+    copyBytes(ctx, recv + l.recvOff[p], data[i], bytes[i]);
+  }
   return ncclSuccess;
 }
 
 }  // namespace
 
 ncclResult_t runAlltoAll(ncclComm* comm, const Task& t, ExecCtx& ctx) {
-  const size_t block = t.count * typeSize(t.type);
-  if (block == 0) return ncclSuccess;
   switch (t.alltoallAlgo) {
-    case kAlltoAllPairwise: return pairwise(comm, t, block, ctx);
-    case kAlltoAllBruck: return bruck(comm, t, block, ctx);
+    case kAlltoAllPairwise: return pairwise(comm, t, ctx);
+    case kAlltoAllBruck: return bruck(comm, t, ctx);
   }
   return batonError(ncclInternalError, "AlltoAll: algorithm %d (%s) does not run in rounds", t.alltoallAlgo,
                     alltoallAlgoName(t.alltoallAlgo));

@@ -95,6 +95,7 @@ struct SharedTunables {
   int singleCopy;            // BATON_SINGLE_COPY: 0 off, 1 on where permitted, -1 auto (on unless oversubscribed)
   size_t singleCopyBytes;    // BATON_SINGLE_COPY_BYTES: AllReduces from this size take it
   int alltoallAlgo;          // BATON_ALLTOALL_ALGO: an AlltoAllAlgo (algorithms/alltoall.h); auto = the tuner's
+  size_t alltoallBruckBytes;  // BATON_ALLTOALL_BRUCK_BYTES: auto takes Bruck across hosts up to this buffer size
 };
 
 // Every knob of a communicator: the shared ones and those each rank keeps for itself.

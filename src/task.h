@@ -3,6 +3,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "coll_args.h"
 #include "nccl.h"
@@ -31,6 +33,11 @@ struct Task {
   int root = 0;
   int peer = -1;         // kSend / kRecv
   int alltoallAlgo = 0;  // kAlltoAll: an AlltoAllAlgo
+  // kAlltoAll: per peer, bytes and byte offsets: sendBytes[n], sendOffset[n], recvBytes[n],
+  // recvOffset[n]; `uniform` when every block has the same size (ncclAlltoAll), which Bruck
+  // then need not announce.
+  std::shared_ptr<const std::vector<size_t>> layout;
+  bool uniform = false;
 };
 
 // A send (sendbuff) or receive (recvbuff) of `count` elements with `peer`.

@@ -29,8 +29,12 @@
  *   naive       the collective (ncclAllGather / ncclReduceScatter), then the GEMM;
  *   decomposed  per-peer chunks: the GEMM of the chunk already here runs while the next one moves
  *               on baton's channels (PyTorch async TP's loop);
- *   fused, optimized: not built yet (the call fails with ncclInvalidUsage saying so);
- *   auto        (the default) naive, until a measurement says where decomposition wins.
+ *   fused       peers of this host read in place from a symmetric window the communicator keeps
+ *               (ncclMemAlloc, NCCL_WIN_COLL_SYMMETRIC), one signal per block (device-API signals);
+ *               peers of other hosts as decomposed;
+ *   optimized   fused with peers visited in rank-rotated order, blocks to other hosts in chunks
+ *               (BATON_FUSED_CHUNKS, BATON_FUSED_MIN_CHUNK_BYTES), naive where a block is too small;
+ *   auto        (the default) optimized when every rank is on one host, naive across hosts.
  * A GEMM needs a CBLAS at run time (Debian's libopenblas0-pthread; ncclSystemError when none).
  * baton asks OpenBLAS for one thread (openblas_set_num_threads(1): process-wide, so a program
  * that calls OpenBLAS itself sets its own count again after the first fused call). */

@@ -1,37 +1,22 @@
 // The collective and point-to-point entry points: validate, queue in the group, and (outside a
-// group) end the implicit group of one. AlltoAll, Gather and Scatter are grouped sends/receives.
+// group) end the implicit group of one. Gather and Scatter are grouped sends/receives; AlltoAll has
+// its own file (alltoall_api.cc).
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <vector>
 
-#include "alltoall.h"
 #include "api/api.h"
 #include "api/argcheck.h"
+#include "api/submit.h"
 #include "comm.h"
 #include "enqueue.h"
 #include "fault/atomic_allreduce.h"
 #include "group.h"
 #include "misc/debug.h"
-#include "tuner/alltoall_choice.h"
 
 namespace baton {
 namespace {
-
-// Queue `tasks` for comm: inside a group they wait for ncclGroupEnd; otherwise they run now.
-ncclResult_t submit(ncclComm* comm, const std::vector<Task>& tasks) {
-  const bool implicit = !inGroup();
-  if (implicit) groupStart();
-  for (const Task& t : tasks) groupAddTask(comm, t);
-  return implicit ? groupEnd() : ncclSuccess;
-}
-
-// Validation failures inside a group also fail the group, as NCCL does.
-#define ARGCHECK(call)                                  \
-  do {                                                  \
-    ncclResult_t r_ = (call);                           \
-    if (r_ != ncclSuccess) return groupRecordError(r_); \
-  } while (0)
 
 ncclResult_t collective(CollFunc func, const char* fn, const void* sendbuff, void* recvbuff, size_t count,
                         ncclDataType_t type, ncclRedOp_t op, int root, ncclComm* comm) {
@@ -136,46 +121,6 @@ NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t da
 ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t) {
   ARGCHECK(checkSendRecv("ncclRecv", recvbuff, count, datatype, peer, comm, "recvbuff"));
   return submit(comm, {sendRecvTask(Task::kRecv, nullptr, recvbuff, count, datatype, peer)});
-}
-
-NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-         ncclComm_t comm, cudaStream_t stream);
-ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclComm_t comm,
-                           cudaStream_t) {
-  const char* fn = "ncclAlltoAll";
-  ARGCHECK(checkCommReady(comm, fn));
-  ARGCHECK(checkDatatype(datatype, fn));
-  ARGCHECK(checkCount(count, datatype, comm->nRanks, fn));
-  ARGCHECK(checkPtr(sendbuff, count, fn, "sendbuff"));
-  ARGCHECK(checkPtr(recvbuff, count, fn, "recvbuff"));
-  const size_t block = count * typeSize(datatype);
-  const char* src = static_cast<const char*>(sendbuff);
-  if (sendbuff == recvbuff && block) {
-    // In place: every block is both read and overwritten, so send from a snapshot, which must
-    // outlive the operation: hence only for calls that complete before returning.
-    if (!comm->blocking || inGroup())
-      return groupRecordError(batonError(ncclInvalidUsage,
-                                         "%s: in-place AlltoAll (sendbuff == recvbuff) is supported only outside a "
-                                         "group on a blocking communicator",
-                                         fn));
-    static thread_local std::vector<char> snapshot;
-    snapshot.assign(src, src + block * comm->nRanks);
-    src = snapshot.data();
-  }
-  const int algo = chooseAlltoAll(comm, block);
-  BATON_INFO(kSubColl, "AlltoAll: sendbuff %p recvbuff %p count %zu datatype %s comm %p [nranks=%d] algorithm %s",
-             sendbuff, recvbuff, count, typeName(datatype), (void*)comm, comm->nRanks, alltoallAlgoName(algo));
-  if (algo != kAlltoAllDirect) {
-    Task t = sendRecvTask(Task::kAlltoAll, src, recvbuff, count, datatype, -1);
-    t.alltoallAlgo = algo;
-    return submit(comm, {t});
-  }
-  std::vector<Task> tasks;
-  for (int r = 0; r < comm->nRanks; ++r) {
-    tasks.push_back(sendRecvTask(Task::kSend, src + r * block, nullptr, count, datatype, r));
-    tasks.push_back(sendRecvTask(Task::kRecv, nullptr, static_cast<char*>(recvbuff) + r * block, count, datatype, r));
-  }
-  return submit(comm, tasks);
 }
 
 NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,

@@ -1,5 +1,10 @@
 // Which AlltoAll algorithm (algorithms/alltoall.h) a call runs: the one BATON_ALLTOALL_ALGO forces,
-// else a choice by block size and rank count measured on this machine (lesson 12, docs/perf.md).
+// else a choice by rank layout and size measured on this machine (lesson 12, docs/perf.md):
+// Bruck across hosts while the whole buffer is at most BATON_ALLTOALL_BRUCK_BYTES (each NET message
+// has a fixed cost, and Bruck sends log2 n of them instead of n-1), direct otherwise.
+//
+// Every rank must choose alike. ncclAlltoAll's count is the same on every rank, so its size can
+// decide; an AlltoAllv's sizes differ per rank, so `sizeAgreed` false leaves auto at direct.
 #pragma once
 
 #include <cstddef>
@@ -8,6 +13,6 @@
 
 namespace baton {
 
-int chooseAlltoAll(const ncclComm* comm, size_t blockBytes);
+int chooseAlltoAll(const ncclComm* comm, size_t blockBytes, bool sizeAgreed);
 
 }  // namespace baton

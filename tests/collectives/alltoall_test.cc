@@ -3,7 +3,13 @@
 // against the reference of the collective suites: every datatype x counts {0,1,7,1023} x both
 // placements at 1..8 ranks (drives taking turns), the large count (blocks of 4 MiB / n) at 2, 3, 5
 // and 8 ranks, AlltoAlls issued in one group with other AlltoAlls and with sends and receives on
-// the same connections, and the COLL log line naming the algorithm that ran.
+// the same connections, and the COLL log line naming the algorithm that ran. AlltoAllv on every
+// algorithm: uneven and zero counts, blocks out of peer order with gaps between them.
+#include <cstdint>
+#include <vector>
+
+#include "baton/alltoallv.h"
+#include "collectives/alltoallv_case.h"
 #include "collectives/harness.h"
 
 namespace bt {
@@ -53,6 +59,56 @@ TEST_P(AlltoAllAlgo, GroupedWithOtherPointToPoint) {
   }
 }
 
+// AlltoAllv with uneven and zero counts, blocks out of peer order with gaps (alltoallv_case.h).
+TEST_P(AlltoAllAlgo, AlltoAllvUnevenAndZeroCounts) {
+  for (int n : {1, 2, 3, 5, 8}) {
+    const Comms& c = comms(n);
+    for (size_t unit : {size_t(1), size_t(777), size_t(70001)}) {
+      for (Drive drive : {Drive::Threads, Drive::Group}) {
+        std::vector<AlltoAllvRank> ranks;
+        for (int r = 0; r < n; ++r) ranks.emplace_back(r, n, unit);
+        ASSERT_EQ(runRanks(n, drive,
+                           [&](int r) {
+                             AlltoAllvRank& k = ranks[r];
+                             return batonAlltoAllv(k.send.data(), k.sendCounts.data(), k.sendDispls.data(),
+                                                   k.recv.data(), k.recvCounts.data(), k.recvDispls.data(), ncclUint32,
+                                                   c[r], nullptr);
+                           }),
+                  "")
+            << n << " ranks, unit " << unit;
+        for (int r = 0; r < n; ++r)
+          ASSERT_EQ(ranks[r].recv, ranks[r].want)
+              << "rank " << r << " of " << n << ", unit " << unit << ", " << driveName(drive);
+      }
+    }
+  }
+}
+
+// Bruck announces its sizes, so a receive count that differs from the matching send fails on the
+// receiving rank naming both, and nothing hangs.
+TEST_P(AlltoAllAlgo, AlltoAllvMismatchedCountUnderBruck) {
+  if (std::string(GetParam()) != "bruck") GTEST_SKIP() << "only Bruck announces sizes";
+  const Comms& c = comms(3);
+  std::vector<AlltoAllvRank> ranks;
+  for (int r = 0; r < 3; ++r) ranks.emplace_back(r, 3, 4);
+  ranks[1].recvCounts[0] += 1;  // rank 1 expects one more element from rank 0 than rank 0 sends
+  ranks[1].recv.resize(ranks[1].recv.size() + 1);
+  std::vector<ncclResult_t> res(3);
+  runRanks(3, Drive::Threads, [&](int r) {
+    AlltoAllvRank& k = ranks[r];
+    res[r] = batonAlltoAllv(k.send.data(), k.sendCounts.data(), k.sendDispls.data(), k.recv.data(), k.recvCounts.data(),
+                            k.recvDispls.data(), ncclUint32, c[r], nullptr);
+    return ncclSuccess;
+  });
+  EXPECT_EQ(res[0], ncclSuccess);
+  EXPECT_EQ(res[2], ncclSuccess);
+  EXPECT_NE(res[1], ncclSuccess);
+  const size_t sent = ranks[0].sendCounts[1] * 4;
+  const std::string want =
+      "rank 1 expected " + std::to_string(sent + 4) + " bytes from rank 0, which sent " + std::to_string(sent);
+  EXPECT_NE(std::string(ncclGetLastError(c[1])).find(want), std::string::npos) << ncclGetLastError(c[1]);
+}
+
 TEST_P(AlltoAllAlgo, TheLogNamesTheAlgorithm) {
   const std::string log = captureLog("COLL", [&] {
     const Comms& c = comms(4);
@@ -61,6 +117,37 @@ TEST_P(AlltoAllAlgo, TheLogNamesTheAlgorithm) {
   const std::string want = std::string("algorithm ") + (std::string(GetParam()) == "auto" ? "direct" : GetParam());
   EXPECT_NE(log.find("AlltoAll: sendbuff"), std::string::npos) << log;
   EXPECT_NE(log.find(want), std::string::npos) << log;
+}
+
+// auto across nodes (BATON_RANKS_PER_NODE=2 makes 4 thread ranks two nodes): Bruck for an
+// AlltoAll of at most BATON_ALLTOALL_BRUCK_BYTES, direct above it and for every AlltoAllv (whose
+// sizes differ per rank, so no rank could choose by them alike).
+TEST(AlltoAllAuto, BruckAcrossNodesForSmallBuffersDirectOtherwise) {
+  ScopedEnv env(ScopedEnv::Vars{{"BATON_RANKS_PER_NODE", "2"}, {"BATON_ALLTOALL_ALGO", nullptr}});
+  Comms c = initAll(4);
+  ASSERT_EQ(c.size(), 4u);
+  const std::string log = captureLog("COLL", [&] {
+    EXPECT_EQ(runCase(c, {Coll::AlltoAll, ncclInt32, Op::Sum, 100}, Drive::Threads), "");  // 1.6 KiB: Bruck
+    EXPECT_EQ(runCase(c, {Coll::AlltoAll, ncclInt32, Op::Sum, 8192}, Drive::Group), "");   // 128 KiB: direct
+    std::vector<AlltoAllvRank> ranks;
+    for (int r = 0; r < 4; ++r) ranks.emplace_back(r, 4, 3);
+    EXPECT_EQ(runRanks(4, Drive::Threads,
+                       [&](int r) {
+                         AlltoAllvRank& k = ranks[r];
+                         return batonAlltoAllv(k.send.data(), k.sendCounts.data(), k.sendDispls.data(), k.recv.data(),
+                                               k.recvCounts.data(), k.recvDispls.data(), ncclUint32, c[r], nullptr);
+                       }),
+              "");
+    for (int r = 0; r < 4; ++r) EXPECT_EQ(ranks[r].recv, ranks[r].want) << "rank " << r;
+  });
+  destroyComms(c);
+  size_t bruck = 0, direct = 0;
+  for (size_t at = log.find("algorithm bruck"); at != std::string::npos; at = log.find("algorithm bruck", at + 1))
+    ++bruck;
+  for (size_t at = log.find("algorithm direct"); at != std::string::npos; at = log.find("algorithm direct", at + 1))
+    ++direct;
+  EXPECT_EQ(bruck, 4u) << log;
+  EXPECT_EQ(direct, 8u) << log;
 }
 
 INSTANTIATE_TEST_SUITE_P(, AlltoAllAlgo, ::testing::Values("direct", "pairwise", "bruck", "auto"),

@@ -104,4 +104,15 @@ expect '^2 ranks \(LSA team of 2\), 65536 floats: own kernel +[0-9.]+ us, ncclAl
 out=$("$BIN/baton-topo" --topo tests/topo/fixtures/dgx-h100.xml --simulate ag_gemm); echo "$out"
 expect '^ +4096 +1792 +4096 +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +0\.[0-9]+$' "$out"
 expect '^# published \(yifuwang/symm-mem-recipes' "$out"
+
+# Lesson 12: the AlltoAll algorithms side by side (every result checked), and MoE tokens routed with
+# a counts exchange and an AlltoAllv, on the default algorithm and on Bruck.
+out=$("$BIN/baton-perf" alltoall -t 4 -b 64 -e 64 -n 2 -w 1 --compare direct,pairwise,bruck); echo "$out"
+expect '^#   bruck +BATON_ALLTOALL_ALGO=bruck$' "$out"
+expect '^# Out of bounds values : 0 OK$' "$out"
+for algo in auto bruck; do
+  out=$(BATON_ALLTOALL_ALGO=$algo "$EX/12-moe-all-to-all/token_routing" 4 64); echo "$out"
+  expect '^token routing: 4 ranks, 64 tokens each, top-2 of 8 experts: 474 token copies delivered in [0-9.]+ us, result OK$' "$out"
+  expect '^rank 0 received 29 30 29 29 tokens \(from ranks 0..3\)$' "$out"
+done
 exit $fail

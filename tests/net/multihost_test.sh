@@ -6,7 +6,8 @@
 #   tests/net/multihost_test.sh BINDIR TESTDIR [--quick]
 #
 # Checks: the whole process correctness suite (rank_worker: every collective, type, operator and
-# root, exact data) on 2 hosts x 2 ranks, and its quick set on registered buffers and windows; the
+# root, exact data) on 2 hosts x 2 ranks, and its quick set on registered buffers and windows and
+# with each round-based AlltoAll algorithm; the
 # fused operations' checks (fused_worker); each protocol forced; helper threads and several sockets
 # per connection; IPv6; then faults: a rank SIGKILLed mid-run (the survivor reports the dead peer by
 # rank and address, well before BATON_WAIT_TIMEOUT), survivors revoking and shrinking a dead rank out
@@ -70,6 +71,17 @@ for mem in registered window; do
     pass "rank_worker --quick on $mem buffers, 2 hosts x 2 ranks: $(grep -ho '[0-9]* checks passed' "$LOG/worker-$mem.out.0")"
   else
     flunk "rank_worker on $mem buffers, 2 hosts x 2 ranks"; show "worker-$mem"
+  fi
+done
+
+# 1b'. The quick suite (its AlltoAlls and AlltoAllvs) with each round-based AlltoAll algorithm
+# (lesson 12), the rounds' messages crossing hosts on NET.
+for algo in pairwise bruck; do
+  launch "worker-$algo" 2 2 BATON_ALLTOALL_ALGO=$algo BATON_WAIT_TIMEOUT=60 -- timeout 300 "$TESTDIR/rank_worker" --quick
+  if all_ok "worker-$algo" 4 && grep -q "checks passed" "$LOG/worker-$algo.out.3"; then
+    pass "rank_worker --quick with BATON_ALLTOALL_ALGO=$algo, 2 hosts x 2 ranks: $(grep -ho '[0-9]* checks passed' "$LOG/worker-$algo.out.0")"
+  else
+    flunk "rank_worker with BATON_ALLTOALL_ALGO=$algo, 2 hosts x 2 ranks"; show "worker-$algo"
   fi
 done
 

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "baton/alltoallv.h"
+#include "collectives/alltoallv_case.h"
 #include "collectives/rank_case.h"
 
 namespace bt {
@@ -72,6 +74,26 @@ CheckReport runProcessChecks(ncclComm_t comm, int rank, int n, bool quick) {
       for (bool inPlace : {false, true})
         if (!(inPlace && coll == Coll::SendRecv) && !run({coll, type, op, largeCount(coll, type, n), n - 1, inPlace}))
           return rep;
+  }
+  // AlltoAllv (baton's extra): uneven and zero counts, blocks out of peer order with gaps.
+  for (size_t unit : {size_t(1), size_t(777), size_t(70001)}) {
+    if (quick && unit > 1000) break;
+    AlltoAllvRank k(rank, n, unit);
+    const ncclResult_t res = batonAlltoAllv(k.send.data(), k.sendCounts.data(), k.sendDispls.data(), k.recv.data(),
+                                            k.recvCounts.data(), k.recvDispls.data(), ncclUint32, comm, nullptr);
+    const std::string what = "AlltoAllv unit " + std::to_string(unit);
+    if (res != ncclSuccess) {
+      ++rep.failed;
+      if (rep.firstFailure.empty())
+        rep.firstFailure = what + ": " + ncclGetErrorString(res) + ": " + ncclGetLastError(comm);
+      return rep;
+    }
+    if (k.recv == k.want) {
+      ++rep.passed;
+    } else {
+      if (++rep.failed <= 10) fprintf(stderr, "rank %d: FAILED %s: received data differs\n", rank, what.c_str());
+      if (rep.firstFailure.empty()) rep.firstFailure = what + ": received data differs";
+    }
   }
   return rep;
 }

@@ -19,7 +19,8 @@ struct CheckReport {
 // and p2p pattern x every type (every op on float and int8, one or two ops on the others) x counts
 // {0, 1, 7, 1023} x roots {0, n/2, n-1} x in/out of place, then the large count (>= 4 MiB, odd;
 // root n-1) for float sum, int8 avg, bfloat16 max and double PreMulSum. quick: float, int8, half,
-// f8e5m2 and no large count. Stops early only if an
+// f8e5m2 and no large count. Then AlltoAllv with uneven and zero counts (units 1 and 777, and
+// 70001 unless quick). Stops early only if an
 // NCCL call fails (the communicator is then unusable); data mismatches are counted.
 CheckReport runProcessChecks(ncclComm_t comm, int rank, int nranks, bool quick);
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "baton/alltoallv.h"
 #include "nccl.h"
 #include "unit/unit_helpers.h"
 
@@ -47,6 +48,10 @@ std::vector<Entry> allEntries() {
       ENTRY(ncclScatter, true, true, ncclScatter(s, r, n, t, 0, c, nullptr)),
       ENTRY(ncclSend, true, false, ncclSend(s, n, t, 0, c, nullptr)),
       ENTRY(ncclRecv, false, true, ncclRecv(r, n, t, 0, c, nullptr)),
+      // Every peer's count is n, every displacement 0 (the arrays outlive the call).
+      ENTRY(batonAlltoAllv, true, true,
+            batonAlltoAllv(s, std::vector<size_t>(8, n).data(), std::vector<size_t>(8, 0).data(), r,
+                           std::vector<size_t>(8, n).data(), std::vector<size_t>(8, 0).data(), t, c, nullptr)),
   };
 }
 #undef ENTRY
@@ -187,6 +192,22 @@ TEST_F(BadInput, InPlaceAlltoAllInsideAGroup) {
   ASSERT_NCCL_OK(ncclGroupStart());
   EXPECT_NCCL_ERR(ncclAlltoAll(buf_, buf_, 4, ncclFloat, one_, nullptr), ncclInvalidUsage, "ncclAlltoAll", "in-place");
   EXPECT_EQ(ncclGroupEnd(), ncclInvalidUsage);
+}
+
+TEST_F(BadInput, AlltoAllvArrays) {
+  const size_t counts[2] = {4, 4}, displs[2] = {0, 4}, huge[2] = {0, SIZE_MAX - 1};
+  EXPECT_NCCL_ERR(batonAlltoAllv(buf_, nullptr, displs, buf_ + 8, counts, displs, ncclFloat, two_[0], nullptr),
+                  ncclInvalidArgument, "batonAlltoAllv", "sendcounts is NULL");
+  EXPECT_NCCL_ERR(batonAlltoAllv(buf_, counts, displs, buf_ + 8, counts, nullptr, ncclFloat, two_[0], nullptr),
+                  ncclInvalidArgument, "batonAlltoAllv", "rdispls is NULL");
+  EXPECT_NCCL_ERR(batonAlltoAllv(buf_, counts, huge, buf_ + 8, counts, displs, ncclFloat, two_[0], nullptr),
+                  ncclInvalidArgument, "batonAlltoAllv", "sdispls[1]=" + std::to_string(SIZE_MAX - 1), "overflows");
+  EXPECT_NCCL_ERR(batonAlltoAllv(buf_, counts, displs, buf_, counts, displs, ncclFloat, two_[0], nullptr),
+                  ncclInvalidArgument, "batonAlltoAllv", "sendbuff == recvbuff", "no in-place form");
+  // Zero counts need no buffers.
+  const size_t zero[1] = {0};
+  EXPECT_EQ(batonAlltoAllv(nullptr, zero, zero, nullptr, zero, zero, ncclFloat, one_, nullptr), ncclSuccess)
+      << lastError();
 }
 
 TEST_F(BadInput, GroupEndWithoutStart) {

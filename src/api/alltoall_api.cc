@@ -1,0 +1,124 @@
+// ncclAlltoAll and batonAlltoAllv (include/baton/alltoallv.h): validate, describe every block as a
+// (bytes, offset) pair per peer, and queue either the grouped sends and receives of the direct
+// algorithm or one task that runs its rounds (pairwise, Bruck: src/alltoall_executor.cc).
+#include <memory>
+#include <vector>
+
+#include "alltoall.h"
+#include "api/api.h"
+#include "api/argcheck.h"
+#include "api/submit.h"
+#include "baton/alltoallv.h"
+#include "misc/debug.h"
+#include "tuner/alltoall_choice.h"
+
+namespace baton {
+namespace {
+
+using Layout = std::vector<size_t>;  // sendBytes[n], sendOffset[n], recvBytes[n], recvOffset[n] (task.h)
+
+ncclResult_t submitAlltoAll(ncclComm* comm, const char* fn, const void* sendbuff, void* recvbuff,
+                            std::shared_ptr<const Layout> layout, bool uniform, ncclDataType_t type) {
+  const int n = comm->nRanks;
+  const size_t* l = layout->data();
+  size_t largest = 0;
+  for (int p = 0; p < n; ++p) largest = std::max(largest, l[p]);
+  const int algo = chooseAlltoAll(comm, largest, uniform);
+  BATON_INFO(kSubColl,
+             "%s: sendbuff %p recvbuff %p largest block %zu bytes datatype %s comm %p [nranks=%d] algorithm %s", fn,
+             sendbuff, recvbuff, largest, typeName(type), (void*)comm, n, alltoallAlgoName(algo));
+  if (algo != kAlltoAllDirect) {
+    Task t = sendRecvTask(Task::kAlltoAll, sendbuff, recvbuff, 0, type, -1);
+    t.alltoallAlgo = algo;
+    t.layout = std::move(layout);
+    t.uniform = uniform;
+    return submit(comm, {t});
+  }
+  const char* send = static_cast<const char*>(sendbuff);
+  char* recv = static_cast<char*>(recvbuff);
+  std::vector<Task> tasks;
+  for (int p = 0; p < n; ++p) {
+    tasks.push_back(sendRecvTask(Task::kSend, send + l[n + p], nullptr, l[p], ncclInt8, p));
+    tasks.push_back(sendRecvTask(Task::kRecv, nullptr, recv + l[3 * n + p], l[2 * n + p], ncclInt8, p));
+  }
+  return submit(comm, tasks);
+}
+
+// One direction's counts and displacements (elements) as bytes and byte offsets into `out`.
+ncclResult_t checkSide(const char* fn, int n, const void* buf, const size_t* counts, const size_t* displs,
+                       ncclDataType_t type, const char* bufName, const char* countsName, const char* displsName,
+                       size_t* bytesOut, size_t* offOut) {
+  if (!counts) return batonError(ncclInvalidArgument, "%s: %s is NULL", fn, countsName);
+  if (!displs) return batonError(ncclInvalidArgument, "%s: %s is NULL", fn, displsName);
+  const size_t es = typeSize(type);
+  for (int p = 0; p < n; ++p) {
+    size_t end, bytes;
+    if (__builtin_add_overflow(displs[p], counts[p], &end) || __builtin_mul_overflow(end, es, &bytes) ||
+        bytes > (size_t)PTRDIFF_MAX)
+      return batonError(ncclInvalidArgument,
+                        "%s: %s[%d]=%zu plus %s[%d]=%zu elements of %s overflows the address space", fn, displsName, p,
+                        displs[p], countsName, p, counts[p], typeName(type));
+    if (counts[p] && !buf)
+      return batonError(ncclInvalidArgument, "%s: %s is NULL but %s[%d] holds count %zu", fn, bufName, countsName, p,
+                        counts[p]);
+    bytesOut[p] = counts[p] * es;
+    offOut[p] = displs[p] * es;
+  }
+  return ncclSuccess;
+}
+
+}  // namespace
+}  // namespace baton
+
+using namespace baton;
+
+NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclComm_t comm,
+                           cudaStream_t) {
+  const char* fn = "ncclAlltoAll";
+  ARGCHECK(checkCommReady(comm, fn));
+  ARGCHECK(checkDatatype(datatype, fn));
+  ARGCHECK(checkCount(count, datatype, comm->nRanks, fn));
+  ARGCHECK(checkPtr(sendbuff, count, fn, "sendbuff"));
+  ARGCHECK(checkPtr(recvbuff, count, fn, "recvbuff"));
+  const int n = comm->nRanks;
+  const size_t block = count * typeSize(datatype);
+  const char* src = static_cast<const char*>(sendbuff);
+  if (sendbuff == recvbuff && block) {
+    // In place: every block is both read and overwritten, so send from a snapshot, which must
+    // outlive the operation: hence only for calls that complete before returning.
+    if (!comm->blocking || inGroup())
+      return groupRecordError(batonError(ncclInvalidUsage,
+                                         "%s: in-place AlltoAll (sendbuff == recvbuff) is supported only outside a "
+                                         "group on a blocking communicator",
+                                         fn));
+    static thread_local std::vector<char> snapshot;
+    snapshot.assign(src, src + block * n);
+    src = snapshot.data();
+  }
+  auto layout = std::make_shared<Layout>(4 * (size_t)n);
+  for (int p = 0; p < n; ++p)
+    (*layout)[p] = (*layout)[2 * n + p] = block, (*layout)[n + p] = (*layout)[3 * n + p] = p * block;
+  // Every rank passes the same count (NCCL's rule), so every rank knows every block's size.
+  return submitAlltoAll(comm, fn, src, recvbuff, std::move(layout), /*uniform=*/true, datatype);
+}
+
+extern "C" __attribute__((visibility("default"))) ncclResult_t batonAlltoAllv(
+    const void* sendbuff, const size_t sendcounts[], const size_t sdispls[], void* recvbuff, const size_t recvcounts[],
+    const size_t rdispls[], ncclDataType_t datatype, ncclComm_t comm, cudaStream_t) {
+  const char* fn = "batonAlltoAllv";
+  ARGCHECK(checkCommReady(comm, fn));
+  ARGCHECK(checkDatatype(datatype, fn));
+  const int n = comm->nRanks;
+  auto layout = std::make_shared<Layout>(4 * (size_t)n);
+  size_t* l = layout->data();
+  ARGCHECK(checkSide(fn, n, sendbuff, sendcounts, sdispls, datatype, "sendbuff", "sendcounts", "sdispls", l, l + n));
+  ARGCHECK(checkSide(fn, n, recvbuff, recvcounts, rdispls, datatype, "recvbuff", "recvcounts", "rdispls", l + 2 * n,
+                     l + 3 * n));
+  if (sendbuff && sendbuff == recvbuff)
+    return groupRecordError(
+        batonError(ncclInvalidArgument,
+                   "%s: sendbuff == recvbuff (%p): AlltoAllv has no in-place form; pass two buffers", fn, sendbuff));
+  return submitAlltoAll(comm, fn, sendbuff, recvbuff, std::move(layout), /*uniform=*/false, datatype);
+}
