@@ -112,6 +112,27 @@ ncclResult_t runAlltoAll(ncclComm* comm, const Task& t, ExecCtx& ctx) {
                     alltoallAlgoName(t.alltoallAlgo));
 }
 
+std::vector<Task> alltoallTasks(ncclComm* comm, int algo, const void* sendbuff, void* recvbuff,
+                                std::shared_ptr<const std::vector<size_t>> layout, bool uniform) {
+  const int n = comm->nRanks;
+  if (algo != kAlltoAllDirect) {
+    Task t = sendRecvTask(Task::kAlltoAll, sendbuff, recvbuff, 0, ncclInt8, -1);
+    t.alltoallAlgo = algo;
+    t.layout = std::move(layout);
+    t.uniform = uniform;
+    return {t};
+  }
+  const size_t* l = layout->data();
+  const char* send = static_cast<const char*>(sendbuff);
+  char* recv = static_cast<char*>(recvbuff);
+  std::vector<Task> tasks;
+  for (int p = 0; p < n; ++p) {
+    tasks.push_back(sendRecvTask(Task::kSend, send + l[n + p], nullptr, l[p], ncclInt8, p));
+    tasks.push_back(sendRecvTask(Task::kRecv, nullptr, recv + l[3 * n + p], l[2 * n + p], ncclInt8, p));
+  }
+  return tasks;
+}
+
 ncclResult_t runPointToPoint(ncclComm* comm, const std::vector<Task>& tasks, ExecCtx& ctx) {
   std::vector<Task> batch;
   for (const Task& t : tasks)

@@ -3,6 +3,9 @@
 // sendrecv_executor.h.
 #pragma once
 
+#include <memory>
+#include <vector>
+
 #include "comm.h"
 #include "exec_model.h"
 #include "task.h"
@@ -10,6 +13,11 @@
 namespace baton {
 
 ncclResult_t runAlltoAll(ncclComm* comm, const Task& task, ExecCtx& ctx);
+
+// The tasks of one AlltoAll(v) running `algo` (an AlltoAllAlgo other than auto): the direct one's
+// sends and receives, or one task that runs the rounds. layout: task.h's Task::layout, in bytes.
+std::vector<Task> alltoallTasks(ncclComm* comm, int algo, const void* sendbuff, void* recvbuff,
+                                std::shared_ptr<const std::vector<size_t>> layout, bool uniform);
 
 // A group's point-to-point work: its sends and receives as one batch, then its round-based
 // AlltoAlls in the order they were issued (every rank issues them in the same order, so both

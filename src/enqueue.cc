@@ -340,6 +340,12 @@ ncclResult_t runCollectiveNow(ncclComm* comm, const Task& t, bool* handled) {
   return done ? done->wait() : ncclSuccess;
 }
 
+ncclResult_t runTasksNow(ncclComm* comm, std::vector<Task> tasks) {
+  std::shared_ptr<Completion> done;
+  BATON_CHECK(launchTasks(comm, tasks, &done, /*callerRuns=*/true));
+  return done ? done->wait() : ncclSuccess;
+}
+
 ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_ptr<Completion>* out, bool callerRuns) {
   std::vector<CollPlan> plans;
   std::vector<Task> p2p;

@@ -15,6 +15,9 @@ class Completion;
 // Hands `tasks` to comm's workers; `done` counts one part per work item. callerRuns: the calling
 // thread may run channel 0's parts itself (the latency path).
 ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_ptr<Completion>* done, bool callerRuns);
+// Runs `tasks` now and waits for them, the calling thread taking channel 0's part (for operations
+// that communicate from inside one call: the fused and MoE operations).
+ncclResult_t runTasksNow(ncclComm* comm, std::vector<Task> tasks);
 // Outside a group: runs one collective on an idle blocking communicator at once, on the calling
 // thread (*handled = true, the result returned), or leaves it to the group path (*handled = false).
 ncclResult_t runCollectiveNow(ncclComm* comm, const Task& task, bool* handled);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "alltoall.h"
+#include "alltoall_executor.h"
 #include "api/api.h"
 #include "api/argcheck.h"
 #include "api/submit.h"
@@ -27,21 +28,7 @@ ncclResult_t submitAlltoAll(ncclComm* comm, const char* fn, const void* sendbuff
   BATON_INFO(kSubColl,
              "%s: sendbuff %p recvbuff %p largest block %zu bytes datatype %s comm %p [nranks=%d] algorithm %s", fn,
              sendbuff, recvbuff, largest, typeName(type), (void*)comm, n, alltoallAlgoName(algo));
-  if (algo != kAlltoAllDirect) {
-    Task t = sendRecvTask(Task::kAlltoAll, sendbuff, recvbuff, 0, type, -1);
-    t.alltoallAlgo = algo;
-    t.layout = std::move(layout);
-    t.uniform = uniform;
-    return submit(comm, {t});
-  }
-  const char* send = static_cast<const char*>(sendbuff);
-  char* recv = static_cast<char*>(recvbuff);
-  std::vector<Task> tasks;
-  for (int p = 0; p < n; ++p) {
-    tasks.push_back(sendRecvTask(Task::kSend, send + l[n + p], nullptr, l[p], ncclInt8, p));
-    tasks.push_back(sendRecvTask(Task::kRecv, nullptr, recv + l[3 * n + p], l[2 * n + p], ncclInt8, p));
-  }
-  return submit(comm, tasks);
+  return submit(comm, alltoallTasks(comm, algo, sendbuff, recvbuff, std::move(layout), uniform));
 }
 
 // One direction's counts and displacements (elements) as bytes and byte offsets into `out`.

@@ -34,12 +34,7 @@ ncclResult_t launchStep(const FusedCall& call, std::vector<Task> tasks, std::sha
   return res;
 }
 
-ncclResult_t runNow(const FusedCall& call, std::vector<Task> tasks) {
-  std::shared_ptr<Completion> done;
-  // The calling thread runs channel 0's part itself: it has nothing else to do meanwhile.
-  BATON_CHECK(launchTasks(call.comm, tasks, &done, /*callerRuns=*/true));
-  return finish(done);
-}
+ncclResult_t runNow(const FusedCall& call, std::vector<Task> tasks) { return runTasksNow(call.comm, std::move(tasks)); }
 
 // The call's AllGather or ReduceScatter (summing) on the communicator.
 Task sumCollTask(const FusedCall& call, CollFunc func, const void* send, void* recv, size_t count,

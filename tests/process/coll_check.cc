@@ -1,9 +1,12 @@
 #include "process/coll_check.h"
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "baton/alltoallv.h"
+#include "baton/moe.h"
 #include "collectives/alltoallv_case.h"
+#include "collectives/moe_case.h"
 #include "collectives/rank_case.h"
 
 namespace bt {
@@ -95,6 +98,46 @@ CheckReport runProcessChecks(ncclComm_t comm, int rank, int n, bool quick) {
       if (rep.firstFailure.empty()) rep.firstFailure = what + ": received data differs";
     }
   }
+  // MoE dispatch, experts, combine (baton's extra), both stages, against moe_case.h's reference.
+  const int experts = n * std::max(2, (8 + n - 1) / n);
+  for (const char* stage : {"naive", "alltoallv"})
+    for (ncclDataType_t type : {ncclFloat, ncclBfloat16})
+      for (int topk : {1, 2, 8}) {
+        if (quick && topk == 8) continue;
+        MoeCase c;
+        c.nRanks = n, c.experts = experts, c.topk = topk, c.type = type, c.seed = (uint64_t)(n * 10 + topk);
+        c.pattern = topk == 1 ? MoePattern::kOneExpert : topk == 2 ? MoePattern::kHalfTheRanks : MoePattern::kRandom;
+        setenv("BATON_MOE_STAGE", stage, 1);
+        const std::string what =
+            std::string("MoE ") + stage + " top-" + std::to_string(topk) + (type == ncclFloat ? " float" : " bfloat16");
+        const MoeRank want = moeMake(c)[rank];
+        const size_t rowBytes = c.hidden * moeElemSize(type);
+        std::vector<char> recv(want.wantNumRecv * rowBytes), expertOut(recv.size()), out(want.wantOut.size());
+        std::vector<size_t> per(experts / n);
+        size_t numRecv = 0;
+        batonMoeRouting_t routing = nullptr;
+        ncclResult_t res =
+            batonMoeDispatch(want.tokens.data(), want.ids.data(), want.numTokens, c.hidden, experts, topk, type,
+                             recv.data(), want.wantNumRecv, per.data(), &numRecv, &routing, comm, nullptr);
+        if (res == ncclSuccess) {
+          moeRunExperts(c, rank, recv.data(), per.data(), expertOut.data());
+          res = batonMoeCombine(expertOut.data(), want.weights.data(), out.data(), routing, comm, nullptr);
+        }
+        batonMoeRoutingDestroy(routing);
+        if (res != ncclSuccess) {
+          ++rep.failed;
+          if (rep.firstFailure.empty())
+            rep.firstFailure = what + ": " + ncclGetErrorString(res) + ": " + ncclGetLastError(comm);
+          return rep;
+        }
+        if (recv == want.wantRecv && per == want.wantPerExpert && out == want.wantOut) {
+          ++rep.passed;
+        } else {
+          if (++rep.failed <= 10) fprintf(stderr, "rank %d: FAILED %s: results differ\n", rank, what.c_str());
+          if (rep.firstFailure.empty()) rep.firstFailure = what + ": results differ";
+        }
+      }
+  unsetenv("BATON_MOE_STAGE");
   return rep;
 }
 

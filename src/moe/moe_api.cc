@@ -1,0 +1,243 @@
+// batonMoeDispatch, batonMoeCombine, batonMoeRoutingDestroy (include/baton/moe.h, lesson 12):
+// argument checks, the agreement (which also carries the counts every stage needs), the expert-major
+// row order, and the routing kept between dispatch and combine.
+#include <cinttypes>
+#include <cstring>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "api/argcheck.h"
+#include "baton/moe.h"
+#include "enqueue.h"
+#include "fused/blas.h"
+#include "group.h"
+#include "misc/debug.h"
+#include "misc/param.h"
+#include "moe/moe_routing.h"
+
+namespace baton {
+
+const char* moeStageName(MoeStage s) { return s == MoeStage::kNaive ? "naive" : "alltoallv"; }
+
+namespace {
+
+// What every rank must agree on, then this rank's token count and per-destination token counts.
+// Then, per destination rank, the tokens (once per rank) and the rows (once per expert) sent there.
+enum Word { kHidden, kExperts, kTopk, kType, kStage, kStatus, kTokens, kCapacity, kWords };
+
+ncclResult_t stageFromEnv(const char* fn, MoeStage* out) {
+  const std::string v = envStr("BATON_MOE_STAGE", "auto");
+  if (v == "naive" || v == "1") *out = MoeStage::kNaive;
+  else if (v == "alltoallv" || v == "2" || v == "auto") *out = MoeStage::kAlltoAllv;
+  else
+    return batonError(ncclInvalidArgument, "%s: BATON_MOE_STAGE=%s is not a stage (naive, alltoallv or auto)", fn,
+                      v.c_str());
+  return ncclSuccess;
+}
+
+ncclResult_t checkDispatch(const char* fn, const ncclComm* comm, const void* tokens, const int32_t* topkIdx,
+                           size_t numTokens, size_t hidden, int numExperts, int topk, ncclDataType_t type,
+                           const void* recvTokens, size_t recvCapacity, const size_t* recvPerExpert,
+                           const size_t* numRecv, batonMoeRouting_t* routing) {
+  if (type != ncclFloat && type != ncclBfloat16)
+    return batonError(ncclInvalidArgument, "%s: datatype %d is not supported: float or bfloat16", fn, (int)type);
+  if (hidden == 0) return batonError(ncclInvalidArgument, "%s: hidden is 0", fn);
+  if (numExperts < 1 || numExperts % comm->nRanks != 0)
+    return batonError(ncclInvalidArgument, "%s: numExperts=%d is not a positive multiple of the %d ranks", fn,
+                      numExperts, comm->nRanks);
+  if (topk < 1 || topk > numExperts || topk > kMoeMaxTopk)
+    return batonError(ncclInvalidArgument, "%s: topk=%d must be 1..min(numExperts=%d, %d)", fn, topk, numExperts,
+                      kMoeMaxTopk);
+  size_t bytes;
+  if (__builtin_mul_overflow(numTokens, hidden, &bytes) || __builtin_mul_overflow(bytes, typeSize(type), &bytes) ||
+      numTokens > UINT32_MAX)
+    return batonError(ncclInvalidArgument, "%s: numTokens=%zu x hidden=%zu overflows", fn, numTokens, hidden);
+  if (numTokens && !tokens)
+    return batonError(ncclInvalidArgument, "%s: tokens is NULL with numTokens %zu", fn, numTokens);
+  if (numTokens && !topkIdx)
+    return batonError(ncclInvalidArgument, "%s: topkIdx is NULL with numTokens %zu", fn, numTokens);
+  if (recvCapacity && !recvTokens)
+    return batonError(ncclInvalidArgument, "%s: recvTokens is NULL with recvCapacity %zu", fn, recvCapacity);
+  if (!recvPerExpert || !numRecv || !routing)
+    return batonError(ncclInvalidArgument, "%s: %s is NULL", fn,
+                      !recvPerExpert ? "recvPerExpert"
+                      : !numRecv     ? "numRecv"
+                                     : "routing");
+  for (size_t t = 0; t < numTokens; ++t)
+    for (int j = 0; j < topk; ++j) {
+      const int32_t id = topkIdx[t * topk + j];
+      if (id < -1 || id >= numExperts)
+        return batonError(ncclInvalidArgument, "%s: topkIdx[%zu][%d]=%d is not an expert id (0..%d, or -1)", fn, t, j,
+                          id, numExperts - 1);
+      for (int i = 0; i < j; ++i)
+        if (id >= 0 && topkIdx[t * topk + i] == id)
+          return batonError(ncclInvalidArgument, "%s: token %zu names expert %d twice (slots %d and %d)", fn, t, id, i,
+                            j);
+    }
+  return ncclSuccess;
+}
+
+ncclResult_t dispatch(const void* tokens, const int32_t* topkIdx, size_t numTokens, size_t hidden, int numExperts,
+                      int topk, ncclDataType_t type, void* recvTokens, size_t recvCapacity, size_t* recvPerExpert,
+                      size_t* numRecv, batonMoeRouting_t* routing, ncclComm* comm) {
+  const char* fn = "batonMoeDispatch";
+  BATON_CHECK(checkCommReady(comm, fn));
+  if (inGroup())
+    return batonError(ncclInvalidUsage, "%s: cannot be issued inside ncclGroupStart/End (it waits for counts)", fn);
+  if (routing) *routing = nullptr;
+  MoeStage stage = MoeStage::kAlltoAllv;
+  ncclResult_t local = checkDispatch(fn, comm, tokens, topkIdx, numTokens, hidden, numExperts, topk, type, recvTokens,
+                                     recvCapacity, recvPerExpert, numRecv, routing);
+  if (local == ncclSuccess) local = stageFromEnv(fn, &stage);
+  const std::string localWhy = local == ncclSuccess ? "" : lastError();
+  auto r = std::make_unique<batonMoeRouting>();
+  const int n = comm->nRanks, me = comm->rank;
+  r->comm = comm, r->stage = stage, r->hidden = hidden, r->elemSize = typeSize(type), r->numTokens = numTokens;
+  r->numExperts = numExperts, r->topk = topk, r->perRank = std::max(1, numExperts / n), r->type = type;
+  // The agreement words, then how many tokens and rows go to each rank.
+  const size_t words = kWords + 2 * (size_t)n;
+  std::vector<uint64_t> mine(words, 0), all(words * n);
+  mine[kHidden] = hidden, mine[kExperts] = (uint64_t)numExperts, mine[kTopk] = (uint64_t)topk;
+  mine[kType] = (uint64_t)type, mine[kStage] = (uint64_t)stage, mine[kStatus] = (uint64_t)local;
+  if (local == ncclSuccess) {
+    mine[kTokens] = numTokens, mine[kCapacity] = recvCapacity;
+    r->topkIdx.assign(topkIdx, topkIdx + numTokens * topk);
+    for (size_t t = 0; t < numTokens; ++t) {
+      std::vector<bool> seen(n, false);
+      for (int j = 0; j < topk; ++j) {
+        const int32_t id = topkIdx[t * topk + j];
+        if (id < 0) continue;
+        ++mine[kWords + n + r->rankOf(id)];
+        if (!seen[r->rankOf(id)]) seen[r->rankOf(id)] = true, ++mine[kWords + r->rankOf(id)];
+      }
+    }
+  }
+  BATON_CHECK(runTasksNow(comm, {[&] {
+                            Task t = collTask(kFuncAllGather, mine.data(), all.data(), words, ncclUint64);
+                            t.op.nRanks = n;
+                            return t;
+                          }()}));
+  if (local != ncclSuccess) return batonError(local, "%s", localWhy.c_str());
+  for (int q = 0; q < n; ++q) {
+    const uint64_t* w = &all[q * words];
+    if (w[kStatus] != ncclSuccess)
+      return batonError(ncclInvalidUsage, "%s: rank %d rejected its own arguments (its error says which)", fn, q);
+    if (memcmp(w, mine.data(), kStatus * sizeof(uint64_t)) != 0)
+      return batonError(ncclInvalidUsage,
+                        "%s: ranks disagree: rank %d has hidden=%" PRIu64 " numExperts=%" PRIu64 " topk=%" PRIu64
+                        " datatype %" PRIu64
+                        " stage %s; rank %d (this one) hidden=%zu numExperts=%d topk=%d "
+                        "datatype %d stage %s",
+                        fn, q, w[kHidden], w[kExperts], w[kTopk], w[kType], moeStageName((MoeStage)w[kStage]), me,
+                        hidden, numExperts, topk, (int)type, moeStageName(stage));
+  }
+  r->tokensPerRank.resize(n), r->sendTokens.resize((size_t)n * n);
+  for (int q = 0; q < n; ++q) {
+    r->tokensPerRank[q] = all[q * words + kTokens];
+    for (int p = 0; p < n; ++p) r->sendTokens[(size_t)q * n + p] = all[q * words + kWords + p];
+  }
+  // Every rank's rows against its capacity, before anything moves: all fail, or none.
+  auto rowsTo = [&](int p) {
+    uint64_t rows = 0;
+    for (int q = 0; q < n; ++q) rows += all[q * words + kWords + n + p];
+    return rows;
+  };
+  *numRecv = rowsTo(me);
+  for (int p = 0; p < n; ++p) {
+    const uint64_t rows = rowsTo(p), cap = all[p * words + kCapacity];
+    if (rows > cap)
+      return batonError(ncclInvalidUsage,
+                        "%s: rank %d would receive %" PRIu64
+                        " rows (tokens x its experts chosen) but its recvCapacity "
+                        "is %" PRIu64 "; no rank moved any token",
+                        fn, p, rows, cap);
+  }
+  std::vector<char> data;
+  BATON_CHECK(stage == MoeStage::kNaive ? moeDispatchNaive(r.get(), tokens, &data)
+                                        : moeDispatchAlltoAllv(r.get(), tokens, &data));
+  // Group the rows by local expert, keeping arrival order (source, token) within each.
+  const size_t rowBytes = hidden * r->elemSize, nRows = r->rows.size();
+  std::vector<size_t> next(r->perRank, 0);
+  for (const MoeRow& x : r->rows) ++next[x.expert];
+  for (int e = 0; e < r->perRank; ++e) recvPerExpert[e] = next[e];
+  *numRecv = nRows;
+  for (int e = 0, at = 0; e < r->perRank; ++e) {
+    const size_t c = next[e];
+    next[e] = (size_t)at, at += (int)c;
+  }
+  r->rowOf.resize(nRows);
+  for (size_t a = 0; a < nRows; ++a) {
+    const size_t row = next[r->rows[a].expert]++;
+    r->rowOf[a] = (uint32_t)row;
+    memcpy(static_cast<char*>(recvTokens) + row * rowBytes, &data[a * rowBytes], rowBytes);
+  }
+  BATON_INFO(kSubColl, "%s: %zu tokens, hidden %zu, top-%d of %d experts, stage %s: %zu rows received", fn, numTokens,
+             hidden, topk, numExperts, moeStageName(stage), nRows);
+  *routing = r.release();
+  return ncclSuccess;
+}
+
+ncclResult_t combine(const void* expertOut, const float* weights, void* out, batonMoeRouting_t r, ncclComm* comm) {
+  const char* fn = "batonMoeCombine";
+  BATON_CHECK(checkCommReady(comm, fn));
+  if (inGroup()) return batonError(ncclInvalidUsage, "%s: cannot be issued inside ncclGroupStart/End", fn);
+  if (!r) return batonError(ncclInvalidArgument, "%s: routing is NULL", fn);
+  if (r->comm != comm)
+    return batonError(ncclInvalidArgument, "%s: routing %p was made by batonMoeDispatch on communicator %p, not %p", fn,
+                      (void*)r, (void*)r->comm, (void*)comm);
+  if (!r->rows.empty() && !expertOut)
+    return batonError(ncclInvalidArgument, "%s: expertOut is NULL but this rank holds %zu rows", fn, r->rows.size());
+  if (r->numTokens && !out) return batonError(ncclInvalidArgument, "%s: out is NULL with %zu tokens", fn, r->numTokens);
+  std::vector<float> sum(r->numTokens * r->hidden);
+  const char* rows = static_cast<const char*>(expertOut);
+  BATON_CHECK(r->stage == MoeStage::kNaive ? moeCombineNaive(*r, rows, weights, sum.data())
+                                           : moeCombineAlltoAllv(*r, rows, weights, sum.data()));
+  roundFromFloat(r->type, sum.data(), out, sum.size());
+  return ncclSuccess;
+}
+
+// No exception (out of memory) crosses the C API; the call is counted in comm->inflight, so
+// ncclCommAbort from another thread waits for it.
+template <typename Body>
+ncclResult_t guarded(ncclComm* comm, const char* fn, Body body) {
+  BATON_CHECK(checkCommReady(comm, fn));
+  comm->inflight.fetch_add(1);
+  ncclResult_t res;
+  try {
+    res = body();
+  } catch (const std::bad_alloc&) {
+    res = batonError(ncclSystemError, "%s: out of memory for the operation's buffers", fn);
+  } catch (...) {
+    res = batonError(ncclInternalError, "%s: unexpected exception", fn);
+  }
+  comm->inflight.fetch_sub(1);
+  return res;
+}
+
+}  // namespace
+}  // namespace baton
+
+using namespace baton;
+
+extern "C" __attribute__((visibility("default"))) ncclResult_t batonMoeDispatch(
+    const void* tokens, const int32_t* topkIdx, size_t numTokens, size_t hidden, int numExperts, int topk,
+    ncclDataType_t datatype, void* recvTokens, size_t recvCapacity, size_t* recvPerExpert, size_t* numRecv,
+    batonMoeRouting_t* routing, ncclComm_t comm, cudaStream_t) {
+  return guarded(comm, "batonMoeDispatch", [&] {
+    return dispatch(tokens, topkIdx, numTokens, hidden, numExperts, topk, datatype, recvTokens, recvCapacity,
+                    recvPerExpert, numRecv, routing, comm);
+  });
+}
+
+extern "C" __attribute__((visibility("default"))) ncclResult_t batonMoeCombine(const void* expertOut,
+                                                                               const float* topkWeights, void* out,
+                                                                               batonMoeRouting_t routing,
+                                                                               ncclComm_t comm, cudaStream_t) {
+  return guarded(comm, "batonMoeCombine", [&] { return combine(expertOut, topkWeights, out, routing, comm); });
+}
+
+extern "C" __attribute__((visibility("default"))) ncclResult_t batonMoeRoutingDestroy(batonMoeRouting_t routing) {
+  delete routing;
+  return ncclSuccess;
+}

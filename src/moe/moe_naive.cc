@@ -1,0 +1,81 @@
+// MoE stage 1, naive (include/baton/moe.h, lesson 12): dispatch all-gathers every token and its
+// expert ids, and each rank keeps the rows of its own experts; combine sums each rank's weighted
+// rows for every token of every rank in fp32, and a ReduceScatter adds the ranks' sums.
+#include <algorithm>
+#include <cstring>
+
+#include "enqueue.h"
+#include "fused/blas.h"
+#include "misc/debug.h"
+#include "moe/moe_routing.h"
+#include "task.h"
+
+namespace baton {
+namespace {
+
+Task sumTask(CollFunc func, const void* send, void* recv, size_t count, ncclDataType_t type, int nRanks) {
+  Task t = collTask(func, send, recv, count, type);
+  t.op.kind = kOpSum;
+  t.op.nRanks = nRanks;
+  return t;
+}
+
+size_t largest(const std::vector<size_t>& v) { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); }
+
+}  // namespace
+
+ncclResult_t moeDispatchNaive(batonMoeRouting* r, const void* tokens, std::vector<char>* data) {
+  ncclComm* comm = r->comm;
+  const int n = comm->nRanks, me = comm->rank, k = r->topk;
+  const size_t maxT = largest(r->tokensPerRank), rowBytes = r->hidden * r->elemSize;
+  // This rank's tokens and ids padded to the largest count (ids -1: no expert), then gathered.
+  std::vector<char> mine(maxT * rowBytes), all(maxT * rowBytes * n);
+  std::vector<int32_t> myIds(maxT * k, -1), allIds(maxT * k * n);
+  if (r->numTokens) memcpy(mine.data(), tokens, r->numTokens * rowBytes);
+  std::copy(r->topkIdx.begin(), r->topkIdx.end(), myIds.begin());
+  if (maxT)
+    BATON_CHECK(runTasksNow(comm, {sumTask(kFuncAllGather, mine.data(), all.data(), maxT * rowBytes, ncclInt8, n),
+                                   sumTask(kFuncAllGather, myIds.data(), allIds.data(), maxT * k, ncclInt32, n)}));
+  for (int s = 0; s < n; ++s) {
+    uint32_t seq = 0;
+    for (size_t t = 0; t < r->tokensPerRank[s]; ++t) {
+      const int32_t* ids = &allIds[(s * maxT + t) * k];
+      bool here = false;
+      for (int j = 0; j < k; ++j) {
+        if (ids[j] < 0 || r->rankOf(ids[j]) != me) continue;
+        r->rows.push_back({s, j, ids[j] % r->perRank, seq, (uint32_t)t});
+        const char* row = &all[(s * maxT + t) * rowBytes];
+        data->insert(data->end(), row, row + rowBytes);
+        here = true;
+      }
+      seq += here;
+    }
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t moeCombineNaive(const batonMoeRouting& r, const char* expertOut, const float* weights, float* out) {
+  ncclComm* comm = r.comm;
+  const int n = comm->nRanks, k = r.topk;
+  const size_t maxT = largest(r.tokensPerRank), h = r.hidden;
+  if (maxT == 0) return ncclSuccess;
+  // Every rank's weights (1 where a rank passed none), for the rows this rank holds.
+  std::vector<float> myW(maxT * k, 0.f), allW(maxT * k * n);
+  for (size_t t = 0; t < r.numTokens; ++t)
+    for (int j = 0; j < k; ++j) myW[t * k + j] = moeWeight(r, weights, t, j);
+  BATON_CHECK(runTasksNow(comm, {sumTask(kFuncAllGather, myW.data(), allW.data(), maxT * k, ncclFloat, n)}));
+  std::vector<float> partial(maxT * h * n, 0.f), row(h);
+  for (size_t a = 0; a < r.rows.size(); ++a) {
+    const MoeRow& x = r.rows[a];
+    widenToFloat(r.type, expertOut + (size_t)r.rowOf[a] * h * r.elemSize, row.data(), h);
+    const float w = allW[((size_t)x.src * maxT + x.token) * k + x.j];
+    float* dst = &partial[((size_t)x.src * maxT + x.token) * h];
+    for (size_t e = 0; e < h; ++e) dst[e] += w * row[e];
+  }
+  std::vector<float> mine(maxT * h);
+  BATON_CHECK(runTasksNow(comm, {sumTask(kFuncReduceScatter, partial.data(), mine.data(), maxT * h, ncclFloat, n)}));
+  std::copy(mine.begin(), mine.begin() + r.numTokens * h, out);
+  return ncclSuccess;
+}
+
+}  // namespace baton

@@ -1,0 +1,61 @@
+// What MoE dispatch learned and combine needs (include/baton/moe.h, lesson 12): the agreed
+// configuration, this rank's tokens' expert ids, and for every row dispatch delivered here where it
+// came from.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "comm.h"
+
+namespace baton {
+
+enum class MoeStage : int { kNaive = 1, kAlltoAllv = 2 };
+constexpr int kMoeMaxTopk = 64;
+const char* moeStageName(MoeStage s);
+
+// One row of recvTokens: token `seq` of those source rank `src` sent here (in its token order;
+// `token`: its index at the source, known to the naive stage only), for that token's j-th expert,
+// this rank's local expert `expert`.
+struct MoeRow {
+  int src;
+  int j;
+  int expert;
+  uint32_t seq;
+  uint32_t token;
+};
+
+}  // namespace baton
+
+struct batonMoeRouting {
+  ncclComm* comm = nullptr;
+  baton::MoeStage stage = baton::MoeStage::kAlltoAllv;
+  size_t hidden = 0, elemSize = 4, numTokens = 0;
+  int numExperts = 0, topk = 0, perRank = 0;
+  ncclDataType_t type = ncclFloat;
+  std::vector<int32_t> topkIdx;       // this rank's [numTokens x topk]
+  std::vector<baton::MoeRow> rows;    // the rows received, in arrival order: by source, token, j
+  std::vector<uint32_t> rowOf;        // rows[a] is recvTokens' row rowOf[a] (grouped by local expert)
+  std::vector<size_t> tokensPerRank;  // every rank's numTokens (the naive stage pads to the largest)
+  std::vector<size_t> sendTokens;     // [src * n + dst]: tokens src sends dst (the alltoallv stage)
+
+  int rankOf(int expert) const { return expert / perRank; }
+};
+
+namespace baton {
+
+// Dispatch's and combine's two ways (moe_naive.cc, moe_alltoallv.cc). Dispatch appends to r->rows
+// every row this rank receives, in arrival order, and its hidden elements to *data (resized).
+ncclResult_t moeDispatchNaive(batonMoeRouting* r, const void* tokens, std::vector<char>* data);
+ncclResult_t moeDispatchAlltoAllv(batonMoeRouting* r, const void* tokens, std::vector<char>* data);
+// out (fp32, [numTokens x hidden]) = the weighted sum of each of this rank's tokens' rows.
+ncclResult_t moeCombineNaive(const batonMoeRouting& r, const char* expertOut, const float* weights, float* out);
+ncclResult_t moeCombineAlltoAllv(const batonMoeRouting& r, const char* expertOut, const float* weights, float* out);
+
+// The weight of this rank's token t's j-th expert (1 where weights is NULL).
+inline float moeWeight(const batonMoeRouting& r, const float* weights, size_t t, int j) {
+  return weights ? weights[t * (size_t)r.topk + (size_t)j] : 1.f;
+}
+
+}  // namespace baton

@@ -1,0 +1,199 @@
+// MoE dispatch and combine (include/baton/moe.h, lesson 12), every stage forced with
+// BATON_MOE_STAGE, against the reference of moe_case.h computed without communication: float and
+// bfloat16, random routings with empty slots, every token to one expert, experts only on half the
+// ranks (the others' experts get no tokens), top-1, 2 and 8, a rank with no tokens and uneven counts
+// on the others, with and without weights, at 1, 2, 3, 4 and 8 thread ranks. Then bad input: a rank
+// over its capacity (every rank fails before anything moves), an unknown expert id, ranks that disagree, a routing of
+// another communicator.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "baton/moe.h"
+#include "collectives/harness.h"
+#include "collectives/moe_case.h"
+
+namespace bt {
+namespace {
+
+struct RankResult {
+  std::vector<char> recv, expertOut, out;
+  std::vector<size_t> perExpert;
+  size_t numRecv = 0;
+  ncclResult_t dispatch = ncclSuccess, combine = ncclSuccess;
+  std::string error;
+};
+
+// Every rank dispatches, runs its experts, combines; `capacityRows(r)` sizes rank r's recvTokens.
+std::vector<RankResult> runMoe(const Comms& comms, const MoeCase& c, const std::vector<MoeRank>& ranks,
+                               const std::function<size_t(int)>& capacityRows) {
+  const int n = (int)comms.size();
+  const size_t es = moeElemSize(c.type), rowBytes = c.hidden * es;
+  std::vector<RankResult> res(n);
+  runRanks(n, Drive::Threads, [&](int r) {
+    RankResult& x = res[r];
+    const MoeRank& in = ranks[r];
+    const size_t cap = capacityRows(r);
+    x.recv.assign(cap * rowBytes + 1, 0), x.perExpert.assign(c.experts / n + 1, 7);
+    batonMoeRouting_t routing = nullptr;
+    x.dispatch = batonMoeDispatch(in.tokens.data(), in.ids.data(), in.numTokens, c.hidden, c.experts, c.topk, c.type,
+                                  x.recv.data(), cap, x.perExpert.data(), &x.numRecv, &routing, comms[r], nullptr);
+    if (x.dispatch != ncclSuccess) {
+      x.error = ncclGetLastError(comms[r]);
+      return ncclSuccess;
+    }
+    x.expertOut.assign(x.numRecv * rowBytes, 0);
+    moeRunExperts(c, r, x.recv.data(), x.perExpert.data(), x.expertOut.data());
+    x.out.assign(in.numTokens * rowBytes, 0);
+    x.combine = batonMoeCombine(x.expertOut.data(), c.weights ? in.weights.data() : nullptr, x.out.data(), routing,
+                                comms[r], nullptr);
+    if (x.combine != ncclSuccess) x.error = ncclGetLastError(comms[r]);
+    batonMoeRoutingDestroy(routing);
+    return ncclSuccess;
+  });
+  return res;
+}
+
+std::string describe(const MoeCase& c) {
+  return std::to_string(c.nRanks) + " ranks, " + std::to_string(c.experts) + " experts, top-" + std::to_string(c.topk) +
+         ", " + (c.type == ncclFloat ? "float" : "bfloat16") + ", pattern " + std::to_string((int)c.pattern) +
+         (c.weights ? "" : ", no weights");
+}
+
+void checkMoe(const Comms& comms, const MoeCase& c) {
+  const std::vector<MoeRank> ranks = moeMake(c);
+  const size_t rowBytes = c.hidden * moeElemSize(c.type);
+  // Two rows of slack: nothing may be written past the rows received.
+  auto res = runMoe(comms, c, ranks, [&](int r) { return ranks[r].wantNumRecv + 2; });
+  for (int r = 0; r < c.nRanks; ++r) {
+    const RankResult& x = res[r];
+    const MoeRank& want = ranks[r];
+    ASSERT_EQ(x.dispatch, ncclSuccess) << describe(c) << ", rank " << r << ": " << x.error;
+    ASSERT_EQ(x.combine, ncclSuccess) << describe(c) << ", rank " << r << ": " << x.error;
+    ASSERT_EQ(x.numRecv, want.wantNumRecv) << describe(c) << ", rank " << r;
+    for (size_t e = 0; e < want.wantPerExpert.size(); ++e)
+      ASSERT_EQ(x.perExpert[e], want.wantPerExpert[e]) << describe(c) << ", rank " << r << ", local expert " << e;
+    EXPECT_EQ(x.perExpert.back(), 7u) << "written past recvPerExpert";
+    ASSERT_TRUE(std::equal(want.wantRecv.begin(), want.wantRecv.end(), x.recv.begin()))
+        << describe(c) << ", rank " << r << ": received rows differ";
+    for (size_t b = want.wantRecv.size(); b < x.recv.size(); ++b)
+      ASSERT_EQ(x.recv[b], 0) << describe(c) << ", rank " << r << ": written past the rows received";
+    ASSERT_EQ(x.out, want.wantOut) << describe(c) << ", rank " << r << ": combined output differs";
+    (void)rowBytes;
+  }
+}
+
+class MoeStage : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override { env_ = std::make_unique<ScopedEnv>(ScopedEnv::Vars{{"BATON_MOE_STAGE", GetParam()}}); }
+  void TearDown() override { env_.reset(); }
+  std::unique_ptr<ScopedEnv> env_;
+};
+
+TEST_P(MoeStage, EqualsTheReference) {
+  for (int n : {1, 2, 3, 4, 8}) {
+    const Comms& comms = cachedComms(n);
+    const int experts = n * std::max(2, (8 + n - 1) / n);  // at least 8: top-8 needs 8 experts
+    for (ncclDataType_t type : {ncclFloat, ncclBfloat16})
+      for (MoePattern pattern : {MoePattern::kRandom, MoePattern::kOneExpert, MoePattern::kHalfTheRanks})
+        for (int topk : {1, 2, 8}) {
+          MoeCase c;
+          c.nRanks = n, c.experts = experts, c.topk = topk, c.type = type, c.pattern = pattern;
+          c.hidden = topk == 2 ? 33 : 16, c.seed = (uint64_t)(n * 100 + topk), c.weights = topk != 1;
+          checkMoe(comms, c);
+          if (HasFatalFailure()) return;
+        }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(, MoeStage, ::testing::Values("naive", "alltoallv"),
+                         [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
+
+TEST(MoeBadInput, ARankOverItsCapacityFailsEveryRankBeforeAnythingMoves) {
+  const Comms& comms = cachedComms(2);
+  MoeCase c;
+  const auto ranks = moeMake(c);
+  ASSERT_GT(ranks[0].wantNumRecv, 1u);
+  auto res = runMoe(comms, c, ranks, [&](int r) { return r == 0 ? ranks[0].wantNumRecv - 1 : ranks[1].wantNumRecv; });
+  const std::string want = "rank 0 would receive " + std::to_string(ranks[0].wantNumRecv) +
+                           " rows (tokens x its experts chosen) but its recvCapacity is " +
+                           std::to_string(ranks[0].wantNumRecv - 1) + "; no rank moved any token";
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(res[r].dispatch, ncclInvalidUsage);
+    EXPECT_NE(res[r].error.find(want), std::string::npos) << res[r].error;
+    EXPECT_EQ(res[r].numRecv, ranks[r].wantNumRecv);
+  }
+  // Nothing moved, nothing left behind: the next call is exact.
+  checkMoe(comms, c);
+}
+
+TEST(MoeBadInput, UnknownExpertAndDisagreementFailOnEveryRank) {
+  const Comms& comms = cachedComms(2);
+  MoeCase c;
+  auto ranks = moeMake(c);
+  ranks[0].ids[0] = c.experts;  // no such expert
+  auto res = runMoe(comms, c, ranks, [&](int r) { return ranks[r].wantNumRecv + 8; });
+  EXPECT_EQ(res[0].dispatch, ncclInvalidArgument);
+  EXPECT_NE(res[0].error.find("topkIdx[0][0]=4 is not an expert id"), std::string::npos) << res[0].error;
+  EXPECT_EQ(res[1].dispatch, ncclInvalidUsage);
+  EXPECT_NE(res[1].error.find("rank 0 rejected its own arguments"), std::string::npos) << res[1].error;
+
+  // Rank 1 calls with another hidden size: both fail naming both shapes.
+  ranks = moeMake(c);
+  std::vector<ncclResult_t> rc(2);
+  std::vector<std::string> why(2);
+  runRanks(2, Drive::Threads, [&](int r) {
+    std::vector<char> recv(4096 * 4);
+    std::vector<size_t> per(2);
+    size_t numRecv = 0;
+    batonMoeRouting_t routing = nullptr;
+    rc[r] =
+        batonMoeDispatch(ranks[r].tokens.data(), ranks[r].ids.data(), ranks[r].numTokens, r == 1 ? 8 : 16, c.experts,
+                         c.topk, c.type, recv.data(), 256, per.data(), &numRecv, &routing, comms[r], nullptr);
+    why[r] = ncclGetLastError(comms[r]);
+    batonMoeRoutingDestroy(routing);
+    return ncclSuccess;
+  });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(rc[r], ncclInvalidUsage) << why[r];
+    EXPECT_NE(why[r].find("ranks disagree"), std::string::npos) << why[r];
+  }
+}
+
+TEST(MoeBadInput, ArgumentsNamed) {
+  const Comms& one = cachedComms(1);
+  std::vector<char> tok(64);
+  int32_t ids[2] = {0, 0};
+  size_t per[4], numRecv;
+  batonMoeRouting_t routing;
+  auto call = [&](const int32_t* idp, size_t hidden, int experts, int topk, ncclDataType_t t) {
+    return batonMoeDispatch(tok.data(), idp, 1, hidden, experts, topk, t, tok.data(), 1, per, &numRecv, &routing,
+                            one[0], nullptr);
+  };
+  auto err = [&](ncclResult_t got, const std::string& what) {
+    EXPECT_EQ(got, ncclInvalidArgument) << what;
+    EXPECT_NE(std::string(ncclGetLastError(one[0])).find(what), std::string::npos) << ncclGetLastError(one[0]);
+  };
+  err(call(ids, 4, 2, 2, ncclFloat), "token 0 names expert 0 twice");
+  err(call(ids, 4, 2, 3, ncclFloat), "topk=3 must be 1..min(numExperts=2");
+  err(call(ids, 0, 2, 1, ncclFloat), "hidden is 0");
+  err(call(ids, 4, 2, 1, ncclInt32), "datatype 2 is not supported");
+  err(call(nullptr, 4, 2, 1, ncclFloat), "topkIdx is NULL with numTokens 1");
+  EXPECT_EQ(batonMoeCombine(tok.data(), nullptr, tok.data(), nullptr, one[0], nullptr), ncclInvalidArgument);
+  // A routing used on another communicator.
+  ids[1] = 1;
+  ASSERT_EQ(call(ids, 4, 2, 2, ncclFloat), ncclInvalidUsage);  // capacity 1, two rows: overflow, no routing
+  EXPECT_EQ(routing, nullptr);
+  ASSERT_EQ(
+      batonMoeDispatch(tok.data(), ids, 1, 4, 2, 1, ncclFloat, tok.data(), 2, per, &numRecv, &routing, one[0], nullptr),
+      ncclSuccess)
+      << ncclGetLastError(one[0]);
+  const Comms& two = cachedComms(2);
+  EXPECT_EQ(batonMoeCombine(tok.data(), nullptr, tok.data(), routing, two[0], nullptr), ncclInvalidArgument);
+  EXPECT_NE(std::string(ncclGetLastError(two[0])).find("was made by batonMoeDispatch on communicator"),
+            std::string::npos);
+  batonMoeRoutingDestroy(routing);
+}
+
+}  // namespace
+}  // namespace bt
