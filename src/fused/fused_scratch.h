@@ -1,4 +1,5 @@
-// The fused operations' working memory, kept by the communicator from call to call (lesson 11).
+// The fused operations' working memory, kept by the communicator from call to call (lesson 11;
+// the MoE operations of lesson 12 use it too).
 //
 // A fused call needs buffers as large as its operands (the gathered matrix, fp32 partials, widened
 // half/bfloat16 operands). Allocated fresh on every call they came from the kernel (over glibc's
@@ -25,6 +26,14 @@ class FusedScratch {
     kWideIn2,
     kWideOut0,
     kWideOut1,
+    // MoE dispatch and combine (src/moe/): what goes out, what comes in, rows gathered in the
+    // naive stage's ids, fp32 sums.
+    kMoeSend,
+    kMoeRecv,
+    kMoeIdsSend,
+    kMoeIdsRecv,
+    kMoeSum,
+    kMoePartial,
     kSlots
   };
   // At least `bytes` bytes for `slot`, 64-byte aligned; earlier contents are not kept.

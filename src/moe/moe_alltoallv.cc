@@ -10,7 +10,6 @@
 #include "alltoall.h"
 #include "alltoall_executor.h"
 #include "enqueue.h"
-#include "fused/blas.h"
 #include "misc/debug.h"
 #include "moe/moe_routing.h"
 #include "tuner/alltoall_choice.h"
@@ -36,7 +35,7 @@ ncclResult_t exchangeBytes(ncclComm* comm, const void* send, const std::vector<s
 
 }  // namespace
 
-ncclResult_t moeDispatchAlltoAllv(batonMoeRouting* r, const void* tokens, std::vector<char>* data) {
+ncclResult_t moeDispatchAlltoAllv(batonMoeRouting* r, const void* tokens, std::vector<const char*>* data) {
   ncclComm* comm = r->comm;
   const int n = comm->nRanks, me = comm->rank, k = r->topk;
   const size_t tokBytes = r->hidden * r->elemSize, wireRow = tokBytes + k * sizeof(int32_t);
@@ -49,7 +48,8 @@ ncclResult_t moeDispatchAlltoAllv(batonMoeRouting* r, const void* tokens, std::v
     off[p] = sendTotal, sendTotal += sendBytes[p], recvTotal += recvBytes[p];
     for (int q = 0; q < n; ++q) largestBlock = std::max(largestBlock, r->sendTokens[(size_t)p * n + q] * wireRow);
   }
-  std::vector<char> send(sendTotal), recv(recvTotal);
+  char* send = r->scratch<char>(FusedScratch::kMoeSend, sendTotal);
+  char* recv = r->scratch<char>(FusedScratch::kMoeRecv, recvTotal);
   for (size_t t = 0; t < r->numTokens; ++t) {
     const int32_t* ids = &r->topkIdx[t * k];
     for (int j = 0; j < k; ++j) {
@@ -64,8 +64,8 @@ ncclResult_t moeDispatchAlltoAllv(batonMoeRouting* r, const void* tokens, std::v
       off[p] += wireRow;
     }
   }
-  BATON_CHECK(exchangeBytes(comm, send.data(), sendBytes, recv.data(), recvBytes, largestBlock));
-  const char* in = recv.data();
+  BATON_CHECK(exchangeBytes(comm, send, sendBytes, recv, recvBytes, largestBlock));
+  const char* in = recv;
   for (int s = 0; s < n; ++s)
     for (uint32_t seq = 0; seq < r->sendTokens[(size_t)s * n + me]; ++seq, in += wireRow) {
       int32_t ids[kMoeMaxTopk];
@@ -73,7 +73,7 @@ ncclResult_t moeDispatchAlltoAllv(batonMoeRouting* r, const void* tokens, std::v
       for (int j = 0; j < k; ++j) {
         if (ids[j] < 0 || r->rankOf(ids[j]) != me) continue;
         r->rows.push_back({s, j, ids[j] % r->perRank, seq, 0});
-        data->insert(data->end(), in, in + tokBytes);
+        data->push_back(in);
       }
     }
   return ncclSuccess;
@@ -89,18 +89,17 @@ ncclResult_t moeCombineAlltoAllv(const batonMoeRouting& r, const char* expertOut
   for (size_t t = 0; t < r.numTokens; ++t)
     for (int j = 0; j < k; ++j)
       if (r.topkIdx[t * k + j] >= 0) recvBytes[r.rankOf(r.topkIdx[t * k + j])] += rowBytes;
-  std::vector<char> send(r.rows.size() * rowBytes);
+  char* send = r.scratch<char>(FusedScratch::kMoeSend, r.rows.size() * rowBytes);
   for (size_t a = 0; a < r.rows.size(); ++a)
-    memcpy(&send[a * rowBytes], expertOut + (size_t)r.rowOf[a] * rowBytes, rowBytes);
+    memcpy(send + a * rowBytes, expertOut + (size_t)r.rowOf[a] * rowBytes, rowBytes);
   size_t recvTotal = 0, largestBlock = 0;
   std::vector<size_t> cursor(n);
   for (int p = 0; p < n; ++p) cursor[p] = recvTotal, recvTotal += recvBytes[p];
   // Every rank's largest block: rows it returns to one source (the counts every rank holds).
   for (int p = 0; p < n; ++p)
     for (int s = 0; s < n; ++s) largestBlock = std::max(largestBlock, r.sendTokens[(size_t)s * n + p] * k * rowBytes);
-  std::vector<char> recv(recvTotal);
-  BATON_CHECK(exchangeBytes(comm, send.data(), sendBytes, recv.data(), recvBytes, largestBlock));
-  std::vector<float> row(h);
+  char* recv = r.scratch<char>(FusedScratch::kMoeRecv, recvTotal);
+  BATON_CHECK(exchangeBytes(comm, send, sendBytes, recv, recvBytes, largestBlock));
   for (size_t t = 0; t < r.numTokens; ++t) {
     float* dst = out + t * h;
     std::fill(dst, dst + h, 0.f);
@@ -108,10 +107,8 @@ ncclResult_t moeCombineAlltoAllv(const batonMoeRouting& r, const char* expertOut
       const int32_t id = r.topkIdx[t * k + j];
       if (id < 0) continue;
       const int p = r.rankOf(id);
-      widenToFloat(r.type, &recv[cursor[p]], row.data(), h);
+      moeAccumulate(r.type, &recv[cursor[p]], moeWeight(r, weights, t, j), dst, h);
       cursor[p] += rowBytes;
-      const float w = moeWeight(r, weights, t, j);
-      for (size_t e = 0; e < h; ++e) dst[e] += w * row[e];
     }
   }
   return ncclSuccess;

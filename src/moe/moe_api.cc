@@ -3,6 +3,7 @@
 // row order, and the routing kept between dispatch and combine.
 #include <cinttypes>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <string>
 #include <vector>
@@ -153,7 +154,8 @@ ncclResult_t dispatch(const void* tokens, const int32_t* topkIdx, size_t numToke
                         "is %" PRIu64 "; no rank moved any token",
                         fn, p, rows, cap);
   }
-  std::vector<char> data;
+  if (!comm->fusedScratch) comm->fusedScratch = std::make_shared<FusedScratch>();
+  std::vector<const char*> data;
   BATON_CHECK(stage == MoeStage::kNaive ? moeDispatchNaive(r.get(), tokens, &data)
                                         : moeDispatchAlltoAllv(r.get(), tokens, &data));
   // Group the rows by local expert, keeping arrival order (source, token) within each.
@@ -170,7 +172,7 @@ ncclResult_t dispatch(const void* tokens, const int32_t* topkIdx, size_t numToke
   for (size_t a = 0; a < nRows; ++a) {
     const size_t row = next[r->rows[a].expert]++;
     r->rowOf[a] = (uint32_t)row;
-    memcpy(static_cast<char*>(recvTokens) + row * rowBytes, &data[a * rowBytes], rowBytes);
+    memcpy(static_cast<char*>(recvTokens) + row * rowBytes, data[a], rowBytes);
   }
   BATON_INFO(kSubColl, "%s: %zu tokens, hidden %zu, top-%d of %d experts, stage %s: %zu rows received", fn, numTokens,
              hidden, topk, numExperts, moeStageName(stage), nRows);
@@ -189,11 +191,13 @@ ncclResult_t combine(const void* expertOut, const float* weights, void* out, bat
   if (!r->rows.empty() && !expertOut)
     return batonError(ncclInvalidArgument, "%s: expertOut is NULL but this rank holds %zu rows", fn, r->rows.size());
   if (r->numTokens && !out) return batonError(ncclInvalidArgument, "%s: out is NULL with %zu tokens", fn, r->numTokens);
-  std::vector<float> sum(r->numTokens * r->hidden);
+  if (!comm->fusedScratch) comm->fusedScratch = std::make_shared<FusedScratch>();
+  const size_t elems = r->numTokens * r->hidden;
+  float* sum = r->scratch<float>(FusedScratch::kMoeSum, elems);
   const char* rows = static_cast<const char*>(expertOut);
-  BATON_CHECK(r->stage == MoeStage::kNaive ? moeCombineNaive(*r, rows, weights, sum.data())
-                                           : moeCombineAlltoAllv(*r, rows, weights, sum.data()));
-  roundFromFloat(r->type, sum.data(), out, sum.size());
+  BATON_CHECK(r->stage == MoeStage::kNaive ? moeCombineNaive(*r, rows, weights, sum)
+                                           : moeCombineAlltoAllv(*r, rows, weights, sum));
+  roundFromFloat(r->type, sum, out, elems);
   return ncclSuccess;
 }
 

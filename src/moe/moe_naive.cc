@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "enqueue.h"
-#include "fused/blas.h"
 #include "misc/debug.h"
 #include "moe/moe_routing.h"
 #include "task.h"
@@ -24,18 +23,21 @@ size_t largest(const std::vector<size_t>& v) { return v.empty() ? 0 : *std::max_
 
 }  // namespace
 
-ncclResult_t moeDispatchNaive(batonMoeRouting* r, const void* tokens, std::vector<char>* data) {
+ncclResult_t moeDispatchNaive(batonMoeRouting* r, const void* tokens, std::vector<const char*>* data) {
   ncclComm* comm = r->comm;
   const int n = comm->nRanks, me = comm->rank, k = r->topk;
   const size_t maxT = largest(r->tokensPerRank), rowBytes = r->hidden * r->elemSize;
   // This rank's tokens and ids padded to the largest count (ids -1: no expert), then gathered.
-  std::vector<char> mine(maxT * rowBytes), all(maxT * rowBytes * n);
-  std::vector<int32_t> myIds(maxT * k, -1), allIds(maxT * k * n);
-  if (r->numTokens) memcpy(mine.data(), tokens, r->numTokens * rowBytes);
-  std::copy(r->topkIdx.begin(), r->topkIdx.end(), myIds.begin());
+  char* mine = r->scratch<char>(FusedScratch::kMoeSend, maxT * rowBytes);
+  char* all = r->scratch<char>(FusedScratch::kMoeRecv, maxT * rowBytes * n);
+  int32_t* myIds = r->scratch<int32_t>(FusedScratch::kMoeIdsSend, maxT * k);
+  int32_t* allIds = r->scratch<int32_t>(FusedScratch::kMoeIdsRecv, maxT * k * n);
+  if (r->numTokens) memcpy(mine, tokens, r->numTokens * rowBytes);
+  std::copy(r->topkIdx.begin(), r->topkIdx.end(), myIds);
+  std::fill(myIds + r->topkIdx.size(), myIds + maxT * k, -1);
   if (maxT)
-    BATON_CHECK(runTasksNow(comm, {sumTask(kFuncAllGather, mine.data(), all.data(), maxT * rowBytes, ncclInt8, n),
-                                   sumTask(kFuncAllGather, myIds.data(), allIds.data(), maxT * k, ncclInt32, n)}));
+    BATON_CHECK(runTasksNow(comm, {sumTask(kFuncAllGather, mine, all, maxT * rowBytes, ncclInt8, n),
+                                   sumTask(kFuncAllGather, myIds, allIds, maxT * k, ncclInt32, n)}));
   for (int s = 0; s < n; ++s) {
     uint32_t seq = 0;
     for (size_t t = 0; t < r->tokensPerRank[s]; ++t) {
@@ -44,8 +46,7 @@ ncclResult_t moeDispatchNaive(batonMoeRouting* r, const void* tokens, std::vecto
       for (int j = 0; j < k; ++j) {
         if (ids[j] < 0 || r->rankOf(ids[j]) != me) continue;
         r->rows.push_back({s, j, ids[j] % r->perRank, seq, (uint32_t)t});
-        const char* row = &all[(s * maxT + t) * rowBytes];
-        data->insert(data->end(), row, row + rowBytes);
+        data->push_back(&all[(s * maxT + t) * rowBytes]);
         here = true;
       }
       seq += here;
@@ -64,17 +65,16 @@ ncclResult_t moeCombineNaive(const batonMoeRouting& r, const char* expertOut, co
   for (size_t t = 0; t < r.numTokens; ++t)
     for (int j = 0; j < k; ++j) myW[t * k + j] = moeWeight(r, weights, t, j);
   BATON_CHECK(runTasksNow(comm, {sumTask(kFuncAllGather, myW.data(), allW.data(), maxT * k, ncclFloat, n)}));
-  std::vector<float> partial(maxT * h * n, 0.f), row(h);
+  float* partial = r.scratch<float>(FusedScratch::kMoePartial, maxT * h * n);
+  std::fill(partial, partial + maxT * h * n, 0.f);
   for (size_t a = 0; a < r.rows.size(); ++a) {
     const MoeRow& x = r.rows[a];
-    widenToFloat(r.type, expertOut + (size_t)r.rowOf[a] * h * r.elemSize, row.data(), h);
-    const float w = allW[((size_t)x.src * maxT + x.token) * k + x.j];
-    float* dst = &partial[((size_t)x.src * maxT + x.token) * h];
-    for (size_t e = 0; e < h; ++e) dst[e] += w * row[e];
+    moeAccumulate(r.type, expertOut + (size_t)r.rowOf[a] * h * r.elemSize,
+                  allW[((size_t)x.src * maxT + x.token) * k + x.j], &partial[((size_t)x.src * maxT + x.token) * h], h);
   }
-  std::vector<float> mine(maxT * h);
-  BATON_CHECK(runTasksNow(comm, {sumTask(kFuncReduceScatter, partial.data(), mine.data(), maxT * h, ncclFloat, n)}));
-  std::copy(mine.begin(), mine.begin() + r.numTokens * h, out);
+  float* mine = r.scratch<float>(FusedScratch::kMoeRecv, maxT * h);
+  BATON_CHECK(runTasksNow(comm, {sumTask(kFuncReduceScatter, partial, mine, maxT * h, ncclFloat, n)}));
+  std::copy(mine, mine + r.numTokens * h, out);
   return ncclSuccess;
 }
 

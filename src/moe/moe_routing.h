@@ -5,9 +5,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "comm.h"
+#include "fused/fused_scratch.h"
 
 namespace baton {
 
@@ -41,17 +43,39 @@ struct batonMoeRouting {
   std::vector<size_t> sendTokens;     // [src * n + dst]: tokens src sends dst (the alltoallv stage)
 
   int rankOf(int expert) const { return expert / perRank; }
+  // The communicator's scratch slot `slot` as `bytes` bytes of T (contents not kept between calls).
+  template <typename T>
+  T* scratch(baton::FusedScratch::Slot slot, size_t count) const {
+    return static_cast<T*>(comm->fusedScratch->get(slot, count * sizeof(T) + 1));
+  }
 };
 
 namespace baton {
 
 // Dispatch's and combine's two ways (moe_naive.cc, moe_alltoallv.cc). Dispatch appends to r->rows
-// every row this rank receives, in arrival order, and its hidden elements to *data (resized).
-ncclResult_t moeDispatchNaive(batonMoeRouting* r, const void* tokens, std::vector<char>* data);
-ncclResult_t moeDispatchAlltoAllv(batonMoeRouting* r, const void* tokens, std::vector<char>* data);
+// every row this rank receives, in arrival order, and to *data where its hidden elements are (in
+// the communicator's scratch, valid until the next operation on it).
+ncclResult_t moeDispatchNaive(batonMoeRouting* r, const void* tokens, std::vector<const char*>* data);
+ncclResult_t moeDispatchAlltoAllv(batonMoeRouting* r, const void* tokens, std::vector<const char*>* data);
 // out (fp32, [numTokens x hidden]) = the weighted sum of each of this rank's tokens' rows.
 ncclResult_t moeCombineNaive(const batonMoeRouting& r, const char* expertOut, const float* weights, float* out);
 ncclResult_t moeCombineAlltoAllv(const batonMoeRouting& r, const char* expertOut, const float* weights, float* out);
+
+// dst[0..h) += w * row[0..h), the row in the routing's datatype (float or bfloat16), in fp32.
+inline void moeAccumulate(ncclDataType_t type, const char* row, float w, float* dst, size_t h) {
+  if (type == ncclFloat) {
+    const float* x = reinterpret_cast<const float*>(row);
+    for (size_t e = 0; e < h; ++e) dst[e] += w * x[e];
+    return;
+  }
+  const uint16_t* x = reinterpret_cast<const uint16_t*>(row);  // bfloat16: the top half of a float
+  for (size_t e = 0; e < h; ++e) {
+    const uint32_t bits = uint32_t(x[e]) << 16;
+    float v;
+    memcpy(&v, &bits, 4);
+    dst[e] += w * v;
+  }
+}
 
 // The weight of this rank's token t's j-th expert (1 where weights is NULL).
 inline float moeWeight(const batonMoeRouting& r, const float* weights, size_t t, int j) {

@@ -9,13 +9,17 @@
 //   bench.cc        one local rank's sweep: warm-up, timed loop, check, combining across ranks
 //   report.cc       header, result rows, --compare table and footer, in nccl-tests' format
 //   main.cc         ranks from the environment, memcpy bandwidth, communicators, threads, exit code
+//   fused_bench.cc  the fused tensor-parallel operations' mode (ag_gemm, gemm_rs, ...)
+//   moe_bench.cc    the MoE dispatch/combine mode (moe)
 #pragma once
 
 #include <nccl.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -276,10 +280,35 @@ void printExplain(const Options& opt, ncclComm_t comm, int nranks);
     if (perf_r_ != ncclSuccess) ::batonperf::ncclFail(#call, perf_r_, __FILE__, __LINE__); \
   } while (0)
 
+// The single-thread memcpy bandwidth of this run: 64 MiB, one warm-up, median of 5, GB/s (report.cc).
+double measureMemcpy();
+
+// Seconds per call of fn(local rank) on every local rank (one thread each), the slowest rank's:
+// `warmup` untimed calls, the ranks start together, `iters` timed calls, max over ranks via ctrl.
+template <typename Fn>
+double timeAcrossRanks(int warmup, int iters, const std::vector<ncclComm_t>& ctrl, Fn fn) {
+  std::vector<double> secs(ctrl.size());
+  std::vector<std::thread> th;
+  for (size_t t = 0; t < ctrl.size(); ++t)
+    th.emplace_back([&, t] {
+      for (int i = 0; i < warmup; ++i) fn(int(t));
+      PERFCHECK(ncclAllReduce(&secs[t], &secs[t], 1, ncclDouble, ncclMax, ctrl[t], nullptr));  // start together
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < iters; ++i) fn(int(t));
+      secs[t] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / iters;
+      PERFCHECK(ncclAllReduce(&secs[t], &secs[t], 1, ncclDouble, ncclMax, ctrl[t], nullptr));
+    });
+  for (auto& x : th) x.join();
+  return secs[0];
+}
+
 // ---- the fused operations' mode (fused_bench.cc) -------------------------------------------------
 
 // baton-perf ag_gemm|gemm_rs|ag_gemm_bwd|gemm_rs_bwd ...: its own flags, table and exit status.
 bool isFusedOp(const char* name);
 int runFusedBench(int argc, char** argv);
+
+// baton-perf moe ...: MoE dispatch and combine per stage (moe_bench.cc).
+int runMoeBench(int argc, char** argv);
 
 }  // namespace batonperf

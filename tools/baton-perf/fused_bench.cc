@@ -166,22 +166,9 @@ double flops(const FusedOptions& o, size_t m) {
   return o.op == FusedOp::AgGemmBwd || o.op == FusedOp::GemmRsBwd ? 2 * one : one;
 }
 
-// Seconds per call of fn on every local rank, the slowest rank's (max over ranks through ctrl).
 template <typename Fn>
 double timeIt(const FusedOptions& o, const std::vector<ncclComm_t>& ctrl, Fn fn) {
-  std::vector<double> secs(ctrl.size());
-  std::vector<std::thread> th;
-  for (size_t t = 0; t < ctrl.size(); ++t)
-    th.emplace_back([&, t] {
-      for (int i = 0; i < o.warmup; ++i) fn(int(t));
-      PERFCHECK(ncclAllReduce(&secs[t], &secs[t], 1, ncclDouble, ncclMax, ctrl[t], nullptr));  // start together
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < o.iters; ++i) fn(int(t));
-      secs[t] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / o.iters;
-      PERFCHECK(ncclAllReduce(&secs[t], &secs[t], 1, ncclDouble, ncclMax, ctrl[t], nullptr));
-    });
-  for (auto& x : th) x.join();
-  return secs[0];
+  return timeAcrossRanks(o.warmup, o.iters, ctrl, fn);
 }
 
 int usage(const char* msg) {

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -23,30 +24,6 @@
 using namespace batonperf;
 
 namespace {
-
-// 64 MiB memcpy, one warm-up, median of 5, in GB/s (1e9 B/s).
-double measureMemcpy() {
-  const size_t bytes = size_t(64) << 20;
-  char* src = static_cast<char*>(std::malloc(bytes));
-  char* dst = static_cast<char*>(std::malloc(bytes));
-  if (!src || !dst) return 0.0;
-  std::memset(src, 1, bytes);
-  std::memset(dst, 2, bytes);
-  std::memcpy(dst, src, bytes);
-  std::vector<double> secs;
-  for (int i = 0; i < 5; ++i) {
-    src[i] = char(i);  // keep the copies from being folded together
-    const auto t0 = std::chrono::steady_clock::now();
-    std::memcpy(dst, src, bytes);
-    secs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  volatile char sink = dst[bytes / 2];
-  (void)sink;
-  std::free(src);
-  std::free(dst);
-  std::sort(secs.begin(), secs.end());
-  return double(bytes) / secs[2] / 1e9;
-}
 
 // -x sets the config's CTA policy (validated by the library); -p: each thread creates its own
 // communicator at the same time instead of one thread creating all of them in a group.
@@ -129,6 +106,7 @@ double wrongIn(const std::vector<Row>& rows) {
 
 int main(int argc, char** argv) {
   if (argc > 1 && isFusedOp(argv[1])) return runFusedBench(argc, argv);
+  if (argc > 1 && std::string(argv[1]) == "moe") return runMoeBench(argc, argv);
   Options opt;
   if (int rc = parseOptions(argc, argv, &opt); rc >= 0) return rc;
 

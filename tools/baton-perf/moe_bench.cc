@@ -1,0 +1,304 @@
+// baton-perf's MoE mode (lesson 12): dispatch and combine of include/baton/moe.h timed per stage,
+// beside the bound their bytes set on this machine, measured in the same run:
+//
+//   baton-perf moe [-t THREADS] [-T TOKENS[,TOKENS...]] [-H HIDDEN] [-E EXPERTS] [-k TOPK]
+//                  [--skew FRACTION] [-d float|bfloat16] [-n ITERS] [-w WARMUP] [-r REPEATS]
+//                  [--compare STAGES] [-c 0|1]
+//
+// Each rank holds TOKENS tokens; each picks TOPK distinct experts at random, and a --skew fraction
+// of them picks expert 0 first (a hot expert). Columns per stage: dispatch, combine and both
+// (the slowest rank's time per call, medians over interleaved rounds; the experts' own compute is
+// not included). "MB" is the most any rank moves in the alltoallv stage (each token once per
+// destination rank with its ids, and each row back); "bound" is those bytes over the single-thread
+// memcpy bandwidth of this run, and "x bound" the last stage's dispatch+combine over it.
+// -c 1 checks every stage's received rows and combined output against the first stage's, bit for
+// bit (integer-valued tokens and weights: every stage must agree exactly).
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "baton/launch.h"
+#include "baton/moe.h"
+#include "baton_perf.h"
+
+namespace batonperf {
+namespace {
+
+struct MoeOptions {
+  std::vector<size_t> tokens = {128};
+  size_t hidden = 7168;
+  int experts = 0, topk = 8;  // experts 0: 8 per rank
+  double skew = 0;
+  ncclDataType_t type = ncclBfloat16;
+  int threads = 1, iters = 5, warmup = 1, check = 1, repeats = 3;
+  std::vector<std::string> stages = {"naive", "alltoallv"};
+};
+
+// One rank's inputs and outputs for one token count.
+struct MoeRankData {
+  std::vector<char> tokens, recv, expertOut, out;
+  std::vector<int32_t> ids;
+  std::vector<float> weights;
+  std::vector<size_t> perExpert;
+  size_t numRecv = 0;
+  batonMoeRouting_t routing = nullptr;
+};
+
+size_t esize(ncclDataType_t t) { return t == ncclFloat ? 4 : 2; }
+
+void storeInt(ncclDataType_t t, char* p, int v) {
+  const float f = float(v);
+  if (t == ncclFloat) return (void)std::memcpy(p, &f, 4);
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint16_t b = uint16_t(u >> 16);  // small integers are exact in bfloat16
+  std::memcpy(p, &b, 2);
+}
+
+// Rank `rank`'s expert choices (their own random stream, so any rank can compute any rank's).
+std::vector<int32_t> makeIds(const MoeOptions& o, int rank, size_t numTokens) {
+  uint64_t x = 0x9e3779b97f4a7c15ull * uint64_t(rank + 1) + numTokens;
+  auto rnd = [&](uint64_t m) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    return x % m;
+  };
+  std::vector<int32_t> ids(numTokens * o.topk, -1);
+  for (size_t t = 0; t < numTokens; ++t)
+    for (int j = 0; j < o.topk; ++j) {
+      int32_t* tok = &ids[t * o.topk];
+      int32_t id;
+      do {
+        id = j == 0 && double(rnd(1000)) < o.skew * 1000 ? 0 : int32_t(rnd(uint64_t(o.experts)));
+      } while (std::find(tok, tok + j, id) != tok + j);
+      tok[j] = id;
+    }
+  return ids;
+}
+
+void makeInputs(const MoeOptions& o, int rank, size_t numTokens, MoeRankData* d) {
+  const size_t es = esize(o.type);
+  d->ids = makeIds(o, rank, numTokens);
+  d->tokens.resize(numTokens * o.hidden * es);
+  for (size_t i = 0; i < numTokens * o.hidden; ++i) storeInt(o.type, &d->tokens[i * es], int(i * 7 % 5) - 2);
+  d->weights.resize(numTokens * o.topk);
+  for (size_t i = 0; i < d->weights.size(); ++i) d->weights[i] = float(1 + i % 2);
+}
+
+ncclResult_t dispatch(const MoeOptions& o, MoeRankData& d, size_t numTokens, ncclComm_t comm) {
+  batonMoeRoutingDestroy(d.routing);
+  d.routing = nullptr;
+  return batonMoeDispatch(d.tokens.data(), d.ids.data(), numTokens, o.hidden, o.experts, o.topk, o.type, d.recv.data(),
+                          d.recv.size() / (o.hidden * esize(o.type)), d.perExpert.data(), &d.numRecv, &d.routing, comm,
+                          nullptr);
+}
+
+ncclResult_t combine(const MoeOptions& o, MoeRankData& d, ncclComm_t comm) {
+  (void)o;
+  return batonMoeCombine(d.expertOut.data(), d.weights.data(), d.out.data(), d.routing, comm, nullptr);
+}
+
+int usage(const char* msg) {
+  if (msg) std::fprintf(stderr, "baton-perf: %s\nRun with --help for more information.\n", msg);
+  return 2;
+}
+
+bool parseList(const char* v, std::vector<size_t>* out) {
+  out->clear();
+  const std::string s = v ? v : "";
+  for (size_t at = 0; at <= s.size();) {
+    const size_t comma = std::min(s.find(',', at), s.size());
+    char* end = nullptr;
+    const std::string item = s.substr(at, comma - at);
+    const size_t x = std::strtoull(item.c_str(), &end, 10);
+    if (item.empty() || *end) return false;
+    out->push_back(x);
+    at = comma + 1;
+  }
+  return !out->empty();
+}
+
+int parse(int argc, char** argv, MoeOptions* o) {
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
+    auto number = [&](long lo, long* out) {
+      char* end = nullptr;
+      if (!v) return false;
+      *out = std::strtol(v, &end, 10);
+      ++i;
+      return *end == 0 && *out >= lo;
+    };
+    long x = 0;
+    if (a == "-h" || a == "--help") {
+      std::printf(
+          "usage: baton-perf moe [-t threads] [-T tokens[,tokens...]] [-H hidden] [-E experts] [-k topk] [--skew "
+          "fraction] [-d float|bfloat16] [-n iters] [-w warmup] [-r repeats] [--compare naive,alltoallv] [-c 0|1]\n"
+          "(docs/lessons/12-moe-all-to-all.md; layouts as in include/baton/moe.h; -E defaults to 8 per rank)\n");
+      return 0;
+    } else if (a == "-T") {
+      if (!parseList(v, &o->tokens)) return usage("-T needs a list of token counts");
+      ++i;
+    } else if (a == "-H" || a == "-E" || a == "-k" || a == "-t" || a == "-n" || a == "-r") {
+      if (!number(1, &x)) return usage((a + " needs a positive number").c_str());
+      if (a == "-H") o->hidden = size_t(x);
+      else if (a == "-E") o->experts = int(x);
+      else if (a == "-k") o->topk = int(x);
+      else if (a == "-t") o->threads = int(x);
+      else if (a == "-n") o->iters = int(x);
+      else o->repeats = int(x);
+    } else if (a == "-w" || a == "-c") {
+      if (!number(0, &x)) return usage((a + " needs a number").c_str());
+      (a == "-w" ? o->warmup : o->check) = int(x);
+    } else if (a == "--skew") {
+      o->skew = v ? std::atof(v) : -1;
+      ++i;
+      if (o->skew < 0 || o->skew > 1) return usage("--skew needs a fraction in [0, 1]");
+    } else if (a == "-d") {
+      const std::string d = v ? v : "";
+      ++i;
+      if (d == "float") o->type = ncclFloat;
+      else if (d == "bfloat16") o->type = ncclBfloat16;
+      else return usage(("-d: '" + d + "' is not float or bfloat16").c_str());
+    } else if (a == "--compare") {
+      if (!v) return usage("--compare needs a list of stages");
+      ++i;
+      o->stages.clear();
+      const std::string s = v;
+      for (size_t at = 0; at <= s.size();) {
+        const size_t comma = std::min(s.find(',', at), s.size());
+        o->stages.push_back(s.substr(at, comma - at));
+        at = comma + 1;
+      }
+    } else {
+      return usage(("unknown argument '" + a + "' for moe").c_str());
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
+int runMoeBench(int argc, char** argv) {
+  MoeOptions o;
+  if (int rc = parse(argc, argv, &o); rc >= 0) return rc;
+  batonLaunchInfo launch;
+  if (batonGetLaunchInfo(&launch) != ncclSuccess) {
+    std::fprintf(stderr, "baton-perf: %s\n", ncclGetLastError(nullptr));
+    return 2;
+  }
+  const int nprocs = launch.nranks, proc = launch.rank, nRanks = nprocs * o.threads;
+  if (nprocs == 1 && !std::getenv("NCCL_COMM_ID")) setenv("NCCL_SOCKET_IFNAME", "lo", 0);
+  if (o.experts == 0) o.experts = 8 * nRanks;
+  if (o.experts % nRanks || o.topk > o.experts) return usage("-E must be a multiple of the rank count and at least -k");
+  ncclUniqueId id;
+  PERFCHECK(ncclGetUniqueId(&id));
+  std::vector<ncclComm_t> comms(o.threads);
+  PERFCHECK(ncclGroupStart());
+  for (int t = 0; t < o.threads; ++t) PERFCHECK(ncclCommInitRank(&comms[t], nRanks, id, proc * o.threads + t));
+  PERFCHECK(ncclGroupEnd());
+  const double memcpyGBs = measureMemcpy();
+  const bool reporter = proc == 0;
+  const size_t es = esize(o.type), rowBytes = o.hidden * es;
+  if (reporter) {
+    std::printf(
+        "# baton-perf moe, %s, %d ranks (%d processes x %d threads), hidden %zu, top-%d of %d experts, skew "
+        "%.2f, %d iterations, median of %d rounds\n",
+        o.type == ncclFloat ? "float" : "bfloat16", nRanks, nprocs, o.threads, o.hidden, o.topk, o.experts, o.skew,
+        o.iters, o.repeats);
+    printMemcpyLine(memcpyGBs);
+    std::printf(
+        "# time per call of the slowest rank (us): dispatch, combine, and both; the experts' compute excluded\n");
+    std::printf("#%7s", "tokens");
+    for (const std::string& s : o.stages) std::printf(" %26s", (s + " disp/comb/both").c_str());
+    std::printf(" %9s %10s %8s %6s\n", "MB", "bound(us)", "x bound", "wrong");
+  }
+  int wrongTotal = 0;
+  for (size_t numTokens : o.tokens) {
+    std::vector<MoeRankData> data(o.threads);
+    for (int t = 0; t < o.threads; ++t) {
+      MoeRankData& d = data[t];
+      makeInputs(o, proc * o.threads + t, numTokens, &d);
+      // Room for exactly the rows this rank receives: every rank's tokens that chose its experts.
+      const int me = proc * o.threads + t, per = o.experts / nRanks;
+      size_t cap = 0;
+      for (int src = 0; src < nRanks; ++src)
+        for (int32_t e : makeIds(o, src, numTokens)) cap += e / per == me;
+      d.recv.resize(cap * rowBytes), d.expertOut.resize(cap * rowBytes), d.out.resize(numTokens * rowBytes);
+      d.perExpert.resize(o.experts / nRanks);
+    }
+    // The bytes the alltoallv stage moves per rank: tokens once per destination (with ids), rows back.
+    std::vector<double> bytes(o.threads, 0.0);
+    for (int t = 0; t < o.threads; ++t) {
+      const MoeRankData& d = data[t];
+      for (size_t tok = 0; tok < numTokens; ++tok) {
+        std::vector<bool> seen(nRanks, false);
+        for (int j = 0; j < o.topk; ++j) {
+          const int p = d.ids[tok * o.topk + j] / (o.experts / nRanks);
+          bytes[t] += double(rowBytes);  // the row back
+          if (!seen[p]) seen[p] = true, bytes[t] += double(rowBytes + o.topk * 4);
+        }
+      }
+    }
+    PERFCHECK(ncclGroupStart());
+    for (int t = 0; t < o.threads; ++t)
+      PERFCHECK(ncclAllReduce(&bytes[t], &bytes[t], 1, ncclDouble, ncclMax, comms[t], nullptr));
+    PERFCHECK(ncclGroupEnd());
+    const double maxBytes = bytes[0];
+
+    std::vector<std::vector<double>> times(o.stages.size() * 3);
+    std::vector<std::vector<char>> refRecv(o.threads), refOut(o.threads);
+    int wrong = 0;
+    for (int r = 0; r < o.repeats; ++r)
+      for (size_t si = 0; si < o.stages.size(); ++si) {
+        setenv("BATON_MOE_STAGE", o.stages[si].c_str(), 1);
+        times[si * 3].push_back(timeAcrossRanks(o.warmup, o.iters, comms,
+                                                [&](int t) { PERFCHECK(dispatch(o, data[t], numTokens, comms[t])); }));
+        for (auto& d : data) std::copy(d.recv.begin(), d.recv.end(), d.expertOut.begin());  // identity experts
+        times[si * 3 + 1].push_back(
+            timeAcrossRanks(o.warmup, o.iters, comms, [&](int t) { PERFCHECK(combine(o, data[t], comms[t])); }));
+        times[si * 3 + 2].push_back(timeAcrossRanks(o.warmup, o.iters, comms, [&](int t) {
+          PERFCHECK(dispatch(o, data[t], numTokens, comms[t]));
+          PERFCHECK(combine(o, data[t], comms[t]));
+        }));
+        if (o.check && r == 0)
+          for (int t = 0; t < o.threads; ++t) {
+            const std::vector<char> got(data[t].recv.begin(), data[t].recv.begin() + data[t].numRecv * rowBytes);
+            if (si == 0) refRecv[t] = got, refOut[t] = data[t].out;
+            else wrong += int(got != refRecv[t]) + int(data[t].out != refOut[t]);
+          }
+      }
+    unsetenv("BATON_MOE_STAGE");
+    for (int t = 0; t < o.threads; ++t) batonMoeRoutingDestroy(data[t].routing);
+    std::vector<int> w(o.threads, 0);
+    w[0] = wrong;
+    PERFCHECK(ncclGroupStart());
+    for (int t = 0; t < o.threads; ++t)
+      PERFCHECK(ncclAllReduce(&w[t], &w[t], 1, ncclInt32, ncclSum, comms[t], nullptr));
+    PERFCHECK(ncclGroupEnd());
+    wrongTotal += w[0];
+    if (reporter) {
+      std::printf(" %7zu", numTokens);
+      double last = 0;
+      for (size_t si = 0; si < o.stages.size(); ++si) {
+        double med[3];
+        for (int c = 0; c < 3; ++c) {
+          std::vector<double>& v = times[si * 3 + c];
+          std::sort(v.begin(), v.end());
+          med[c] = v[v.size() / 2] * 1e6;
+        }
+        std::printf(" %8.1f/%8.1f/%8.1f", med[0], med[1], med[2]);
+        last = med[2];
+      }
+      const double boundUs = memcpyGBs > 0 ? maxBytes / (memcpyGBs * 1e9) * 1e6 : 0;
+      std::printf(" %9.2f %10.1f %8.2f %6d\n", maxBytes / 1e6, boundUs, boundUs > 0 ? last / boundUs : 0, w[0]);
+      std::fflush(stdout);
+    }
+  }
+  for (ncclComm_t c : comms) ncclCommDestroy(c);
+  return wrongTotal ? 1 : 0;
+}
+
+}  // namespace batonperf
