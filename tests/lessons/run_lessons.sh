@@ -116,7 +116,7 @@ for algo in auto bruck; do
   expect '^rank 0 received 29 30 29 29 tokens \(from ranks 0..3\)$' "$out"
 done
 # Lesson 12: MoE dispatch and combine per stage, every stage's rows and output equal to the first's.
-out=$("$BIN/baton-perf" moe -t 2 -T 16,64 -H 256 -k 4 -n 2 -w 1 -r 1); echo "$out"
+out=$("$BIN/baton-perf" moe -t 2 -T 16,64 --hidden 256 -k 4 -n 2 -w 1 -r 1); echo "$out"
 expect '^# tokens +naive disp/comb/both +alltoallv disp/comb/both +MB +bound\(us\) +x bound +wrong$' "$out"
 for t in 16 64; do expect "^ +$t( +[0-9.]+/ *[0-9.]+/ *[0-9.]+){2} +[0-9.]+ +[0-9.]+ +[0-9.]+ +0$" "$out"; done
 exit $fail

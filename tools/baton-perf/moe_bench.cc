@@ -1,7 +1,7 @@
 // baton-perf's MoE mode (lesson 12): dispatch and combine of include/baton/moe.h timed per stage,
 // beside the bound their bytes set on this machine, measured in the same run:
 //
-//   baton-perf moe [-t THREADS] [-T TOKENS[,TOKENS...]] [-H HIDDEN] [-E EXPERTS] [-k TOPK]
+//   baton-perf moe [-t THREADS] [-T TOKENS[,TOKENS...]] [--hidden HIDDEN] [-E EXPERTS] [-k TOPK]
 //                  [--skew FRACTION] [-d float|bfloat16] [-n ITERS] [-w WARMUP] [-r REPEATS]
 //                  [--compare STAGES] [-c 0|1]
 //
@@ -134,16 +134,17 @@ int parse(int argc, char** argv, MoeOptions* o) {
     long x = 0;
     if (a == "-h" || a == "--help") {
       std::printf(
-          "usage: baton-perf moe [-t threads] [-T tokens[,tokens...]] [-H hidden] [-E experts] [-k topk] [--skew "
+          "usage: baton-perf moe [-t threads] [-T tokens[,tokens...]] [--hidden elements] [-E experts] [-k topk] "
+          "[--skew "
           "fraction] [-d float|bfloat16] [-n iters] [-w warmup] [-r repeats] [--compare naive,alltoallv] [-c 0|1]\n"
           "(docs/lessons/12-moe-all-to-all.md; layouts as in include/baton/moe.h; -E defaults to 8 per rank)\n");
       return 0;
     } else if (a == "-T") {
       if (!parseList(v, &o->tokens)) return usage("-T needs a list of token counts");
       ++i;
-    } else if (a == "-H" || a == "-E" || a == "-k" || a == "-t" || a == "-n" || a == "-r") {
+    } else if (a == "--hidden" || a == "-E" || a == "-k" || a == "-t" || a == "-n" || a == "-r") {
       if (!number(1, &x)) return usage((a + " needs a positive number").c_str());
-      if (a == "-H") o->hidden = size_t(x);
+      if (a == "--hidden") o->hidden = size_t(x);
       else if (a == "-E") o->experts = int(x);
       else if (a == "-k") o->topk = int(x);
       else if (a == "-t") o->threads = int(x);
