@@ -7,6 +7,7 @@
 
 #include "api/api.h"
 #include "api/argcheck.h"
+#include "api/guarded_call.h"
 #include "baton/fused.h"
 #include "fused/blas.h"
 #include "fused/fp32_operand.h"
@@ -18,25 +19,6 @@ namespace baton {
 namespace {
 
 enum FusedOp { kAgGemm = 1, kGemmRs = 2, kAgGemmBackward = 3, kGemmRsBackward = 4 };
-
-// Every entry point: the communicator checked before anything reads it; the call counted in
-// comm->inflight, so ncclCommAbort from another thread waits for it (it uses the communicator's
-// scratch); no exception (out of memory) crosses the C API.
-template <typename Body>
-ncclResult_t guarded(ncclComm* comm, const char* fn, Body body) {
-  BATON_CHECK(checkCommReady(comm, fn));
-  comm->inflight.fetch_add(1);
-  ncclResult_t res;
-  try {
-    res = body();
-  } catch (const std::bad_alloc&) {
-    res = batonError(ncclSystemError, "%s: out of memory for the operation's working buffers", fn);
-  } catch (...) {
-    res = batonError(ncclInternalError, "%s: unexpected exception", fn);
-  }
-  comm->inflight.fetch_sub(1);
-  return res;
-}
 
 // C[M x N] = allgather_rows(aShard) * B.
 ncclResult_t agGemm(const void* aShard, const void* b, void* c, void* aGathered, size_t m, size_t n, size_t k,
@@ -168,26 +150,28 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonAllGatherGem
                                                                                   size_t n, size_t k,
                                                                                   ncclDataType_t datatype,
                                                                                   ncclComm_t comm, cudaStream_t) {
-  return guarded(comm, "batonAllGatherGemm", [&] { return agGemm(aShard, b, c, aGathered, m, n, k, datatype, comm); });
+  return guardedCall(comm, "batonAllGatherGemm",
+                     [&] { return agGemm(aShard, b, c, aGathered, m, n, k, datatype, comm); });
 }
 
 extern "C" __attribute__((visibility("default"))) ncclResult_t batonGemmReduceScatter(const void* a, const void* bShard,
                                                                                       void* cShard, size_t m, size_t n,
                                                                                       size_t k, ncclDataType_t datatype,
                                                                                       ncclComm_t comm, cudaStream_t) {
-  return guarded(comm, "batonGemmReduceScatter", [&] { return gemmRs(a, bShard, cShard, m, n, k, datatype, comm); });
+  return guardedCall(comm, "batonGemmReduceScatter",
+                     [&] { return gemmRs(a, bShard, cShard, m, n, k, datatype, comm); });
 }
 
 extern "C" __attribute__((visibility("default"))) ncclResult_t batonAllGatherGemmBackward(
     const void* aShard, const void* b, const void* dC, void* dAShard, void* dB, size_t m, size_t n, size_t k,
     ncclDataType_t datatype, ncclComm_t comm, cudaStream_t) {
-  return guarded(comm, "batonAllGatherGemmBackward",
-                 [&] { return agGemmBackward(aShard, b, dC, dAShard, dB, m, n, k, datatype, comm); });
+  return guardedCall(comm, "batonAllGatherGemmBackward",
+                     [&] { return agGemmBackward(aShard, b, dC, dAShard, dB, m, n, k, datatype, comm); });
 }
 
 extern "C" __attribute__((visibility("default"))) ncclResult_t batonGemmReduceScatterBackward(
     const void* a, const void* bShard, const void* dCShard, void* dA, void* dBShard, size_t m, size_t n, size_t k,
     ncclDataType_t datatype, ncclComm_t comm, cudaStream_t) {
-  return guarded(comm, "batonGemmReduceScatterBackward",
-                 [&] { return gemmRsBackward(a, bShard, dCShard, dA, dBShard, m, n, k, datatype, comm); });
+  return guardedCall(comm, "batonGemmReduceScatterBackward",
+                     [&] { return gemmRsBackward(a, bShard, dCShard, dA, dBShard, m, n, k, datatype, comm); });
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "api/argcheck.h"
+#include "api/guarded_call.h"
 #include "baton/moe.h"
 #include "enqueue.h"
 #include "fused/blas.h"
@@ -201,24 +202,6 @@ ncclResult_t combine(const void* expertOut, const float* weights, void* out, bat
   return ncclSuccess;
 }
 
-// No exception (out of memory) crosses the C API; the call is counted in comm->inflight, so
-// ncclCommAbort from another thread waits for it.
-template <typename Body>
-ncclResult_t guarded(ncclComm* comm, const char* fn, Body body) {
-  BATON_CHECK(checkCommReady(comm, fn));
-  comm->inflight.fetch_add(1);
-  ncclResult_t res;
-  try {
-    res = body();
-  } catch (const std::bad_alloc&) {
-    res = batonError(ncclSystemError, "%s: out of memory for the operation's buffers", fn);
-  } catch (...) {
-    res = batonError(ncclInternalError, "%s: unexpected exception", fn);
-  }
-  comm->inflight.fetch_sub(1);
-  return res;
-}
-
 }  // namespace
 }  // namespace baton
 
@@ -228,7 +211,7 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonMoeDispatch(
     const void* tokens, const int32_t* topkIdx, size_t numTokens, size_t hidden, int numExperts, int topk,
     ncclDataType_t datatype, void* recvTokens, size_t recvCapacity, size_t* recvPerExpert, size_t* numRecv,
     batonMoeRouting_t* routing, ncclComm_t comm, cudaStream_t) {
-  return guarded(comm, "batonMoeDispatch", [&] {
+  return guardedCall(comm, "batonMoeDispatch", [&] {
     return dispatch(tokens, topkIdx, numTokens, hidden, numExperts, topk, datatype, recvTokens, recvCapacity,
                     recvPerExpert, numRecv, routing, comm);
   });
@@ -238,7 +221,7 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonMoeCombine(c
                                                                                const float* topkWeights, void* out,
                                                                                batonMoeRouting_t routing,
                                                                                ncclComm_t comm, cudaStream_t) {
-  return guarded(comm, "batonMoeCombine", [&] { return combine(expertOut, topkWeights, out, routing, comm); });
+  return guardedCall(comm, "batonMoeCombine", [&] { return combine(expertOut, topkWeights, out, routing, comm); });
 }
 
 extern "C" __attribute__((visibility("default"))) ncclResult_t batonMoeRoutingDestroy(batonMoeRouting_t routing) {

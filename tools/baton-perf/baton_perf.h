@@ -283,6 +283,15 @@ void printExplain(const Options& opt, ncclComm_t comm, int nranks);
 // The single-thread memcpy bandwidth of this run: 64 MiB, one warm-up, median of 5, GB/s (report.cc).
 double measureMemcpy();
 
+// The ranks of a fused or MoE run: this process's rank and count from the launcher's environment
+// (baton/launch.h), `threads` thread ranks each, one communicator per thread rank. False (after a
+// message) if the launch environment is malformed.
+struct BenchRanks {
+  int nprocs = 1, proc = 0, nRanks = 1;
+  std::vector<ncclComm_t> comms;
+};
+bool initBenchRanks(int threads, BenchRanks* out);
+
 // Seconds per call of fn(local rank) on every local rank (one thread each), the slowest rank's:
 // `warmup` untimed calls, the ranks start together, `iters` timed calls, max over ranks via ctrl.
 template <typename Fn>

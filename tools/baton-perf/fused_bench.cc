@@ -254,13 +254,10 @@ bool isFusedOp(const char* name) {
 int runFusedBench(int argc, char** argv) {
   FusedOptions o;
   if (int rc = parse(argc, argv, &o); rc >= 0) return rc;
-  batonLaunchInfo launch;
-  if (batonGetLaunchInfo(&launch) != ncclSuccess) {
-    std::fprintf(stderr, "baton-perf: %s\n", ncclGetLastError(nullptr));
-    return 2;
-  }
-  const int nprocs = launch.nranks, proc = launch.rank, nRanks = nprocs * o.threads;
-  if (nprocs == 1 && !std::getenv("NCCL_COMM_ID")) setenv("NCCL_SOCKET_IFNAME", "lo", 0);
+  BenchRanks ranks;
+  if (!initBenchRanks(o.threads, &ranks)) return 2;
+  const int nprocs = ranks.nprocs, proc = ranks.proc, nRanks = ranks.nRanks;
+  std::vector<ncclComm_t>& comms = ranks.comms;
   for (size_t m : o.rows)
     if (m % nRanks) {
       std::fprintf(stderr, "baton-perf: -M %zu does not divide by the %d ranks\n", m, nRanks);
@@ -274,13 +271,6 @@ int runFusedBench(int argc, char** argv) {
   }
   if (auto set = (void (*)(int))dlsym(blas, "openblas_set_num_threads")) set(1);
   if (auto par = (int (*)())dlsym(blas, "openblas_get_parallel")) gSerializeGemm = par() == 0;
-
-  ncclUniqueId id;
-  PERFCHECK(ncclGetUniqueId(&id));
-  std::vector<ncclComm_t> comms(o.threads);
-  PERFCHECK(ncclGroupStart());
-  for (int t = 0; t < o.threads; ++t) PERFCHECK(ncclCommInitRank(&comms[t], nRanks, id, proc * o.threads + t));
-  PERFCHECK(ncclGroupEnd());
 
   const bool reporter = proc == 0;
   const char* tname = o.type == ncclFloat ? "float" : o.type == ncclFloat16 ? "half" : "bfloat16";

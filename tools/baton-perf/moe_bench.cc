@@ -20,7 +20,6 @@
 #include <string>
 #include <vector>
 
-#include "baton/launch.h"
 #include "baton/moe.h"
 #include "baton_perf.h"
 
@@ -185,21 +184,12 @@ int parse(int argc, char** argv, MoeOptions* o) {
 int runMoeBench(int argc, char** argv) {
   MoeOptions o;
   if (int rc = parse(argc, argv, &o); rc >= 0) return rc;
-  batonLaunchInfo launch;
-  if (batonGetLaunchInfo(&launch) != ncclSuccess) {
-    std::fprintf(stderr, "baton-perf: %s\n", ncclGetLastError(nullptr));
-    return 2;
-  }
-  const int nprocs = launch.nranks, proc = launch.rank, nRanks = nprocs * o.threads;
-  if (nprocs == 1 && !std::getenv("NCCL_COMM_ID")) setenv("NCCL_SOCKET_IFNAME", "lo", 0);
+  BenchRanks ranks;
+  if (!initBenchRanks(o.threads, &ranks)) return 2;
+  const int nprocs = ranks.nprocs, proc = ranks.proc, nRanks = ranks.nRanks;
+  std::vector<ncclComm_t>& comms = ranks.comms;
   if (o.experts == 0) o.experts = 8 * nRanks;
   if (o.experts % nRanks || o.topk > o.experts) return usage("-E must be a multiple of the rank count and at least -k");
-  ncclUniqueId id;
-  PERFCHECK(ncclGetUniqueId(&id));
-  std::vector<ncclComm_t> comms(o.threads);
-  PERFCHECK(ncclGroupStart());
-  for (int t = 0; t < o.threads; ++t) PERFCHECK(ncclCommInitRank(&comms[t], nRanks, id, proc * o.threads + t));
-  PERFCHECK(ncclGroupEnd());
   const double memcpyGBs = measureMemcpy();
   const bool reporter = proc == 0;
   const size_t es = esize(o.type), rowBytes = o.hidden * es;

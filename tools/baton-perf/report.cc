@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "baton/launch.h"
 #include "baton_perf.h"
 
 namespace batonperf {
@@ -89,6 +90,24 @@ double measureMemcpy() {
   std::free(dst);
   std::sort(secs.begin(), secs.end());
   return double(bytes) / secs[2] / 1e9;
+}
+
+bool initBenchRanks(int threads, BenchRanks* out) {
+  batonLaunchInfo launch;
+  if (batonGetLaunchInfo(&launch) != ncclSuccess) {
+    std::fprintf(stderr, "baton-perf: %s\n", ncclGetLastError(nullptr));
+    return false;
+  }
+  out->nprocs = launch.nranks, out->proc = launch.rank, out->nRanks = launch.nranks * threads;
+  if (out->nprocs == 1 && !std::getenv("NCCL_COMM_ID")) setenv("NCCL_SOCKET_IFNAME", "lo", 0);
+  ncclUniqueId id;
+  PERFCHECK(ncclGetUniqueId(&id));
+  out->comms.assign(threads, nullptr);
+  PERFCHECK(ncclGroupStart());
+  for (int t = 0; t < threads; ++t)
+    PERFCHECK(ncclCommInitRank(&out->comms[t], out->nRanks, id, out->proc * threads + t));
+  PERFCHECK(ncclGroupEnd());
+  return true;
 }
 
 void printMemcpyLine(double gbs) {
