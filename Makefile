@@ -179,7 +179,7 @@ include tests/fuzz/fuzz.mk
 
 # The ThreadSanitizer build of the protocol and collective tests (its own obj/lib folders).
 TSAN_TESTS := $(BUILD)/tests-thread/collective_tests
-TSAN_FILTER ?= Protocol*:Threads*Quick*:TreeQuick*:FusedThreads*:DeviceApiThreads*:AlltoAllAlgo.Grouped*
+TSAN_FILTER ?= Protocol*:Threads*Quick*:TreeQuick*:FusedThreads*:DeviceApiThreads*:AlltoAllAlgo.Grouped*:Moe*
 tsan-build:
 	$(MAKE) SANITIZE=thread OPT=-O1 $(TSAN_TESTS)
 
