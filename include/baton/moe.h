@@ -21,6 +21,15 @@
  * in fp32 in the order j = 0 .. topk-1 and rounded once to the datatype. A token with no expert
  * gets zeros.
  *
+ * Backward passes (Comet and DeepEP's normal kernels ship none; MoE training needs both):
+ *   batonMoeDispatchBackward: gradTokens[t] = the sum, in fp32 rounded once, of the gradients of
+ *     token t's rows (gradRecv, in dispatch's row order): a combine with every weight 1.
+ *   batonMoeCombineBackward: for out[t] = sum_j w[t][j] * y(t, j), with expertOut the forward's y
+ *     rows: gradExpertOut's row of (t, j) = w[t][j] * gradOut[t] (on the expert's rank, dispatch's
+ *     row order), and, if gradWeights is not NULL, gradWeights[t][j] = <y(t, j), gradOut[t]> in fp32
+ *     (0 for an empty slot), on the token's rank. topkWeights NULL: every weight 1. expertOut is
+ *     required wherever the rank holds rows: a weight's gradient is computed where its row is.
+ *
  * Datatypes: ncclFloat, ncclBfloat16. Every call is collective over comm's ranks and returns when
  * this rank's outputs are complete; not inside ncclGroupStart/End. Ranks that disagree on hidden,
  * numExperts, topk, the datatype or the stage fail on every rank with a message naming both.
@@ -56,6 +65,13 @@ ncclResult_t batonMoeDispatch(const void* tokens, const int32_t* topkIdx, size_t
 
 ncclResult_t batonMoeCombine(const void* expertOut, const float* topkWeights, void* out, batonMoeRouting_t routing,
                              ncclComm_t comm, cudaStream_t stream);
+
+ncclResult_t batonMoeDispatchBackward(const void* gradRecv, void* gradTokens, batonMoeRouting_t routing,
+                                      ncclComm_t comm, cudaStream_t stream);
+
+ncclResult_t batonMoeCombineBackward(const void* gradOut, const float* topkWeights, const void* expertOut,
+                                     void* gradExpertOut, float* gradWeights, batonMoeRouting_t routing,
+                                     ncclComm_t comm, cudaStream_t stream);
 
 ncclResult_t batonMoeRoutingDestroy(batonMoeRouting_t routing);
 

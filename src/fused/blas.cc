@@ -100,6 +100,7 @@ static void narrow(const float* src, T* dst, size_t count) {
 }
 
 void widenToFloat(ncclDataType_t type, const void* src, float* dst, size_t count) {
+  if (count == 0) return;  // src and dst may be NULL (an empty operand)
   switch (type) {
     case ncclFloat16: widen((const half_t*)src, dst, count); break;
     case ncclBfloat16: widen((const bfloat16_t*)src, dst, count); break;
@@ -108,6 +109,7 @@ void widenToFloat(ncclDataType_t type, const void* src, float* dst, size_t count
 }
 
 void roundFromFloat(ncclDataType_t type, const float* src, void* dst, size_t count) {
+  if (count == 0) return;
   switch (type) {
     case ncclFloat16: narrow(src, (half_t*)dst, count); break;
     case ncclBfloat16: narrow(src, (bfloat16_t*)dst, count); break;

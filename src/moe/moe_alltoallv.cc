@@ -114,4 +114,57 @@ ncclResult_t moeCombineAlltoAllv(const batonMoeRouting& r, const char* expertOut
   return ncclSuccess;
 }
 
+ncclResult_t moeRedispatchAlltoAllv(const batonMoeRouting& r, const char* payload, size_t bytes,
+                                    std::vector<const char*>* at) {
+  ncclComm* comm = r.comm;
+  const int n = comm->nRanks, me = comm->rank, k = r.topk;
+  std::vector<size_t> sendBytes(n), recvBytes(n), sendOff(n), recvOff(n);
+  size_t largestBlock = 0, sendTotal = 0, recvTotal = 0;
+  for (int p = 0; p < n; ++p) {
+    sendBytes[p] = r.sendTokens[(size_t)me * n + p] * bytes, recvBytes[p] = r.sendTokens[(size_t)p * n + me] * bytes;
+    sendOff[p] = sendTotal, recvOff[p] = recvTotal, sendTotal += sendBytes[p], recvTotal += recvBytes[p];
+    for (int q = 0; q < n; ++q) largestBlock = std::max(largestBlock, r.sendTokens[(size_t)p * n + q] * bytes);
+  }
+  char* send = r.scratch<char>(FusedScratch::kMoeSend, sendTotal);
+  char* recv = r.scratch<char>(FusedScratch::kMoeRecv, recvTotal);
+  // As dispatch: each token once per rank hosting one of its experts, in token order.
+  for (size_t t = 0; t < r.numTokens; ++t) {
+    const int32_t* ids = &r.topkIdx[t * k];
+    for (int j = 0; j < k; ++j) {
+      if (ids[j] < 0) continue;
+      const int p = r.rankOf(ids[j]);
+      bool first = true;
+      for (int i = 0; i < j; ++i) first &= ids[i] < 0 || r.rankOf(ids[i]) != p;
+      if (first) memcpy(send + sendOff[p], payload + t * bytes, bytes), sendOff[p] += bytes;
+    }
+  }
+  BATON_CHECK(exchangeBytes(comm, send, sendBytes, recv, recvBytes, largestBlock));
+  for (const MoeRow& x : r.rows) at->push_back(recv + recvOff[x.src] + (size_t)x.seq * bytes);
+  return ncclSuccess;
+}
+
+ncclResult_t moeReturnFloatsAlltoAllv(const batonMoeRouting& r, const float* perRow, float* out) {
+  ncclComm* comm = r.comm;
+  const int n = comm->nRanks, k = r.topk;
+  std::vector<size_t> sendBytes(n, 0), recvBytes(n, 0), cursor(n);
+  for (const MoeRow& x : r.rows) sendBytes[x.src] += sizeof(float);
+  for (size_t t = 0; t < r.numTokens; ++t)
+    for (int j = 0; j < k; ++j)
+      if (r.topkIdx[t * k + j] >= 0) recvBytes[r.rankOf(r.topkIdx[t * k + j])] += sizeof(float);
+  size_t recvTotal = 0, largestBlock = 0;
+  for (int p = 0; p < n; ++p) cursor[p] = recvTotal / sizeof(float), recvTotal += recvBytes[p];
+  for (int p = 0; p < n; ++p)
+    for (int s = 0; s < n; ++s)
+      largestBlock = std::max(largestBlock, r.sendTokens[(size_t)s * n + p] * k * sizeof(float));
+  float* recv = r.scratch<float>(FusedScratch::kMoeIdsRecv, recvTotal / sizeof(float));
+  // The arrival order is grouped by source and in each source's (token, slot) order already.
+  BATON_CHECK(exchangeBytes(comm, perRow, sendBytes, recv, recvBytes, largestBlock));
+  for (size_t t = 0; t < r.numTokens; ++t)
+    for (int j = 0; j < k; ++j) {
+      const int32_t id = r.topkIdx[t * k + j];
+      out[t * k + j] = id < 0 ? 0.f : recv[cursor[r.rankOf(id)]++];
+    }
+  return ncclSuccess;
+}
+
 }  // namespace baton

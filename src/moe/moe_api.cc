@@ -181,24 +181,83 @@ ncclResult_t dispatch(const void* tokens, const int32_t* topkIdx, size_t numToke
   return ncclSuccess;
 }
 
-ncclResult_t combine(const void* expertOut, const float* weights, void* out, batonMoeRouting_t r, ncclComm* comm) {
-  const char* fn = "batonMoeCombine";
+// What every call after dispatch checks first.
+ncclResult_t checkRouting(const char* fn, const batonMoeRouting* r, ncclComm* comm) {
   BATON_CHECK(checkCommReady(comm, fn));
   if (inGroup()) return batonError(ncclInvalidUsage, "%s: cannot be issued inside ncclGroupStart/End", fn);
   if (!r) return batonError(ncclInvalidArgument, "%s: routing is NULL", fn);
   if (r->comm != comm)
     return batonError(ncclInvalidArgument, "%s: routing %p was made by batonMoeDispatch on communicator %p, not %p", fn,
-                      (void*)r, (void*)r->comm, (void*)comm);
-  if (!r->rows.empty() && !expertOut)
-    return batonError(ncclInvalidArgument, "%s: expertOut is NULL but this rank holds %zu rows", fn, r->rows.size());
-  if (r->numTokens && !out) return batonError(ncclInvalidArgument, "%s: out is NULL with %zu tokens", fn, r->numTokens);
+                      (const void*)r, (void*)r->comm, (void*)comm);
   if (!comm->fusedScratch) comm->fusedScratch = std::make_shared<FusedScratch>();
+  return ncclSuccess;
+}
+
+ncclResult_t checkRows(const char* fn, const batonMoeRouting* r, const void* rows, const char* name) {
+  if (!r->rows.empty() && !rows)
+    return batonError(ncclInvalidArgument, "%s: %s is NULL but this rank holds %zu rows", fn, name, r->rows.size());
+  return ncclSuccess;
+}
+
+ncclResult_t checkTokens(const char* fn, const batonMoeRouting* r, const void* tokens, const char* name) {
+  if (r->numTokens && !tokens)
+    return batonError(ncclInvalidArgument, "%s: %s is NULL with %zu tokens", fn, name, r->numTokens);
+  return ncclSuccess;
+}
+
+// Combine, and dispatch's backward pass (a combine with every weight 1).
+ncclResult_t combine(const char* fn, const void* expertOut, const float* weights, void* out, batonMoeRouting_t r,
+                     ncclComm* comm) {
+  BATON_CHECK(checkRouting(fn, r, comm));
+  BATON_CHECK(checkRows(fn, r, expertOut, fn == std::string("batonMoeCombine") ? "expertOut" : "gradRecv"));
+  BATON_CHECK(checkTokens(fn, r, out, fn == std::string("batonMoeCombine") ? "out" : "gradTokens"));
   const size_t elems = r->numTokens * r->hidden;
   float* sum = r->scratch<float>(FusedScratch::kMoeSum, elems);
   const char* rows = static_cast<const char*>(expertOut);
   BATON_CHECK(r->stage == MoeStage::kNaive ? moeCombineNaive(*r, rows, weights, sum)
                                            : moeCombineAlltoAllv(*r, rows, weights, sum));
   roundFromFloat(r->type, sum, out, elems);
+  return ncclSuccess;
+}
+
+// Combine's backward pass: each token's gradient (and its weights) to its rows, the weighted
+// gradient there, and each row's <y, gradient> back to the token's rank.
+ncclResult_t combineBackward(const void* gradOut, const float* weights, const void* expertOut, void* gradExpertOut,
+                             float* gradWeights, batonMoeRouting_t r, ncclComm* comm) {
+  const char* fn = "batonMoeCombineBackward";
+  BATON_CHECK(checkRouting(fn, r, comm));
+  BATON_CHECK(checkTokens(fn, r, gradOut, "gradOut"));
+  BATON_CHECK(checkRows(fn, r, gradExpertOut, "gradExpertOut"));
+  // A row's weight gradient is computed where the row is, for whichever rank its token is on: every
+  // rank holding rows needs the forward's expert outputs, whether or not it wants gradWeights itself.
+  BATON_CHECK(checkRows(fn, r, expertOut, "expertOut"));
+  const size_t h = r->hidden, rowBytes = h * r->elemSize, k = (size_t)r->topk, bytes = rowBytes + k * sizeof(float);
+  char* payload = r->scratch<char>(FusedScratch::kMoePartial, r->numTokens * bytes);
+  for (size_t t = 0; t < r->numTokens; ++t) {
+    memcpy(payload + t * bytes, static_cast<const char*>(gradOut) + t * rowBytes, rowBytes);
+    for (size_t j = 0; j < k; ++j) {
+      const float w = moeWeight(*r, weights, t, (int)j);
+      memcpy(payload + t * bytes + rowBytes + j * sizeof(float), &w, sizeof w);
+    }
+  }
+  std::vector<const char*> at;
+  BATON_CHECK(r->stage == MoeStage::kNaive ? moeRedispatchNaive(*r, payload, bytes, &at)
+                                           : moeRedispatchAlltoAllv(*r, payload, bytes, &at));
+  std::vector<float> g(h), y(h), dots(r->rows.size(), 0.f);
+  for (size_t a = 0; a < r->rows.size(); ++a) {
+    float w;
+    memcpy(&w, at[a] + rowBytes + (size_t)r->rows[a].j * sizeof(float), sizeof w);
+    widenToFloat(r->type, at[a], g.data(), h);
+    widenToFloat(r->type, static_cast<const char*>(expertOut) + (size_t)r->rowOf[a] * rowBytes, y.data(), h);
+    for (size_t e = 0; e < h; ++e) dots[a] += y[e] * g[e];
+    for (size_t e = 0; e < h; ++e) g[e] *= w;
+    roundFromFloat(r->type, g.data(), static_cast<char*>(gradExpertOut) + (size_t)r->rowOf[a] * rowBytes, h);
+  }
+  // Every rank runs the return, whether or not it wants gradWeights, so no peer waits for it.
+  std::vector<float> back(r->numTokens * k);
+  BATON_CHECK(r->stage == MoeStage::kNaive ? moeReturnFloatsNaive(*r, dots.data(), back.data())
+                                           : moeReturnFloatsAlltoAllv(*r, dots.data(), back.data()));
+  if (gradWeights) std::copy(back.begin(), back.end(), gradWeights);
   return ncclSuccess;
 }
 
@@ -221,7 +280,24 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonMoeCombine(c
                                                                                const float* topkWeights, void* out,
                                                                                batonMoeRouting_t routing,
                                                                                ncclComm_t comm, cudaStream_t) {
-  return guardedCall(comm, "batonMoeCombine", [&] { return combine(expertOut, topkWeights, out, routing, comm); });
+  return guardedCall(comm, "batonMoeCombine",
+                     [&] { return combine("batonMoeCombine", expertOut, topkWeights, out, routing, comm); });
+}
+
+extern "C" __attribute__((visibility("default"))) ncclResult_t batonMoeDispatchBackward(const void* gradRecv,
+                                                                                        void* gradTokens,
+                                                                                        batonMoeRouting_t routing,
+                                                                                        ncclComm_t comm, cudaStream_t) {
+  return guardedCall(comm, "batonMoeDispatchBackward",
+                     [&] { return combine("batonMoeDispatchBackward", gradRecv, nullptr, gradTokens, routing, comm); });
+}
+
+extern "C" __attribute__((visibility("default"))) ncclResult_t batonMoeCombineBackward(
+    const void* gradOut, const float* topkWeights, const void* expertOut, void* gradExpertOut, float* gradWeights,
+    batonMoeRouting_t routing, ncclComm_t comm, cudaStream_t) {
+  return guardedCall(comm, "batonMoeCombineBackward", [&] {
+    return combineBackward(gradOut, topkWeights, expertOut, gradExpertOut, gradWeights, routing, comm);
+  });
 }
 
 extern "C" __attribute__((visibility("default"))) ncclResult_t batonMoeRoutingDestroy(batonMoeRouting_t routing) {

@@ -78,4 +78,33 @@ ncclResult_t moeCombineNaive(const batonMoeRouting& r, const char* expertOut, co
   return ncclSuccess;
 }
 
+ncclResult_t moeRedispatchNaive(const batonMoeRouting& r, const char* payload, size_t bytes,
+                                std::vector<const char*>* at) {
+  const int n = r.comm->nRanks;
+  const size_t maxT = largest(r.tokensPerRank);
+  char* mine = r.scratch<char>(FusedScratch::kMoeSend, maxT * bytes);
+  char* all = r.scratch<char>(FusedScratch::kMoeRecv, maxT * bytes * n);
+  if (r.numTokens) memcpy(mine, payload, r.numTokens * bytes);
+  if (maxT) BATON_CHECK(runTasksNow(r.comm, {sumTask(kFuncAllGather, mine, all, maxT * bytes, ncclInt8, n)}));
+  for (const MoeRow& x : r.rows) at->push_back(all + ((size_t)x.src * maxT + x.token) * bytes);
+  return ncclSuccess;
+}
+
+ncclResult_t moeReturnFloatsNaive(const batonMoeRouting& r, const float* perRow, float* out) {
+  const int n = r.comm->nRanks, k = r.topk;
+  const size_t maxT = largest(r.tokensPerRank);
+  if (maxT == 0) return ncclSuccess;
+  // Every (token, slot) of every rank is one rank's row at most: a sum that places each value.
+  float* all = r.scratch<float>(FusedScratch::kMoeIdsSend, maxT * k * n);
+  float* mine = r.scratch<float>(FusedScratch::kMoeIdsRecv, maxT * k);
+  std::fill(all, all + maxT * k * n, 0.f);
+  for (size_t a = 0; a < r.rows.size(); ++a) {
+    const MoeRow& x = r.rows[a];
+    all[((size_t)x.src * maxT + x.token) * k + x.j] = perRow[a];
+  }
+  BATON_CHECK(runTasksNow(r.comm, {sumTask(kFuncReduceScatter, all, mine, maxT * k, ncclFloat, n)}));
+  std::copy(mine, mine + r.numTokens * k, out);
+  return ncclSuccess;
+}
+
 }  // namespace baton

@@ -61,6 +61,17 @@ ncclResult_t moeDispatchAlltoAllv(batonMoeRouting* r, const void* tokens, std::v
 ncclResult_t moeCombineNaive(const batonMoeRouting& r, const char* expertOut, const float* weights, float* out);
 ncclResult_t moeCombineAlltoAllv(const batonMoeRouting& r, const char* expertOut, const float* weights, float* out);
 
+// The backward pass's two movements, per stage: each of this rank's tokens' `bytes`-byte payload
+// to the rows that token has on other ranks (*at[a]: arrival row a's token's payload, valid until
+// the next operation on the communicator), and one float per arrival row back to its token's rank
+// (out[t * topk + j], 0 for an empty slot).
+ncclResult_t moeRedispatchNaive(const batonMoeRouting& r, const char* payload, size_t bytes,
+                                std::vector<const char*>* at);
+ncclResult_t moeRedispatchAlltoAllv(const batonMoeRouting& r, const char* payload, size_t bytes,
+                                    std::vector<const char*>* at);
+ncclResult_t moeReturnFloatsNaive(const batonMoeRouting& r, const float* perRow, float* out);
+ncclResult_t moeReturnFloatsAlltoAllv(const batonMoeRouting& r, const float* perRow, float* out);
+
 // dst[0..h) += w * row[0..h), the row in the routing's datatype (float or bfloat16), in fp32.
 inline void moeAccumulate(ncclDataType_t type, const char* row, float w, float* dst, size_t h) {
   if (type == ncclFloat) {

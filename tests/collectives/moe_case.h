@@ -3,7 +3,7 @@
 //
 // Every value is a small integer, so every stage's sums are exact in fp32 and bfloat16 holds every
 // input and output exactly: a stage is right only if it equals the reference bit for bit. The
-// "expert" multiplies a row by (global expert id % 3 + 1).
+// "expert" multiplies a row by (global expert id % 3 + 1). The backward passes' expectations too.
 #pragma once
 
 #include <algorithm>
@@ -35,6 +35,12 @@ struct MoeRank {
   std::vector<size_t> wantPerExpert;
   size_t wantNumRecv = 0;
   std::vector<char> wantOut;  // expected combine output, [numTokens x hidden]
+  // Backward: gradOut is combine's output gradient; dispatch's backward gets expertOut's rows as
+  // its gradient, so wantGradTokens is combine's output with every weight 1.
+  std::vector<char> gradOut;            // [numTokens x hidden]
+  std::vector<char> wantGradExpertOut;  // [wantNumRecv x hidden], dispatch's row order
+  std::vector<float> wantGradWeights;   // [numTokens x topk]
+  std::vector<char> wantGradTokens;     // [numTokens x hidden]
 };
 
 inline size_t moeElemSize(ncclDataType_t t) { return t == ncclBfloat16 ? 2 : 4; }
@@ -91,6 +97,8 @@ inline std::vector<MoeRank> moeMake(const MoeCase& c) {
     r.tokens.resize(r.numTokens * h * es);
     r.ids.assign(r.numTokens * k, -1);
     r.weights.resize(r.numTokens * k);
+    r.gradOut.resize(r.numTokens * h * es);
+    for (size_t i = 0; i < r.numTokens * h; ++i) moeStore(c.type, &r.gradOut[i * es], (float)((s + i * 3) % 5) - 2.f);
     for (size_t t = 0; t < r.numTokens; ++t) {
       for (size_t e = 0; e < h; ++e)
         moeStore(c.type, &r.tokens[(t * h + e) * es], (float)((s * 31 + t * 7 + e * 3) % 5) - 2.f);
@@ -120,20 +128,31 @@ inline std::vector<MoeRank> moeMake(const MoeCase& c) {
               const char* row = &ranks[s].tokens[t * h * es];
               r.wantRecv.insert(r.wantRecv.end(), row, row + h * es);
               ++r.wantPerExpert[e], ++r.wantNumRecv;
+              const size_t at = r.wantGradExpertOut.size();
+              r.wantGradExpertOut.resize(at + h * es);
+              for (size_t x = 0; x < h; ++x)
+                moeStore(c.type, &r.wantGradExpertOut[at + x * es],
+                         ranks[s].weights[t * k + j] * moeLoad(c.type, &ranks[s].gradOut[(t * h + x) * es]));
             }
   }
   // Combine: each token's weighted expert outputs, summed in fp32.
   for (int s = 0; s < n; ++s) {
     MoeRank& r = ranks[s];
     r.wantOut.resize(r.numTokens * h * es);
+    r.wantGradTokens.resize(r.numTokens * h * es);
+    r.wantGradWeights.assign(r.numTokens * k, 0.f);
     for (size_t t = 0; t < r.numTokens; ++t)
       for (size_t e = 0; e < h; ++e) {
-        float sum = 0;
+        float sum = 0, plain = 0;
         for (int j = 0; j < k; ++j) {
           const int32_t id = r.ids[t * k + j];
-          if (id >= 0) sum += r.weights[t * k + j] * moeLoad(c.type, &r.tokens[(t * h + e) * es]) * moeExpertFactor(id);
+          if (id < 0) continue;
+          const float y = moeLoad(c.type, &r.tokens[(t * h + e) * es]) * moeExpertFactor(id);
+          sum += r.weights[t * k + j] * y, plain += y;
+          r.wantGradWeights[t * k + j] += y * moeLoad(c.type, &r.gradOut[(t * h + e) * es]);
         }
         moeStore(c.type, &r.wantOut[(t * h + e) * es], sum);
+        moeStore(c.type, &r.wantGradTokens[(t * h + e) * es], plain);
       }
   }
   return ranks;

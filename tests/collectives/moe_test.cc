@@ -1,4 +1,4 @@
-// MoE dispatch and combine (include/baton/moe.h, lesson 12), every stage forced with
+// MoE dispatch and combine and their backward passes (include/baton/moe.h, lesson 12), every stage forced with
 // BATON_MOE_STAGE, against the reference of moe_case.h computed without communication: float and
 // bfloat16, random routings with empty slots, every token to one expert, experts only on half the
 // ranks (the others' experts get no tokens), top-1, 2 and 8, a rank with no tokens and uneven counts
@@ -17,7 +17,8 @@ namespace bt {
 namespace {
 
 struct RankResult {
-  std::vector<char> recv, expertOut, out;
+  std::vector<char> recv, expertOut, out, gradExpertOut, gradTokens;
+  std::vector<float> gradWeights;
   std::vector<size_t> perExpert;
   size_t numRecv = 0;
   ncclResult_t dispatch = ncclSuccess, combine = ncclSuccess;
@@ -47,6 +48,15 @@ std::vector<RankResult> runMoe(const Comms& comms, const MoeCase& c, const std::
     x.out.assign(in.numTokens * rowBytes, 0);
     x.combine = batonMoeCombine(x.expertOut.data(), c.weights ? in.weights.data() : nullptr, x.out.data(), routing,
                                 comms[r], nullptr);
+    // The backward passes, on the same routing.
+    x.gradExpertOut.assign(x.numRecv * rowBytes, 0), x.gradTokens.assign(in.numTokens * rowBytes, 0);
+    x.gradWeights.assign(in.numTokens * c.topk, -1.f);
+    if (x.combine == ncclSuccess)
+      x.combine =
+          batonMoeCombineBackward(in.gradOut.data(), c.weights ? in.weights.data() : nullptr, x.expertOut.data(),
+                                  x.gradExpertOut.data(), x.gradWeights.data(), routing, comms[r], nullptr);
+    if (x.combine == ncclSuccess)
+      x.combine = batonMoeDispatchBackward(x.expertOut.data(), x.gradTokens.data(), routing, comms[r], nullptr);
     if (x.combine != ncclSuccess) x.error = ncclGetLastError(comms[r]);
     batonMoeRoutingDestroy(routing);
     return ncclSuccess;
@@ -79,6 +89,9 @@ void checkMoe(const Comms& comms, const MoeCase& c) {
     for (size_t b = want.wantRecv.size(); b < x.recv.size(); ++b)
       ASSERT_EQ(x.recv[b], 0) << describe(c) << ", rank " << r << ": written past the rows received";
     ASSERT_EQ(x.out, want.wantOut) << describe(c) << ", rank " << r << ": combined output differs";
+    ASSERT_EQ(x.gradExpertOut, want.wantGradExpertOut) << describe(c) << ", rank " << r << ": gradExpertOut differs";
+    ASSERT_EQ(x.gradWeights, want.wantGradWeights) << describe(c) << ", rank " << r << ": gradWeights differ";
+    ASSERT_EQ(x.gradTokens, want.wantGradTokens) << describe(c) << ", rank " << r << ": gradTokens differ";
     (void)rowBytes;
   }
 }

@@ -98,7 +98,8 @@ CheckReport runProcessChecks(ncclComm_t comm, int rank, int n, bool quick) {
       if (rep.firstFailure.empty()) rep.firstFailure = what + ": received data differs";
     }
   }
-  // MoE dispatch, experts, combine (baton's extra), both stages, against moe_case.h's reference.
+  // MoE dispatch, experts, combine and both backward passes (baton's extra), both stages, against
+  // moe_case.h's reference.
   const int experts = n * std::max(2, (8 + n - 1) / n);
   for (const char* stage : {"naive", "alltoallv"})
     for (ncclDataType_t type : {ncclFloat, ncclBfloat16})
@@ -119,10 +120,17 @@ CheckReport runProcessChecks(ncclComm_t comm, int rank, int n, bool quick) {
         ncclResult_t res =
             batonMoeDispatch(want.tokens.data(), want.ids.data(), want.numTokens, c.hidden, experts, topk, type,
                              recv.data(), want.wantNumRecv, per.data(), &numRecv, &routing, comm, nullptr);
+        std::vector<char> gradExpertOut(recv.size()), gradTokens(out.size());
+        std::vector<float> gradWeights(want.numTokens * topk);
         if (res == ncclSuccess) {
           moeRunExperts(c, rank, recv.data(), per.data(), expertOut.data());
           res = batonMoeCombine(expertOut.data(), want.weights.data(), out.data(), routing, comm, nullptr);
         }
+        if (res == ncclSuccess)
+          res = batonMoeCombineBackward(want.gradOut.data(), want.weights.data(), expertOut.data(),
+                                        gradExpertOut.data(), gradWeights.data(), routing, comm, nullptr);
+        if (res == ncclSuccess)
+          res = batonMoeDispatchBackward(expertOut.data(), gradTokens.data(), routing, comm, nullptr);
         batonMoeRoutingDestroy(routing);
         if (res != ncclSuccess) {
           ++rep.failed;
@@ -130,7 +138,9 @@ CheckReport runProcessChecks(ncclComm_t comm, int rank, int n, bool quick) {
             rep.firstFailure = what + ": " + ncclGetErrorString(res) + ": " + ncclGetLastError(comm);
           return rep;
         }
-        if (recv == want.wantRecv && per == want.wantPerExpert && out == want.wantOut) {
+        if (recv == want.wantRecv && per == want.wantPerExpert && out == want.wantOut &&
+            gradExpertOut == want.wantGradExpertOut && gradWeights == want.wantGradWeights &&
+            gradTokens == want.wantGradTokens) {
           ++rep.passed;
         } else {
           if (++rep.failed <= 10) fprintf(stderr, "rank %d: FAILED %s: results differ\n", rank, what.c_str());
