@@ -49,11 +49,6 @@ BATON_HD int bruckSendPeer(int me, int n, int k) { return (me + (1 << k)) % n; }
 BATON_HD int bruckRecvPeer(int me, int n, int k) { return ((me - (1 << k)) % n + n) % n; }
 // Whether slot i travels in round k.
 BATON_HD bool bruckMoves(int slot, int k) { return (slot >> k) & 1; }
-BATON_HD int bruckSlotsMoved(int n, int k) {
-  int m = 0;
-  for (int i = 0; i < n; ++i) m += bruckMoves(i, k);
-  return m;
-}
 // Slot i starts as send block me+i and ends as rank me-i's block, recv block me-i.
 BATON_HD int bruckFirstSource(int me, int n, int slot) { return (me + slot) % n; }
 BATON_HD int bruckLastDest(int me, int n, int slot) { return (me - slot + n) % n; }

@@ -53,11 +53,8 @@ ncclResult_t moeDispatchAlltoAllv(batonMoeRouting* r, const void* tokens, std::v
   for (size_t t = 0; t < r->numTokens; ++t) {
     const int32_t* ids = &r->topkIdx[t * k];
     for (int j = 0; j < k; ++j) {
-      if (ids[j] < 0) continue;
+      if (!r->firstOnRank(t, j)) continue;
       const int p = r->rankOf(ids[j]);
-      bool first = true;  // the token goes to p once, for its first expert there
-      for (int i = 0; i < j; ++i) first &= ids[i] < 0 || r->rankOf(ids[i]) != p;
-      if (!first) continue;
       char* dst = &send[off[p]];
       memcpy(dst, static_cast<const char*>(tokens) + t * tokBytes, tokBytes);
       memcpy(dst + tokBytes, ids, k * sizeof(int32_t));
@@ -129,13 +126,10 @@ ncclResult_t moeRedispatchAlltoAllv(const batonMoeRouting& r, const char* payloa
   char* recv = r.scratch<char>(FusedScratch::kMoeRecv, recvTotal);
   // As dispatch: each token once per rank hosting one of its experts, in token order.
   for (size_t t = 0; t < r.numTokens; ++t) {
-    const int32_t* ids = &r.topkIdx[t * k];
     for (int j = 0; j < k; ++j) {
-      if (ids[j] < 0) continue;
-      const int p = r.rankOf(ids[j]);
-      bool first = true;
-      for (int i = 0; i < j; ++i) first &= ids[i] < 0 || r.rankOf(ids[i]) != p;
-      if (first) memcpy(send + sendOff[p], payload + t * bytes, bytes), sendOff[p] += bytes;
+      if (!r.firstOnRank(t, j)) continue;
+      const int p = r.rankOf(r.topkIdx[t * k + j]);
+      memcpy(send + sendOff[p], payload + t * bytes, bytes), sendOff[p] += bytes;
     }
   }
   BATON_CHECK(exchangeBytes(comm, send, sendBytes, recv, recvBytes, largestBlock));

@@ -105,15 +105,13 @@ ncclResult_t dispatch(const void* tokens, const int32_t* topkIdx, size_t numToke
   if (local == ncclSuccess) {
     mine[kTokens] = numTokens, mine[kCapacity] = recvCapacity;
     r->topkIdx.assign(topkIdx, topkIdx + numTokens * topk);
-    for (size_t t = 0; t < numTokens; ++t) {
-      std::vector<bool> seen(n, false);
+    for (size_t t = 0; t < numTokens; ++t)
       for (int j = 0; j < topk; ++j) {
         const int32_t id = topkIdx[t * topk + j];
         if (id < 0) continue;
-        ++mine[kWords + n + r->rankOf(id)];
-        if (!seen[r->rankOf(id)]) seen[r->rankOf(id)] = true, ++mine[kWords + r->rankOf(id)];
+        ++mine[kWords + n + r->rankOf(id)];                        // a row there
+        if (r->firstOnRank(t, j)) ++mine[kWords + r->rankOf(id)];  // the token, once
       }
-    }
   }
   BATON_CHECK(runTasksNow(comm, {[&] {
                             Task t = collTask(kFuncAllGather, mine.data(), all.data(), words, ncclUint64);

@@ -43,6 +43,15 @@ struct batonMoeRouting {
   std::vector<size_t> sendTokens;     // [src * n + dst]: tokens src sends dst (the alltoallv stage)
 
   int rankOf(int expert) const { return expert / perRank; }
+  // Whether token t's slot j is the first of its slots on that expert's rank: a token travels once
+  // to each rank, for its first expert there (the counts, dispatch and the backward pass agree on it).
+  bool firstOnRank(size_t t, int j) const {
+    const int32_t* ids = &topkIdx[t * (size_t)topk];
+    if (ids[j] < 0) return false;
+    for (int i = 0; i < j; ++i)
+      if (ids[i] >= 0 && rankOf(ids[i]) == rankOf(ids[j])) return false;
+    return true;
+  }
   // The communicator's scratch slot `slot` as `bytes` bytes of T (contents not kept between calls).
   template <typename T>
   T* scratch(baton::FusedScratch::Slot slot, size_t count) const {

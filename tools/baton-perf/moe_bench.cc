@@ -94,8 +94,7 @@ ncclResult_t dispatch(const MoeOptions& o, MoeRankData& d, size_t numTokens, ncc
                           nullptr);
 }
 
-ncclResult_t combine(const MoeOptions& o, MoeRankData& d, ncclComm_t comm) {
-  (void)o;
+ncclResult_t combine(MoeRankData& d, ncclComm_t comm) {
   return batonMoeCombine(d.expertOut.data(), d.weights.data(), d.out.data(), d.routing, comm, nullptr);
 }
 
@@ -249,10 +248,10 @@ int runMoeBench(int argc, char** argv) {
                                                 [&](int t) { PERFCHECK(dispatch(o, data[t], numTokens, comms[t])); }));
         for (auto& d : data) std::copy(d.recv.begin(), d.recv.end(), d.expertOut.begin());  // identity experts
         times[si * 3 + 1].push_back(
-            timeAcrossRanks(o.warmup, o.iters, comms, [&](int t) { PERFCHECK(combine(o, data[t], comms[t])); }));
+            timeAcrossRanks(o.warmup, o.iters, comms, [&](int t) { PERFCHECK(combine(data[t], comms[t])); }));
         times[si * 3 + 2].push_back(timeAcrossRanks(o.warmup, o.iters, comms, [&](int t) {
           PERFCHECK(dispatch(o, data[t], numTokens, comms[t]));
-          PERFCHECK(combine(o, data[t], comms[t]));
+          PERFCHECK(combine(data[t], comms[t]));
         }));
         if (o.check && r == 0)
           for (int t = 0; t < o.threads; ++t) {
