@@ -147,9 +147,14 @@ TEST(MoeBadInput, UnknownExpertAndDisagreementFailOnEveryRank) {
   ranks[0].ids[0] = c.experts;  // no such expert
   auto res = runMoe(comms, c, ranks, [&](int r) { return ranks[r].wantNumRecv + 8; });
   EXPECT_EQ(res[0].dispatch, ncclInvalidArgument);
-  EXPECT_NE(res[0].error.find("topkIdx[0][0]=4 is not an expert id"), std::string::npos) << res[0].error;
   EXPECT_EQ(res[1].dispatch, ncclInvalidUsage);
-  EXPECT_NE(res[1].error.find("rank 0 rejected its own arguments"), std::string::npos) << res[1].error;
+  // The last error is the process's (as NCCL's is), and these two ranks are threads failing at the
+  // same moment: each reads its own message or the other's, never anything else.
+  for (int r = 0; r < 2; ++r) {
+    const bool own0 = res[r].error.find("topkIdx[0][0]=4 is not an expert id") != std::string::npos;
+    const bool own1 = res[r].error.find("rank 0 rejected its own arguments") != std::string::npos;
+    EXPECT_TRUE(own0 || own1) << "rank " << r << ": " << res[r].error;
+  }
 
   // Rank 1 calls with another hidden size: both fail naming both shapes.
   ranks = moeMake(c);
