@@ -9,6 +9,7 @@
 #include "alltoall.h"
 #include "baton/device.h"
 #include "coll_dispatch.h"
+#include "fp8_blocks.h"
 #include "sendrecv_progress.h"
 
 namespace baton {
@@ -51,6 +52,13 @@ __global__ void bruckRoundKernel(char* packed, const char* const* slotData, cons
     sendRecvTryRecv(*ctx, *recv);
     if (ctx->failed) return;
   }
+}
+
+// FP8 dispatch's quantizer (algorithms/fp8_blocks.h, lesson 12): one token per thread.
+__global__ void fp8QuantizeKernel(const bfloat16_t* tokens, size_t numTokens, size_t hidden, uint8_t* q,
+                                  float* scales) {
+  const size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  if (t < numTokens) fp8QuantizeToken(tokens + t * hidden, hidden, q + t * hidden, scales + t * (hidden / kFp8Block));
 }
 
 // Every protocol, and a sample of the (type, operator) pairs; each instance compiles every

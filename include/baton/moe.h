@@ -18,10 +18,10 @@
  * Combine. expertOut [numRecv x hidden] holds the experts' outputs in dispatch's row order; each
  * row returns to its token's rank, where out [numTokens x hidden] = sum over the token's experts of
  * topkWeights[t][j] * row (topkWeights: float [numTokens x topk]; NULL: every weight 1), summed
- * in fp32 in the order j = 0 .. topk-1 and rounded once to the datatype. A token with no expert
+ * in fp32 (grouped as the stage says below) and rounded once to the datatype. A token with no expert
  * gets zeros.
  *
- * Backward passes (Comet and DeepEP's normal kernels ship none; MoE training needs both):
+ * Backward passes (Comet ships its forward pass only; MoE training needs both):
  *   batonMoeDispatchBackward: gradTokens[t] = the sum, in fp32 rounded once, of the gradients of
  *     token t's rows (gradRecv, in dispatch's row order): a combine with every weight 1.
  *   batonMoeCombineBackward: for out[t] = sum_j w[t][j] * y(t, j), with expertOut the forward's y
@@ -30,11 +30,21 @@
  *     (0 for an empty slot), on the token's rank. topkWeights NULL: every weight 1. expertOut is
  *     required wherever the rank holds rows: a weight's gradient is computed where its row is.
  *
+ * FP8 dispatch (batonMoeDispatchFp8; DeepEP's FP8 dispatch): as batonMoeDispatch, but each token
+ * travels as OCP e4m3 bytes with one float scale per 128 elements, hidden + hidden/32 bytes instead
+ * of 2 x hidden (bfloat16). hidden must be a multiple of 128. Each block's scale is
+ * s = amax / 448 (1 for an all-zero block) and each element x travels as e4m3(x / s), rounded to
+ * nearest even; recvTokens [recvCapacity x hidden] receives the e4m3 bytes and recvScales
+ * [recvCapacity x hidden/128] the scales, in dispatch's row order, so element = e4m3 x scale, within
+ *   |element - x| <= 2^-4 |x| + 2^-10 s   (half an e4m3 step; tokens must be finite).
+ * The routing is that of a `datatype` dispatch: combine and the backward passes take and give
+ * `datatype` rows (e.g. bfloat16 combine after an FP8 dispatch, as DeepEP does).
+ *
  * Datatypes: ncclFloat, ncclBfloat16. Every call is collective over comm's ranks and returns when
  * this rank's outputs are complete; not inside ncclGroupStart/End. Ranks that disagree on hidden,
  * numExperts, topk, the datatype or the stage fail on every rank with a message naming both.
  *
- * Stages (BATON_MOE_STAGE = naive | alltoallv | auto):
+ * Stages (BATON_MOE_STAGE = naive | alltoallv | normal | auto):
  *   naive      every rank all-gathers every token and its expert ids (ncclAllGather, padded to the
  *              largest token count) and keeps the rows of its experts; combine: each rank sums its
  *              weighted rows for every token of every rank in fp32, a ReduceScatter adds the ranks'
@@ -42,8 +52,14 @@
  *   alltoallv  the counts exchange (one all-gather of every rank's per-peer counts, on which the
  *              host waits), then batonAlltoAllv moves each token once per destination rank (with
  *              its expert ids) and combine moves the rows back the same way;
- *   auto       (the default) alltoallv.
- * Both give the same rows in the same order and the same combined output, bit for bit. */
+ *   normal     dispatch as alltoallv; combine reduces on the experts' rank (DeepEP's normal
+ *              layout): the token's weights go there first, each rank sums its rows of a token in
+ *              fp32, and one fp32 partial per (token, rank) returns to be added at the token's rank;
+ *   auto       (the default) normal where that combine returns fewer bytes than one row per
+ *              expert (every rank's counts decide, so every rank picks alike), else alltoallv.
+ * Every stage gives the same rows in the same order. Combined outputs are the same fp32 sums
+ * grouped differently (alltoallv in slot order; naive and normal per rank first), so they agree bit
+ * for bit where the sums are exact (e.g. integer-valued data) and otherwise within fp32 rounding. */
 #ifndef BATON_MOE_H
 #define BATON_MOE_H
 
@@ -62,6 +78,11 @@ ncclResult_t batonMoeDispatch(const void* tokens, const int32_t* topkIdx, size_t
                               int numExperts, int topk, ncclDataType_t datatype, void* recvTokens, size_t recvCapacity,
                               size_t* recvPerExpert, size_t* numRecv, batonMoeRouting_t* routing, ncclComm_t comm,
                               cudaStream_t stream);
+
+ncclResult_t batonMoeDispatchFp8(const void* tokens, const int32_t* topkIdx, size_t numTokens, size_t hidden,
+                                 int numExperts, int topk, ncclDataType_t datatype, void* recvTokens, float* recvScales,
+                                 size_t recvCapacity, size_t* recvPerExpert, size_t* numRecv,
+                                 batonMoeRouting_t* routing, ncclComm_t comm, cudaStream_t stream);
 
 ncclResult_t batonMoeCombine(const void* expertOut, const float* topkWeights, void* out, batonMoeRouting_t routing,
                              ncclComm_t comm, cudaStream_t stream);

@@ -27,13 +27,14 @@ class FusedScratch {
     kWideOut0,
     kWideOut1,
     // MoE dispatch and combine (src/moe/): what goes out, what comes in, rows gathered in the
-    // naive stage's ids, fp32 sums.
+    // naive stage's ids, fp32 sums and partials, FP8-quantized tokens.
     kMoeSend,
     kMoeRecv,
     kMoeIdsSend,
     kMoeIdsRecv,
     kMoeSum,
     kMoePartial,
+    kMoeQuant,
     kSlots
   };
   // At least `bytes` bytes for `slot`, 64-byte aligned; earlier contents are not kept.

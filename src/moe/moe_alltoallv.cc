@@ -15,12 +15,11 @@
 #include "tuner/alltoall_choice.h"
 
 namespace baton {
-namespace {
 
-// Runs an AlltoAllv of per-peer byte counts; every rank knows every count, so the algorithm may be
-// chosen by the largest block of the whole exchange (the same on every rank).
-ncclResult_t exchangeBytes(ncclComm* comm, const void* send, const std::vector<size_t>& sendBytes, void* recv,
-                           const std::vector<size_t>& recvBytes, size_t largestBlock) {
+// Every rank knows every count, so the algorithm may be chosen by the largest block of the whole
+// exchange (the same on every rank).
+ncclResult_t moeExchangeBytes(ncclComm* comm, const void* send, const std::vector<size_t>& sendBytes, void* recv,
+                              const std::vector<size_t>& recvBytes, size_t largestBlock) {
   const int n = comm->nRanks;
   auto layout = std::make_shared<std::vector<size_t>>(4 * (size_t)n);
   size_t* l = layout->data();
@@ -33,12 +32,10 @@ ncclResult_t exchangeBytes(ncclComm* comm, const void* send, const std::vector<s
   return runTasksNow(comm, alltoallTasks(comm, algo, send, recv, std::move(layout), /*uniform=*/false));
 }
 
-}  // namespace
-
 ncclResult_t moeDispatchAlltoAllv(batonMoeRouting* r, const void* tokens, std::vector<const char*>* data) {
   ncclComm* comm = r->comm;
   const int n = comm->nRanks, me = comm->rank, k = r->topk;
-  const size_t tokBytes = r->hidden * r->elemSize, wireRow = tokBytes + k * sizeof(int32_t);
+  const size_t tokBytes = r->wireBytes, wireRow = tokBytes + k * sizeof(int32_t);
   // Each token once per destination rank, in token order, with its ids after its elements.
   std::vector<size_t> sendBytes(n), recvBytes(n), off(n);
   size_t largestBlock = 0, sendTotal = 0, recvTotal = 0;
@@ -61,7 +58,7 @@ ncclResult_t moeDispatchAlltoAllv(batonMoeRouting* r, const void* tokens, std::v
       off[p] += wireRow;
     }
   }
-  BATON_CHECK(exchangeBytes(comm, send, sendBytes, recv, recvBytes, largestBlock));
+  BATON_CHECK(moeExchangeBytes(comm, send, sendBytes, recv, recvBytes, largestBlock));
   const char* in = recv;
   for (int s = 0; s < n; ++s)
     for (uint32_t seq = 0; seq < r->sendTokens[(size_t)s * n + me]; ++seq, in += wireRow) {
@@ -96,7 +93,7 @@ ncclResult_t moeCombineAlltoAllv(const batonMoeRouting& r, const char* expertOut
   for (int p = 0; p < n; ++p)
     for (int s = 0; s < n; ++s) largestBlock = std::max(largestBlock, r.sendTokens[(size_t)s * n + p] * k * rowBytes);
   char* recv = r.scratch<char>(FusedScratch::kMoeRecv, recvTotal);
-  BATON_CHECK(exchangeBytes(comm, send, sendBytes, recv, recvBytes, largestBlock));
+  BATON_CHECK(moeExchangeBytes(comm, send, sendBytes, recv, recvBytes, largestBlock));
   for (size_t t = 0; t < r.numTokens; ++t) {
     float* dst = out + t * h;
     std::fill(dst, dst + h, 0.f);
@@ -132,7 +129,7 @@ ncclResult_t moeRedispatchAlltoAllv(const batonMoeRouting& r, const char* payloa
       memcpy(send + sendOff[p], payload + t * bytes, bytes), sendOff[p] += bytes;
     }
   }
-  BATON_CHECK(exchangeBytes(comm, send, sendBytes, recv, recvBytes, largestBlock));
+  BATON_CHECK(moeExchangeBytes(comm, send, sendBytes, recv, recvBytes, largestBlock));
   for (const MoeRow& x : r.rows) at->push_back(recv + recvOff[x.src] + (size_t)x.seq * bytes);
   return ncclSuccess;
 }
@@ -152,7 +149,7 @@ ncclResult_t moeReturnFloatsAlltoAllv(const batonMoeRouting& r, const float* per
       largestBlock = std::max(largestBlock, r.sendTokens[(size_t)s * n + p] * k * sizeof(float));
   float* recv = r.scratch<float>(FusedScratch::kMoeIdsRecv, recvTotal / sizeof(float));
   // The arrival order is grouped by source and in each source's (token, slot) order already.
-  BATON_CHECK(exchangeBytes(comm, perRow, sendBytes, recv, recvBytes, largestBlock));
+  BATON_CHECK(moeExchangeBytes(comm, perRow, sendBytes, recv, recvBytes, largestBlock));
   for (size_t t = 0; t < r.numTokens; ++t)
     for (int j = 0; j < k; ++j) {
       const int32_t id = r.topkIdx[t * k + j];

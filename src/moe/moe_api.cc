@@ -12,6 +12,7 @@
 #include "api/guarded_call.h"
 #include "baton/moe.h"
 #include "enqueue.h"
+#include "fp8_blocks.h"
 #include "fused/blas.h"
 #include "group.h"
 #include "misc/debug.h"
@@ -20,31 +21,46 @@
 
 namespace baton {
 
-const char* moeStageName(MoeStage s) { return s == MoeStage::kNaive ? "naive" : "alltoallv"; }
+const char* moeStageName(MoeStage s) {
+  switch (s) {
+    case MoeStage::kAuto: return "auto";
+    case MoeStage::kNaive: return "naive";
+    case MoeStage::kAlltoAllv: return "alltoallv";
+    case MoeStage::kNormal: return "normal";
+  }
+  return "?";
+}
 
 namespace {
 
 // What every rank must agree on, then this rank's token count and per-destination token counts.
 // Then, per destination rank, the tokens (once per rank) and the rows (once per expert) sent there.
-enum Word { kHidden, kExperts, kTopk, kType, kStage, kStatus, kTokens, kCapacity, kWords };
+enum Word { kHidden, kExperts, kTopk, kType, kStage, kFp8, kStatus, kTokens, kCapacity, kWords };
 
 ncclResult_t stageFromEnv(const char* fn, MoeStage* out) {
   const std::string v = envStr("BATON_MOE_STAGE", "auto");
   if (v == "naive" || v == "1") *out = MoeStage::kNaive;
-  else if (v == "alltoallv" || v == "2" || v == "auto") *out = MoeStage::kAlltoAllv;
+  else if (v == "alltoallv" || v == "2") *out = MoeStage::kAlltoAllv;
+  else if (v == "normal" || v == "3") *out = MoeStage::kNormal;
+  else if (v == "auto") *out = MoeStage::kAuto;
   else
-    return batonError(ncclInvalidArgument, "%s: BATON_MOE_STAGE=%s is not a stage (naive, alltoallv or auto)", fn,
-                      v.c_str());
+    return batonError(ncclInvalidArgument, "%s: BATON_MOE_STAGE=%s is not a stage (naive, alltoallv, normal or auto)",
+                      fn, v.c_str());
   return ncclSuccess;
 }
 
 ncclResult_t checkDispatch(const char* fn, const ncclComm* comm, const void* tokens, const int32_t* topkIdx,
                            size_t numTokens, size_t hidden, int numExperts, int topk, ncclDataType_t type,
-                           const void* recvTokens, size_t recvCapacity, const size_t* recvPerExpert,
-                           const size_t* numRecv, batonMoeRouting_t* routing) {
+                           const void* recvTokens, const float* recvScales, bool fp8, size_t recvCapacity,
+                           const size_t* recvPerExpert, const size_t* numRecv, batonMoeRouting_t* routing) {
   if (type != ncclFloat && type != ncclBfloat16)
     return batonError(ncclInvalidArgument, "%s: datatype %d is not supported: float or bfloat16", fn, (int)type);
   if (hidden == 0) return batonError(ncclInvalidArgument, "%s: hidden is 0", fn);
+  if (fp8 && hidden % kFp8Block != 0)
+    return batonError(ncclInvalidArgument, "%s: hidden=%zu is not a multiple of %zu (the scale blocks)", fn, hidden,
+                      kFp8Block);
+  if (fp8 && recvCapacity && !recvScales)
+    return batonError(ncclInvalidArgument, "%s: recvScales is NULL with recvCapacity %zu", fn, recvCapacity);
   if (numExperts < 1 || numExperts % comm->nRanks != 0)
     return batonError(ncclInvalidArgument, "%s: numExperts=%d is not a positive multiple of the %d ranks", fn,
                       numExperts, comm->nRanks);
@@ -80,28 +96,51 @@ ncclResult_t checkDispatch(const char* fn, const ncclComm* comm, const void* tok
   return ncclSuccess;
 }
 
-ncclResult_t dispatch(const void* tokens, const int32_t* topkIdx, size_t numTokens, size_t hidden, int numExperts,
-                      int topk, ncclDataType_t type, void* recvTokens, size_t recvCapacity, size_t* recvPerExpert,
-                      size_t* numRecv, batonMoeRouting_t* routing, ncclComm* comm) {
-  const char* fn = "batonMoeDispatch";
+// Quantizes every token to e4m3 with block scales (fp8_blocks.h), back to back in r's wire format.
+const char* quantize(const batonMoeRouting& r, const void* tokens) {
+  char* q = r.scratch<char>(FusedScratch::kMoeQuant, r.numTokens * r.wireBytes);
+  for (size_t t = 0; t < r.numTokens; ++t) {
+    uint8_t* bytes = reinterpret_cast<uint8_t*>(q + t * r.wireBytes);
+    float* scales = reinterpret_cast<float*>(bytes + r.hidden);  // hidden is a multiple of 128: aligned
+    if (r.type == ncclFloat)
+      fp8QuantizeToken(static_cast<const float*>(tokens) + t * r.hidden, r.hidden, bytes, scales);
+    else fp8QuantizeToken(static_cast<const bfloat16_t*>(tokens) + t * r.hidden, r.hidden, bytes, scales);
+  }
+  return q;
+}
+
+// Stage auto, once every rank's counts are known (so every rank picks alike): normal where its
+// combine returns fewer bytes (one fp32 partial per token and rank) than one row per expert.
+MoeStage resolveAuto(const std::vector<uint64_t>& all, size_t words, int n, size_t elemSize) {
+  uint64_t tokens = 0, rows = 0;
+  for (int q = 0; q < n; ++q)
+    for (int p = 0; p < n; ++p) tokens += all[q * words + kWords + p], rows += all[q * words + kWords + n + p];
+  return rows * elemSize > tokens * sizeof(float) ? MoeStage::kNormal : MoeStage::kAlltoAllv;
+}
+
+ncclResult_t dispatch(const char* fn, const void* tokens, const int32_t* topkIdx, size_t numTokens, size_t hidden,
+                      int numExperts, int topk, ncclDataType_t type, void* recvTokens, float* recvScales, bool fp8,
+                      size_t recvCapacity, size_t* recvPerExpert, size_t* numRecv, batonMoeRouting_t* routing,
+                      ncclComm* comm) {
   BATON_CHECK(checkCommReady(comm, fn));
   if (inGroup())
     return batonError(ncclInvalidUsage, "%s: cannot be issued inside ncclGroupStart/End (it waits for counts)", fn);
   if (routing) *routing = nullptr;
-  MoeStage stage = MoeStage::kAlltoAllv;
+  MoeStage stage = MoeStage::kAuto;
   ncclResult_t local = checkDispatch(fn, comm, tokens, topkIdx, numTokens, hidden, numExperts, topk, type, recvTokens,
-                                     recvCapacity, recvPerExpert, numRecv, routing);
+                                     recvScales, fp8, recvCapacity, recvPerExpert, numRecv, routing);
   if (local == ncclSuccess) local = stageFromEnv(fn, &stage);
   const std::string localWhy = local == ncclSuccess ? "" : lastError();
   auto r = std::make_unique<batonMoeRouting>();
   const int n = comm->nRanks, me = comm->rank;
   r->comm = comm, r->stage = stage, r->hidden = hidden, r->elemSize = typeSize(type), r->numTokens = numTokens;
   r->numExperts = numExperts, r->topk = topk, r->perRank = std::max(1, numExperts / n), r->type = type;
+  r->fp8 = fp8, r->wireBytes = fp8 ? fp8TokenBytes(hidden) : hidden * r->elemSize;
   // The agreement words, then how many tokens and rows go to each rank.
   const size_t words = kWords + 2 * (size_t)n;
   std::vector<uint64_t> mine(words, 0), all(words * n);
   mine[kHidden] = hidden, mine[kExperts] = (uint64_t)numExperts, mine[kTopk] = (uint64_t)topk;
-  mine[kType] = (uint64_t)type, mine[kStage] = (uint64_t)stage, mine[kStatus] = (uint64_t)local;
+  mine[kType] = (uint64_t)type, mine[kStage] = (uint64_t)stage, mine[kFp8] = fp8, mine[kStatus] = (uint64_t)local;
   if (local == ncclSuccess) {
     mine[kTokens] = numTokens, mine[kCapacity] = recvCapacity;
     r->topkIdx.assign(topkIdx, topkIdx + numTokens * topk);
@@ -124,13 +163,13 @@ ncclResult_t dispatch(const void* tokens, const int32_t* topkIdx, size_t numToke
     if (w[kStatus] != ncclSuccess)
       return batonError(ncclInvalidUsage, "%s: rank %d rejected its own arguments (its error says which)", fn, q);
     if (memcmp(w, mine.data(), kStatus * sizeof(uint64_t)) != 0)
-      return batonError(ncclInvalidUsage,
-                        "%s: ranks disagree: rank %d has hidden=%" PRIu64 " numExperts=%" PRIu64 " topk=%" PRIu64
-                        " datatype %" PRIu64
-                        " stage %s; rank %d (this one) hidden=%zu numExperts=%d topk=%d "
-                        "datatype %d stage %s",
-                        fn, q, w[kHidden], w[kExperts], w[kTopk], w[kType], moeStageName((MoeStage)w[kStage]), me,
-                        hidden, numExperts, topk, (int)type, moeStageName(stage));
+      return batonError(
+          ncclInvalidUsage,
+          "%s: ranks disagree: rank %d has hidden=%" PRIu64 " numExperts=%" PRIu64 " topk=%" PRIu64 " datatype %" PRIu64
+          " stage %s%s; rank %d (this one) hidden=%zu numExperts=%d topk=%d "
+          "datatype %d stage %s%s",
+          fn, q, w[kHidden], w[kExperts], w[kTopk], w[kType], moeStageName((MoeStage)w[kStage]), w[kFp8] ? " fp8" : "",
+          me, hidden, numExperts, topk, (int)type, moeStageName(stage), fp8 ? " fp8" : "");
   }
   r->tokensPerRank.resize(n), r->sendTokens.resize((size_t)n * n);
   for (int q = 0; q < n; ++q) {
@@ -153,12 +192,15 @@ ncclResult_t dispatch(const void* tokens, const int32_t* topkIdx, size_t numToke
                         "is %" PRIu64 "; no rank moved any token",
                         fn, p, rows, cap);
   }
+  if (stage == MoeStage::kAuto) stage = resolveAuto(all, words, n, r->elemSize);
+  r->stage = stage;
   if (!comm->fusedScratch) comm->fusedScratch = std::make_shared<FusedScratch>();
-  std::vector<const char*> data;
-  BATON_CHECK(stage == MoeStage::kNaive ? moeDispatchNaive(r.get(), tokens, &data)
-                                        : moeDispatchAlltoAllv(r.get(), tokens, &data));
+  const void* wire = fp8 ? quantize(*r, tokens) : tokens;
+  std::vector<const char*> data;  // the normal stage dispatches as alltoallv does
+  BATON_CHECK(stage == MoeStage::kNaive ? moeDispatchNaive(r.get(), wire, &data)
+                                        : moeDispatchAlltoAllv(r.get(), wire, &data));
   // Group the rows by local expert, keeping arrival order (source, token) within each.
-  const size_t rowBytes = hidden * r->elemSize, nRows = r->rows.size();
+  const size_t rowBytes = fp8 ? hidden : hidden * r->elemSize, nRows = r->rows.size(), nScales = hidden / kFp8Block;
   std::vector<size_t> next(r->perRank, 0);
   for (const MoeRow& x : r->rows) ++next[x.expert];
   for (int e = 0; e < r->perRank; ++e) recvPerExpert[e] = next[e];
@@ -172,9 +214,10 @@ ncclResult_t dispatch(const void* tokens, const int32_t* topkIdx, size_t numToke
     const size_t row = next[r->rows[a].expert]++;
     r->rowOf[a] = (uint32_t)row;
     memcpy(static_cast<char*>(recvTokens) + row * rowBytes, data[a], rowBytes);
+    if (fp8) memcpy(recvScales + row * nScales, data[a] + hidden, nScales * sizeof(float));
   }
-  BATON_INFO(kSubColl, "%s: %zu tokens, hidden %zu, top-%d of %d experts, stage %s: %zu rows received", fn, numTokens,
-             hidden, topk, numExperts, moeStageName(stage), nRows);
+  BATON_INFO(kSubColl, "%s: %zu tokens, hidden %zu, top-%d of %d experts, stage %s%s: %zu rows received", fn, numTokens,
+             hidden, topk, numExperts, moeStageName(stage), fp8 ? ", fp8" : "", nRows);
   *routing = r.release();
   return ncclSuccess;
 }
@@ -212,8 +255,9 @@ ncclResult_t combine(const char* fn, const void* expertOut, const float* weights
   const size_t elems = r->numTokens * r->hidden;
   float* sum = r->scratch<float>(FusedScratch::kMoeSum, elems);
   const char* rows = static_cast<const char*>(expertOut);
-  BATON_CHECK(r->stage == MoeStage::kNaive ? moeCombineNaive(*r, rows, weights, sum)
-                                           : moeCombineAlltoAllv(*r, rows, weights, sum));
+  BATON_CHECK(r->stage == MoeStage::kNaive    ? moeCombineNaive(*r, rows, weights, sum)
+              : r->stage == MoeStage::kNormal ? moeCombineNormal(*r, rows, weights, sum)
+                                              : moeCombineAlltoAllv(*r, rows, weights, sum));
   roundFromFloat(r->type, sum, out, elems);
   return ncclSuccess;
 }
@@ -269,8 +313,18 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonMoeDispatch(
     ncclDataType_t datatype, void* recvTokens, size_t recvCapacity, size_t* recvPerExpert, size_t* numRecv,
     batonMoeRouting_t* routing, ncclComm_t comm, cudaStream_t) {
   return guardedCall(comm, "batonMoeDispatch", [&] {
-    return dispatch(tokens, topkIdx, numTokens, hidden, numExperts, topk, datatype, recvTokens, recvCapacity,
-                    recvPerExpert, numRecv, routing, comm);
+    return dispatch("batonMoeDispatch", tokens, topkIdx, numTokens, hidden, numExperts, topk, datatype, recvTokens,
+                    nullptr, false, recvCapacity, recvPerExpert, numRecv, routing, comm);
+  });
+}
+
+extern "C" __attribute__((visibility("default"))) ncclResult_t batonMoeDispatchFp8(
+    const void* tokens, const int32_t* topkIdx, size_t numTokens, size_t hidden, int numExperts, int topk,
+    ncclDataType_t datatype, void* recvTokens, float* recvScales, size_t recvCapacity, size_t* recvPerExpert,
+    size_t* numRecv, batonMoeRouting_t* routing, ncclComm_t comm, cudaStream_t) {
+  return guardedCall(comm, "batonMoeDispatchFp8", [&] {
+    return dispatch("batonMoeDispatchFp8", tokens, topkIdx, numTokens, hidden, numExperts, topk, datatype, recvTokens,
+                    recvScales, true, recvCapacity, recvPerExpert, numRecv, routing, comm);
   });
 }
 

@@ -26,7 +26,7 @@ size_t largest(const std::vector<size_t>& v) { return v.empty() ? 0 : *std::max_
 ncclResult_t moeDispatchNaive(batonMoeRouting* r, const void* tokens, std::vector<const char*>* data) {
   ncclComm* comm = r->comm;
   const int n = comm->nRanks, me = comm->rank, k = r->topk;
-  const size_t maxT = largest(r->tokensPerRank), rowBytes = r->hidden * r->elemSize;
+  const size_t maxT = largest(r->tokensPerRank), rowBytes = r->wireBytes;
   // This rank's tokens and ids padded to the largest count (ids -1: no expert), then gathered.
   char* mine = r->scratch<char>(FusedScratch::kMoeSend, maxT * rowBytes);
   char* all = r->scratch<char>(FusedScratch::kMoeRecv, maxT * rowBytes * n);

@@ -13,7 +13,7 @@
 
 namespace baton {
 
-enum class MoeStage : int { kNaive = 1, kAlltoAllv = 2 };
+enum class MoeStage : int { kAuto = 0, kNaive = 1, kAlltoAllv = 2, kNormal = 3 };
 constexpr int kMoeMaxTopk = 64;
 const char* moeStageName(MoeStage s);
 
@@ -34,6 +34,8 @@ struct batonMoeRouting {
   ncclComm* comm = nullptr;
   baton::MoeStage stage = baton::MoeStage::kAlltoAllv;
   size_t hidden = 0, elemSize = 4, numTokens = 0;
+  size_t wireBytes = 0;  // a token's bytes as dispatch moves it: hidden x elemSize, or FP8's (fp8_blocks.h)
+  bool fp8 = false;      // dispatched as e4m3 with block scales (combine's rows are still `type`)
   int numExperts = 0, topk = 0, perRank = 0;
   ncclDataType_t type = ncclFloat;
   std::vector<int32_t> topkIdx;       // this rank's [numTokens x topk]
@@ -61,14 +63,16 @@ struct batonMoeRouting {
 
 namespace baton {
 
-// Dispatch's and combine's two ways (moe_naive.cc, moe_alltoallv.cc). Dispatch appends to r->rows
-// every row this rank receives, in arrival order, and to *data where its hidden elements are (in
-// the communicator's scratch, valid until the next operation on it).
+// Dispatch's and combine's ways (moe_naive.cc, moe_alltoallv.cc; the normal stage dispatches as
+// alltoallv does and combines in moe_normal.cc). Dispatch moves each token's r->wireBytes bytes
+// from `tokens` and appends to r->rows every row this rank receives, in arrival order, and to *data
+// where its bytes are (in the communicator's scratch, valid until the next operation on it).
 ncclResult_t moeDispatchNaive(batonMoeRouting* r, const void* tokens, std::vector<const char*>* data);
 ncclResult_t moeDispatchAlltoAllv(batonMoeRouting* r, const void* tokens, std::vector<const char*>* data);
 // out (fp32, [numTokens x hidden]) = the weighted sum of each of this rank's tokens' rows.
 ncclResult_t moeCombineNaive(const batonMoeRouting& r, const char* expertOut, const float* weights, float* out);
 ncclResult_t moeCombineAlltoAllv(const batonMoeRouting& r, const char* expertOut, const float* weights, float* out);
+ncclResult_t moeCombineNormal(const batonMoeRouting& r, const char* expertOut, const float* weights, float* out);
 
 // The backward pass's two movements, per stage: each of this rank's tokens' `bytes`-byte payload
 // to the rows that token has on other ranks (*at[a]: arrival row a's token's payload, valid until
@@ -80,6 +84,11 @@ ncclResult_t moeRedispatchAlltoAllv(const batonMoeRouting& r, const char* payloa
                                     std::vector<const char*>* at);
 ncclResult_t moeReturnFloatsNaive(const batonMoeRouting& r, const float* perRow, float* out);
 ncclResult_t moeReturnFloatsAlltoAllv(const batonMoeRouting& r, const float* perRow, float* out);
+
+// An AlltoAllv of per-peer byte counts packed back to back on both sides; largestBlock is the
+// largest block of the whole exchange (every rank passes the same, so all choose one algorithm).
+ncclResult_t moeExchangeBytes(ncclComm* comm, const void* send, const std::vector<size_t>& sendBytes, void* recv,
+                              const std::vector<size_t>& recvBytes, size_t largestBlock);
 
 // dst[0..h) += w * row[0..h), the row in the routing's datatype (float or bfloat16), in fp32.
 inline void moeAccumulate(ncclDataType_t type, const char* row, float w, float* dst, size_t h) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -24,6 +25,9 @@ struct MoeCase {
   MoePattern pattern = MoePattern::kRandom;
   uint64_t seed = 1;
   bool weights = true;  // false: topkWeights NULL (every weight 1)
+  // Tokens of 8-bit mantissas over 2^-10..2^2 (exact in bfloat16, not in e4m3): for FP8 dispatch's
+  // error bound. Only the dispatch expectations hold then (the sums no longer fit bfloat16).
+  bool fine = false;
 };
 
 struct MoeRank {
@@ -67,6 +71,18 @@ inline float moeLoad(ncclDataType_t t, const char* p) {
   return v;
 }
 inline float moeExpertFactor(int globalExpert) { return (float)(globalExpert % 3 + 1); }
+inline float moeFineValue(int s, size_t t, size_t e) {
+  return std::ldexp((float)((int)((s * 31 + t * 7 + e * 13) % 511) - 255), (int)((t + e) % 13) - 10);
+}
+
+// OCP e4m3 "FN" to float, written here from the format (1 sign, 4 exponent bits of bias 7, 3
+// mantissa bits; exponent 0: subnormal; S.1111.111: NaN), independently of baton's codec.
+inline float moeE4m3ToFloat(uint8_t b) {
+  const int exp = (b >> 3) & 15, mant = b & 7;
+  if (exp == 15 && mant == 7) return NAN;
+  const float mag = exp == 0 ? std::ldexp((float)mant, -9) : std::ldexp(1.f + (float)mant / 8.f, exp - 7);
+  return (b & 0x80) ? -mag : mag;
+}
 
 // The expert compute of rank `rank`: out row = in row * factor of the row's expert.
 inline void moeRunExperts(const MoeCase& c, int rank, const char* in, const size_t* perExpert, char* out) {
@@ -101,7 +117,8 @@ inline std::vector<MoeRank> moeMake(const MoeCase& c) {
     for (size_t i = 0; i < r.numTokens * h; ++i) moeStore(c.type, &r.gradOut[i * es], (float)((s + i * 3) % 5) - 2.f);
     for (size_t t = 0; t < r.numTokens; ++t) {
       for (size_t e = 0; e < h; ++e)
-        moeStore(c.type, &r.tokens[(t * h + e) * es], (float)((s * 31 + t * 7 + e * 3) % 5) - 2.f);
+        moeStore(c.type, &r.tokens[(t * h + e) * es],
+                 c.fine ? moeFineValue(s, t, e) : (float)((s * 31 + t * 7 + e * 3) % 5) - 2.f);
       for (int j = 0; j < k; ++j) {
         r.weights[t * k + j] = c.weights ? (float)((t + j) % 2 + 1) : 1.f;
         int32_t id = -1;

@@ -18,6 +18,9 @@ namespace {
 
 struct RankResult {
   std::vector<char> recv, expertOut, out, gradExpertOut, gradTokens;
+  std::vector<uint8_t> fp8;   // FP8 dispatch: the e4m3 rows as received (two rows of slack after)
+  std::vector<float> scales;  // and their block scales
+  std::vector<float> recvF;   // and the rows dequantized (moeE4m3ToFloat x scale)
   std::vector<float> gradWeights;
   std::vector<size_t> perExpert;
   size_t numRecv = 0;
@@ -26,10 +29,12 @@ struct RankResult {
 };
 
 // Every rank dispatches, runs its experts, combines; `capacityRows(r)` sizes rank r's recvTokens.
+// fp8: dispatch with batonMoeDispatchFp8, and the experts take the rows dequantized.
 std::vector<RankResult> runMoe(const Comms& comms, const MoeCase& c, const std::vector<MoeRank>& ranks,
-                               const std::function<size_t(int)>& capacityRows) {
+                               const std::function<size_t(int)>& capacityRows, bool fp8 = false) {
   const int n = (int)comms.size();
   const size_t es = moeElemSize(c.type), rowBytes = c.hidden * es;
+  (void)es;
   std::vector<RankResult> res(n);
   runRanks(n, Drive::Threads, [&](int r) {
     RankResult& x = res[r];
@@ -37,8 +42,21 @@ std::vector<RankResult> runMoe(const Comms& comms, const MoeCase& c, const std::
     const size_t cap = capacityRows(r);
     x.recv.assign(cap * rowBytes + 1, 0), x.perExpert.assign(c.experts / n + 1, 7);
     batonMoeRouting_t routing = nullptr;
-    x.dispatch = batonMoeDispatch(in.tokens.data(), in.ids.data(), in.numTokens, c.hidden, c.experts, c.topk, c.type,
-                                  x.recv.data(), cap, x.perExpert.data(), &x.numRecv, &routing, comms[r], nullptr);
+    if (fp8) {
+      const size_t blocks = c.hidden / 128;
+      x.fp8.assign(cap * c.hidden, 0), x.scales.assign(cap * blocks, 0.f);
+      x.dispatch = batonMoeDispatchFp8(in.tokens.data(), in.ids.data(), in.numTokens, c.hidden, c.experts, c.topk,
+                                       c.type, x.fp8.data(), x.scales.data(), cap, x.perExpert.data(), &x.numRecv,
+                                       &routing, comms[r], nullptr);
+      x.recvF.resize(x.numRecv * c.hidden);
+      for (size_t i = 0; x.dispatch == ncclSuccess && i < x.recvF.size(); ++i) {
+        x.recvF[i] = moeE4m3ToFloat(x.fp8[i]) * x.scales[i / 128];
+        moeStore(c.type, &x.recv[i * es], x.recvF[i]);
+      }
+    } else {
+      x.dispatch = batonMoeDispatch(in.tokens.data(), in.ids.data(), in.numTokens, c.hidden, c.experts, c.topk, c.type,
+                                    x.recv.data(), cap, x.perExpert.data(), &x.numRecv, &routing, comms[r], nullptr);
+    }
     if (x.dispatch != ncclSuccess) {
       x.error = ncclGetLastError(comms[r]);
       return ncclSuccess;
@@ -70,11 +88,12 @@ std::string describe(const MoeCase& c) {
          (c.weights ? "" : ", no weights");
 }
 
-void checkMoe(const Comms& comms, const MoeCase& c) {
+void checkMoe(const Comms& comms, const MoeCase& c, bool fp8 = false) {
   const std::vector<MoeRank> ranks = moeMake(c);
   const size_t rowBytes = c.hidden * moeElemSize(c.type);
   // Two rows of slack: nothing may be written past the rows received.
-  auto res = runMoe(comms, c, ranks, [&](int r) { return ranks[r].wantNumRecv + 2; });
+  auto res = runMoe(
+      comms, c, ranks, [&](int r) { return ranks[r].wantNumRecv + 2; }, fp8);
   for (int r = 0; r < c.nRanks; ++r) {
     const RankResult& x = res[r];
     const MoeRank& want = ranks[r];
@@ -119,8 +138,77 @@ TEST_P(MoeStage, EqualsTheReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(, MoeStage, ::testing::Values("naive", "alltoallv"),
+INSTANTIATE_TEST_SUITE_P(, MoeStage, ::testing::Values("naive", "alltoallv", "normal", "auto"),
                          [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
+
+// FP8 dispatch's rows against the bfloat16 (and float) path's, within the bound include/baton/moe.h
+// states: |dequantized - x| <= 2^-4 |x| + 2^-10 s, s = the block's amax / 448. Tokens spread over
+// 2^-10..2^2 so that blocks hold e4m3 normals, subnormals and zeros. Every stage, 1-4 ranks.
+TEST(MoeFp8, RowsWithinTheStatedErrorOfTheExactPath) {
+  for (const char* stage : {"naive", "alltoallv", "normal"}) {
+    ScopedEnv env(ScopedEnv::Vars{{"BATON_MOE_STAGE", stage}});
+    for (int n : {1, 2, 3, 4})
+      for (ncclDataType_t type : {ncclBfloat16, ncclFloat}) {
+        MoeCase c;
+        c.nRanks = n, c.experts = 4 * n, c.topk = 3, c.type = type, c.hidden = 384, c.fine = true;
+        c.seed = (uint64_t)n + 7;
+        const std::vector<MoeRank> ranks = moeMake(c);
+        auto res = runMoe(
+            cachedComms(n), c, ranks, [&](int r) { return ranks[r].wantNumRecv + 2; }, true);
+        size_t belowNormal = 0;
+        for (int r = 0; r < n; ++r) {
+          const RankResult& x = res[r];
+          const MoeRank& want = ranks[r];
+          ASSERT_EQ(x.dispatch, ncclSuccess) << stage << ", rank " << r << ": " << x.error;
+          ASSERT_EQ(x.numRecv, want.wantNumRecv);
+          for (size_t e = 0; e < want.wantPerExpert.size(); ++e) {
+            ASSERT_EQ(x.perExpert[e], want.wantPerExpert[e]);
+          }
+          for (size_t row = 0; row < x.numRecv; ++row)
+            for (size_t b = 0; b < c.hidden / 128; ++b) {
+              float amax = 0;
+              for (size_t e = b * 128; e < (b + 1) * 128; ++e)
+                amax =
+                    std::max(amax, std::fabs(moeLoad(type, &want.wantRecv[(row * c.hidden + e) * moeElemSize(type)])));
+              const float s = x.scales[row * (c.hidden / 128) + b];
+              ASSERT_EQ(s, amax > 0 ? amax / 448.f : 1.f) << stage << ", rank " << r << ", row " << row;
+              for (size_t e = b * 128; e < (b + 1) * 128; ++e) {
+                const float want1 = moeLoad(type, &want.wantRecv[(row * c.hidden + e) * moeElemSize(type)]);
+                const float got = x.recvF[row * c.hidden + e];
+                const float bound = 0x1p-4f * std::fabs(want1) + 0x1p-10f * s;
+                belowNormal += std::fabs(want1) < 0x1p-6f * s;
+                ASSERT_LE(std::fabs(got - want1), bound * 1.0001f)
+                    << stage << ", " << n << " ranks, rank " << r << ", row " << row << ", element " << e
+                    << ": x=" << want1 << " got " << got << " scale " << s;
+              }
+            }
+          for (size_t i = x.numRecv * c.hidden; i < x.fp8.size(); ++i) {
+            ASSERT_EQ(x.fp8[i], 0) << "written past the rows";
+          }
+          for (size_t i = x.numRecv * (c.hidden / 128); i < x.scales.size(); ++i) {
+            ASSERT_EQ(x.scales[i], 0.f) << "scales written past the rows";
+          }
+        }
+        EXPECT_GT(belowNormal, 0u) << "the data never reached e4m3's subnormals";
+      }
+  }
+}
+
+// The routing of an FP8 dispatch serves combine and both backward passes in the datatype: with
+// tokens in -2..2 every value quantizes exactly (x / (2/448) = 224 x is an e4m3 value), so every
+// result equals the reference bit for bit.
+TEST(MoeFp8, RoutingServesCombineAndBackwardPasses) {
+  for (const char* stage : {"naive", "alltoallv", "normal"}) {
+    ScopedEnv env(ScopedEnv::Vars{{"BATON_MOE_STAGE", stage}});
+    for (int n : {1, 2, 4})
+      for (ncclDataType_t type : {ncclBfloat16, ncclFloat}) {
+        MoeCase c;
+        c.nRanks = n, c.experts = 8 * n, c.topk = 8, c.type = type, c.hidden = 128, c.seed = (uint64_t)n + 11;
+        checkMoe(cachedComms(n), c, true);
+        if (HasFatalFailure()) return;
+      }
+  }
+}
 
 TEST(MoeBadInput, ARankOverItsCapacityFailsEveryRankBeforeAnythingMoves) {
   const Comms& comms = cachedComms(2);
@@ -197,6 +285,13 @@ TEST(MoeBadInput, ArgumentsNamed) {
   err(call(ids, 0, 2, 1, ncclFloat), "hidden is 0");
   err(call(ids, 4, 2, 1, ncclInt32), "datatype 2 is not supported");
   err(call(nullptr, 4, 2, 1, ncclFloat), "topkIdx is NULL with numTokens 1");
+  float scales[4];
+  err(batonMoeDispatchFp8(tok.data(), ids, 1, 64, 2, 1, ncclFloat, tok.data(), scales, 1, per, &numRecv, &routing,
+                          one[0], nullptr),
+      "hidden=64 is not a multiple of 128");
+  err(batonMoeDispatchFp8(tok.data(), ids, 1, 128, 2, 1, ncclFloat, tok.data(), nullptr, 1, per, &numRecv, &routing,
+                          one[0], nullptr),
+      "recvScales is NULL with recvCapacity 1");
   EXPECT_EQ(batonMoeCombine(tok.data(), nullptr, tok.data(), nullptr, one[0], nullptr), ncclInvalidArgument);
   // A routing used on another communicator.
   ids[1] = 1;

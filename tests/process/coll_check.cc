@@ -98,10 +98,10 @@ CheckReport runProcessChecks(ncclComm_t comm, int rank, int n, bool quick) {
       if (rep.firstFailure.empty()) rep.firstFailure = what + ": received data differs";
     }
   }
-  // MoE dispatch, experts, combine and both backward passes (baton's extra), both stages, against
+  // MoE dispatch, experts, combine and both backward passes (baton's extra), every stage, against
   // moe_case.h's reference.
   const int experts = n * std::max(2, (8 + n - 1) / n);
-  for (const char* stage : {"naive", "alltoallv"})
+  for (const char* stage : {"naive", "alltoallv", "normal"})
     for (ncclDataType_t type : {ncclFloat, ncclBfloat16})
       for (int topk : {1, 2, 8}) {
         if (quick && topk == 8) continue;

@@ -2,7 +2,7 @@
 // beside the bound their bytes set on this machine, measured in the same run:
 //
 //   baton-perf moe [-t THREADS] [-T TOKENS[,TOKENS...]] [--hidden HIDDEN] [-E EXPERTS] [-k TOPK]
-//                  [--skew FRACTION] [-d float|bfloat16] [-n ITERS] [-w WARMUP] [-r REPEATS]
+//                  [--skew FRACTION] [-d float|bfloat16] [--fp8] [-n ITERS] [-w WARMUP] [-r REPEATS]
 //                  [--compare STAGES] [-c 0|1]
 //
 // Each rank holds TOKENS tokens; each picks TOPK distinct experts at random, and a --skew fraction
@@ -11,6 +11,8 @@
 // not included). "MB" is the most any rank moves in the alltoallv stage (each token once per
 // destination rank with its ids, and each row back); "bound" is those bytes over the single-thread
 // memcpy bandwidth of this run, and "x bound" the last stage's dispatch+combine over it.
+// --fp8 dispatches with batonMoeDispatchFp8 (e4m3 and block scales on the wire; the identity
+// experts dequantize the rows to the datatype for combine); MB counts the FP8 token bytes.
 // -c 1 checks every stage's received rows and combined output against the first stage's, bit for
 // bit (integer-valued tokens and weights: every stage must agree exactly).
 #include <algorithm>
@@ -22,6 +24,7 @@
 
 #include "baton/moe.h"
 #include "baton_perf.h"
+#include "fp8_blocks.h"
 
 namespace batonperf {
 namespace {
@@ -32,6 +35,7 @@ struct MoeOptions {
   int experts = 0, topk = 8;  // experts 0: 8 per rank
   double skew = 0;
   ncclDataType_t type = ncclBfloat16;
+  bool fp8 = false;
   int threads = 1, iters = 5, warmup = 1, check = 1, repeats = 3;
   std::vector<std::string> stages = {"naive", "alltoallv"};
 };
@@ -39,6 +43,7 @@ struct MoeOptions {
 // One rank's inputs and outputs for one token count.
 struct MoeRankData {
   std::vector<char> tokens, recv, expertOut, out;
+  std::vector<float> scales;  // --fp8: the received rows' block scales
   std::vector<int32_t> ids;
   std::vector<float> weights;
   std::vector<size_t> perExpert;
@@ -89,9 +94,30 @@ void makeInputs(const MoeOptions& o, int rank, size_t numTokens, MoeRankData* d)
 ncclResult_t dispatch(const MoeOptions& o, MoeRankData& d, size_t numTokens, ncclComm_t comm) {
   batonMoeRoutingDestroy(d.routing);
   d.routing = nullptr;
+  if (o.fp8)
+    return batonMoeDispatchFp8(d.tokens.data(), d.ids.data(), numTokens, o.hidden, o.experts, o.topk, o.type,
+                               d.recv.data(), d.scales.data(), d.recv.size() / o.hidden, d.perExpert.data(), &d.numRecv,
+                               &d.routing, comm, nullptr);
   return batonMoeDispatch(d.tokens.data(), d.ids.data(), numTokens, o.hidden, o.experts, o.topk, o.type, d.recv.data(),
                           d.recv.size() / (o.hidden * esize(o.type)), d.perExpert.data(), &d.numRecv, &d.routing, comm,
                           nullptr);
+}
+
+// The identity experts: expertOut = the received rows (dequantized with --fp8).
+void runExperts(const MoeOptions& o, MoeRankData& d) {
+  if (!o.fp8) return (void)std::copy(d.recv.begin(), d.recv.end(), d.expertOut.begin());
+  const size_t es = esize(o.type);
+  for (size_t i = 0; i < d.numRecv * o.hidden; ++i) {
+    const float v = baton::fp8Dequantize(reinterpret_cast<const uint8_t*>(d.recv.data()), d.scales.data(), i);
+    if (o.type == ncclFloat) {
+      std::memcpy(&d.expertOut[i * 4], &v, 4);
+    } else {
+      uint32_t u;
+      std::memcpy(&u, &v, 4);
+      const uint16_t b = uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);  // round to nearest even
+      std::memcpy(&d.expertOut[i * es], &b, 2);
+    }
+  }
 }
 
 ncclResult_t combine(MoeRankData& d, ncclComm_t comm) {
@@ -134,7 +160,8 @@ int parse(int argc, char** argv, MoeOptions* o) {
       std::printf(
           "usage: baton-perf moe [-t threads] [-T tokens[,tokens...]] [--hidden elements] [-E experts] [-k topk] "
           "[--skew "
-          "fraction] [-d float|bfloat16] [-n iters] [-w warmup] [-r repeats] [--compare naive,alltoallv] [-c 0|1]\n"
+          "fraction] [-d float|bfloat16] [--fp8] [-n iters] [-w warmup] [-r repeats] [--compare "
+          "naive,alltoallv,normal] [-c 0|1]\n"
           "(docs/lessons/12-moe-all-to-all.md; layouts as in include/baton/moe.h; -E defaults to 8 per rank)\n");
       return 0;
     } else if (a == "-T") {
@@ -151,6 +178,8 @@ int parse(int argc, char** argv, MoeOptions* o) {
     } else if (a == "-w" || a == "-c") {
       if (!number(0, &x)) return usage((a + " needs a number").c_str());
       (a == "-w" ? o->warmup : o->check) = int(x);
+    } else if (a == "--fp8") {
+      o->fp8 = true;
     } else if (a == "--skew") {
       o->skew = v ? std::atof(v) : -1;
       ++i;
@@ -189,15 +218,16 @@ int runMoeBench(int argc, char** argv) {
   std::vector<ncclComm_t>& comms = ranks.comms;
   if (o.experts == 0) o.experts = 8 * nRanks;
   if (o.experts % nRanks || o.topk > o.experts) return usage("-E must be a multiple of the rank count and at least -k");
+  if (o.fp8 && o.hidden % 128) return usage("--fp8 needs --hidden a multiple of 128 (the scale blocks)");
   const double memcpyGBs = measureMemcpy();
   const bool reporter = proc == 0;
   const size_t es = esize(o.type), rowBytes = o.hidden * es;
   if (reporter) {
     std::printf(
-        "# baton-perf moe, %s, %d ranks (%d processes x %d threads), hidden %zu, top-%d of %d experts, skew "
+        "# baton-perf moe, %s%s, %d ranks (%d processes x %d threads), hidden %zu, top-%d of %d experts, skew "
         "%.2f, %d iterations, median of %d rounds\n",
-        o.type == ncclFloat ? "float" : "bfloat16", nRanks, nprocs, o.threads, o.hidden, o.topk, o.experts, o.skew,
-        o.iters, o.repeats);
+        o.type == ncclFloat ? "float" : "bfloat16", o.fp8 ? " (dispatch in fp8 e4m3)" : "", nRanks, nprocs, o.threads,
+        o.hidden, o.topk, o.experts, o.skew, o.iters, o.repeats);
     printMemcpyLine(memcpyGBs);
     std::printf(
         "# time per call of the slowest rank (us): dispatch, combine, and both; the experts' compute excluded\n");
@@ -216,7 +246,8 @@ int runMoeBench(int argc, char** argv) {
       size_t cap = 0;
       for (int src = 0; src < nRanks; ++src)
         for (int32_t e : makeIds(o, src, numTokens)) cap += e / per == me;
-      d.recv.resize(cap * rowBytes), d.expertOut.resize(cap * rowBytes), d.out.resize(numTokens * rowBytes);
+      d.recv.resize(cap * (o.fp8 ? o.hidden : rowBytes)), d.expertOut.resize(cap * rowBytes);
+      d.out.resize(numTokens * rowBytes), d.scales.resize(cap * o.hidden / 128 + 1);
       d.perExpert.resize(o.experts / nRanks);
     }
     // The bytes the alltoallv stage moves per rank: tokens once per destination (with ids), rows back.
@@ -228,7 +259,8 @@ int runMoeBench(int argc, char** argv) {
         for (int j = 0; j < o.topk; ++j) {
           const int p = d.ids[tok * o.topk + j] / (o.experts / nRanks);
           bytes[t] += double(rowBytes);  // the row back
-          if (!seen[p]) seen[p] = true, bytes[t] += double(rowBytes + o.topk * 4);
+          const double tokenBytes = o.fp8 ? double(o.hidden + o.hidden / 128 * 4) : double(rowBytes);
+          if (!seen[p]) seen[p] = true, bytes[t] += tokenBytes + o.topk * 4;
         }
       }
     }
@@ -246,7 +278,7 @@ int runMoeBench(int argc, char** argv) {
         setenv("BATON_MOE_STAGE", o.stages[si].c_str(), 1);
         times[si * 3].push_back(timeAcrossRanks(o.warmup, o.iters, comms,
                                                 [&](int t) { PERFCHECK(dispatch(o, data[t], numTokens, comms[t])); }));
-        for (auto& d : data) std::copy(d.recv.begin(), d.recv.end(), d.expertOut.begin());  // identity experts
+        for (auto& d : data) runExperts(o, d);
         times[si * 3 + 1].push_back(
             timeAcrossRanks(o.warmup, o.iters, comms, [&](int t) { PERFCHECK(combine(data[t], comms[t])); }));
         times[si * 3 + 2].push_back(timeAcrossRanks(o.warmup, o.iters, comms, [&](int t) {
@@ -255,7 +287,12 @@ int runMoeBench(int argc, char** argv) {
         }));
         if (o.check && r == 0)
           for (int t = 0; t < o.threads; ++t) {
-            const std::vector<char> got(data[t].recv.begin(), data[t].recv.begin() + data[t].numRecv * rowBytes);
+            const size_t recvBytes = data[t].numRecv * (o.fp8 ? o.hidden : rowBytes);
+            std::vector<char> got(data[t].recv.begin(), data[t].recv.begin() + recvBytes);
+            if (o.fp8) {
+              const char* sc = reinterpret_cast<const char*>(data[t].scales.data());
+              got.insert(got.end(), sc, sc + data[t].numRecv * o.hidden / 128 * sizeof(float));
+            }
             if (si == 0) refRecv[t] = got, refOut[t] = data[t].out;
             else wrong += int(got != refRecv[t]) + int(data[t].out != refOut[t]);
           }
