@@ -24,14 +24,20 @@ ncclResult_t moeCombineNormal(const batonMoeRouting& r, const char* expertOut, c
   std::vector<const char*> at;
   BATON_CHECK(moeRedispatchAlltoAllv(r, reinterpret_cast<const char*>(w.data()), k * sizeof(float), &at));
   // 2. One fp32 partial per (source, token) held here: rows arrive grouped by source, then token.
+  // The other sources' partials go out back to back; this rank's own tokens' come last and stay
+  // where they are (no copy to itself).
   std::vector<size_t> sendBytes(n), recvBytes(n), first(n), cursor(n);
   size_t held = 0, returned = 0, largestBlock = 0;
+  for (int p = 0; p < n; ++p)
+    if (p != me) first[p] = held, held += r.sendTokens[(size_t)p * n + me];
+  first[me] = held, held += r.sendTokens[(size_t)me * n + me];
   for (int p = 0; p < n; ++p) {
-    first[p] = held, held += r.sendTokens[(size_t)p * n + me];
-    cursor[p] = returned, returned += r.sendTokens[(size_t)me * n + p];
-    sendBytes[p] = r.sendTokens[(size_t)p * n + me] * partialBytes;
-    recvBytes[p] = r.sendTokens[(size_t)me * n + p] * partialBytes;
-    for (int q = 0; q < n; ++q) largestBlock = std::max(largestBlock, r.sendTokens[(size_t)p * n + q] * partialBytes);
+    const bool other = p != me;
+    cursor[p] = other ? returned : first[me], returned += other ? r.sendTokens[(size_t)me * n + p] : 0;
+    sendBytes[p] = other ? r.sendTokens[(size_t)p * n + me] * partialBytes : 0;
+    recvBytes[p] = other ? r.sendTokens[(size_t)me * n + p] * partialBytes : 0;
+    for (int q = 0; q < n; ++q)
+      if (p != q) largestBlock = std::max(largestBlock, r.sendTokens[(size_t)p * n + q] * partialBytes);
   }
   float* partial = r.scratch<float>(FusedScratch::kMoePartial, held * h);
   std::fill(partial, partial + held * h, 0.f);
@@ -50,7 +56,8 @@ ncclResult_t moeCombineNormal(const batonMoeRouting& r, const char* expertOut, c
     std::fill(dst, dst + h, 0.f);
     for (int j = 0; j < k; ++j) {
       if (!r.firstOnRank(t, j)) continue;
-      const float* src = back + cursor[r.rankOf(r.topkIdx[t * k + j])]++ * h;
+      const int p = r.rankOf(r.topkIdx[t * k + j]);
+      const float* src = (p == me ? partial : back) + cursor[p]++ * h;
       for (size_t e = 0; e < h; ++e) dst[e] += src[e];
     }
   }
