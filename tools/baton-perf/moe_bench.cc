@@ -37,7 +37,7 @@ struct MoeOptions {
   ncclDataType_t type = ncclBfloat16;
   bool fp8 = false;
   int threads = 1, iters = 5, warmup = 1, check = 1, repeats = 3;
-  std::vector<std::string> stages = {"naive", "alltoallv"};
+  std::vector<std::string> stages = {"naive", "alltoallv", "normal"};
 };
 
 // One rank's inputs and outputs for one token count.
