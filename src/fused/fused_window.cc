@@ -17,8 +17,8 @@ FusedWindow::~FusedWindow() {
 
 ncclResult_t FusedWindow::ensure(ncclComm* comm, size_t bytes, bool* usable) {
   if (!dev_.internal) {
-    // Signals: one per (pattern, source rank). One barrier ends every call.
-    const batonDevCommRequirements reqs = {2 * comm->nRanks, 1, 0};
+    // Signals: one per (pattern, source rank). One barrier ends every fused call.
+    const batonDevCommRequirements reqs = {kPatterns * comm->nRanks, 1, 0};
     BATON_CHECK(batonDevCommCreate(comm, &reqs, &dev_));
     seen_.assign((size_t)reqs.signalCount, 0);
     lsaOf_.assign(comm->nRanks, -1);

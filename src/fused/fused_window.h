@@ -1,5 +1,6 @@
 // The symmetric window the fused and optimized stages exchange rows through (lesson 11), and the
-// device communicator whose signals say which rows are there.
+// device communicator whose signals say which rows are there. MoE's low-latency stage (lesson 12,
+// src/moe/moe_lowlatency.cc) stores tokens, weights and partials through the same window.
 //
 // Made on a communicator's first fused or optimized call, collectively (every rank of the call
 // reaches it with the same agreed shape, so the same size), grown the same way, released with the
@@ -23,7 +24,7 @@ namespace baton {
 
 class FusedWindow {
  public:
-  enum Pattern { kGather = 0, kReduceScatter = 1 };
+  enum Pattern { kGather, kReduceScatter, kMoeDispatch, kMoeWeights, kMoePartials, kPatterns };
   ~FusedWindow();  // local: the communicator is being freed and its window table cleared
 
   // Collective. The device communicator on first use, then, if this host has other ranks of the
@@ -41,6 +42,11 @@ class FusedWindow {
   uint64_t target(Pattern p, int source) const { return seen_[signal(p, source)] + 1; }
   // The call is over: every local source sent its one signal of pattern p to this rank.
   void account(Pattern p);
+  // MoE's combine-type calls so far (the same on every rank): which half of its double buffer a
+  // call uses.
+  uint64_t moeCombines = 0;
+  // MoE's low-latency regions (dispatch, weights, partials), in bytes: the most any call needed.
+  size_t moeRegions[3] = {0, 0, 0};
 
  private:
   batonDevComm dev_{};

@@ -27,6 +27,7 @@ const char* moeStageName(MoeStage s) {
     case MoeStage::kNaive: return "naive";
     case MoeStage::kAlltoAllv: return "alltoallv";
     case MoeStage::kNormal: return "normal";
+    case MoeStage::kLowLatency: return "lowlatency";
   }
   return "?";
 }
@@ -42,10 +43,12 @@ ncclResult_t stageFromEnv(const char* fn, MoeStage* out) {
   if (v == "naive" || v == "1") *out = MoeStage::kNaive;
   else if (v == "alltoallv" || v == "2") *out = MoeStage::kAlltoAllv;
   else if (v == "normal" || v == "3") *out = MoeStage::kNormal;
+  else if (v == "lowlatency" || v == "4") *out = MoeStage::kLowLatency;
   else if (v == "auto") *out = MoeStage::kAuto;
   else
-    return batonError(ncclInvalidArgument, "%s: BATON_MOE_STAGE=%s is not a stage (naive, alltoallv, normal or auto)",
-                      fn, v.c_str());
+    return batonError(ncclInvalidArgument,
+                      "%s: BATON_MOE_STAGE=%s is not a stage (naive, alltoallv, normal, lowlatency or auto)", fn,
+                      v.c_str());
   return ncclSuccess;
 }
 
@@ -194,11 +197,20 @@ ncclResult_t dispatch(const char* fn, const void* tokens, const int32_t* topkIdx
   }
   if (stage == MoeStage::kAuto) stage = resolveAuto(all, words, n, r->elemSize);
   r->stage = stage;
+  if (stage == MoeStage::kLowLatency) {
+    bool oneHost = false;
+    BATON_CHECK(moeLowLatencyWindow(r.get(), &oneHost));
+    if (!oneHost) {
+      BATON_INFO(kSubColl, "%s: the low-latency stage needs every rank on one host: running normal", fn);
+      stage = r->stage = MoeStage::kNormal;
+    }
+  }
   if (!comm->fusedScratch) comm->fusedScratch = std::make_shared<FusedScratch>();
   const void* wire = fp8 ? quantize(*r, tokens) : tokens;
   std::vector<const char*> data;  // the normal stage dispatches as alltoallv does
-  BATON_CHECK(stage == MoeStage::kNaive ? moeDispatchNaive(r.get(), wire, &data)
-                                        : moeDispatchAlltoAllv(r.get(), wire, &data));
+  BATON_CHECK(stage == MoeStage::kNaive        ? moeDispatchNaive(r.get(), wire, &data)
+              : stage == MoeStage::kLowLatency ? moeDispatchLowLatency(r.get(), wire, &data)
+                                               : moeDispatchAlltoAllv(r.get(), wire, &data));
   // Group the rows by local expert, keeping arrival order (source, token) within each.
   const size_t rowBytes = fp8 ? hidden : hidden * r->elemSize, nRows = r->rows.size(), nScales = hidden / kFp8Block;
   std::vector<size_t> next(r->perRank, 0);
@@ -216,6 +228,7 @@ ncclResult_t dispatch(const char* fn, const void* tokens, const int32_t* topkIdx
     memcpy(static_cast<char*>(recvTokens) + row * rowBytes, data[a], rowBytes);
     if (fp8) memcpy(recvScales + row * nScales, data[a] + hidden, nScales * sizeof(float));
   }
+  if (stage == MoeStage::kLowLatency) BATON_CHECK(moeLowLatencyDispatchEnd(*r));  // rows out of the window
   BATON_INFO(kSubColl, "%s: %zu tokens, hidden %zu, top-%d of %d experts, stage %s%s: %zu rows received", fn, numTokens,
              hidden, topk, numExperts, moeStageName(stage), fp8 ? ", fp8" : "", nRows);
   *routing = r.release();
@@ -255,9 +268,10 @@ ncclResult_t combine(const char* fn, const void* expertOut, const float* weights
   const size_t elems = r->numTokens * r->hidden;
   float* sum = r->scratch<float>(FusedScratch::kMoeSum, elems);
   const char* rows = static_cast<const char*>(expertOut);
-  BATON_CHECK(r->stage == MoeStage::kNaive    ? moeCombineNaive(*r, rows, weights, sum)
-              : r->stage == MoeStage::kNormal ? moeCombineNormal(*r, rows, weights, sum)
-                                              : moeCombineAlltoAllv(*r, rows, weights, sum));
+  BATON_CHECK(r->stage == MoeStage::kNaive        ? moeCombineNaive(*r, rows, weights, sum)
+              : r->stage == MoeStage::kNormal     ? moeCombineNormal(*r, rows, weights, sum)
+              : r->stage == MoeStage::kLowLatency ? moeCombineLowLatency(*r, rows, weights, sum)
+                                                  : moeCombineAlltoAllv(*r, rows, weights, sum));
   roundFromFloat(r->type, sum, out, elems);
   return ncclSuccess;
 }

@@ -13,7 +13,7 @@
 
 namespace baton {
 
-enum class MoeStage : int { kAuto = 0, kNaive = 1, kAlltoAllv = 2, kNormal = 3 };
+enum class MoeStage : int { kAuto = 0, kNaive = 1, kAlltoAllv = 2, kNormal = 3, kLowLatency = 4 };
 constexpr int kMoeMaxTopk = 64;
 const char* moeStageName(MoeStage s);
 
@@ -73,6 +73,13 @@ ncclResult_t moeDispatchAlltoAllv(batonMoeRouting* r, const void* tokens, std::v
 ncclResult_t moeCombineNaive(const batonMoeRouting& r, const char* expertOut, const float* weights, float* out);
 ncclResult_t moeCombineAlltoAllv(const batonMoeRouting& r, const char* expertOut, const float* weights, float* out);
 ncclResult_t moeCombineNormal(const batonMoeRouting& r, const char* expertOut, const float* weights, float* out);
+// The low-latency stage (moe_lowlatency.cc), one host only: dispatch first sizes the window
+// (collective; *oneHost false when some rank is on another host, alike everywhere), and ends with
+// moeLowLatencyDispatchEnd once the rows are copied out of the window.
+ncclResult_t moeLowLatencyWindow(batonMoeRouting* r, bool* oneHost);
+ncclResult_t moeDispatchLowLatency(batonMoeRouting* r, const void* tokens, std::vector<const char*>* data);
+ncclResult_t moeLowLatencyDispatchEnd(const batonMoeRouting& r);
+ncclResult_t moeCombineLowLatency(const batonMoeRouting& r, const char* expertOut, const float* weights, float* out);
 
 // The backward pass's two movements, per stage: each of this rank's tokens' `bytes`-byte payload
 // to the rows that token has on other ranks (*at[a]: arrival row a's token's payload, valid until
@@ -90,20 +97,28 @@ ncclResult_t moeReturnFloatsAlltoAllv(const batonMoeRouting& r, const float* per
 ncclResult_t moeExchangeBytes(ncclComm* comm, const void* send, const std::vector<size_t>& sendBytes, void* recv,
                               const std::vector<size_t>& recvBytes, size_t largestBlock);
 
-// dst[0..h) += w * row[0..h), the row in the routing's datatype (float or bfloat16), in fp32.
-inline void moeAccumulate(ncclDataType_t type, const char* row, float w, float* dst, size_t h) {
+// dst[0..h) += w * row[0..h) (first: dst = w * row, sparing a pass that zeroes dst), the row in
+// the routing's datatype (float or bfloat16), in fp32.
+inline void moeAccumulate(ncclDataType_t type, const char* row, float w, float* dst, size_t h, bool first = false) {
   if (type == ncclFloat) {
     const float* x = reinterpret_cast<const float*>(row);
-    for (size_t e = 0; e < h; ++e) dst[e] += w * x[e];
+    if (first)
+      for (size_t e = 0; e < h; ++e) dst[e] = w * x[e];
+    else
+      for (size_t e = 0; e < h; ++e) dst[e] += w * x[e];
     return;
   }
   const uint16_t* x = reinterpret_cast<const uint16_t*>(row);  // bfloat16: the top half of a float
-  for (size_t e = 0; e < h; ++e) {
+  auto wide = [&](size_t e) {
     const uint32_t bits = uint32_t(x[e]) << 16;
     float v;
     memcpy(&v, &bits, 4);
-    dst[e] += w * v;
-  }
+    return v;
+  };
+  if (first)
+    for (size_t e = 0; e < h; ++e) dst[e] = w * wide(e);
+  else
+    for (size_t e = 0; e < h; ++e) dst[e] += w * wide(e);
 }
 
 // The weight of this rank's token t's j-th expert (1 where weights is NULL).

@@ -139,14 +139,14 @@ TEST_P(MoeStage, EqualsTheReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(, MoeStage, ::testing::Values("naive", "alltoallv", "normal", "auto"),
+INSTANTIATE_TEST_SUITE_P(, MoeStage, ::testing::Values("naive", "alltoallv", "normal", "lowlatency", "auto"),
                          [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
 
 // FP8 dispatch's rows against the bfloat16 (and float) path's, within the bound include/baton/moe.h
 // states: |dequantized - x| <= 2^-4 |x| + 2^-10 s, s = the block's amax / 448. Tokens spread over
 // 2^-10..2^2 so that blocks hold e4m3 normals, subnormals and zeros. Every stage, 1-4 ranks.
 TEST(MoeFp8, RowsWithinTheStatedErrorOfTheExactPath) {
-  for (const char* stage : {"naive", "alltoallv", "normal"}) {
+  for (const char* stage : {"naive", "alltoallv", "normal", "lowlatency"}) {
     ScopedEnv env(ScopedEnv::Vars{{"BATON_MOE_STAGE", stage}});
     for (int n : {1, 2, 3, 4})
       for (ncclDataType_t type : {ncclBfloat16, ncclFloat}) {
@@ -222,7 +222,7 @@ TEST(MoeFp8, FastEncoderEqualsTheCodec) {
 // tokens in -2..2 every value quantizes exactly (x / (2/448) = 224 x is an e4m3 value), so every
 // result equals the reference bit for bit.
 TEST(MoeFp8, RoutingServesCombineAndBackwardPasses) {
-  for (const char* stage : {"naive", "alltoallv", "normal"}) {
+  for (const char* stage : {"naive", "alltoallv", "normal", "lowlatency"}) {
     ScopedEnv env(ScopedEnv::Vars{{"BATON_MOE_STAGE", stage}});
     for (int n : {1, 2, 4})
       for (ncclDataType_t type : {ncclBfloat16, ncclFloat}) {
@@ -232,6 +232,61 @@ TEST(MoeFp8, RoutingServesCombineAndBackwardPasses) {
         if (HasFatalFailure()) return;
       }
   }
+}
+
+// The low-latency stage's window regions grow only in dispatch and its combines alternate halves:
+// two routings of different sizes, the larger dispatched second (the regions grow), then combines
+// of both interleaved, each combine-type call on the half after the last one's.
+TEST(MoeLowLatency, RoutingsInterleavedAcrossAGrowth) {
+  ScopedEnv env(ScopedEnv::Vars{{"BATON_MOE_STAGE", "lowlatency"}});
+  const int n = 3;
+  MoeCase c1, c2;
+  c1.nRanks = c2.nRanks = n, c1.experts = c2.experts = 9;
+  c1.topk = 2, c1.hidden = 16, c1.seed = 5;
+  c2.topk = 8, c2.hidden = 96, c2.seed = 6, c2.type = ncclBfloat16;
+  const auto in1 = moeMake(c1), in2 = moeMake(c2);
+  const Comms& comms = cachedComms(n);
+  std::vector<std::string> failures(n);
+  runRanks(n, Drive::Threads, [&](int r) {
+    auto fail = [&](const std::string& what) {
+      if (failures[r].empty()) failures[r] = what + ": " + ncclGetLastError(comms[r]);
+      return ncclSuccess;
+    };
+    struct One {
+      const MoeCase* c = nullptr;
+      const MoeRank* in = nullptr;
+      std::vector<char> recv, y, out, grad;
+      std::vector<size_t> per;
+      size_t numRecv = 0;
+      batonMoeRouting_t routing = nullptr;
+    } a, b;
+    a.c = &c1, a.in = &in1[r], b.c = &c2, b.in = &in2[r];
+    for (One* x : {&a, &b}) {
+      const size_t rowBytes = x->c->hidden * moeElemSize(x->c->type);
+      x->recv.assign(x->in->wantNumRecv * rowBytes + 1, 0), x->per.assign(3, 0);
+      if (batonMoeDispatch(x->in->tokens.data(), x->in->ids.data(), x->in->numTokens, x->c->hidden, x->c->experts,
+                           x->c->topk, x->c->type, x->recv.data(), x->in->wantNumRecv, x->per.data(), &x->numRecv,
+                           &x->routing, comms[r], nullptr) != ncclSuccess)
+        return fail("dispatch");
+      x->y.assign(x->numRecv * rowBytes, 0), x->out.assign(x->in->numTokens * rowBytes, 0);
+      x->grad = x->out;
+      moeRunExperts(*x->c, r, x->recv.data(), x->per.data(), x->y.data());
+    }
+    // a, b, a, b: combine-type calls on alternating halves, the first routing's on the grown layout.
+    for (One* x : {&a, &b})
+      if (batonMoeCombine(x->y.data(), x->in->weights.data(), x->out.data(), x->routing, comms[r], nullptr))
+        return fail("combine");
+    for (One* x : {&a, &b})
+      if (batonMoeDispatchBackward(x->y.data(), x->grad.data(), x->routing, comms[r], nullptr))
+        return fail("dispatch backward");
+    for (One* x : {&a, &b}) {
+      if (x->out != x->in->wantOut) return fail("combined output differs");
+      if (x->grad != x->in->wantGradTokens) return fail("gradTokens differ");
+      batonMoeRoutingDestroy(x->routing);
+    }
+    return ncclSuccess;
+  });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(failures[r], "") << "rank " << r;
 }
 
 TEST(MoeBadInput, ARankOverItsCapacityFailsEveryRankBeforeAnythingMoves) {

@@ -101,7 +101,7 @@ CheckReport runProcessChecks(ncclComm_t comm, int rank, int n, bool quick) {
   // MoE dispatch, experts, combine and both backward passes (baton's extra), every stage, against
   // moe_case.h's reference.
   const int experts = n * std::max(2, (8 + n - 1) / n);
-  for (const char* stage : {"naive", "alltoallv", "normal"})
+  for (const char* stage : {"naive", "alltoallv", "normal", "lowlatency"})
     for (ncclDataType_t type : {ncclFloat, ncclBfloat16})
       for (int topk : {1, 2, 8}) {
         if (quick && topk == 8) continue;

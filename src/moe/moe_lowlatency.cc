@@ -1,0 +1,205 @@
+// MoE stage 4, low latency (include/baton/moe.h, lesson 12): no exchange through the transports at
+// all. Every rank of the communicator is on one host, so each rank stores straight into its peers'
+// symmetric window (src/fused/fused_window.h) and says so with one signal per (pattern, source);
+// the receiver copies out of its own window. Written against the device-side API
+// (include/baton/device.h), as a GPU kernel would be.
+//
+// Window of rank r, laid out alike on every rank (the agreed counts size it; the largest rank's
+// need is every rank's size; the regions only grow, and only in dispatch, so a combine on an older
+// routing finds them where every rank does):
+//   dispatch    per source s, the tokens s sends r (once each, with their expert ids), in s's
+//               token order;
+//   weights[2]  per source s, the topk weights of each of those tokens (combine's first step);
+//   partials[2] per expert rank p, one fp32 partial per token r sent p, in r's token order.
+// Double buffered: combine-type calls alternate halves, so a rank one call ahead writes the other
+// half. Why one call ahead at most: a rank's call ends only after every peer stored its partials of
+// that call, which each does only after finishing its previous call. Dispatch needs no second half:
+// it begins with the agreement all-gather, which every rank reaches only after its previous call,
+// and ends with an LSA barrier once its rows are copied out (it may have grown the regions).
+//
+// Memory-ordering contract: a sender's stores into a peer's region are released by its signal add
+// on that peer (batonSignalAdd, release); the peer acquires them in batonWaitSignal before loading.
+// Signals only grow, so nothing is reset between calls (FusedWindow::target/account count them).
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "fused/fused_window.h"
+#include "misc/debug.h"
+#include "moe/moe_routing.h"
+
+namespace baton {
+namespace {
+
+constexpr size_t kAlign = 64;
+size_t up(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+
+// Where every region of every rank's window is: offsets in bytes from the window's base.
+struct LowLatencyLayout {
+  size_t weights[2], partials[2], bytes;
+  size_t dispatchRow, weightsRow, partialRow;  // bytes per token in each region
+  const batonMoeRouting* r;
+  size_t to(int dst, int src) const { return r->sendTokens[(size_t)src * r->comm->nRanks + dst]; }
+  // Rank dst's region for what source src sends it: tokens before src's, in dst's window.
+  size_t before(int dst, int src) const {
+    size_t t = 0;
+    for (int s = 0; s < src; ++s) t += to(dst, s);
+    return t;
+  }
+  size_t dispatchAt(int dst, int src) const { return before(dst, src) * dispatchRow; }
+  size_t weightsAt(int half, int dst, int src) const { return weights[half] + before(dst, src) * weightsRow; }
+  // In token rank t's window, expert rank p's partials: tokens t sent to ranks before p, then p's.
+  size_t partialsAt(int half, int t, int p) const {
+    size_t n = 0;
+    for (int q = 0; q < p; ++q) n += to(q, t);
+    return partials[half] + n * partialRow;
+  }
+};
+
+// The layout of r's regions in w: each region as large as any routing so far needed (grow: first
+// raised to r's needs, which dispatch does).
+LowLatencyLayout layoutOf(const batonMoeRouting& r, FusedWindow& w, bool grow) {
+  const int n = r.comm->nRanks;
+  LowLatencyLayout L{};
+  L.r = &r;
+  L.dispatchRow = r.wireBytes + (size_t)r.topk * sizeof(int32_t);
+  L.weightsRow = (size_t)r.topk * sizeof(float);
+  L.partialRow = r.hidden * sizeof(float);
+  size_t* region = w.moeRegions;  // dispatch, weights, partials
+  for (int q = 0; grow && q < n; ++q) {
+    size_t in = 0, out = 0;
+    for (int s = 0; s < n; ++s) in += L.to(q, s), out += L.to(s, q);
+    region[0] = std::max(region[0], up(in * L.dispatchRow));
+    region[1] = std::max(region[1], up(in * L.weightsRow));
+    region[2] = std::max(region[2], up(out * L.partialRow));
+  }
+  L.weights[0] = region[0], L.weights[1] = L.weights[0] + region[1];
+  L.partials[0] = L.weights[1] + region[1], L.partials[1] = L.partials[0] + region[2];
+  L.bytes = L.partials[1] + region[2] + kAlign;
+  return L;
+}
+
+ncclResult_t wait(const batonMoeRouting& r, const FusedWindow& w, FusedWindow::Pattern p, int source,
+                  const char* what) {
+  if (batonWaitSignal(w.dev(), w.signal(p, source), w.target(p, source))) return ncclSuccess;
+  return batonError(ncclRemoteError,
+                    "MoE low-latency stage: rank %d gave up waiting for rank %d's %s (communicator aborted, or "
+                    "BATON_WAIT_TIMEOUT passed)",
+                    r.comm->rank, source, what);
+}
+
+// The i-th peer a rank serves: itself last, the others rotated so no two ranks start alike.
+int peerAt(int me, int n, int i) { return (me + 1 + i) % n; }
+
+}  // namespace
+
+ncclResult_t moeLowLatencyWindow(batonMoeRouting* r, bool* oneHost) {
+  ncclComm* comm = r->comm;
+  if (!comm->fusedWindow) comm->fusedWindow = std::make_shared<FusedWindow>();
+  bool usable = false;
+  BATON_CHECK(comm->fusedWindow->ensure(comm, layoutOf(*r, *comm->fusedWindow, true).bytes, &usable));
+  *oneHost = usable && comm->fusedWindow->dev().lsaSize == comm->nRanks;  // alike on every rank
+  return ncclSuccess;
+}
+
+ncclResult_t moeLowLatencyDispatchEnd(const batonMoeRouting& r) {
+  if (batonLsaBarrier(r.comm->fusedWindow->dev(), 0)) return ncclSuccess;
+  return batonError(ncclRemoteError, "batonMoeDispatch: rank %d gave up in the barrier that ends the low-latency stage",
+                    r.comm->rank);
+}
+
+ncclResult_t moeDispatchLowLatency(batonMoeRouting* r, const void* tokens, std::vector<const char*>* data) {
+  ncclComm* comm = r->comm;
+  FusedWindow& w = *comm->fusedWindow;
+  const int n = comm->nRanks, me = comm->rank, k = r->topk;
+  const LowLatencyLayout L = layoutOf(*r, w, false);
+  // Each destination's tokens, in token order, then its signal: it may copy them out while this
+  // rank serves the next destination.
+  for (int i = 0; i < n; ++i) {
+    const int p = peerAt(me, n, i);
+    char* dst = w.base(p) + L.dispatchAt(p, me);
+    for (size_t t = 0; t < r->numTokens; ++t)
+      for (int j = 0; j < k; ++j) {
+        if (!r->firstOnRank(t, j) || r->rankOf(r->topkIdx[t * k + j]) != p) continue;
+        memcpy(dst, static_cast<const char*>(tokens) + t * r->wireBytes, r->wireBytes);
+        memcpy(dst + r->wireBytes, &r->topkIdx[t * k], k * sizeof(int32_t));
+        dst += L.dispatchRow;
+      }
+    w.signalPeer(p, FusedWindow::kMoeDispatch);
+  }
+  const char* mine = w.base(me);
+  for (int s = 0; s < n; ++s) {
+    BATON_CHECK(wait(*r, w, FusedWindow::kMoeDispatch, s, "tokens"));
+    const char* in = mine + L.dispatchAt(me, s);
+    for (uint32_t seq = 0; seq < L.to(me, s); ++seq, in += L.dispatchRow) {
+      int32_t ids[kMoeMaxTopk];
+      memcpy(ids, in + r->wireBytes, k * sizeof(int32_t));
+      for (int j = 0; j < k; ++j) {
+        if (ids[j] < 0 || r->rankOf(ids[j]) != me) continue;
+        r->rows.push_back({s, j, ids[j] % r->perRank, seq, 0});
+        data->push_back(in);
+      }
+    }
+  }
+  w.account(FusedWindow::kMoeDispatch);
+  return ncclSuccess;
+}
+
+ncclResult_t moeCombineLowLatency(const batonMoeRouting& r, const char* expertOut, const float* weights, float* out) {
+  ncclComm* comm = r.comm;
+  FusedWindow& w = *comm->fusedWindow;
+  const int n = comm->nRanks, me = comm->rank, k = r.topk;
+  const size_t h = r.hidden, rowBytes = h * r.elemSize;
+  const LowLatencyLayout L = layoutOf(r, w, false);
+  const int half = (int)(w.moeCombines++ % 2);
+  // 1. The weights of the tokens this rank sent each expert rank, into that rank's window.
+  for (int i = 0; i < n; ++i) {
+    const int p = peerAt(me, n, i);
+    float* dst = reinterpret_cast<float*>(w.base(p) + L.weightsAt(half, p, me));
+    for (size_t t = 0; t < r.numTokens; ++t)
+      for (int j = 0; j < k; ++j) {
+        if (!r.firstOnRank(t, j) || r.rankOf(r.topkIdx[t * k + j]) != p) continue;
+        for (int x = 0; x < k; ++x) *dst++ = moeWeight(r, weights, t, x);
+      }
+    w.signalPeer(p, FusedWindow::kMoeWeights);
+  }
+  // 2. Per source, once its weights are here: each of its tokens' rows summed in fp32, stored
+  // straight into the source's window (rows arrive grouped by source, then token).
+  size_t a = 0;
+  for (int s = 0; s < n; ++s) {
+    BATON_CHECK(wait(r, w, FusedWindow::kMoeWeights, s, "weights"));
+    const float* wt = reinterpret_cast<const float*>(w.base(me) + L.weightsAt(half, me, s));
+    float* partial = reinterpret_cast<float*>(w.base(s) + L.partialsAt(half, s, me));
+    for (uint32_t seq = 0; seq < L.to(me, s); ++seq) {  // every token sent here has a row here
+      float* dst = partial + (size_t)seq * h;
+      for (bool first = true; a < r.rows.size() && r.rows[a].src == s && r.rows[a].seq == seq; ++a, first = false)
+        moeAccumulate(r.type, expertOut + (size_t)r.rowOf[a] * rowBytes, wt[(size_t)seq * k + r.rows[a].j], dst, h,
+                      first);
+    }
+    w.signalPeer(s, FusedWindow::kMoePartials);
+  }
+  // 3. This rank's tokens: one partial per rank they went to, in the order of their slots.
+  std::vector<const float*> from(n);
+  for (int p = 0; p < n; ++p) {
+    BATON_CHECK(wait(r, w, FusedWindow::kMoePartials, p, "partials"));
+    from[p] = reinterpret_cast<const float*>(w.base(me) + L.partialsAt(half, me, p));
+  }
+  for (size_t t = 0; t < r.numTokens; ++t) {
+    float* dst = out + t * h;
+    bool first = true;
+    for (int j = 0; j < k; ++j) {
+      if (!r.firstOnRank(t, j)) continue;
+      const int p = r.rankOf(r.topkIdx[t * k + j]);
+      if (first) std::copy(from[p], from[p] + h, dst);
+      else
+        for (size_t e = 0; e < h; ++e) dst[e] += from[p][e];
+      from[p] += h, first = false;
+    }
+    if (first) std::fill(dst, dst + h, 0.f);  // a token with no expert
+  }
+  w.account(FusedWindow::kMoeWeights);
+  w.account(FusedWindow::kMoePartials);
+  return ncclSuccess;
+}
+
+}  // namespace baton
