@@ -44,7 +44,7 @@
  * this rank's outputs are complete; not inside ncclGroupStart/End. Ranks that disagree on hidden,
  * numExperts, topk, the datatype or the stage fail on every rank with a message naming both.
  *
- * Stages (BATON_MOE_STAGE = naive | alltoallv | normal | auto):
+ * Stages (BATON_MOE_STAGE = naive | alltoallv | normal | lowlatency | auto):
  *   naive      every rank all-gathers every token and its expert ids (ncclAllGather, padded to the
  *              largest token count) and keeps the rows of its experts; combine: each rank sums its
  *              weighted rows for every token of every rank in fp32, a ReduceScatter adds the ranks'
@@ -55,10 +55,16 @@
  *   normal     dispatch as alltoallv; combine reduces on the experts' rank (DeepEP's normal
  *              layout): the token's weights go there first, each rank sums its rows of a token in
  *              fp32, and one fp32 partial per (token, rank) returns to be added at the token's rank;
- *   auto       (the default) normal where that combine returns fewer bytes than one row per
- *              expert (every rank's counts decide, so every rank picks alike), else alltoallv.
+ *   lowlatency every rank on one host: no transport at all. Tokens (once per rank, with their
+ *              ids), then combine's weights and fp32 partials, are stored straight into the
+ *              peers' symmetric windows, each block announced by one signal that only grows;
+ *              combines alternate between two halves of the window, so consecutive calls need
+ *              no reset. Ranks on several hosts: runs as normal (NCCL_DEBUG=INFO says so);
+ *   auto       (the default) lowlatency where every rank is on one host; across hosts normal
+ *              where its combine returns fewer bytes than one row per expert (every rank's
+ *              counts decide, so every rank picks alike), else alltoallv.
  * Every stage gives the same rows in the same order. Combined outputs are the same fp32 sums
- * grouped differently (alltoallv in slot order; naive and normal per rank first), so they agree bit
+ * grouped differently (alltoallv in slot order; the others per rank first), so they agree bit
  * for bit where the sums are exact (e.g. integer-valued data) and otherwise within fp32 rounding. */
 #ifndef BATON_MOE_H
 #define BATON_MOE_H

@@ -112,8 +112,9 @@ const char* quantize(const batonMoeRouting& r, const void* tokens) {
   return q;
 }
 
-// Stage auto, once every rank's counts are known (so every rank picks alike): normal where its
-// combine returns fewer bytes (one fp32 partial per token and rank) than one row per expert.
+// Stage auto across hosts, once every rank's counts are known (so every rank picks alike): normal
+// where its combine returns fewer bytes (one fp32 partial per token and rank) than one row per
+// expert. (On one host auto is the low-latency stage, fastest at every shape measured.)
 MoeStage resolveAuto(const std::vector<uint64_t>& all, size_t words, int n, size_t elemSize) {
   uint64_t tokens = 0, rows = 0;
   for (int q = 0; q < n; ++q)
@@ -195,16 +196,15 @@ ncclResult_t dispatch(const char* fn, const void* tokens, const int32_t* topkIdx
                         "is %" PRIu64 "; no rank moved any token",
                         fn, p, rows, cap);
   }
-  if (stage == MoeStage::kAuto) stage = resolveAuto(all, words, n, r->elemSize);
-  r->stage = stage;
-  if (stage == MoeStage::kLowLatency) {
+  if (stage == MoeStage::kAuto || stage == MoeStage::kLowLatency) {
     bool oneHost = false;
     BATON_CHECK(moeLowLatencyWindow(r.get(), &oneHost));
-    if (!oneHost) {
+    if (!oneHost && stage == MoeStage::kLowLatency)
       BATON_INFO(kSubColl, "%s: the low-latency stage needs every rank on one host: running normal", fn);
-      stage = r->stage = MoeStage::kNormal;
-    }
+    if (oneHost) stage = MoeStage::kLowLatency;
+    else stage = stage == MoeStage::kAuto ? resolveAuto(all, words, n, r->elemSize) : MoeStage::kNormal;
   }
+  r->stage = stage;
   if (!comm->fusedScratch) comm->fusedScratch = std::make_shared<FusedScratch>();
   const void* wire = fp8 ? quantize(*r, tokens) : tokens;
   std::vector<const char*> data;  // the normal stage dispatches as alltoallv does

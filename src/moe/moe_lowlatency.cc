@@ -96,9 +96,11 @@ int peerAt(int me, int n, int i) { return (me + 1 + i) % n; }
 ncclResult_t moeLowLatencyWindow(batonMoeRouting* r, bool* oneHost) {
   ncclComm* comm = r->comm;
   if (!comm->fusedWindow) comm->fusedWindow = std::make_shared<FusedWindow>();
+  // The device communicator first (no window memory): a communicator across hosts allocates none.
   bool usable = false;
-  BATON_CHECK(comm->fusedWindow->ensure(comm, layoutOf(*r, *comm->fusedWindow, true).bytes, &usable));
+  BATON_CHECK(comm->fusedWindow->ensure(comm, 0, &usable));
   *oneHost = usable && comm->fusedWindow->dev().lsaSize == comm->nRanks;  // alike on every rank
+  if (*oneHost) BATON_CHECK(comm->fusedWindow->ensure(comm, layoutOf(*r, *comm->fusedWindow, true).bytes, &usable));
   return ncclSuccess;
 }
 
