@@ -117,10 +117,10 @@ for algo in auto bruck; do
 done
 # Lesson 12: MoE dispatch and combine per stage, every stage's rows and output equal to the first's.
 out=$("$BIN/baton-perf" moe -t 2 -T 16,64 --hidden 256 -k 4 -n 2 -w 1 -r 1); echo "$out"
-expect '^# tokens +naive disp/comb/both +alltoallv disp/comb/both +normal disp/comb/both +MB +bound\(us\) +x bound +wrong$' "$out"
-for t in 16 64; do expect "^ +$t( +[0-9.]+/ *[0-9.]+/ *[0-9.]+){3} +[0-9.]+ +[0-9.]+ +[0-9.]+ +0$" "$out"; done
+expect '^# tokens +naive disp/comb/both +alltoallv disp/comb/both +normal disp/comb/both +lowlatency disp/comb/both +MB +bound\(us\) +x bound +wrong$' "$out"
+for t in 16 64; do expect "^ +$t( +[0-9.]+/ *[0-9.]+/ *[0-9.]+){4} +[0-9.]+ +[0-9.]+ +[0-9.]+ +0$" "$out"; done
 # The same with FP8 dispatch: every stage receives the same e4m3 bytes and scales.
 out=$("$BIN/baton-perf" moe -t 2 -T 64 --hidden 256 -k 4 -n 2 -w 1 -r 1 --fp8); echo "$out"
 expect '^# baton-perf moe, bfloat16 \(dispatch in fp8 e4m3\), 2 ranks' "$out"
-expect "^ +64( +[0-9.]+/ *[0-9.]+/ *[0-9.]+){3} +[0-9.]+ +[0-9.]+ +[0-9.]+ +0$" "$out"
+expect "^ +64( +[0-9.]+/ *[0-9.]+/ *[0-9.]+){4} +[0-9.]+ +[0-9.]+ +[0-9.]+ +0$" "$out"
 exit $fail

@@ -37,7 +37,7 @@ struct MoeOptions {
   ncclDataType_t type = ncclBfloat16;
   bool fp8 = false;
   int threads = 1, iters = 5, warmup = 1, check = 1, repeats = 3;
-  std::vector<std::string> stages = {"naive", "alltoallv", "normal"};
+  std::vector<std::string> stages = {"naive", "alltoallv", "normal", "lowlatency"};
 };
 
 // One rank's inputs and outputs for one token count.
@@ -161,7 +161,7 @@ int parse(int argc, char** argv, MoeOptions* o) {
           "usage: baton-perf moe [-t threads] [-T tokens[,tokens...]] [--hidden elements] [-E experts] [-k topk] "
           "[--skew "
           "fraction] [-d float|bfloat16] [--fp8] [-n iters] [-w warmup] [-r repeats] [--compare "
-          "naive,alltoallv,normal] [-c 0|1]\n"
+          "naive,alltoallv,normal,lowlatency] [-c 0|1]\n"
           "(docs/lessons/12-moe-all-to-all.md; layouts as in include/baton/moe.h; -E defaults to 8 per rank)\n");
       return 0;
     } else if (a == "-T") {
