@@ -30,6 +30,13 @@ ncclResult_t batonTunerPredictAlgo(ncclComm_t comm, const char* collective, size
 /* The (algorithm, protocol) the tuner picks, and its predicted time. */
 ncclResult_t batonTunerChoose(ncclComm_t comm, const char* collective, size_t bytes, int* algorithm, int* protocol,
                               double* predictedUs);
+/* The AlltoAll algorithm ("direct", "pairwise" or "bruck") ncclAlltoAll runs on comm for
+ * bytesPerPeer bytes to each peer, and in *reason (may be NULL; static storage) the rule that
+ * decided: BATON_ALLTOALL_ALGO, else Bruck across hosts with more than 2 ranks while the whole
+ * buffer is at most batonTunerAlltoAllBruckBytes (BATON_ALLTOALL_BRUCK_BYTES), else direct. */
+ncclResult_t batonTunerChooseAlltoAll(ncclComm_t comm, size_t bytesPerPeer, const char** algorithm,
+                                      const char** reason);
+size_t batonTunerAlltoAllBruckBytes(ncclComm_t comm);
 /* Steps the model charges its per-step cost for: a ring's 2(n-1) for allreduce, a tree's 2 * depth. */
 int batonTunerSteps(ncclComm_t comm, const char* collective, int algorithm);
 const char* batonAlgorithmName(int algorithm);

@@ -2,17 +2,45 @@
 #include "tuner/alltoall_choice.h"
 
 #include "alltoall.h"
+#include "api/argcheck.h"
+#include "baton/tuner.h"
+#include "misc/debug.h"
 
 namespace baton {
 
-int chooseAlltoAll(const ncclComm* comm, size_t blockBytes, bool sizeAgreed) {
-  if (comm->tun.alltoallAlgo != kAlltoAllAuto) return comm->tun.alltoallAlgo;
+int chooseAlltoAll(const ncclComm* comm, size_t blockBytes, bool sizeAgreed, const char** why) {
+  const char* unused;
+  if (!why) why = &unused;
+  if (comm->tun.alltoallAlgo != kAlltoAllAuto) return *why = "forced by BATON_ALLTOALL_ALGO", comm->tun.alltoallAlgo;
   // On one host direct measured fastest or level at every size (its n-1 transfers overlap); across
   // two hosts Bruck took 0.45-0.97 of direct's time up to 64 KiB for 4 and 8 ranks, direct won from
   // 256 KiB.
-  if (sizeAgreed && comm->nNodes > 1 && comm->nRanks > 2 && blockBytes * comm->nRanks <= comm->tun.alltoallBruckBytes)
-    return kAlltoAllBruck;
-  return kAlltoAllDirect;
+  if (!sizeAgreed) return *why = "sizes differ per rank (AlltoAllv): the ranks could not choose alike", kAlltoAllDirect;
+  if (comm->nNodes == 1)
+    return *why = "one host: direct's n-1 transfers overlap, fastest or level measured", kAlltoAllDirect;
+  if (comm->nRanks <= 2) return *why = "2 ranks: one exchange whichever the schedule", kAlltoAllDirect;
+  if (blockBytes * comm->nRanks <= comm->tun.alltoallBruckBytes)
+    return *why = "across hosts, buffer <= BATON_ALLTOALL_BRUCK_BYTES: log2 n NET messages instead of n-1",
+           kAlltoAllBruck;
+  return *why = "across hosts, buffer > BATON_ALLTOALL_BRUCK_BYTES: Bruck's extra copies cost more", kAlltoAllDirect;
 }
 
 }  // namespace baton
+
+using namespace baton;
+
+extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerChooseAlltoAll(ncclComm_t comm,
+                                                                                        size_t bytesPerPeer,
+                                                                                        const char** algorithm,
+                                                                                        const char** reason) {
+  BATON_CHECK(checkCommReady(comm, "batonTunerChooseAlltoAll"));
+  if (!algorithm) return batonError(ncclInvalidArgument, "batonTunerChooseAlltoAll: algorithm is NULL");
+  *algorithm = alltoallAlgoName(chooseAlltoAll(comm, bytesPerPeer, true, reason));
+  return ncclSuccess;
+}
+
+extern "C" __attribute__((visibility("default"))) size_t batonTunerAlltoAllBruckBytes(ncclComm_t comm) {
+  return checkCommReady(comm, "batonTunerAlltoAllBruckBytes") == ncclSuccess ? comm->tun.alltoallBruckBytes : 0;
+}
+
+namespace baton {}  // namespace baton

@@ -13,6 +13,7 @@
 
 namespace baton {
 
-int chooseAlltoAll(const ncclComm* comm, size_t blockBytes, bool sizeAgreed);
+// *why (if not NULL): the rule that decided, in words (static storage).
+int chooseAlltoAll(const ncclComm* comm, size_t blockBytes, bool sizeAgreed, const char** why = nullptr);
 
 }  // namespace baton

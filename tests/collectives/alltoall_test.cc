@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "baton/alltoallv.h"
+#include "baton/tuner.h"
 #include "collectives/alltoallv_case.h"
 #include "collectives/harness.h"
 
@@ -140,6 +141,16 @@ TEST(AlltoAllAuto, BruckAcrossNodesForSmallBuffersDirectOtherwise) {
               "");
     for (int r = 0; r < 4; ++r) EXPECT_EQ(ranks[r].recv, ranks[r].want) << "rank " << r;
   });
+  // What --explain prints says the same, with the rule that decided.
+  const char *algo = nullptr, *why = nullptr;
+  ASSERT_EQ(batonTunerChooseAlltoAll(c[0], 400, &algo, &why), ncclSuccess);
+  EXPECT_STREQ(algo, "bruck");
+  EXPECT_NE(std::string(why).find("buffer <= BATON_ALLTOALL_BRUCK_BYTES"), std::string::npos) << why;
+  ASSERT_EQ(batonTunerChooseAlltoAll(c[0], 8192 * 4, &algo, nullptr), ncclSuccess);
+  EXPECT_STREQ(algo, "direct");
+  EXPECT_EQ(batonTunerAlltoAllBruckBytes(c[0]), 65536u);
+  EXPECT_EQ(batonTunerChooseAlltoAll(c[0], 8, nullptr, &why), ncclInvalidArgument);
+  EXPECT_EQ(batonTunerChooseAlltoAll(nullptr, 8, &algo, &why), ncclInvalidArgument);
   destroyComms(c);
   size_t bruck = 0, direct = 0;
   for (size_t at = log.find("algorithm bruck"); at != std::string::npos; at = log.find("algorithm bruck", at + 1))

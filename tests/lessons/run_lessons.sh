@@ -110,6 +110,10 @@ expect '^# published \(yifuwang/symm-mem-recipes' "$out"
 out=$("$BIN/baton-perf" alltoall -t 4 -b 64 -e 64 -n 2 -w 1 --compare direct,pairwise,bruck); echo "$out"
 expect '^#   bruck +BATON_ALLTOALL_ALGO=bruck$' "$out"
 expect '^# Out of bounds values : 0 OK$' "$out"
+# --explain: the choice and its rule per size; two "nodes" of 2 thread ranks make Bruck the small sizes'.
+out=$(BATON_RANKS_PER_NODE=2 "$BIN/baton-perf" alltoall -t 4 --explain -b 64 -e 1M -f 16); echo "$out"
+expect '^ +1024 +256 +bruck +across hosts, buffer <= BATON_ALLTOALL_BRUCK_BYTES' "$out"
+expect '^ +262144 +65536 +direct +across hosts, buffer > BATON_ALLTOALL_BRUCK_BYTES' "$out"
 for algo in auto bruck; do
   out=$(BATON_ALLTOALL_ALGO=$algo "$EX/12-moe-all-to-all/token_routing" 4 64); echo "$out"
   expect '^token routing: 4 ranks, 64 tokens each, top-2 of 8 experts: 474 token copies delivered in [0-9.]+ us, result OK$' "$out"

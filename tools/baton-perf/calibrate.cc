@@ -156,7 +156,24 @@ int writeCalibration(const Options& opt, const World& w, const std::vector<std::
   return 0;
 }
 
+// AlltoAll's choice is a measured rule, not the cost model: each size's block, algorithm and rule.
+void printExplainAlltoAll(const Options& opt, ncclComm_t comm, int nranks) {
+  std::printf("# tuner: alltoall over %d ranks, BATON_ALLTOALL_BRUCK_BYTES=%zu (lesson 12)\n", nranks,
+              batonTunerAlltoAllBruckBytes(comm));
+  std::printf("#        size     per peer   choice     why\n");
+  for (size_t bytes : sweepSizes(opt)) {
+    const char *algo = nullptr, *why = nullptr;
+    if (batonTunerChooseAlltoAll(comm, bytes / size_t(nranks), &algo, &why) != ncclSuccess) {
+      std::printf("  %12zu   %s\n", bytes, ncclGetLastError(comm));
+      continue;
+    }
+    std::printf("  %12zu %12zu   %-10s %s\n", bytes, bytes / size_t(nranks), algo, why);
+  }
+  std::fflush(stdout);
+}
+
 void printExplain(const Options& opt, ncclComm_t comm, int nranks) {
+  if (opt.coll == Coll::AlltoAll) return printExplainAlltoAll(opt, comm, nranks);
   const CollDesc& d = collDesc(opt.coll);
   std::printf("# tuner: %s over %d ranks, '%s' table, model from %s\n", d.name, nranks, batonTunerPathName(comm),
               batonTunerModelSource(comm));
