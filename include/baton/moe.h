@@ -40,6 +40,14 @@
  * The routing is that of a `datatype` dispatch: combine and the backward passes take and give
  * `datatype` rows (e.g. bfloat16 combine after an FP8 dispatch, as DeepEP does).
  *
+ * Dispatch with the experts' first GEMM (batonMoeDispatchGemm; Comet's overlap, arXiv:2502.19811):
+ * as batonMoeDispatch, and then expertOut [recvCapacity x ffn] = each received row times its local
+ * expert's weights expertWeights[e] ([hidden x ffn] row-major, the datatype; e = 0 ..
+ * numExperts/nRanks - 1), in fp32 and rounded once, in dispatch's row order. In the lowlatency stage
+ * each source's rows are multiplied as soon as that source's tokens are in, while later sources'
+ * are still being stored; the other stages multiply once the exchange is over. Needs a BLAS
+ * (OpenBLAS, loaded at run time as for include/baton/fused.h).
+ *
  * Datatypes: ncclFloat, ncclBfloat16. Every call is collective over comm's ranks and returns when
  * this rank's outputs are complete; not inside ncclGroupStart/End. Ranks that disagree on hidden,
  * numExperts, topk, the datatype or the stage fail on every rank with a message naming both.
@@ -89,6 +97,12 @@ ncclResult_t batonMoeDispatchFp8(const void* tokens, const int32_t* topkIdx, siz
                                  int numExperts, int topk, ncclDataType_t datatype, void* recvTokens, float* recvScales,
                                  size_t recvCapacity, size_t* recvPerExpert, size_t* numRecv,
                                  batonMoeRouting_t* routing, ncclComm_t comm, cudaStream_t stream);
+
+ncclResult_t batonMoeDispatchGemm(const void* tokens, const int32_t* topkIdx, size_t numTokens, size_t hidden,
+                                  int numExperts, int topk, ncclDataType_t datatype, const void* const* expertWeights,
+                                  size_t ffn, void* recvTokens, void* expertOut, size_t recvCapacity,
+                                  size_t* recvPerExpert, size_t* numRecv, batonMoeRouting_t* routing, ncclComm_t comm,
+                                  cudaStream_t stream);
 
 ncclResult_t batonMoeCombine(const void* expertOut, const float* topkWeights, void* out, batonMoeRouting_t routing,
                              ncclComm_t comm, cudaStream_t stream);

@@ -36,7 +36,7 @@ namespace {
 
 // What every rank must agree on, then this rank's token count and per-destination token counts.
 // Then, per destination rank, the tokens (once per rank) and the rows (once per expert) sent there.
-enum Word { kHidden, kExperts, kTopk, kType, kStage, kFp8, kStatus, kTokens, kCapacity, kWords };
+enum Word { kHidden, kExperts, kTopk, kType, kStage, kFp8, kFfn, kStatus, kTokens, kCapacity, kWords };
 
 ncclResult_t stageFromEnv(const char* fn, MoeStage* out) {
   const std::string v = envStr("BATON_MOE_STAGE", "auto");
@@ -55,7 +55,8 @@ ncclResult_t stageFromEnv(const char* fn, MoeStage* out) {
 ncclResult_t checkDispatch(const char* fn, const ncclComm* comm, const void* tokens, const int32_t* topkIdx,
                            size_t numTokens, size_t hidden, int numExperts, int topk, ncclDataType_t type,
                            const void* recvTokens, const float* recvScales, bool fp8, size_t recvCapacity,
-                           const size_t* recvPerExpert, const size_t* numRecv, batonMoeRouting_t* routing) {
+                           const size_t* recvPerExpert, const size_t* numRecv, batonMoeRouting_t* routing,
+                           const void* const* expertWeights, size_t ffn, const void* expertOut) {
   if (type != ncclFloat && type != ncclBfloat16)
     return batonError(ncclInvalidArgument, "%s: datatype %d is not supported: float or bfloat16", fn, (int)type);
   if (hidden == 0) return batonError(ncclInvalidArgument, "%s: hidden is 0", fn);
@@ -80,6 +81,15 @@ ncclResult_t checkDispatch(const char* fn, const ncclComm* comm, const void* tok
     return batonError(ncclInvalidArgument, "%s: topkIdx is NULL with numTokens %zu", fn, numTokens);
   if (recvCapacity && !recvTokens)
     return batonError(ncclInvalidArgument, "%s: recvTokens is NULL with recvCapacity %zu", fn, recvCapacity);
+  if (expertWeights || ffn || expertOut) {  // batonMoeDispatchGemm
+    if (ffn == 0) return batonError(ncclInvalidArgument, "%s: ffn is 0", fn);
+    if (!expertWeights) return batonError(ncclInvalidArgument, "%s: expertWeights is NULL", fn);
+    for (int e = 0; e < numExperts / comm->nRanks; ++e)
+      if (!expertWeights[e]) return batonError(ncclInvalidArgument, "%s: expertWeights[%d] is NULL", fn, e);
+    if (recvCapacity && !expertOut)
+      return batonError(ncclInvalidArgument, "%s: expertOut is NULL with recvCapacity %zu", fn, recvCapacity);
+    BATON_CHECK(blasLoad(fn));
+  }
   if (!recvPerExpert || !numRecv || !routing)
     return batonError(ncclInvalidArgument, "%s: %s is NULL", fn,
                       !recvPerExpert ? "recvPerExpert"
@@ -122,17 +132,34 @@ MoeStage resolveAuto(const std::vector<uint64_t>& all, size_t words, int n, size
   return rows * elemSize > tokens * sizeof(float) ? MoeStage::kNormal : MoeStage::kAlltoAllv;
 }
 
+// The experts' weights as fp32 (widened once per call for bfloat16).
+void widenWeights(const batonMoeRouting& r, const void* const* weights, MoeGemm* g) {
+  const size_t elems = r.hidden * g->ffn;
+  g->widened.resize(r.perRank);
+  for (int e = 0; e < r.perRank; ++e) {
+    if (r.type == ncclFloat) {
+      g->wideWeights.push_back(static_cast<const float*>(weights[e]));
+      continue;
+    }
+    g->widened[e].resize(elems);
+    widenToFloat(r.type, weights[e], g->widened[e].data(), elems);
+    g->wideWeights.push_back(g->widened[e].data());
+  }
+}
+
 ncclResult_t dispatch(const char* fn, const void* tokens, const int32_t* topkIdx, size_t numTokens, size_t hidden,
                       int numExperts, int topk, ncclDataType_t type, void* recvTokens, float* recvScales, bool fp8,
                       size_t recvCapacity, size_t* recvPerExpert, size_t* numRecv, batonMoeRouting_t* routing,
-                      ncclComm* comm) {
+                      ncclComm* comm, const void* const* expertWeights = nullptr, size_t ffn = 0,
+                      void* expertOut = nullptr) {
   BATON_CHECK(checkCommReady(comm, fn));
   if (inGroup())
     return batonError(ncclInvalidUsage, "%s: cannot be issued inside ncclGroupStart/End (it waits for counts)", fn);
   if (routing) *routing = nullptr;
   MoeStage stage = MoeStage::kAuto;
-  ncclResult_t local = checkDispatch(fn, comm, tokens, topkIdx, numTokens, hidden, numExperts, topk, type, recvTokens,
-                                     recvScales, fp8, recvCapacity, recvPerExpert, numRecv, routing);
+  ncclResult_t local =
+      checkDispatch(fn, comm, tokens, topkIdx, numTokens, hidden, numExperts, topk, type, recvTokens, recvScales, fp8,
+                    recvCapacity, recvPerExpert, numRecv, routing, expertWeights, ffn, expertOut);
   if (local == ncclSuccess) local = stageFromEnv(fn, &stage);
   const std::string localWhy = local == ncclSuccess ? "" : lastError();
   auto r = std::make_unique<batonMoeRouting>();
@@ -144,7 +171,8 @@ ncclResult_t dispatch(const char* fn, const void* tokens, const int32_t* topkIdx
   const size_t words = kWords + 2 * (size_t)n;
   std::vector<uint64_t> mine(words, 0), all(words * n);
   mine[kHidden] = hidden, mine[kExperts] = (uint64_t)numExperts, mine[kTopk] = (uint64_t)topk;
-  mine[kType] = (uint64_t)type, mine[kStage] = (uint64_t)stage, mine[kFp8] = fp8, mine[kStatus] = (uint64_t)local;
+  mine[kType] = (uint64_t)type, mine[kStage] = (uint64_t)stage, mine[kFp8] = fp8, mine[kFfn] = ffn;
+  mine[kStatus] = (uint64_t)local;
   if (local == ncclSuccess) {
     mine[kTokens] = numTokens, mine[kCapacity] = recvCapacity;
     r->topkIdx.assign(topkIdx, topkIdx + numTokens * topk);
@@ -167,13 +195,14 @@ ncclResult_t dispatch(const char* fn, const void* tokens, const int32_t* topkIdx
     if (w[kStatus] != ncclSuccess)
       return batonError(ncclInvalidUsage, "%s: rank %d rejected its own arguments (its error says which)", fn, q);
     if (memcmp(w, mine.data(), kStatus * sizeof(uint64_t)) != 0)
-      return batonError(
-          ncclInvalidUsage,
-          "%s: ranks disagree: rank %d has hidden=%" PRIu64 " numExperts=%" PRIu64 " topk=%" PRIu64 " datatype %" PRIu64
-          " stage %s%s; rank %d (this one) hidden=%zu numExperts=%d topk=%d "
-          "datatype %d stage %s%s",
-          fn, q, w[kHidden], w[kExperts], w[kTopk], w[kType], moeStageName((MoeStage)w[kStage]), w[kFp8] ? " fp8" : "",
-          me, hidden, numExperts, topk, (int)type, moeStageName(stage), fp8 ? " fp8" : "");
+      return batonError(ncclInvalidUsage,
+                        "%s: ranks disagree: rank %d has hidden=%" PRIu64 " numExperts=%" PRIu64 " topk=%" PRIu64
+                        " datatype %" PRIu64 " stage %s%s ffn=%" PRIu64
+                        "; rank %d (this one) hidden=%zu numExperts=%d topk=%d "
+                        "datatype %d stage %s%s ffn=%zu",
+                        fn, q, w[kHidden], w[kExperts], w[kTopk], w[kType], moeStageName((MoeStage)w[kStage]),
+                        w[kFp8] ? " fp8" : "", w[kFfn], me, hidden, numExperts, topk, (int)type, moeStageName(stage),
+                        fp8 ? " fp8" : "", ffn);
   }
   r->tokensPerRank.resize(n), r->sendTokens.resize((size_t)n * n);
   for (int q = 0; q < n; ++q) {
@@ -207,8 +236,18 @@ ncclResult_t dispatch(const char* fn, const void* tokens, const int32_t* topkIdx
   r->stage = stage;
   if (!comm->fusedScratch) comm->fusedScratch = std::make_shared<FusedScratch>();
   const void* wire = fp8 ? quantize(*r, tokens) : tokens;
+  MoeGemm gemm;
+  if (ffn) {
+    gemm.ffn = ffn, gemm.recvTokens = recvTokens, gemm.expertOut = expertOut;
+    widenWeights(*r, expertWeights, &gemm);
+    BATON_CHECK(moeExpertBlocks(r.get(), &gemm.blockStart));
+  }
+  // The low-latency stage with experts places the rows itself, multiplying each source's as they come.
+  // (BATON_MOE_OVERLAP=0: multiply once every row is in, to see what the overlap saves.)
+  const bool placed = ffn && stage == MoeStage::kLowLatency && envInt("BATON_MOE_OVERLAP", 1) != 0;
   std::vector<const char*> data;  // the normal stage dispatches as alltoallv does
-  BATON_CHECK(stage == MoeStage::kNaive        ? moeDispatchNaive(r.get(), wire, &data)
+  BATON_CHECK(placed                           ? moeDispatchLowLatencyGemm(r.get(), wire, gemm)
+              : stage == MoeStage::kNaive      ? moeDispatchNaive(r.get(), wire, &data)
               : stage == MoeStage::kLowLatency ? moeDispatchLowLatency(r.get(), wire, &data)
                                                : moeDispatchAlltoAllv(r.get(), wire, &data));
   // Group the rows by local expert, keeping arrival order (source, token) within each.
@@ -225,9 +264,12 @@ ncclResult_t dispatch(const char* fn, const void* tokens, const int32_t* topkIdx
   for (size_t a = 0; a < nRows; ++a) {
     const size_t row = next[r->rows[a].expert]++;
     r->rowOf[a] = (uint32_t)row;
+    if (placed) continue;
     memcpy(static_cast<char*>(recvTokens) + row * rowBytes, data[a], rowBytes);
     if (fp8) memcpy(recvScales + row * nScales, data[a] + hidden, nScales * sizeof(float));
   }
+  for (int e = 0, first = 0; ffn && !placed && e < r->perRank; first += (int)recvPerExpert[e++])
+    BATON_CHECK(moeExpertGemm(*r, gemm, e, (size_t)first, recvPerExpert[e]));
   if (stage == MoeStage::kLowLatency) BATON_CHECK(moeLowLatencyDispatchEnd(*r));  // rows out of the window
   BATON_INFO(kSubColl, "%s: %zu tokens, hidden %zu, top-%d of %d experts, stage %s%s: %zu rows received", fn, numTokens,
              hidden, topk, numExperts, moeStageName(stage), fp8 ? ", fp8" : "", nRows);
@@ -329,6 +371,17 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonMoeDispatch(
   return guardedCall(comm, "batonMoeDispatch", [&] {
     return dispatch("batonMoeDispatch", tokens, topkIdx, numTokens, hidden, numExperts, topk, datatype, recvTokens,
                     nullptr, false, recvCapacity, recvPerExpert, numRecv, routing, comm);
+  });
+}
+
+extern "C" __attribute__((visibility("default"))) ncclResult_t batonMoeDispatchGemm(
+    const void* tokens, const int32_t* topkIdx, size_t numTokens, size_t hidden, int numExperts, int topk,
+    ncclDataType_t datatype, const void* const* expertWeights, size_t ffn, void* recvTokens, void* expertOut,
+    size_t recvCapacity, size_t* recvPerExpert, size_t* numRecv, batonMoeRouting_t* routing, ncclComm_t comm,
+    cudaStream_t) {
+  return guardedCall(comm, "batonMoeDispatchGemm", [&] {
+    return dispatch("batonMoeDispatchGemm", tokens, topkIdx, numTokens, hidden, numExperts, topk, datatype, recvTokens,
+                    nullptr, false, recvCapacity, recvPerExpert, numRecv, routing, comm, expertWeights, ffn, expertOut);
   });
 }
 

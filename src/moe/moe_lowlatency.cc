@@ -110,13 +110,12 @@ ncclResult_t moeLowLatencyDispatchEnd(const batonMoeRouting& r) {
                     r.comm->rank);
 }
 
-ncclResult_t moeDispatchLowLatency(batonMoeRouting* r, const void* tokens, std::vector<const char*>* data) {
-  ncclComm* comm = r->comm;
-  FusedWindow& w = *comm->fusedWindow;
-  const int n = comm->nRanks, me = comm->rank, k = r->topk;
-  const LowLatencyLayout L = layoutOf(*r, w, false);
-  // Each destination's tokens, in token order, then its signal: it may copy them out while this
-  // rank serves the next destination.
+namespace {
+
+// Each destination's tokens, in token order, then its signal: it may copy them out while this
+// rank serves the next destination.
+void storeTokens(const batonMoeRouting* r, FusedWindow& w, const LowLatencyLayout& L, const void* tokens) {
+  const int n = r->comm->nRanks, me = r->comm->rank, k = r->topk;
   for (int i = 0; i < n; ++i) {
     const int p = peerAt(me, n, i);
     char* dst = w.base(p) + L.dispatchAt(p, me);
@@ -129,6 +128,16 @@ ncclResult_t moeDispatchLowLatency(batonMoeRouting* r, const void* tokens, std::
       }
     w.signalPeer(p, FusedWindow::kMoeDispatch);
   }
+}
+
+}  // namespace
+
+ncclResult_t moeDispatchLowLatency(batonMoeRouting* r, const void* tokens, std::vector<const char*>* data) {
+  ncclComm* comm = r->comm;
+  FusedWindow& w = *comm->fusedWindow;
+  const int n = comm->nRanks, me = comm->rank, k = r->topk;
+  const LowLatencyLayout L = layoutOf(*r, w, false);
+  storeTokens(r, w, L, tokens);
   const char* mine = w.base(me);
   for (int s = 0; s < n; ++s) {
     BATON_CHECK(wait(*r, w, FusedWindow::kMoeDispatch, s, "tokens"));
@@ -143,6 +152,41 @@ ncclResult_t moeDispatchLowLatency(batonMoeRouting* r, const void* tokens, std::
       }
     }
   }
+  w.account(FusedWindow::kMoeDispatch);
+  return ncclSuccess;
+}
+
+ncclResult_t moeDispatchLowLatencyGemm(batonMoeRouting* r, const void* tokens, const MoeGemm& g) {
+  ncclComm* comm = r->comm;
+  FusedWindow& w = *comm->fusedWindow;
+  const int n = comm->nRanks, me = comm->rank, k = r->topk, per = r->perRank;
+  const size_t rowBytes = r->hidden * r->elemSize;
+  const LowLatencyLayout L = layoutOf(*r, w, false);
+  storeTokens(r, w, L, tokens);
+  // Sources in the order they are likely in: this rank's own first, then as the peers serve it.
+  std::vector<size_t> cursor(g.blockStart.begin(), g.blockStart.end() - 1);
+  std::vector<std::vector<MoeRow>> bySource(n);
+  for (int i = 0; i < n; ++i) {
+    const int s = (me + n - i) % n;
+    BATON_CHECK(wait(*r, w, FusedWindow::kMoeDispatch, s, "tokens"));
+    const char* in = w.base(me) + L.dispatchAt(me, s);
+    for (uint32_t seq = 0; seq < L.to(me, s); ++seq, in += L.dispatchRow) {
+      int32_t ids[kMoeMaxTopk];
+      memcpy(ids, in + r->wireBytes, k * sizeof(int32_t));
+      for (int j = 0; j < k; ++j) {
+        if (ids[j] < 0 || r->rankOf(ids[j]) != me) continue;
+        const int e = ids[j] % per;
+        memcpy(static_cast<char*>(g.recvTokens) + cursor[(size_t)e * n + s]++ * rowBytes, in, rowBytes);
+        bySource[s].push_back({s, j, e, seq, 0});
+      }
+    }
+    // This source's rows are in place: its blocks' GEMMs run while later sources still store.
+    for (int e = 0; e < per; ++e) {
+      const size_t first = g.blockStart[(size_t)e * n + s];
+      BATON_CHECK(moeExpertGemm(*r, g, e, first, cursor[(size_t)e * n + s] - first));
+    }
+  }
+  for (int s = 0; s < n; ++s) r->rows.insert(r->rows.end(), bySource[s].begin(), bySource[s].end());
   w.account(FusedWindow::kMoeDispatch);
   return ncclSuccess;
 }

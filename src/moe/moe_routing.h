@@ -81,6 +81,25 @@ ncclResult_t moeDispatchLowLatency(batonMoeRouting* r, const void* tokens, std::
 ncclResult_t moeLowLatencyDispatchEnd(const batonMoeRouting& r);
 ncclResult_t moeCombineLowLatency(const batonMoeRouting& r, const char* expertOut, const float* weights, float* out);
 
+// batonMoeDispatchGemm's experts (moe_experts.cc): expertOut rows = recvTokens rows x the expert's
+// [hidden x ffn] weights, fp32 accumulation, rounded once.
+struct MoeGemm {
+  size_t ffn = 0;  // 0: no GEMM (plain dispatch)
+  void* recvTokens = nullptr;
+  void* expertOut = nullptr;
+  std::vector<const float*> wideWeights;  // per local expert, fp32 (the caller's own for float)
+  std::vector<std::vector<float>> widened;
+  std::vector<size_t> blockStart;  // [e * nRanks + s]: first row of local expert e's rows from s; then the total
+};
+// Collective: all-gathers every rank's rows per expert, so every block's place is known before
+// any token arrives.
+ncclResult_t moeExpertBlocks(batonMoeRouting* r, std::vector<size_t>* blockStart);
+// Local expert `expert`'s rows [firstRow, firstRow + rows) of g.recvTokens into g.expertOut.
+ncclResult_t moeExpertGemm(const batonMoeRouting& r, const MoeGemm& g, int expert, size_t firstRow, size_t rows);
+// The low-latency dispatch that places each source's rows in recvTokens itself and multiplies them
+// as soon as that source's tokens are in (every rank on one host; moeLowLatencyWindow first).
+ncclResult_t moeDispatchLowLatencyGemm(batonMoeRouting* r, const void* tokens, const MoeGemm& g);
+
 // The backward pass's two movements, per stage: each of this rank's tokens' `bytes`-byte payload
 // to the rows that token has on other ranks (*at[a]: arrival row a's token's payload, valid until
 // the next operation on the communicator), and one float per arrival row back to its token's rank

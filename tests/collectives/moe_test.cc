@@ -234,6 +234,72 @@ TEST(MoeFp8, RoutingServesCombineAndBackwardPasses) {
   }
 }
 
+// batonMoeDispatchGemm: the experts' GEMM on the received rows (multiplied per source as they land
+// in the lowlatency stage), against the reference rows times weights in -1..1 (exact in fp32 and
+// bfloat16); the routing it returns then serves combine exactly. Every stage, 1-4 thread ranks.
+TEST(MoeGemm, EveryStageEqualsTheReference) {
+  for (const char* stage : {"naive", "alltoallv", "normal", "lowlatency"}) {
+    ScopedEnv env(ScopedEnv::Vars{{"BATON_MOE_STAGE", stage}});
+    for (int n : {1, 2, 3, 4})
+      for (ncclDataType_t type : {ncclFloat, ncclBfloat16}) {
+        MoeCase c;
+        c.nRanks = n, c.experts = 3 * n, c.topk = 3, c.type = type, c.hidden = 33, c.seed = (uint64_t)n + 21;
+        const size_t ffn = 8, es = moeElemSize(type), h = c.hidden;
+        const int per = c.experts / n;
+        const auto ranks = moeMake(c);
+        std::vector<std::string> failures(n);
+        runRanks(n, Drive::Threads, [&](int r) {
+          const MoeRank& in = ranks[r];
+          // Local expert e's weights: [hidden x ffn], (global expert + i + 2 f) % 3 - 1.
+          std::vector<std::vector<char>> w(per, std::vector<char>(h * ffn * es));
+          std::vector<const void*> wp;
+          for (int e = 0; e < per; ++e) {
+            for (size_t i = 0; i < h; ++i)
+              for (size_t f = 0; f < ffn; ++f)
+                moeStore(type, &w[e][(i * ffn + f) * es], (float)((r * per + e + i + 2 * f) % 3) - 1.f);
+            wp.push_back(w[e].data());
+          }
+          const size_t cap = in.wantNumRecv;
+          std::vector<char> recv(cap * h * es + 1, 0), y(cap * ffn * es + 1, 0);
+          std::vector<size_t> perExpert(per);
+          size_t numRecv = 0;
+          batonMoeRouting_t routing = nullptr;
+          if (batonMoeDispatchGemm(in.tokens.data(), in.ids.data(), in.numTokens, h, c.experts, c.topk, type, wp.data(),
+                                   ffn, recv.data(), y.data(), cap, perExpert.data(), &numRecv, &routing,
+                                   cachedComms(n)[r], nullptr) != ncclSuccess) {
+            failures[r] = std::string("dispatch: ") + ncclGetLastError(cachedComms(n)[r]);
+            return ncclSuccess;
+          }
+          std::vector<char> want(cap * ffn * es + 1, 0);
+          for (size_t row = 0, e = 0, left = perExpert.empty() ? 0 : perExpert[0]; row < numRecv; ++row, --left) {
+            while (left == 0) left = perExpert[++e];
+            for (size_t f = 0; f < ffn; ++f) {
+              float sum = 0;
+              for (size_t i = 0; i < h; ++i)
+                sum += moeLoad(type, &in.wantRecv[(row * h + i) * es]) * moeLoad(type, &w[e][(i * ffn + f) * es]);
+              moeStore(type, &want[(row * ffn + f) * es], sum);
+            }
+          }
+          if (numRecv != in.wantNumRecv || perExpert != in.wantPerExpert) failures[r] = "counts differ";
+          else if (!std::equal(in.wantRecv.begin(), in.wantRecv.end(), recv.begin())) failures[r] = "rows differ";
+          else if (y != want) failures[r] = "expertOut differs from rows x weights";
+          // The routing serves combine as a plain dispatch's does.
+          std::vector<char> ex(cap * h * es), out(in.numTokens * h * es);
+          moeRunExperts(c, r, recv.data(), perExpert.data(), ex.data());
+          if (batonMoeCombine(ex.data(), in.weights.data(), out.data(), routing, cachedComms(n)[r], nullptr) !=
+              ncclSuccess)
+            failures[r] += std::string(" combine: ") + ncclGetLastError(cachedComms(n)[r]);
+          else if (failures[r].empty() && out != in.wantOut) failures[r] = "combined output differs";
+          batonMoeRoutingDestroy(routing);
+          return ncclSuccess;
+        });
+        for (int r = 0; r < n; ++r)
+          ASSERT_EQ(failures[r], "") << stage << ", " << n << " ranks, " << (type == ncclFloat ? "float" : "bf16")
+                                     << ", rank " << r;
+      }
+  }
+}
+
 // The low-latency stage's window regions grow only in dispatch and its combines alternate halves:
 // two routings of different sizes, the larger dispatched second (the regions grow), then combines
 // of both interleaved, each combine-type call on the half after the last one's.
@@ -364,6 +430,16 @@ TEST(MoeBadInput, ArgumentsNamed) {
   err(call(ids, 0, 2, 1, ncclFloat), "hidden is 0");
   err(call(ids, 4, 2, 1, ncclInt32), "datatype 2 is not supported");
   err(call(nullptr, 4, 2, 1, ncclFloat), "topkIdx is NULL with numTokens 1");
+  const void* noWeights[2] = {tok.data(), nullptr};
+  err(batonMoeDispatchGemm(tok.data(), ids, 1, 4, 2, 1, ncclFloat, noWeights, 0, tok.data(), tok.data(), 1, per,
+                           &numRecv, &routing, one[0], nullptr),
+      "ffn is 0");
+  err(batonMoeDispatchGemm(tok.data(), ids, 1, 4, 2, 1, ncclFloat, noWeights, 4, tok.data(), tok.data(), 1, per,
+                           &numRecv, &routing, one[0], nullptr),
+      "expertWeights[1] is NULL");
+  err(batonMoeDispatchGemm(tok.data(), ids, 1, 4, 2, 1, ncclFloat, nullptr, 4, tok.data(), tok.data(), 1, per, &numRecv,
+                           &routing, one[0], nullptr),
+      "expertWeights is NULL");
   float scales[4];
   err(batonMoeDispatchFp8(tok.data(), ids, 1, 64, 2, 1, ncclFloat, tok.data(), scales, 1, per, &numRecv, &routing,
                           one[0], nullptr),

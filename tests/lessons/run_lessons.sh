@@ -123,6 +123,10 @@ done
 out=$("$BIN/baton-perf" moe -t 2 -T 16,64 --hidden 256 -k 4 -n 2 -w 1 -r 1); echo "$out"
 expect '^# tokens +naive disp/comb/both +alltoallv disp/comb/both +normal disp/comb/both +lowlatency disp/comb/both +MB +bound\(us\) +x bound +wrong$' "$out"
 for t in 16 64; do expect "^ +$t( +[0-9.]+/ *[0-9.]+/ *[0-9.]+){4} +[0-9.]+ +[0-9.]+ +[0-9.]+ +0$" "$out"; done
+# Dispatch with the experts' GEMM, per source as rows land (lowlatency) and after all are in.
+out=$("$BIN/baton-perf" moe -t 2 -T 64 --hidden 256 -k 4 --ffn 32 -n 2 -w 1 -r 1 --compare normal,lowlatency:serial,lowlatency); echo "$out"
+expect '^# tokens +normal disp/comb/both lowlatency:serial disp/comb/both +lowlatency disp/comb/both' "$out"
+expect "^ +64( +[0-9.]+/ *[0-9.]+/ *[0-9.]+){3} +[0-9.]+ +[0-9.]+ +[0-9.]+ +0$" "$out"
 # The same with FP8 dispatch: every stage receives the same e4m3 bytes and scales.
 out=$("$BIN/baton-perf" moe -t 2 -T 64 --hidden 256 -k 4 -n 2 -w 1 -r 1 --fp8); echo "$out"
 expect '^# baton-perf moe, bfloat16 \(dispatch in fp8 e4m3\), 2 ranks' "$out"

@@ -2,8 +2,8 @@
 // beside the bound their bytes set on this machine, measured in the same run:
 //
 //   baton-perf moe [-t THREADS] [-T TOKENS[,TOKENS...]] [--hidden HIDDEN] [-E EXPERTS] [-k TOPK]
-//                  [--skew FRACTION] [-d float|bfloat16] [--fp8] [-n ITERS] [-w WARMUP] [-r REPEATS]
-//                  [--compare STAGES] [-c 0|1]
+//                  [--skew FRACTION] [-d float|bfloat16] [--fp8] [--ffn F] [-n ITERS] [-w WARMUP]
+//                  [-r REPEATS] [--compare STAGES] [-c 0|1]
 //
 // Each rank holds TOKENS tokens; each picks TOPK distinct experts at random, and a --skew fraction
 // of them picks expert 0 first (a hot expert). Columns per stage: dispatch, combine and both
@@ -13,6 +13,9 @@
 // memcpy bandwidth of this run, and "x bound" the last stage's dispatch+combine over it.
 // --fp8 dispatches with batonMoeDispatchFp8 (e4m3 and block scales on the wire; the identity
 // experts dequantize the rows to the datatype for combine); MB counts the FP8 token bytes.
+// --ffn F dispatches with batonMoeDispatchGemm: dispatch's column includes every local expert's
+// [rows x hidden] x [hidden x F] GEMM (OpenBLAS); a stage named "lowlatency:serial" runs the
+// low-latency stage with BATON_MOE_OVERLAP=0 (GEMMs after every row is in, not per source).
 // -c 1 checks every stage's received rows and combined output against the first stage's, bit for
 // bit (integer-valued tokens and weights: every stage must agree exactly).
 #include <algorithm>
@@ -36,6 +39,7 @@ struct MoeOptions {
   double skew = 0;
   ncclDataType_t type = ncclBfloat16;
   bool fp8 = false;
+  size_t ffn = 0;
   int threads = 1, iters = 5, warmup = 1, check = 1, repeats = 3;
   std::vector<std::string> stages = {"naive", "alltoallv", "normal", "lowlatency"};
 };
@@ -43,7 +47,10 @@ struct MoeOptions {
 // One rank's inputs and outputs for one token count.
 struct MoeRankData {
   std::vector<char> tokens, recv, expertOut, out;
-  std::vector<float> scales;  // --fp8: the received rows' block scales
+  std::vector<float> scales;               // --fp8: the received rows' block scales
+  std::vector<std::vector<char>> expertW;  // --ffn: each local expert's [hidden x ffn]
+  std::vector<const void*> weightPtrs;
+  std::vector<char> gemmOut;  // --ffn: [rows x ffn]
   std::vector<int32_t> ids;
   std::vector<float> weights;
   std::vector<size_t> perExpert;
@@ -94,6 +101,11 @@ void makeInputs(const MoeOptions& o, int rank, size_t numTokens, MoeRankData* d)
 ncclResult_t dispatch(const MoeOptions& o, MoeRankData& d, size_t numTokens, ncclComm_t comm) {
   batonMoeRoutingDestroy(d.routing);
   d.routing = nullptr;
+  if (o.ffn)
+    return batonMoeDispatchGemm(d.tokens.data(), d.ids.data(), numTokens, o.hidden, o.experts, o.topk, o.type,
+                                d.weightPtrs.data(), o.ffn, d.recv.data(), d.gemmOut.data(),
+                                d.recv.size() / (o.hidden * esize(o.type)), d.perExpert.data(), &d.numRecv, &d.routing,
+                                comm, nullptr);
   if (o.fp8)
     return batonMoeDispatchFp8(d.tokens.data(), d.ids.data(), numTokens, o.hidden, o.experts, o.topk, o.type,
                                d.recv.data(), d.scales.data(), d.recv.size() / o.hidden, d.perExpert.data(), &d.numRecv,
@@ -178,6 +190,9 @@ int parse(int argc, char** argv, MoeOptions* o) {
     } else if (a == "-w" || a == "-c") {
       if (!number(0, &x)) return usage((a + " needs a number").c_str());
       (a == "-w" ? o->warmup : o->check) = int(x);
+    } else if (a == "--ffn") {
+      if (!number(1, &x)) return usage("--ffn needs a positive number");
+      o->ffn = size_t(x);
     } else if (a == "--fp8") {
       o->fp8 = true;
     } else if (a == "--skew") {
@@ -219,6 +234,7 @@ int runMoeBench(int argc, char** argv) {
   if (o.experts == 0) o.experts = 8 * nRanks;
   if (o.experts % nRanks || o.topk > o.experts) return usage("-E must be a multiple of the rank count and at least -k");
   if (o.fp8 && o.hidden % 128) return usage("--fp8 needs --hidden a multiple of 128 (the scale blocks)");
+  if (o.fp8 && o.ffn) return usage("--fp8 and --ffn do not combine (batonMoeDispatchGemm takes the datatype)");
   const double memcpyGBs = measureMemcpy();
   const bool reporter = proc == 0;
   const size_t es = esize(o.type), rowBytes = o.hidden * es;
@@ -226,8 +242,11 @@ int runMoeBench(int argc, char** argv) {
     std::printf(
         "# baton-perf moe, %s%s, %d ranks (%d processes x %d threads), hidden %zu, top-%d of %d experts, skew "
         "%.2f, %d iterations, median of %d rounds\n",
-        o.type == ncclFloat ? "float" : "bfloat16", o.fp8 ? " (dispatch in fp8 e4m3)" : "", nRanks, nprocs, o.threads,
-        o.hidden, o.topk, o.experts, o.skew, o.iters, o.repeats);
+        o.type == ncclFloat ? "float" : "bfloat16",
+        o.fp8   ? " (dispatch in fp8 e4m3)"
+        : o.ffn ? (" (dispatch with the experts' GEMM to " + std::to_string(o.ffn) + " columns)").c_str()
+                : "",
+        nRanks, nprocs, o.threads, o.hidden, o.topk, o.experts, o.skew, o.iters, o.repeats);
     printMemcpyLine(memcpyGBs);
     std::printf(
         "# time per call of the slowest rank (us): dispatch, combine, and both; the experts' compute excluded\n");
@@ -248,6 +267,14 @@ int runMoeBench(int argc, char** argv) {
         for (int32_t e : makeIds(o, src, numTokens)) cap += e / per == me;
       d.recv.resize(cap * (o.fp8 ? o.hidden : rowBytes)), d.expertOut.resize(cap * rowBytes);
       d.out.resize(numTokens * rowBytes), d.scales.resize(cap * o.hidden / 128 + 1);
+      if (o.ffn) {
+        d.expertW.assign(per, std::vector<char>(o.hidden * o.ffn * es));
+        for (int e = 0; e < per; ++e) {
+          for (size_t i = 0; i < o.hidden * o.ffn; ++i) storeInt(o.type, &d.expertW[e][i * es], int((e + i) % 3) - 1);
+          d.weightPtrs.push_back(d.expertW[e].data());
+        }
+        d.gemmOut.resize(cap * o.ffn * es + 1);
+      }
       d.perExpert.resize(o.experts / nRanks);
     }
     // The bytes the alltoallv stage moves per rank: tokens once per destination (with ids), rows back.
@@ -275,7 +302,10 @@ int runMoeBench(int argc, char** argv) {
     int wrong = 0;
     for (int r = 0; r < o.repeats; ++r)
       for (size_t si = 0; si < o.stages.size(); ++si) {
-        setenv("BATON_MOE_STAGE", o.stages[si].c_str(), 1);
+        const std::string& name = o.stages[si];
+        const bool serial = name.size() > 7 && name.compare(name.size() - 7, 7, ":serial") == 0;
+        setenv("BATON_MOE_STAGE", name.substr(0, serial ? name.size() - 7 : name.size()).c_str(), 1);
+        setenv("BATON_MOE_OVERLAP", serial ? "0" : "1", 1);
         times[si * 3].push_back(timeAcrossRanks(o.warmup, o.iters, comms,
                                                 [&](int t) { PERFCHECK(dispatch(o, data[t], numTokens, comms[t])); }));
         for (auto& d : data) runExperts(o, d);
@@ -298,6 +328,7 @@ int runMoeBench(int argc, char** argv) {
           }
       }
     unsetenv("BATON_MOE_STAGE");
+    unsetenv("BATON_MOE_OVERLAP");
     for (int t = 0; t < o.threads; ++t) batonMoeRoutingDestroy(data[t].routing);
     std::vector<int> w(o.threads, 0);
     w[0] = wrong;
