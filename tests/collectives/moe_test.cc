@@ -1,12 +1,12 @@
-// MoE dispatch and combine and their backward passes (include/baton/moe.h, lesson 12), every stage forced with
-// BATON_MOE_STAGE, against the reference of moe_case.h computed without communication: float and
-// bfloat16, random routings with empty slots, every token to one expert, experts only on half the
-// ranks (the others' experts get no tokens), top-1, 2 and 8, a rank with no tokens and uneven counts
-// on the others, with and without weights, at 1, 2, 3, 4 and 8 thread ranks; FP8 dispatch within
-// its bound, dispatch fused with the experts' GEMM, the low-latency stage's double buffer across a
-// growth of its window. Then bad input: a rank
-// over its capacity (every rank fails before anything moves), an unknown expert id, ranks that disagree, a routing of
-// another communicator.
+// MoE dispatch and combine and their backward passes (include/baton/moe.h, lesson 12), every stage
+// forced with BATON_MOE_STAGE, against the reference of moe_case.h computed without communication:
+// float and bfloat16, random routings with empty slots, every token to one expert, experts only on
+// half the ranks (the others' experts get no tokens), top-1, 2 and 8, a rank with no tokens and
+// uneven counts on the others, with and without weights, at 1, 2, 3, 4 and 8 thread ranks; FP8
+// dispatch within its bound, dispatch fused with the experts' GEMM, the low-latency stage's double
+// buffer across a growth of its window. Then bad input: a rank over its capacity (every rank fails
+// before anything moves), an unknown expert id, ranks that disagree, a routing of another
+// communicator, FP8's and the GEMM's own arguments.
 #include <memory>
 #include <string>
 #include <vector>
