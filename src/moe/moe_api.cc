@@ -81,7 +81,7 @@ ncclResult_t checkDispatch(const char* fn, const ncclComm* comm, const void* tok
     return batonError(ncclInvalidArgument, "%s: topkIdx is NULL with numTokens %zu", fn, numTokens);
   if (recvCapacity && !recvTokens)
     return batonError(ncclInvalidArgument, "%s: recvTokens is NULL with recvCapacity %zu", fn, recvCapacity);
-  if (expertWeights || ffn || expertOut) {  // batonMoeDispatchGemm
+  if (expertWeights || ffn || expertOut || strcmp(fn, "batonMoeDispatchGemm") == 0) {
     if (ffn == 0) return batonError(ncclInvalidArgument, "%s: ffn is 0", fn);
     if (!expertWeights) return batonError(ncclInvalidArgument, "%s: expertWeights is NULL", fn);
     for (int e = 0; e < numExperts / comm->nRanks; ++e)

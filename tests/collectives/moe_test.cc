@@ -436,6 +436,9 @@ TEST(MoeBadInput, ArgumentsNamed) {
   err(batonMoeDispatchGemm(tok.data(), ids, 1, 4, 2, 1, ncclFloat, noWeights, 0, tok.data(), tok.data(), 1, per,
                            &numRecv, &routing, one[0], nullptr),
       "ffn is 0");
+  err(batonMoeDispatchGemm(tok.data(), ids, 1, 4, 2, 1, ncclFloat, nullptr, 0, tok.data(), nullptr, 1, per, &numRecv,
+                           &routing, one[0], nullptr),
+      "ffn is 0");
   err(batonMoeDispatchGemm(tok.data(), ids, 1, 4, 2, 1, ncclFloat, noWeights, 4, tok.data(), tok.data(), 1, per,
                            &numRecv, &routing, one[0], nullptr),
       "expertWeights[1] is NULL");
