@@ -166,6 +166,10 @@ ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* new
     std::vector<SplitInfo> all(comm->nRanks);
     all[comm->rank] = {color, key, comm->rank};
     BATON_CHECK(comm->bootstrap->allGather(all.data(), sizeof(SplitInfo)));
+    // Every rank takes the child's tag, a NOCOLOR rank too: bootstrap collectives are matched by
+    // a per-rank sequence number, and a rank that skipped one would wait on the wrong tag in the
+    // parent's next (a window registration on it hung for BATON_BOOTSTRAP_TIMEOUT).
+    const uint64_t tag = comm->bootstrap->nextCollTag();
     if (color == NCCL_SPLIT_NOCOLOR) return ncclSuccess;
     std::vector<SplitInfo> mine;
     for (auto& s : all)
@@ -179,7 +183,6 @@ ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* new
     // The new rank 0 creates a root and sends the id to the others over the parent's bootstrap.
     std::vector<int> parentRanks;
     for (const SplitInfo& m : mine) parentRanks.push_back(m.rank);
-    const uint64_t tag = comm->bootstrap->nextCollTag();
     auto getId = [comm, parentRanks, newRank, tag](ncclUniqueId* id) {
       return childIdFromRank0(comm, parentRanks, newRank, tag, id);
     };

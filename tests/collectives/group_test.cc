@@ -173,6 +173,20 @@ TEST(Group, SplitByColorAndKeyFromOneThread) {
     }
   runGrouped(items, Drive::Group);
   for (Comms& g : groups) destroyComms(g);
+  // The parent's ranks still agree on their bootstrap sequence: the NOCOLOR rank once skipped the
+  // child's tag, and the parent's next bootstrap collective (a window registration) hung.
+  std::vector<void*> mem(8, nullptr);
+  std::vector<ncclWindow_t> win(8, nullptr);
+  EXPECT_EQ(runRanks(8, Drive::Threads,
+                     [&](int r) {
+                       ncclResult_t res = ncclMemAlloc(&mem[r], 4096);
+                       return res != ncclSuccess
+                                  ? res
+                                  : ncclCommWindowRegister(parent[r], mem[r], 4096, &win[r], NCCL_WIN_COLL_SYMMETRIC);
+                     }),
+            "");
+  EXPECT_EQ(runRanks(8, Drive::Threads, [&](int r) { return ncclCommWindowDeregister(parent[r], win[r]); }), "");
+  for (void* m : mem) ncclMemFree(m);
 }
 
 TEST(Group, SplitFromThreadsThenMatrix) {
