@@ -28,10 +28,18 @@
 namespace baton {
 
 // BATON_ALLTOALL_ALGO. kAlltoAllAuto lets the tuner choose (src/tuner/alltoall_choice.h).
-enum AlltoAllAlgo : int { kAlltoAllAuto = 0, kAlltoAllDirect, kAlltoAllPairwise, kAlltoAllBruck, kAlltoAllNumAlgos };
+// kAlltoAllWindow stores into the peers' windows instead of sending (alltoall_window.h).
+enum AlltoAllAlgo : int {
+  kAlltoAllAuto = 0,
+  kAlltoAllDirect,
+  kAlltoAllPairwise,
+  kAlltoAllBruck,
+  kAlltoAllWindow,
+  kAlltoAllNumAlgos
+};
 
 inline const char* alltoallAlgoName(int a) {
-  static const char* const kNames[] = {"auto", "direct", "pairwise", "bruck"};
+  static const char* const kNames[] = {"auto", "direct", "pairwise", "bruck", "window"};
   return a >= 0 && a < kAlltoAllNumAlgos ? kNames[a] : "?";
 }
 

@@ -7,6 +7,7 @@
 // Memory-ordering contract: as primitives_simple.h, primitives_ll.h, primitives_ll128.h and
 // sendrecv_progress.h; cuda::atomic_ref at system scope gives the release/acquire pairs.
 #include "alltoall.h"
+#include "alltoall_window.h"
 #include "baton/device.h"
 #include "coll_dispatch.h"
 #include "fp8_blocks.h"
@@ -52,6 +53,11 @@ __global__ void bruckRoundKernel(char* packed, const char* const* slotData, cons
     sendRecvTryRecv(*ctx, *recv);
     if (ctx->failed) return;
   }
+}
+
+// AlltoAll by stores into the peers' windows (algorithms/alltoall_window.h): one block.
+__global__ void alltoallWindowKernel(AlltoAllWindowArgs args, AlltoAllWindowFault* fault, ExecCtx init) {
+  runAlltoAllWindow(*blockCtx(init), args, fault);
 }
 
 // FP8 dispatch's quantizer (algorithms/fp8_blocks.h, lesson 12): one token per thread.

@@ -29,6 +29,16 @@ namespace baton {
 constexpr int kSymMaxChannels = 64;
 constexpr size_t kSymScratchBytes = 1 << 20;  // one-shot in place: results wait here for the depart barrier
 
+// What a rank posts for an AlltoAll by stores (alltoall_window.h): per peer, the bytes it sends
+// there, the bytes it expects from there and where they land (an offset into its window).
+struct SymAlltoAllPost {
+  static constexpr uint64_t kNoWindow = ~uint64_t(0);
+  uint64_t window;  // the serial of the window the receive blocks lie in, or kNoWindow
+  struct Peer {
+    uint64_t sendBytes, recvBytes, recvOffset;
+  } peer[kMaxSymRanks];
+};
+
 // One rank's pad, allocated with ncclMemAlloc beside its first window and mapped by its peers.
 struct SymPad {
   struct alignas(128) Line {
@@ -36,6 +46,7 @@ struct SymPad {
   };
   Line arrive[kSymMaxChannels];
   Line depart[kSymMaxChannels];
+  alignas(128) SymAlltoAllPost alltoall;  // written on channel 0 only, before its arrive
   alignas(4096) char scratch[kSymScratchBytes];
 };
 

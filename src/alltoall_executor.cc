@@ -1,4 +1,5 @@
-// AlltoAll rounds on the point-to-point connections (alltoall_executor.h, lesson 12).
+// AlltoAll rounds on the point-to-point connections, and stores into windows (alltoall_executor.h,
+// lesson 12).
 #include "alltoall_executor.h"
 
 #include <algorithm>
@@ -6,6 +7,7 @@
 #include <vector>
 
 #include "alltoall.h"
+#include "alltoall_window.h"
 #include "misc/debug.h"
 #include "sendrecv_executor.h"
 
@@ -101,12 +103,72 @@ ncclResult_t bruck(ncclComm* comm, const Task& t, ExecCtx& ctx) {
   return ncclSuccess;
 }
 
+// Stores into the peers' windows (alltoall_window.h). The submit saw recvbuff in a symmetric
+// window; here each rank checks that its blocks lie in it and still joins the barriers when they
+// do not (posting no window), so the peers fail with a message instead of waiting.
+ncclResult_t window(ncclComm* comm, const Task& t, ExecCtx& ctx) {
+  const int n = comm->nRanks, me = comm->rank;
+  const Layout l(t, n);
+  WindowTable& wt = comm->windows;
+  if (wt.pads.size() != (size_t)n)
+    return batonError(ncclInvalidUsage, "AlltoAll (window): the communicator has no window any more");
+  const ncclWindow_vidmem* w = wt.findSymmetric(t.recvbuff, 1);
+  const size_t base = w ? static_cast<size_t>(static_cast<char*>(t.recvbuff) - w->base) : 0;
+  std::vector<size_t> recvOffset(n);
+  int outside = w ? -1 : me;  // a peer whose block does not fit, or me: recvbuff is in no window
+  for (int p = 0; p < n; ++p) {
+    recvOffset[p] = base + l.recvOff[p];
+    if (w && outside < 0 && l.recvBytes[p] && (recvOffset[p] > w->size || l.recvBytes[p] > w->size - recvOffset[p]))
+      outside = p;
+  }
+  AlltoAllWindowArgs a;
+  a.rank = me, a.nRanks = n, a.pads = wt.pads.data(), a.epoch = t.symEpoch;
+  a.send = static_cast<const char*>(t.sendbuff);
+  a.sendBytes = l.sendBytes, a.sendOffset = l.sendOff, a.recvBytes = l.recvBytes, a.recvOffset = recvOffset.data();
+  a.window = outside < 0 ? w->serial : SymAlltoAllPost::kNoWindow;
+  a.peerWindow = w ? w->peerBase.data() : nullptr;
+  AlltoAllWindowFault f;
+  const bool ok = runAlltoAllWindow(ctx, a, &f);
+  if (ctx.failed) return ncclSuccess;  // the caller reports the abort or the timeout
+  if (outside == me)
+    return batonError(ncclInvalidUsage, "AlltoAll (window): rank %d's recvbuff %p lies in no symmetric window", me,
+                      t.recvbuff);
+  if (outside >= 0)
+    return batonError(ncclInvalidUsage,
+                      "AlltoAll (window): rank %d's block from rank %d (%zu bytes at offset %zu of recvbuff) reaches "
+                      "past its window of %zu bytes",
+                      me, outside, l.recvBytes[outside], l.recvOff[outside], w->size);
+  if (ok) return ncclSuccess;
+  switch (f.kind) {
+    case AlltoAllWindowFault::kOtherWindow:
+      if (f.theirs == SymAlltoAllPost::kNoWindow)
+        return batonError(ncclInvalidUsage,
+                          "AlltoAll (window): rank %d's blocks do not lie in its window: nothing "
+                          "moved to it",
+                          f.peer);
+      return batonError(ncclInvalidUsage,
+                        "AlltoAll (window): rank %d receives in window #%llu, rank %d in #%llu: every rank's recvbuff "
+                        "must lie in the same window",
+                        me, (unsigned long long)f.mine, f.peer, (unsigned long long)f.theirs);
+    case AlltoAllWindowFault::kSendMismatch:
+      return batonError(ncclInvalidUsage, "AlltoAll (window): rank %d sends %llu bytes to rank %d, which expects %llu",
+                        me, (unsigned long long)f.mine, f.peer, (unsigned long long)f.theirs);
+    case AlltoAllWindowFault::kRecvMismatch:
+      return batonError(ncclInvalidUsage,
+                        "AlltoAll (window): rank %d expected %llu bytes from rank %d, which sent %llu", me,
+                        (unsigned long long)f.mine, f.peer, (unsigned long long)f.theirs);
+    case AlltoAllWindowFault::kNone: break;
+  }
+  return ncclSuccess;
+}
+
 }  // namespace
 
 ncclResult_t runAlltoAll(ncclComm* comm, const Task& t, ExecCtx& ctx) {
   switch (t.alltoallAlgo) {
     case kAlltoAllPairwise: return pairwise(comm, t, ctx);
     case kAlltoAllBruck: return bruck(comm, t, ctx);
+    case kAlltoAllWindow: return window(comm, t, ctx);
   }
   return batonError(ncclInternalError, "AlltoAll: algorithm %d (%s) does not run in rounds", t.alltoallAlgo,
                     alltoallAlgoName(t.alltoallAlgo));

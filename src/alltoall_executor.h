@@ -1,6 +1,6 @@
-// Runs an AlltoAll recorded as rounds (Task::kAlltoAll: pairwise or Bruck, algorithms/alltoall.h)
+// Runs an AlltoAll recorded as one task (Task::kAlltoAll): pairwise or Bruck (algorithms/alltoall.h)
 // on the point-to-point connections, one round after another, each round a batch of
-// sendrecv_executor.h.
+// sendrecv_executor.h; or by stores into the peers' windows (algorithms/alltoall_window.h).
 #pragma once
 
 #include <memory>

@@ -57,7 +57,7 @@ ncclResult_t readTunables(const ncclConfig_t& cfg, int rank, Tunables* t) {
     if (strcasecmp(a2a.c_str(), alltoallAlgoName(a)) == 0) t->alltoallAlgo = a;
   if (t->alltoallAlgo < 0)
     return batonError(ncclInvalidArgument,
-                      "BATON_ALLTOALL_ALGO=%s is not an AlltoAll algorithm (auto, direct, pairwise or bruck)",
+                      "BATON_ALLTOALL_ALGO=%s is not an AlltoAll algorithm (auto, direct, pairwise, bruck or window)",
                       a2a.c_str());
   t->alltoallBruckBytes = (size_t)std::max<int64_t>(envInt("BATON_ALLTOALL_BRUCK_BYTES", 64 << 10), 0);
   // Every rank uses rank 0's model (shared at init), so only rank 0 reads the tuning file.

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "alltoall.h"
 #include "alltoall_executor.h"
 #include "comm.h"
 #include "comm_error.h"
@@ -359,6 +360,10 @@ ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_p
     BATON_CHECK(planColl(comm, t, &plan, &skip));
     if (!skip) plans.push_back(std::move(plan));
   }
+  // Channel 0 runs the point-to-point batch after this launch's collectives, so its AlltoAlls by
+  // stores take their epochs after those the collectives took.
+  for (Task& t : p2p)
+    if (t.kind == Task::kAlltoAll && t.alltoallAlgo == kAlltoAllWindow) t.symEpoch = ++comm->windows.epochs[0];
   return launchPlans(comm, std::move(plans), std::move(p2p), out, callerRuns);
 }
 

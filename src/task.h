@@ -38,6 +38,9 @@ struct Task {
   // then need not announce.
   std::shared_ptr<const std::vector<size_t>> layout;
   bool uniform = false;
+  // kAlltoAll by stores into windows: channel 0's symmetric epoch, numbered at launch like the
+  // symmetric collectives' (src/enqueue.cc), so every rank uses the same one.
+  uint64_t symEpoch = 0;
 };
 
 // A send (sendbuff) or receive (recvbuff) of `count` elements with `peer`.

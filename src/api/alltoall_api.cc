@@ -24,10 +24,11 @@ ncclResult_t submitAlltoAll(ncclComm* comm, const char* fn, const void* sendbuff
   const size_t* l = layout->data();
   size_t largest = 0;
   for (int p = 0; p < n; ++p) largest = std::max(largest, l[p]);
-  const int algo = chooseAlltoAll(comm, largest, uniform);
+  const char* why = nullptr;
+  const int algo = chooseAlltoAll(comm, largest, uniform, recvInSymmetricWindow(comm, recvbuff), &why);
   BATON_INFO(kSubColl,
-             "%s: sendbuff %p recvbuff %p largest block %zu bytes datatype %s comm %p [nranks=%d] algorithm %s", fn,
-             sendbuff, recvbuff, largest, typeName(type), (void*)comm, n, alltoallAlgoName(algo));
+             "%s: sendbuff %p recvbuff %p largest block %zu bytes datatype %s comm %p [nranks=%d] algorithm %s (%s)",
+             fn, sendbuff, recvbuff, largest, typeName(type), (void*)comm, n, alltoallAlgoName(algo), why);
   return submit(comm, alltoallTasks(comm, algo, sendbuff, recvbuff, std::move(layout), uniform));
 }
 

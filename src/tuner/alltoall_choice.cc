@@ -8,10 +8,19 @@
 
 namespace baton {
 
-int chooseAlltoAll(const ncclComm* comm, size_t blockBytes, bool sizeAgreed, const char** why) {
+bool recvInSymmetricWindow(ncclComm* comm, const void* recvbuff) {
+  return !comm->windows.empty() && comm->tun.symmetric && comm->nNodes == 1 && comm->nRanks <= kMaxSymRanks &&
+         comm->windows.pads.size() == (size_t)comm->nRanks && comm->windows.findSymmetric(recvbuff, 1);
+}
+
+int chooseAlltoAll(const ncclComm* comm, size_t blockBytes, bool sizeAgreed, bool recvInWindow, const char** why) {
   const char* unused;
   if (!why) why = &unused;
+  if (comm->tun.alltoallAlgo == kAlltoAllWindow && !recvInWindow)
+    return *why = "window forced by BATON_ALLTOALL_ALGO, but recvbuff is in no symmetric window: direct",
+           kAlltoAllDirect;
   if (comm->tun.alltoallAlgo != kAlltoAllAuto) return *why = "forced by BATON_ALLTOALL_ALGO", comm->tun.alltoallAlgo;
+  if (recvInWindow) return *why = "recvbuff in a symmetric window: one store per byte, no FIFO", kAlltoAllWindow;
   // On one host direct measured fastest or level at every size (its n-1 transfers overlap); across
   // two hosts Bruck took 0.45-0.97 of direct's time up to 64 KiB for 4 and 8 ranks, direct won from
   // 256 KiB.
@@ -35,7 +44,7 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerChooseA
                                                                                         const char** reason) {
   BATON_CHECK(checkCommReady(comm, "batonTunerChooseAlltoAll"));
   if (!algorithm) return batonError(ncclInvalidArgument, "batonTunerChooseAlltoAll: algorithm is NULL");
-  *algorithm = alltoallAlgoName(chooseAlltoAll(comm, bytesPerPeer, true, reason));
+  *algorithm = alltoallAlgoName(chooseAlltoAll(comm, bytesPerPeer, true, false, reason));
   return ncclSuccess;
 }
 

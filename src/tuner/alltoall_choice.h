@@ -1,10 +1,14 @@
 // Which AlltoAll algorithm (algorithms/alltoall.h) a call runs: the one BATON_ALLTOALL_ALGO forces,
-// else a choice by rank layout and size measured on this machine (lesson 12, docs/perf.md):
-// Bruck across hosts while the whole buffer is at most BATON_ALLTOALL_BRUCK_BYTES (each NET message
-// has a fixed cost, and Bruck sends log2 n of them instead of n-1), direct otherwise.
+// else a choice by rank layout, buffer and size measured on this machine (lesson 12, docs/perf.md):
+// stores into the peers' windows where the receive buffer lies in a symmetric window every rank
+// maps (one host); Bruck across hosts while the whole buffer is at most BATON_ALLTOALL_BRUCK_BYTES
+// (each NET message has a fixed cost, and Bruck sends log2 n of them instead of n-1); direct
+// otherwise. A forced window without such a buffer runs direct.
 //
 // Every rank must choose alike. ncclAlltoAll's count is the same on every rank, so its size can
-// decide; an AlltoAllv's sizes differ per rank, so `sizeAgreed` false leaves auto at direct.
+// decide; an AlltoAllv's sizes differ per rank, so `sizeAgreed` false leaves auto at direct, or at
+// window: whether recvbuff lies in a symmetric window is alike on every rank (NCCL's rule for
+// symmetric buffers: if one rank passes one, every rank does).
 #pragma once
 
 #include <cstddef>
@@ -14,6 +18,9 @@
 namespace baton {
 
 // *why (if not NULL): the rule that decided, in words (static storage).
-int chooseAlltoAll(const ncclComm* comm, size_t blockBytes, bool sizeAgreed, const char** why = nullptr);
+// recvInWindow: recvbuff lies in a symmetric window every rank reaches (recvInSymmetricWindow).
+int chooseAlltoAll(const ncclComm* comm, size_t blockBytes, bool sizeAgreed, bool recvInWindow,
+                   const char** why = nullptr);
+bool recvInSymmetricWindow(ncclComm* comm, const void* recvbuff);
 
 }  // namespace baton

@@ -18,14 +18,34 @@ namespace {
 
 class AlltoAllAlgo : public ::testing::TestWithParam<const char*> {
  protected:
-  // Communicators for n ranks running GetParam(), destroyed at the end of the test.
+  bool window() const { return std::string(GetParam()) == "window"; }
+  // Communicators for n ranks running GetParam(), destroyed at the end of the test. "window" puts
+  // every buffer of the suite's cases in a symmetric window (test_memory.h), where it applies.
   const Comms& comms(int n) {
-    ScopedEnv env(ScopedEnv::Vars{{"BATON_ALLTOALL_ALGO", GetParam()}});
+    ScopedEnv env(ScopedEnv::Vars{{"BATON_ALLTOALL_ALGO", GetParam()}, {"BATON_TEST_MEMORY", "window"}});
     made_.push_back(initAll(n));
+    if (window()) {
+      EXPECT_EQ(attachTestMemory(made_.back()), ncclSuccess) << ncclGetLastError(nullptr);
+    }
     return made_.back();
   }
   void TearDown() override {
-    for (Comms& c : made_) destroyComms(c);
+    for (Comms& c : made_) {
+      // A test that made a rank fail left its communicator in error: its window cannot be
+      // deregistered any more (the test process keeps the arena).
+      const ncclResult_t res = detachTestMemory(c);
+      if (!failedAny(c)) {
+        EXPECT_EQ(res, ncclSuccess) << ncclGetLastError(nullptr);
+      }
+      destroyComms(c);
+    }
+  }
+  static bool failedAny(const Comms& c) {
+    for (ncclComm_t comm : c) {
+      ncclResult_t async = ncclSuccess;
+      if (ncclCommGetAsyncError(comm, &async) != ncclSuccess || async != ncclSuccess) return true;
+    }
+    return false;
   }
 
  private:
@@ -68,15 +88,9 @@ TEST_P(AlltoAllAlgo, AlltoAllvUnevenAndZeroCounts) {
       for (Drive drive : {Drive::Threads, Drive::Group}) {
         std::vector<AlltoAllvRank> ranks;
         for (int r = 0; r < n; ++r) ranks.emplace_back(r, n, unit);
-        ASSERT_EQ(runRanks(n, drive,
-                           [&](int r) {
-                             AlltoAllvRank& k = ranks[r];
-                             return batonAlltoAllv(k.send.data(), k.sendCounts.data(), k.sendDispls.data(),
-                                                   k.recv.data(), k.recvCounts.data(), k.recvDispls.data(), ncclUint32,
-                                                   c[r], nullptr);
-                           }),
-                  "")
+        ASSERT_EQ(runRanks(n, drive, [&](int r) { return ranks[r].run(c[r], arenaOf(c[r])); }), "")
             << n << " ranks, unit " << unit;
+        for (AlltoAllvRank& k : ranks) k.finish();
         for (int r = 0; r < n; ++r)
           ASSERT_EQ(ranks[r].recv, ranks[r].want)
               << "rank " << r << " of " << n << ", unit " << unit << ", " << driveName(drive);
@@ -85,83 +99,98 @@ TEST_P(AlltoAllAlgo, AlltoAllvUnevenAndZeroCounts) {
   }
 }
 
-// Bruck announces its sizes, so a receive count that differs from the matching send fails on the
-// receiving rank naming both, and nothing hangs.
-TEST_P(AlltoAllAlgo, AlltoAllvMismatchedCountUnderBruck) {
-  if (std::string(GetParam()) != "bruck") GTEST_SKIP() << "only Bruck announces sizes";
+// Bruck announces its sizes and window posts them, so a receive count that differs from the
+// matching send fails on the receiving rank naming both (with window on the sender too, which
+// moves nothing into the receiver), and nothing hangs.
+TEST_P(AlltoAllAlgo, AlltoAllvMismatchedCount) {
+  if (!window() && std::string(GetParam()) != "bruck") GTEST_SKIP() << "only Bruck and window announce sizes";
   const Comms& c = comms(3);
   std::vector<AlltoAllvRank> ranks;
   for (int r = 0; r < 3; ++r) ranks.emplace_back(r, 3, 4);
   ranks[1].recvCounts[0] += 1;  // rank 1 expects one more element from rank 0 than rank 0 sends
   ranks[1].recv.resize(ranks[1].recv.size() + 1);
   std::vector<ncclResult_t> res(3);
+  std::vector<std::string> err(3);
   runRanks(3, Drive::Threads, [&](int r) {
-    AlltoAllvRank& k = ranks[r];
-    res[r] = batonAlltoAllv(k.send.data(), k.sendCounts.data(), k.sendDispls.data(), k.recv.data(), k.recvCounts.data(),
-                            k.recvDispls.data(), ncclUint32, c[r], nullptr);
+    res[r] = ranks[r].run(c[r], arenaOf(c[r]));
+    err[r] = ncclGetLastError(c[r]);
     return ncclSuccess;
   });
-  EXPECT_EQ(res[0], ncclSuccess);
+  for (AlltoAllvRank& k : ranks) k.finish();
   EXPECT_EQ(res[2], ncclSuccess);
   EXPECT_NE(res[1], ncclSuccess);
   const size_t sent = ranks[0].sendCounts[1] * 4;
-  const std::string want =
+  const std::string atReceiver =
       "rank 1 expected " + std::to_string(sent + 4) + " bytes from rank 0, which sent " + std::to_string(sent);
-  EXPECT_NE(std::string(ncclGetLastError(c[1])).find(want), std::string::npos) << ncclGetLastError(c[1]);
+  const std::string atSender =
+      "rank 0 sends " + std::to_string(sent) + " bytes to rank 1, which expects " + std::to_string(sent + 4);
+  // Thread ranks failing together share the process's last error (as NCCL's): either may be read.
+  auto names = [&](const std::string& e) {
+    return e.find(atReceiver) != std::string::npos || e.find(atSender) != std::string::npos;
+  };
+  EXPECT_TRUE(names(err[1])) << err[1];
+  if (window()) {
+    EXPECT_NE(res[0], ncclSuccess);
+    EXPECT_TRUE(names(err[0])) << err[0];
+    // Rank 2's blocks moved both ways; rank 0's to rank 1 did not.
+    for (size_t i = 0; i < ranks[2].recv.size(); ++i) ASSERT_EQ(ranks[2].recv[i], ranks[2].want[i]) << i;
+    for (size_t i = 0; i < ranks[1].recvCounts[0]; ++i)
+      ASSERT_EQ(ranks[1].recv[ranks[1].recvDispls[0] + i], AlltoAllvRank::kGap) << i;
+  } else {
+    EXPECT_EQ(res[0], ncclSuccess);
+  }
 }
 
-TEST_P(AlltoAllAlgo, TheLogNamesTheAlgorithm) {
+// Forced window on buffers outside windows runs direct, and the COLL line says why.
+TEST(AlltoAllWindow, ForcedWithoutAWindowRunsDirect) {
+  ScopedEnv env(ScopedEnv::Vars{{"BATON_ALLTOALL_ALGO", "window"}, {"BATON_TEST_MEMORY", "plain"}});
+  Comms c = initAll(3);
   const std::string log = captureLog("COLL", [&] {
-    const Comms& c = comms(4);
     EXPECT_EQ(runCase(c, {Coll::AlltoAll, ncclInt32, Op::Sum, 100}, Drive::Threads), "");
   });
-  const std::string want = std::string("algorithm ") + (std::string(GetParam()) == "auto" ? "direct" : GetParam());
-  EXPECT_NE(log.find("AlltoAll: sendbuff"), std::string::npos) << log;
-  EXPECT_NE(log.find(want), std::string::npos) << log;
-}
-
-// auto across nodes (BATON_RANKS_PER_NODE=2 makes 4 thread ranks two nodes): Bruck for an
-// AlltoAll of at most BATON_ALLTOALL_BRUCK_BYTES, direct above it and for every AlltoAllv (whose
-// sizes differ per rank, so no rank could choose by them alike).
-TEST(AlltoAllAuto, BruckAcrossNodesForSmallBuffersDirectOtherwise) {
-  ScopedEnv env(ScopedEnv::Vars{{"BATON_RANKS_PER_NODE", "2"}, {"BATON_ALLTOALL_ALGO", nullptr}});
-  Comms c = initAll(4);
-  ASSERT_EQ(c.size(), 4u);
-  const std::string log = captureLog("COLL", [&] {
-    EXPECT_EQ(runCase(c, {Coll::AlltoAll, ncclInt32, Op::Sum, 100}, Drive::Threads), "");  // 1.6 KiB: Bruck
-    EXPECT_EQ(runCase(c, {Coll::AlltoAll, ncclInt32, Op::Sum, 8192}, Drive::Group), "");   // 128 KiB: direct
-    std::vector<AlltoAllvRank> ranks;
-    for (int r = 0; r < 4; ++r) ranks.emplace_back(r, 4, 3);
-    EXPECT_EQ(runRanks(4, Drive::Threads,
-                       [&](int r) {
-                         AlltoAllvRank& k = ranks[r];
-                         return batonAlltoAllv(k.send.data(), k.sendCounts.data(), k.sendDispls.data(), k.recv.data(),
-                                               k.recvCounts.data(), k.recvDispls.data(), ncclUint32, c[r], nullptr);
-                       }),
-              "");
-    for (int r = 0; r < 4; ++r) EXPECT_EQ(ranks[r].recv, ranks[r].want) << "rank " << r;
-  });
-  // What --explain prints says the same, with the rule that decided.
-  const char *algo = nullptr, *why = nullptr;
-  ASSERT_EQ(batonTunerChooseAlltoAll(c[0], 400, &algo, &why), ncclSuccess);
-  EXPECT_STREQ(algo, "bruck");
-  EXPECT_NE(std::string(why).find("buffer <= BATON_ALLTOALL_BRUCK_BYTES"), std::string::npos) << why;
-  ASSERT_EQ(batonTunerChooseAlltoAll(c[0], 8192 * 4, &algo, nullptr), ncclSuccess);
-  EXPECT_STREQ(algo, "direct");
-  EXPECT_EQ(batonTunerAlltoAllBruckBytes(c[0]), 65536u);
-  EXPECT_EQ(batonTunerChooseAlltoAll(c[0], 8, nullptr, &why), ncclInvalidArgument);
-  EXPECT_EQ(batonTunerChooseAlltoAll(nullptr, 8, &algo, &why), ncclInvalidArgument);
   destroyComms(c);
-  size_t bruck = 0, direct = 0;
-  for (size_t at = log.find("algorithm bruck"); at != std::string::npos; at = log.find("algorithm bruck", at + 1))
-    ++bruck;
-  for (size_t at = log.find("algorithm direct"); at != std::string::npos; at = log.find("algorithm direct", at + 1))
-    ++direct;
-  EXPECT_EQ(bruck, 4u) << log;
-  EXPECT_EQ(direct, 8u) << log;
+  EXPECT_NE(log.find("algorithm direct (window forced by BATON_ALLTOALL_ALGO, but recvbuff is in no symmetric window"),
+            std::string::npos)
+      << log;
 }
 
-INSTANTIATE_TEST_SUITE_P(, AlltoAllAlgo, ::testing::Values("direct", "pairwise", "bruck", "auto"),
+// A rank whose AlltoAllv block would reach past its window fails naming it, the sender fails naming
+// that rank, and nothing moves (the sender never stores into the peer's memory).
+TEST(AlltoAllWindow, BlockPastTheWindowFailsOnBothRanks) {
+  ScopedEnv env(ScopedEnv::Vars{{"BATON_ALLTOALL_ALGO", "auto"}, {"BATON_TEST_MEMORY", "window"}});
+  Comms c = initAll(2);
+  ASSERT_EQ(attachTestMemory(c), ncclSuccess) << ncclGetLastError(nullptr);
+  std::vector<char*> recv(2), send(2);
+  for (int r = 0; r < 2; ++r) recv[r] = arenaOf(c[r])->alloc(4096), send[r] = arenaOf(c[r])->alloc(4096);
+  // Rank 0 sends 16 elements to rank 1, which places them 16 bytes before its window's end (recv is
+  // the arena's first block, at the window's base).
+  const size_t past = (Arena::kBytes - 16) / 4;
+  const std::vector<std::vector<size_t>> sendCounts = {{0, 16}, {0, 0}}, recvCounts = {{0, 0}, {16, 0}},
+                                         recvDispls = {{0, 0}, {past, 0}};
+  const std::vector<size_t> zero = {0, 0};
+  std::vector<ncclResult_t> res(2);
+  std::vector<std::string> err(2);
+  ASSERT_EQ(runRanks(2, Drive::Threads,
+                     [&](int r) {
+                       res[r] = batonAlltoAllv(send[r], sendCounts[r].data(), zero.data(), recv[r],
+                                               recvCounts[r].data(), recvDispls[r].data(), ncclUint32, c[r], nullptr);
+                       err[r] = ncclGetLastError(c[r]);
+                       return ncclSuccess;
+                     }),
+            "");
+  EXPECT_EQ(res[0], ncclInvalidUsage);
+  EXPECT_EQ(res[1], ncclInvalidUsage);
+  const std::string atReceiver = "rank 1's block from rank 0 (64 bytes at offset " + std::to_string(past * 4) +
+                                 " of recvbuff) reaches past its window of " + std::to_string(Arena::kBytes) + " bytes";
+  const std::string atSender = "rank 1's blocks do not lie in its window: nothing moved to it";
+  for (int r = 0; r < 2; ++r)
+    EXPECT_TRUE(err[r].find(atReceiver) != std::string::npos || err[r].find(atSender) != std::string::npos)
+        << "rank " << r << ": " << err[r];
+  detachTestMemory(c);  // not checked: the ranks' errors may have ended the communicator
+  destroyComms(c);
+}
+
+INSTANTIATE_TEST_SUITE_P(, AlltoAllAlgo, ::testing::Values("direct", "pairwise", "bruck", "window", "auto"),
                          [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
 
 }  // namespace

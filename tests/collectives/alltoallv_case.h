@@ -7,7 +7,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
+
+#include "baton/alltoallv.h"
+#include "collectives/test_memory.h"
 
 namespace bt {
 
@@ -33,6 +37,34 @@ struct AlltoAllvRank {
     for (int s = 0; s < n; ++s)
       for (size_t i = 0; i < recvCounts[s]; ++i) want[recvDispls[s] + i] = value(s, rank, i);
   }
+
+  // batonAlltoAllv on this rank's side, from `send` into `recv`; with an arena (registered memory or
+  // a window, test_memory.h) from and into copies in it, and finish() (after the call completed: a
+  // group's end) brings `recv` back.
+  ncclResult_t run(ncclComm_t comm, Arena* arena) {
+    arena_ = arena;
+    if (!arena)
+      return batonAlltoAllv(send.data(), sendCounts.data(), sendDispls.data(), recv.data(), recvCounts.data(),
+                            recvDispls.data(), ncclUint32, comm, nullptr);
+    const size_t sb = send.size() * sizeof(uint32_t), rb = recv.size() * sizeof(uint32_t);
+    s_ = arena->alloc(sb + 1);  // +1: a rank with nothing to send still passes a buffer
+    r_ = arena->alloc(rb + 1);
+    memcpy(s_, send.data(), sb);
+    memcpy(r_, recv.data(), rb);
+    return batonAlltoAllv(s_, sendCounts.data(), sendDispls.data(), r_, recvCounts.data(), recvDispls.data(),
+                          ncclUint32, comm, nullptr);
+  }
+  void finish() {
+    if (!arena_) return;
+    memcpy(recv.data(), r_, recv.size() * sizeof(uint32_t));
+    arena_->free(s_);
+    arena_->free(r_);
+    arena_ = nullptr;
+  }
+
+ private:
+  Arena* arena_ = nullptr;
+  char *s_ = nullptr, *r_ = nullptr;
 };
 
 }  // namespace bt

@@ -82,8 +82,8 @@ CheckReport runProcessChecks(ncclComm_t comm, int rank, int n, bool quick) {
   for (size_t unit : {size_t(1), size_t(777), size_t(70001)}) {
     if (quick && unit > 1000) break;
     AlltoAllvRank k(rank, n, unit);
-    const ncclResult_t res = batonAlltoAllv(k.send.data(), k.sendCounts.data(), k.sendDispls.data(), k.recv.data(),
-                                            k.recvCounts.data(), k.recvDispls.data(), ncclUint32, comm, nullptr);
+    const ncclResult_t res = k.run(comm, arenaOf(comm));
+    k.finish();
     const std::string what = "AlltoAllv unit " + std::to_string(unit);
     if (res != ncclSuccess) {
       ++rep.failed;

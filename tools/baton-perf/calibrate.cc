@@ -160,6 +160,8 @@ int writeCalibration(const Options& opt, const World& w, const std::vector<std::
 void printExplainAlltoAll(const Options& opt, ncclComm_t comm, int nranks) {
   std::printf("# tuner: alltoall over %d ranks, BATON_ALLTOALL_BRUCK_BYTES=%zu (lesson 12)\n", nranks,
               batonTunerAlltoAllBruckBytes(comm));
+  std::printf(
+      "# (buffers outside windows; a receive buffer in a symmetric window, -R 2, takes 'window' on one host)\n");
   std::printf("#        size     per peer   choice     why\n");
   for (size_t bytes : sweepSizes(opt)) {
     const char *algo = nullptr, *why = nullptr;

@@ -45,10 +45,12 @@ const std::vector<NamedStage>& namedStages() {
       {"tree-LL", {{"NCCL_ALGO", "allreduce:Tree"}, {"NCCL_PROTO", "LL"}}},
       {"tree-LL128", {{"NCCL_ALGO", "allreduce:Tree"}, {"NCCL_PROTO", "LL128"}}},
       {"tree-Simple", {{"NCCL_ALGO", "allreduce:Tree"}, {"NCCL_PROTO", "Simple"}}},
-      // AlltoAll algorithms (lesson 12): every peer at once, n-1 rounds of pairs, log2 n rounds.
+      // AlltoAll algorithms (lesson 12): every peer at once, n-1 rounds of pairs, log2 n rounds,
+      // stores into the peers' windows (which needs the buffers in one: -R 2).
       {"direct", {{"BATON_ALLTOALL_ALGO", "direct"}}},
       {"pairwise", {{"BATON_ALLTOALL_ALGO", "pairwise"}}},
       {"bruck", {{"BATON_ALLTOALL_ALGO", "bruck"}}},
+      {"a2a-window", {{"BATON_ALLTOALL_ALGO", "window"}, {"R", "2"}}},
       {"a2a-auto", {{"BATON_ALLTOALL_ALGO", "auto"}}},
   };
   return stages;
