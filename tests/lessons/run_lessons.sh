@@ -107,8 +107,9 @@ expect '^# published \(yifuwang/symm-mem-recipes' "$out"
 
 # Lesson 12: the AlltoAll algorithms side by side (every result checked), and MoE tokens routed with
 # a counts exchange and an AlltoAllv, on the default algorithm and on Bruck.
-out=$("$BIN/baton-perf" alltoall -t 4 -b 64 -e 64 -n 2 -w 1 --compare direct,pairwise,bruck); echo "$out"
+out=$("$BIN/baton-perf" alltoall -t 4 -b 64 -e 64 -n 2 -w 1 --compare direct,pairwise,bruck,a2a-window); echo "$out"
 expect '^#   bruck +BATON_ALLTOALL_ALGO=bruck$' "$out"
+expect '^#   a2a-window +BATON_ALLTOALL_ALGO=window -R 2$' "$out"
 expect '^# Out of bounds values : 0 OK$' "$out"
 # --explain: the choice and its rule per size; two "nodes" of 2 thread ranks make Bruck the small sizes'.
 out=$(BATON_RANKS_PER_NODE=2 "$BIN/baton-perf" alltoall -t 4 --explain -b 64 -e 1M -f 16); echo "$out"
