@@ -96,7 +96,9 @@ struct SharedTunables {
   size_t singleCopyBytes;    // BATON_SINGLE_COPY_BYTES: AllReduces from this size take it
   int alltoallAlgo;          // BATON_ALLTOALL_ALGO: an AlltoAllAlgo (algorithms/alltoall.h); auto = the tuner's
   size_t alltoallBruckBytes;  // BATON_ALLTOALL_BRUCK_BYTES: auto takes Bruck across hosts up to this buffer size
+                              // (kAlltoAllBruckUnset: the tuning file's or the built-in, alltoall_choice.h)
 };
+constexpr size_t kAlltoAllBruckUnset = ~size_t(0);
 
 // Every knob of a communicator: the shared ones and those each rank keeps for itself.
 struct Tunables : SharedTunables {

@@ -59,7 +59,9 @@ ncclResult_t readTunables(const ncclConfig_t& cfg, int rank, Tunables* t) {
     return batonError(ncclInvalidArgument,
                       "BATON_ALLTOALL_ALGO=%s is not an AlltoAll algorithm (auto, direct, pairwise, bruck or window)",
                       a2a.c_str());
-  t->alltoallBruckBytes = (size_t)std::max<int64_t>(envInt("BATON_ALLTOALL_BRUCK_BYTES", 64 << 10), 0);
+  t->alltoallBruckBytes = envSet("BATON_ALLTOALL_BRUCK_BYTES")
+                              ? (size_t)std::max<int64_t>(envInt("BATON_ALLTOALL_BRUCK_BYTES", 0), 0)
+                              : kAlltoAllBruckUnset;
   // Every rank uses rank 0's model (shared at init), so only rank 0 reads the tuning file.
   t->model = rank == 0 ? initialTuningModel() : defaultTuningModel();
 

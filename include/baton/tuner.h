@@ -31,12 +31,23 @@ ncclResult_t batonTunerPredictAlgo(ncclComm_t comm, const char* collective, size
 ncclResult_t batonTunerChoose(ncclComm_t comm, const char* collective, size_t bytes, int* algorithm, int* protocol,
                               double* predictedUs);
 /* The AlltoAll algorithm ("direct", "pairwise" or "bruck") ncclAlltoAll runs on comm for
- * bytesPerPeer bytes to each peer, and in *reason (may be NULL; static storage) the rule that
- * decided: BATON_ALLTOALL_ALGO, else Bruck across hosts with more than 2 ranks while the whole
- * buffer is at most batonTunerAlltoAllBruckBytes (BATON_ALLTOALL_BRUCK_BYTES), else direct. */
+ * bytesPerPeer bytes to each peer with buffers outside windows, and in *reason (may be NULL; static
+ * storage) the rule that decided: BATON_ALLTOALL_ALGO, else Bruck across hosts with more than 2
+ * ranks while the whole buffer is at most batonTunerAlltoAllBruckBytes, else direct. (A receive
+ * buffer in a symmetric window of a one-host communicator takes "window".) */
 ncclResult_t batonTunerChooseAlltoAll(ncclComm_t comm, size_t bytesPerPeer, const char** algorithm,
                                       const char** reason);
+/* The Bruck threshold (bytes of the whole buffer) and where it came from: "BATON_ALLTOALL_BRUCK_BYTES",
+ * the tuning file's path (what `baton-perf alltoall --calibrate` measured at the nearest rank
+ * count), or "built-in" (64 KiB). */
 size_t batonTunerAlltoAllBruckBytes(ncclComm_t comm);
+const char* batonTunerAlltoAllBruckSource(ncclComm_t comm);
+/* Records in a tuning file, keeping everything else it holds, that across hosts with nRanks ranks
+ * Bruck beat direct up to a whole buffer of bruckBytes (0: never). `comment` may be NULL. */
+ncclResult_t batonTunerWriteFileAlltoAll(const char* path, int nRanks, size_t bruckBytes, const char* comment);
+/* The hosts ("nodes") the communicator spans as the tuner sees them (BATON_RANKS_PER_NODE makes
+ * groups of thread ranks nodes); -1 for a bad communicator. */
+int batonTunerNodes(ncclComm_t comm);
 /* Steps the model charges its per-step cost for: a ring's 2(n-1) for allreduce, a tree's 2 * depth. */
 int batonTunerSteps(ncclComm_t comm, const char* collective, int algorithm);
 const char* batonAlgorithmName(int algorithm);

@@ -1,6 +1,8 @@
 // The AlltoAll algorithm choice (alltoall_choice.h).
 #include "tuner/alltoall_choice.h"
 
+#include <unistd.h>
+
 #include "alltoall.h"
 #include "api/argcheck.h"
 #include "baton/tuner.h"
@@ -11,6 +13,16 @@ namespace baton {
 bool recvInSymmetricWindow(ncclComm* comm, const void* recvbuff) {
   return !comm->windows.empty() && comm->tun.symmetric && comm->nNodes == 1 && comm->nRanks <= kMaxSymRanks &&
          comm->windows.pads.size() == (size_t)comm->nRanks && comm->windows.findSymmetric(recvbuff, 1);
+}
+
+size_t alltoallBruckBytes(const ncclComm* comm, const char** source) {
+  const char* unused;
+  if (!source) source = &unused;
+  if (comm->tun.alltoallBruckBytes != kAlltoAllBruckUnset)
+    return *source = "BATON_ALLTOALL_BRUCK_BYTES", comm->tun.alltoallBruckBytes;
+  if (const AlltoAllCalibration* c = alltoallCalibrationFor(comm->tun.model, comm->nRanks))
+    return *source = comm->tun.model.source, c->bruckBytes;
+  return *source = "built-in", size_t(64) << 10;
 }
 
 int chooseAlltoAll(const ncclComm* comm, size_t blockBytes, bool sizeAgreed, bool recvInWindow, const char** why) {
@@ -28,10 +40,9 @@ int chooseAlltoAll(const ncclComm* comm, size_t blockBytes, bool sizeAgreed, boo
   if (comm->nNodes == 1)
     return *why = "one host: direct's n-1 transfers overlap, fastest or level measured", kAlltoAllDirect;
   if (comm->nRanks <= 2) return *why = "2 ranks: one exchange whichever the schedule", kAlltoAllDirect;
-  if (blockBytes * comm->nRanks <= comm->tun.alltoallBruckBytes)
-    return *why = "across hosts, buffer <= BATON_ALLTOALL_BRUCK_BYTES: log2 n NET messages instead of n-1",
-           kAlltoAllBruck;
-  return *why = "across hosts, buffer > BATON_ALLTOALL_BRUCK_BYTES: Bruck's extra copies cost more", kAlltoAllDirect;
+  if (blockBytes * comm->nRanks <= alltoallBruckBytes(comm))
+    return *why = "across hosts, buffer <= the Bruck threshold: log2 n NET messages instead of n-1", kAlltoAllBruck;
+  return *why = "across hosts, buffer > the Bruck threshold: Bruck's extra copies cost more", kAlltoAllDirect;
 }
 
 }  // namespace baton
@@ -49,7 +60,38 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerChooseA
 }
 
 extern "C" __attribute__((visibility("default"))) size_t batonTunerAlltoAllBruckBytes(ncclComm_t comm) {
-  return checkCommReady(comm, "batonTunerAlltoAllBruckBytes") == ncclSuccess ? comm->tun.alltoallBruckBytes : 0;
+  return checkCommReady(comm, "batonTunerAlltoAllBruckBytes") == ncclSuccess ? alltoallBruckBytes(comm) : 0;
+}
+
+extern "C" __attribute__((visibility("default"))) int batonTunerNodes(ncclComm_t comm) {
+  return checkCommReady(comm, "batonTunerNodes") == ncclSuccess ? comm->nNodes : -1;
+}
+
+extern "C" __attribute__((visibility("default"))) const char* batonTunerAlltoAllBruckSource(ncclComm_t comm) {
+  const char* source = "?";
+  if (checkCommReady(comm, "batonTunerAlltoAllBruckSource") == ncclSuccess) alltoallBruckBytes(comm, &source);
+  return source;
+}
+
+extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerWriteFileAlltoAll(const char* path, int nRanks,
+                                                                                           size_t bruckBytes,
+                                                                                           const char* comment) {
+  if (!path || !*path) return batonError(ncclInvalidArgument, "batonTunerWriteFileAlltoAll: path is NULL or empty");
+  if (nRanks < 2)
+    return batonError(ncclInvalidArgument, "batonTunerWriteFileAlltoAll: nRanks %d (expected >= 2)", nRanks);
+  // Keep everything else the file says (the AllReduce tables, other rank counts).
+  TuningModel m = defaultTuningModel();
+  {
+    TuningModel existing = m;
+    const bool quiet = quietErrors();
+    quietErrors() = true;
+    if (access(path, R_OK) == 0 && loadTuningFile(path, &existing) == ncclSuccess) m = existing;
+    quietErrors() = quiet;
+  }
+  if (!setAlltoAllCalibration(&m, nRanks, bruckBytes))
+    return batonError(ncclInvalidArgument, "batonTunerWriteFileAlltoAll: %s already holds %d alltoall entries", path,
+                      kMaxAlltoAllCalibrations);
+  return writeTuningFile(path, m, comment ? comment : "");
 }
 
 namespace baton {}  // namespace baton

@@ -1,9 +1,11 @@
 // Which AlltoAll algorithm (algorithms/alltoall.h) a call runs: the one BATON_ALLTOALL_ALGO forces,
 // else a choice by rank layout, buffer and size measured on this machine (lesson 12, docs/perf.md):
 // stores into the peers' windows where the receive buffer lies in a symmetric window every rank
-// maps (one host); Bruck across hosts while the whole buffer is at most BATON_ALLTOALL_BRUCK_BYTES
-// (each NET message has a fixed cost, and Bruck sends log2 n of them instead of n-1); direct
-// otherwise. A forced window without such a buffer runs direct.
+// maps (one host); Bruck across hosts while the whole buffer is at most the Bruck threshold (each
+// NET message has a fixed cost, and Bruck sends log2 n of them instead of n-1); direct otherwise.
+// A forced window without such a buffer runs direct. The threshold is BATON_ALLTOALL_BRUCK_BYTES if
+// set, else what `baton-perf alltoall --calibrate` measured at the nearest rank count (the tuning
+// file), else 64 KiB (measured on the development machine).
 //
 // Every rank must choose alike. ncclAlltoAll's count is the same on every rank, so its size can
 // decide; an AlltoAllv's sizes differ per rank, so `sizeAgreed` false leaves auto at direct, or at
@@ -22,5 +24,8 @@ namespace baton {
 int chooseAlltoAll(const ncclComm* comm, size_t blockBytes, bool sizeAgreed, bool recvInWindow,
                    const char** why = nullptr);
 bool recvInSymmetricWindow(ncclComm* comm, const void* recvbuff);
+// The Bruck threshold in bytes of the whole buffer; *source (static or the model's storage): where
+// it came from.
+size_t alltoallBruckBytes(const ncclComm* comm, const char** source = nullptr);
 
 }  // namespace baton

@@ -40,10 +40,24 @@ struct AlgoProtoCost {
 enum TuningPath : int { kPathShm = 0, kPathDirect = 1, kPathOversub = 2, kNumPaths = 3 };
 const char* tuningPathName(int path);
 
+// AlltoAll across hosts, measured by `baton-perf alltoall --calibrate` (lesson 12): for nRanks
+// ranks, Bruck beat direct up to a whole buffer of bruckBytes.
+struct AlltoAllCalibration {
+  int nRanks = 0;
+  uint64_t bruckBytes = 0;
+};
+constexpr int kMaxAlltoAllCalibrations = 16;
+
 struct TuningModel {
   AlgoProtoCost cost[kNumPaths][kNumTunedAlgos][kNumProtos];
+  AlltoAllCalibration alltoall[kMaxAlltoAllCalibrations];  // one per rank count measured
+  int nAlltoAll = 0;
   char source[96] = "built-in";  // "built-in" or the tuning file's path (for logs and --explain)
 };
+// Records (or replaces) the AlltoAll entry for nRanks; false when the table is full.
+bool setAlltoAllCalibration(TuningModel* m, int nRanks, uint64_t bruckBytes);
+// The entry measured at the rank count nearest nRanks (ties: the smaller), or nullptr.
+const AlltoAllCalibration* alltoallCalibrationFor(const TuningModel& m, int nRanks);
 
 // Which (function, algorithm, protocol) triples NCCL_ALGO / NCCL_PROTO leave enabled.
 struct AlgoProtoMask {

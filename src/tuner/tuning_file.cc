@@ -7,6 +7,8 @@
 //   direct Ring Simple ...
 //   # path algorithm protocol corr c0 .. c22   (optional: measured/model per size bucket, 64 B .. 256 MiB)
 //   shm Ring LL corr 1.02 0.97 ...
+//   # alltoall nranks bruck_bytes bytes     (baton-perf alltoall --calibrate, lesson 12)
+//   alltoall 8 bruck_bytes 65536
 // path: shm (ranks reach each other through FIFO copies) or direct (ranks of one process reading
 // and writing each other's buffers). Entries the file does not name keep their built-in values.
 #include <strings.h>
@@ -57,6 +59,20 @@ ncclResult_t parseTuningText(const std::string& text, const std::string& path, T
     std::istringstream ss(line);
     std::string pathWord, algo, proto;
     if (!(ss >> pathWord)) continue;  // blank or comment
+    if (strcasecmp(pathWord.c_str(), "alltoall") == 0) {
+      long long nRanks = 0, bytes = -1;
+      std::string key;
+      if (!(ss >> nRanks >> key >> bytes) || key != "bruck_bytes" || nRanks < 2 || nRanks > (1 << 20) || bytes < 0)
+        return batonError(ncclInvalidArgument,
+                          "tuning file %s line %d: expected 'alltoall nranks bruck_bytes bytes' (nranks >= 2, bytes "
+                          ">= 0)",
+                          path.c_str(), lineNo);
+      if (!setAlltoAllCalibration(&m, (int)nRanks, (uint64_t)bytes))
+        return batonError(ncclInvalidArgument, "tuning file %s line %d: more than %d alltoall entries", path.c_str(),
+                          lineNo, kMaxAlltoAllCalibrations);
+      ++entries;
+      continue;
+    }
     int kind = -1;
     for (int k = 0; k < kNumPaths; ++k)
       if (strcasecmp(pathWord.c_str(), tuningPathName(k)) == 0) kind = k;
@@ -142,10 +158,34 @@ ncclResult_t writeTuningFile(const std::string& path, const TuningModel& model, 
         for (int b = 0; b < kCorrBuckets; ++b) fprintf(f, " %.3f", model.cost[k][a][p].corr[b]);
         fprintf(f, "\n");
       }
+  if (model.nAlltoAll) {
+    fprintf(f, "# alltoall nranks bruck_bytes bytes: across hosts, auto sends with Bruck up to this whole buffer\n");
+    for (int i = 0; i < model.nAlltoAll; ++i)
+      fprintf(f, "alltoall %d bruck_bytes %llu\n", model.alltoall[i].nRanks,
+              (unsigned long long)model.alltoall[i].bruckBytes);
+  }
   const bool ok = fclose(f) == 0;
   if (!ok || rename(tmp.c_str(), path.c_str()) != 0)
     return batonError(ncclSystemError, "tuning file %s: cannot write (%s)", path.c_str(), strerror(errno));
   return ncclSuccess;
+}
+
+bool setAlltoAllCalibration(TuningModel* m, int nRanks, uint64_t bruckBytes) {
+  for (int i = 0; i < m->nAlltoAll; ++i)
+    if (m->alltoall[i].nRanks == nRanks) return m->alltoall[i].bruckBytes = bruckBytes, true;
+  if (m->nAlltoAll == kMaxAlltoAllCalibrations) return false;
+  m->alltoall[m->nAlltoAll++] = {nRanks, bruckBytes};
+  return true;
+}
+
+const AlltoAllCalibration* alltoallCalibrationFor(const TuningModel& m, int nRanks) {
+  const AlltoAllCalibration* best = nullptr;
+  for (int i = 0; i < m.nAlltoAll; ++i) {
+    const AlltoAllCalibration& c = m.alltoall[i];
+    const int d = std::abs(c.nRanks - nRanks), bd = best ? std::abs(best->nRanks - nRanks) : 0;
+    if (!best || d < bd || (d == bd && c.nRanks < best->nRanks)) best = &c;
+  }
+  return best;
 }
 
 TuningModel initialTuningModel() {

@@ -190,6 +190,57 @@ TEST(AlltoAllWindow, BlockPastTheWindowFailsOnBothRanks) {
   destroyComms(c);
 }
 
+TEST_P(AlltoAllAlgo, TheLogNamesTheAlgorithm) {
+  const std::string log = captureLog("COLL", [&] {
+    const Comms& c = comms(4);
+    EXPECT_EQ(runCase(c, {Coll::AlltoAll, ncclInt32, Op::Sum, 100}, Drive::Threads), "");
+  });
+  const std::string want = std::string("algorithm ") + (std::string(GetParam()) == "auto" ? "direct" : GetParam());
+  EXPECT_NE(log.find("AlltoAll: sendbuff"), std::string::npos) << log;
+  EXPECT_NE(log.find(want), std::string::npos) << log;
+}
+
+// auto across nodes (BATON_RANKS_PER_NODE=2 makes 4 thread ranks two nodes): Bruck for an
+// AlltoAll of at most the Bruck threshold (built-in: the suites read no tuning file), direct above it and for every
+// AlltoAllv (whose sizes differ per rank, so no rank could choose by them alike).
+TEST(AlltoAllAuto, BruckAcrossNodesForSmallBuffersDirectOtherwise) {
+  ScopedEnv env(ScopedEnv::Vars{{"BATON_RANKS_PER_NODE", "2"}, {"BATON_ALLTOALL_ALGO", nullptr}});
+  Comms c = initAll(4);
+  ASSERT_EQ(c.size(), 4u);
+  const std::string log = captureLog("COLL", [&] {
+    EXPECT_EQ(runCase(c, {Coll::AlltoAll, ncclInt32, Op::Sum, 100}, Drive::Threads), "");  // 1.6 KiB: Bruck
+    EXPECT_EQ(runCase(c, {Coll::AlltoAll, ncclInt32, Op::Sum, 8192}, Drive::Group), "");   // 128 KiB: direct
+    std::vector<AlltoAllvRank> ranks;
+    for (int r = 0; r < 4; ++r) ranks.emplace_back(r, 4, 3);
+    EXPECT_EQ(runRanks(4, Drive::Threads,
+                       [&](int r) {
+                         AlltoAllvRank& k = ranks[r];
+                         return batonAlltoAllv(k.send.data(), k.sendCounts.data(), k.sendDispls.data(), k.recv.data(),
+                                               k.recvCounts.data(), k.recvDispls.data(), ncclUint32, c[r], nullptr);
+                       }),
+              "");
+    for (int r = 0; r < 4; ++r) EXPECT_EQ(ranks[r].recv, ranks[r].want) << "rank " << r;
+  });
+  // What --explain prints says the same, with the rule that decided.
+  const char *algo = nullptr, *why = nullptr;
+  ASSERT_EQ(batonTunerChooseAlltoAll(c[0], 400, &algo, &why), ncclSuccess);
+  EXPECT_STREQ(algo, "bruck");
+  EXPECT_NE(std::string(why).find("buffer <= the Bruck threshold"), std::string::npos) << why;
+  ASSERT_EQ(batonTunerChooseAlltoAll(c[0], 8192 * 4, &algo, nullptr), ncclSuccess);
+  EXPECT_STREQ(algo, "direct");
+  EXPECT_EQ(batonTunerAlltoAllBruckBytes(c[0]), 65536u);
+  EXPECT_EQ(batonTunerChooseAlltoAll(c[0], 8, nullptr, &why), ncclInvalidArgument);
+  EXPECT_EQ(batonTunerChooseAlltoAll(nullptr, 8, &algo, &why), ncclInvalidArgument);
+  destroyComms(c);
+  size_t bruck = 0, direct = 0;
+  for (size_t at = log.find("algorithm bruck"); at != std::string::npos; at = log.find("algorithm bruck", at + 1))
+    ++bruck;
+  for (size_t at = log.find("algorithm direct"); at != std::string::npos; at = log.find("algorithm direct", at + 1))
+    ++direct;
+  EXPECT_EQ(bruck, 4u) << log;
+  EXPECT_EQ(direct, 8u) << log;
+}
+
 INSTANTIATE_TEST_SUITE_P(, AlltoAllAlgo, ::testing::Values("direct", "pairwise", "bruck", "window", "auto"),
                          [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
 

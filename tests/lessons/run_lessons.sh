@@ -113,8 +113,15 @@ expect '^#   a2a-window +BATON_ALLTOALL_ALGO=window -R 2$' "$out"
 expect '^# Out of bounds values : 0 OK$' "$out"
 # --explain: the choice and its rule per size; two "nodes" of 2 thread ranks make Bruck the small sizes'.
 out=$(BATON_RANKS_PER_NODE=2 "$BIN/baton-perf" alltoall -t 4 --explain -b 64 -e 1M -f 16); echo "$out"
-expect '^ +1024 +256 +bruck +across hosts, buffer <= BATON_ALLTOALL_BRUCK_BYTES' "$out"
-expect '^ +262144 +65536 +direct +across hosts, buffer > BATON_ALLTOALL_BRUCK_BYTES' "$out"
+expect '^# tuner: alltoall over 4 ranks, Bruck threshold 65536 bytes \(built-in\)' "$out"
+expect '^ +1024 +256 +bruck +across hosts, buffer <= the Bruck threshold' "$out"
+expect '^ +262144 +65536 +direct +across hosts, buffer > the Bruck threshold' "$out"
+# --calibrate: direct against Bruck per size, the threshold written to the tuning file and read back.
+out=$(BATON_TUNING_FILE=$tmp/a2a-tuning.txt BATON_RANKS_PER_NODE=2 "$BIN/baton-perf" alltoall -t 4 --calibrate -e 64K -n 2 -w 1); echo "$out"
+expect '^# alltoall calibration: 4 ranks on 2 hosts, direct against Bruck per size$' "$out"
+expect "^# wrote 'alltoall 4 bruck_bytes [0-9]+' to $tmp/a2a-tuning.txt" "$out"
+out=$(BATON_TUNING_FILE=$tmp/a2a-tuning.txt BATON_RANKS_PER_NODE=2 "$BIN/baton-perf" alltoall -t 4 --explain -b 64 -e 64); echo "$out"
+expect "^# tuner: alltoall over 4 ranks, Bruck threshold [0-9]+ bytes \\($tmp/a2a-tuning.txt\\)" "$out"
 for algo in auto bruck; do
   out=$(BATON_ALLTOALL_ALGO=$algo "$EX/12-moe-all-to-all/token_routing" 4 64); echo "$out"
   expect '^token routing: 4 ranks, 64 tokens each, top-2 of 8 experts: 474 token copies delivered in [0-9.]+ us, result OK$' "$out"

@@ -147,6 +147,58 @@ TEST(Tuner, TuningFileRoundTrip) {
   remove(path.c_str());
 }
 
+// AlltoAll's calibrated Bruck thresholds (lesson 12): written beside the AllReduce tables without
+// disturbing them, one per rank count, the nearest count serving others; BATON_ALLTOALL_BRUCK_BYTES
+// overrides the file, and without either the built-in 64 KiB holds.
+TEST(Tuner, AlltoAllCalibrationInTheTuningFile) {
+  const std::string path = tempPath("-a2a.txt");
+  const double base[3] = {0.5, 0.25, 1}, hop[3] = {0.1, 0.2, 0.3}, bw[3] = {2, 12, 14};
+  ASSERT_EQ(batonTunerWriteFile(path.c_str(), "shm", base, hop, bw, nullptr, nullptr), ncclSuccess);
+  ASSERT_EQ(batonTunerWriteFileAlltoAll(path.c_str(), 8, 262144, "eight"), ncclSuccess);
+  ASSERT_EQ(batonTunerWriteFileAlltoAll(path.c_str(), 4, 4096, nullptr), ncclSuccess);
+  ASSERT_EQ(batonTunerWriteFileAlltoAll(path.c_str(), 8, 131072, nullptr), ncclSuccess);  // replaces 8's
+  EXPECT_EQ(batonTunerWriteFileAlltoAll(path.c_str(), 1, 64, nullptr), ncclInvalidArgument);
+  EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"nRanks 1"}));
+  TuningModel m = defaultTuningModel();
+  ASSERT_EQ(loadTuningFile(path, &m), ncclSuccess) << baton_test::lastError();
+  EXPECT_FLOAT_EQ(m.cost[kPathShm][kAlgoRing][kProtoSimple].busBwGBs, 14.0f);
+  ASSERT_EQ(m.nAlltoAll, 2);
+  EXPECT_EQ(alltoallCalibrationFor(m, 8)->bruckBytes, 131072u);
+  EXPECT_EQ(alltoallCalibrationFor(m, 4)->bruckBytes, 4096u);
+  EXPECT_EQ(alltoallCalibrationFor(m, 6)->nRanks, 4);   // a tie goes to the smaller count
+  EXPECT_EQ(alltoallCalibrationFor(m, 16)->nRanks, 8);  // the nearest
+  EXPECT_EQ(alltoallCalibrationFor(defaultTuningModel(), 8), nullptr);
+  // Four thread ranks as two nodes: the file's 4-rank entry decides, unless the variable is set.
+  auto bruckOf = [](const char* bruckEnv, std::string* source) {
+    ScopedEnv perNode("BATON_RANKS_PER_NODE", "2");
+    ScopedEnv bruck("BATON_ALLTOALL_BRUCK_BYTES", bruckEnv);
+    ncclComm_t c[4] = {};
+    EXPECT_EQ(ncclCommInitAll(c, 4, nullptr), ncclSuccess);
+    const size_t bytes = batonTunerAlltoAllBruckBytes(c[0]);
+    *source = batonTunerAlltoAllBruckSource(c[0]);
+    const char *algo = nullptr, *why = nullptr;
+    EXPECT_EQ(batonTunerChooseAlltoAll(c[0], bytes / 4, &algo, &why), ncclSuccess);
+    EXPECT_STREQ(algo, "bruck") << why;
+    EXPECT_EQ(batonTunerChooseAlltoAll(c[0], bytes / 4 + 1, &algo, &why), ncclSuccess);
+    EXPECT_STREQ(algo, "direct") << why;
+    EXPECT_EQ(batonTunerNodes(c[0]), 2);
+    for (ncclComm_t x : c) EXPECT_EQ(ncclCommDestroy(x), ncclSuccess);
+    return bytes;
+  };
+  std::string source;
+  {
+    ScopedEnv env("BATON_TUNING_FILE", path.c_str());
+    EXPECT_EQ(bruckOf(nullptr, &source), 4096u);
+    EXPECT_EQ(source, path);
+    EXPECT_EQ(bruckOf("1024", &source), 1024u);
+    EXPECT_EQ(source, "BATON_ALLTOALL_BRUCK_BYTES");
+  }
+  ScopedEnv none("BATON_TUNING_FILE", "none");
+  EXPECT_EQ(bruckOf(nullptr, &source), 65536u);
+  EXPECT_EQ(source, "built-in");
+  remove(path.c_str());
+}
+
 TEST(Tuner, MalformedTuningFilesNameTheLine) {
   const std::string path = tempPath("-bad.txt");
   struct Case {
@@ -160,6 +212,10 @@ TEST(Tuner, MalformedTuningFilesNameTheLine) {
       {"nvlink Ring LL 0 1 2\n", {"line 1", "unknown path 'nvlink'"}},
       {"shm Ring LL -1 1 2\n", {"line 1", "out of range"}},
       {"direct Ring LL corr 1 2 3\n", {"line 1", "corr", "factor 3"}},
+      {"alltoall 8 bruck_bytes\n", {"line 1", "alltoall nranks bruck_bytes bytes"}},
+      {"alltoall 1 bruck_bytes 64\n", {"line 1", "nranks >= 2"}},
+      {"alltoall 8 bruck 64\n", {"line 1", "alltoall nranks bruck_bytes bytes"}},
+      {"alltoall 8 bruck_bytes -1\n", {"line 1", "bytes >= 0"}},
       {"# only comments\n", {"no entries"}},
   };
   for (const Case& k : cases) {

@@ -269,6 +269,10 @@ void runSweep(const Options& opt, const World& w, Worker* wk);
 // file's Ring and Tree entries for the table `comm` uses. Exit code.
 int writeCalibration(const Options& opt, const World& w, const std::vector<std::vector<Row>>& perStage,
                      double memcpyGBs, const char* pathKind, ncclComm_t comm);
+// alltoall --calibrate (stages direct, bruck, in that order; calibrate_alltoall.cc): the Bruck
+// threshold for this rank count into the tuning file. Exit code.
+int writeAlltoAllCalibration(const Options& opt, const World& w, const std::vector<std::vector<Row>>& perStage,
+                             ncclComm_t comm);
 // --explain: the tuner's predictions and choice for every size of the sweep.
 void printExplain(const Options& opt, ncclComm_t comm, int nranks);
 

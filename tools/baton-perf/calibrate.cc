@@ -158,8 +158,8 @@ int writeCalibration(const Options& opt, const World& w, const std::vector<std::
 
 // AlltoAll's choice is a measured rule, not the cost model: each size's block, algorithm and rule.
 void printExplainAlltoAll(const Options& opt, ncclComm_t comm, int nranks) {
-  std::printf("# tuner: alltoall over %d ranks, BATON_ALLTOALL_BRUCK_BYTES=%zu (lesson 12)\n", nranks,
-              batonTunerAlltoAllBruckBytes(comm));
+  std::printf("# tuner: alltoall over %d ranks, Bruck threshold %zu bytes (%s) (lesson 12)\n", nranks,
+              batonTunerAlltoAllBruckBytes(comm), batonTunerAlltoAllBruckSource(comm));
   std::printf(
       "# (buffers outside windows; a receive buffer in a symmetric window, -R 2, takes 'window' on one host)\n");
   std::printf("#        size     per peer   choice     why\n");

@@ -194,7 +194,9 @@ int main(int argc, char** argv) {
       wrong += wrongIn(perStage.back());
     }
     if (reporter) report.compareTable(perStage);
-    if (opt.calibrate && reporter && wrong == 0)  // the table the measured communicators used
+    if (opt.calibrate && reporter && wrong == 0 && opt.coll == Coll::AlltoAll)
+      calibrateRc = writeAlltoAllCalibration(opt, w, perStage, ctrl[0]);
+    else if (opt.calibrate && reporter && wrong == 0)  // the table the measured communicators used
       calibrateRc = writeCalibration(opt, w, perStage, memcpyGBs, batonTunerPathName(ctrl[0]), ctrl[0]);
   }
   destroyComms(&ctrl);

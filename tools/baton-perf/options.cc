@@ -139,7 +139,8 @@ int parseOptions(int argc, char** argv, Options* opt) {
       ->check(CLI::Range(0, 1 << 30));
   app.add_flag("--memcpy", opt->memcpyOnly, "print only the single-thread memcpy bandwidth line");
   app.add_flag("--calibrate", opt->calibrate,
-               "measure allreduce with each protocol (default sizes 8 B..64 MiB, x4), fit the cost model and "
+               "allreduce: measure each protocol (default sizes 8 B..64 MiB, x4), fit the cost model; alltoall: "
+               "time direct against Bruck (64 B..4 MiB, x4) and keep the largest size Bruck wins; either way "
                "write the tuning file the library loads (BATON_TUNING_FILE or ~/.cache/baton/tuning.txt)");
   app.add_flag("--explain", opt->explain,
                "print the tuner's predicted time per protocol and its choice for each size, without running");
@@ -186,12 +187,13 @@ int parseOptions(int argc, char** argv, Options* opt) {
   bool factorGiven = fOpt->count() > 0;
   if (opt->calibrate) {
     if (!compare.empty()) return usageError("--calibrate runs its own stages; it cannot be combined with --compare");
-    if (coll != "allreduce" && coll != "all_reduce")
-      return usageError("--calibrate measures allreduce; got '" + coll + "'");
-    if (!app.count("-b")) minb = "8";
-    if (!app.count("-e")) maxb = "64M";
+    const bool alltoall = coll == "alltoall" || coll == "all_to_all";
+    if (coll != "allreduce" && coll != "all_reduce" && !alltoall)
+      return usageError("--calibrate measures allreduce or alltoall; got '" + coll + "'");
+    if (!app.count("-b")) minb = alltoall ? "64" : "8";
+    if (!app.count("-e")) maxb = alltoall ? "4M" : "64M";
     if (!factorGiven && !iOpt->count()) factor = 4, factorGiven = true;
-    compare = "ring-LL,ring-LL128,ring-Simple,tree-LL,tree-LL128,tree-Simple";
+    compare = alltoall ? "direct,bruck" : "ring-LL,ring-LL128,ring-Simple,tree-LL,tree-LL128,tree-Simple";
   }
   if (!parseColl(coll, &opt->coll))
     return usageError("unknown collective '" + coll + "'; expected one of: " + collNameList());
