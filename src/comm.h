@@ -182,6 +182,8 @@ struct ncclComm {
   // The fused operations' working memory (src/fused/fused_scratch.h), made by the first fused call.
   std::shared_ptr<baton::FusedScratch> fusedScratch;
   std::shared_ptr<baton::FusedWindow> fusedWindow;  // the fused stages' symmetric window, made on first use
+  // MoE's low-latency stage across hosts: a window whose device communicator puts to other hosts.
+  std::shared_ptr<baton::FusedWindow> moeNetWindow;
 };
 
 namespace baton {

@@ -5,6 +5,7 @@
 #
 #   tools/bench-alltoall.sh [--per 4] [BATON-PERF ARGS...]
 #   tools/bench-alltoall.sh [--per 4] --calibrate [-n 20 ...]
+#   tools/bench-alltoall.sh [--per 2] --moe [BATON-PERF MOE ARGS...]   (baton-perf moe instead)
 #
 # Defaults: --per 4 (8 ranks), baton-perf's arguments -b 64 -e 1M -f 4 -n 20 -w 5 --compare
 # direct,pairwise,bruck,a2a-auto. Prints baton-perf's table (rank 0). With --calibrate, baton-perf
@@ -15,17 +16,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PER=4
+OP=alltoall
 ARGS=()
 while (($#)); do
   case $1 in
     --per) PER=$2; shift 2 ;;
-    -h|--help) sed -n '2,14s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    --moe) OP=moe; shift ;;
+    -h|--help) sed -n '2,15s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) ARGS+=("$1"); shift ;;
   esac
 done
-((${#ARGS[@]})) || ARGS=(-b 64 -e 1M -f 4 -n 20 -w 5 --compare direct,pairwise,bruck,a2a-auto)
+((${#ARGS[@]})) || [[ $OP == moe ]] || ARGS=(-b 64 -e 1M -f 4 -n 20 -w 5 --compare direct,pairwise,bruck,a2a-auto)
 TUNING=${BATON_TUNING_FILE:-none}
-for a in "${ARGS[@]}"; do
+for a in ${ARGS[@]+"${ARGS[@]}"}; do
   [[ $a == --calibrate ]] && TUNING=${BATON_TUNING_FILE:-${XDG_CACHE_HOME:-$HOME/.cache}/baton/tuning.txt}
 done
 export BATON_NETNS_PREFIX=ba
@@ -40,7 +43,7 @@ for ((r = 0; r < n; r++)); do
   h=$((r / PER))
   ip netns exec ba-h$h env NCCL_HOSTID=ba-h$h BATON_RANK=$r BATON_NRANKS=$n BATON_LOCAL_RANK=$((r % PER)) \
     NCCL_COMM_ID=10.77.0.1:$PORT NCCL_SOCKET_IFNAME=veth0 BATON_TUNING_FILE="$TUNING" \
-    build/bin/baton-perf alltoall "${ARGS[@]}" >"$LOG/out.$r" 2>&1 &
+    build/bin/baton-perf $OP ${ARGS[@]+"${ARGS[@]}"} >"$LOG/out.$r" 2>&1 &
   pids+=($!)
 done
 rc=0

@@ -63,14 +63,14 @@
  *   normal     dispatch as alltoallv; combine reduces on the experts' rank (DeepEP's normal
  *              layout): the token's weights go there first, each rank sums its rows of a token in
  *              fp32, and one fp32 partial per (token, rank) returns to be added at the token's rank;
- *   lowlatency every rank on one host: no transport at all. Tokens (once per rank, with their
- *              ids), then combine's weights and fp32 partials, are stored straight into the
- *              peers' symmetric windows, each block announced by one signal that only grows;
- *              combines alternate between two halves of the window, so consecutive calls need
- *              no reset. Ranks on several hosts: runs as normal (NCCL_DEBUG=INFO says so);
- *   auto       (the default) lowlatency where every rank is on one host; across hosts normal
- *              where its combine returns fewer bytes than one row per expert (every rank's
- *              counts decide, so every rank picks alike), else alltoallv.
+ *   lowlatency no transport FIFO at all. Tokens (once per rank, with their ids), then combine's
+ *              weights and fp32 partials, are written straight into the peers' symmetric
+ *              windows, each block announced by one signal that only grows: on one host a store
+ *              and a release add, to a rank of another host one put-with-signal per block
+ *              through the proxies (include/baton/device.h's batonPutSignal); combines
+ *              alternate between two halves of the window, so consecutive calls need no reset;
+ *   auto       (the default) lowlatency: the fastest stage at every shape measured, on one host
+ *              and across two (docs/perf.md).
  * Every stage gives the same rows in the same order. Combined outputs are the same fp32 sums
  * grouped differently (alltoallv in slot order; the others per rank first), so they agree bit
  * for bit where the sums are exact (e.g. integer-valued data) and otherwise within fp32 rounding. */

@@ -15,16 +15,17 @@ FusedWindow::~FusedWindow() {
   devCommReleaseLocal(&dev_);
 }
 
-ncclResult_t FusedWindow::ensure(ncclComm* comm, size_t bytes, bool* usable) {
+ncclResult_t FusedWindow::ensure(ncclComm* comm, size_t bytes, bool* usable, bool netPuts) {
   if (!dev_.internal) {
     // Signals: one per (pattern, source rank). One barrier ends every fused call.
-    const batonDevCommRequirements reqs = {kPatterns * comm->nRanks, 1, 0};
+    const batonDevCommRequirements reqs = {kPatterns * comm->nRanks, 1, netPuts ? 1 : 0};
     BATON_CHECK(batonDevCommCreate(comm, &reqs, &dev_));
+    netPuts_ = netPuts;
     seen_.assign((size_t)reqs.signalCount, 0);
     lsaOf_.assign(comm->nRanks, -1);
     for (int l = 0; l < dev_.lsaSize; ++l) lsaOf_[dev_.lsaWorldRank[l]] = l;
   }
-  *usable = dev_.lsaSize > 1;
+  *usable = dev_.lsaSize > 1 || netPuts_;
   if (bytes <= bytes_) return ncclSuccess;
   // Every rank grows at the same call (the shape is agreed), a rank alone on its host too: the
   // registration is collective over the whole communicator.
@@ -48,14 +49,28 @@ ncclResult_t FusedWindow::ensure(ncclComm* comm, size_t bytes, bool* usable) {
   mem_ = mem;
   win_ = win;
   bytes_ = bytes;
-  BATON_INFO(kSubInit, "fused: rank %d: symmetric window of %zu bytes, read in place by the %d ranks of its host",
-             comm->rank, bytes, dev_.lsaSize);
+  BATON_INFO(kSubInit, "fused: rank %d: symmetric window of %zu bytes, read in place by the %d ranks of its host%s",
+             comm->rank, bytes, dev_.lsaSize, netPuts_ ? ", written with puts by the others" : "");
   return ncclSuccess;
 }
 
 void FusedWindow::account(Pattern p) {
   for (int s = 0; s < dev_.nRanks; ++s)
-    if (local(s)) ++seen_[signal(p, s)];
+    if (local(s) || netPuts_) ++seen_[signal(p, s)];
+}
+
+char* FusedWindow::writable(int rank, size_t offset, size_t bytes) {
+  if (local(rank)) return base(rank) + offset;
+  if (stage_.size() < bytes) stage_.resize(bytes);
+  return stage_.data();
+}
+
+ncclResult_t FusedWindow::deliver(int rank, Pattern p, size_t offset, size_t bytes) {
+  if (local(rank)) {
+    signalPeer(rank, p);
+    return ncclSuccess;
+  }
+  return batonDevPutSignalHost(&dev_, &win_, rank, offset, stage_.data(), bytes, signal(p, dev_.rank));
 }
 
 }  // namespace baton

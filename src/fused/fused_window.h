@@ -9,7 +9,9 @@
 //                   gathered copy);
 //   reduce-scatter: one fp32 slot per rank, which a peer of this host's GEMM writes its partial
 //                   for this rank's block into.
-// Peers on other hosts are reached through the channels instead (row_exchange.h).
+// Peers on other hosts are reached through the channels instead (row_exchange.h), except by a
+// window made with puts (MoE's low-latency stage across hosts): there every rank has a window and
+// a rank of another host is written with batonPutSignal through the proxies (src/device_api/net_puts.h).
 // Signals (one per source rank and pattern) only grow: the window counts what each call expects.
 #pragma once
 
@@ -30,7 +32,9 @@ class FusedWindow {
   // Collective. The device communicator on first use, then, if this host has other ranks of the
   // communicator (an LSA team of two or more), a window of at least `bytes` on every rank.
   // *usable: false when this rank shares its host with no other (only the channels reach its peers).
-  ncclResult_t ensure(ncclComm* comm, size_t bytes, bool* usable);
+  // netPuts (every rank passes the same): the device communicator also reaches the other hosts'
+  // ranks, and every rank counts as usable.
+  ncclResult_t ensure(ncclComm* comm, size_t bytes, bool* usable, bool netPuts = false);
 
   const batonDevComm& dev() const { return dev_; }
   bool local(int rank) const { return lsaOf_[rank] >= 0; }           // on this host: reached through the window
@@ -40,8 +44,15 @@ class FusedWindow {
   void signalPeer(int rank, Pattern p) const { batonSignalAdd(dev_, lsaOf_[rank], signal(p, dev_.rank), 1); }
   // Signal (p, source) reaches this value once this call's block has arrived.
   uint64_t target(Pattern p, int source) const { return seen_[signal(p, source)] + 1; }
-  // The call is over: every local source sent its one signal of pattern p to this rank.
+  // The call is over: every source it reaches (local ones; every one with puts) sent its one
+  // signal of pattern p to this rank.
   void account(Pattern p);
+  // Where to write `bytes` for rank `rank` at `offset` of its window: the window itself on this
+  // host, else a staging buffer that deliver() puts there (valid until the next writable()).
+  char* writable(int rank, size_t offset, size_t bytes);
+  // Signals (p, this rank) on `rank` once what was written through writable() is there: on this
+  // host a release add after the stores; on another, a put of the staged bytes, then its add.
+  ncclResult_t deliver(int rank, Pattern p, size_t offset, size_t bytes);
   // MoE's combine-type calls so far (the same on every rank): which half of its double buffer a
   // call uses.
   uint64_t moeCombines = 0;
@@ -59,6 +70,8 @@ class FusedWindow {
   size_t bytes_ = 0;
   std::vector<uint64_t> seen_;
   std::vector<int> lsaOf_;  // world rank -> LSA index, -1 on another host
+  bool netPuts_ = false;
+  std::vector<char> stage_;  // what deliver() puts to a rank of another host
 };
 
 }  // namespace baton

@@ -122,16 +122,6 @@ const char* quantize(const batonMoeRouting& r, const void* tokens) {
   return q;
 }
 
-// Stage auto across hosts, once every rank's counts are known (so every rank picks alike): normal
-// where its combine returns fewer bytes (one fp32 partial per token and rank) than one row per
-// expert. (On one host auto is the low-latency stage, fastest at every shape measured.)
-MoeStage resolveAuto(const std::vector<uint64_t>& all, size_t words, int n, size_t elemSize) {
-  uint64_t tokens = 0, rows = 0;
-  for (int q = 0; q < n; ++q)
-    for (int p = 0; p < n; ++p) tokens += all[q * words + kWords + p], rows += all[q * words + kWords + n + p];
-  return rows * elemSize > tokens * sizeof(float) ? MoeStage::kNormal : MoeStage::kAlltoAllv;
-}
-
 // The experts' weights as fp32 (widened once per call for bfloat16).
 void widenWeights(const batonMoeRouting& r, const void* const* weights, MoeGemm* g) {
   const size_t elems = r.hidden * g->ffn;
@@ -226,12 +216,10 @@ ncclResult_t dispatch(const char* fn, const void* tokens, const int32_t* topkIdx
                         fn, p, rows, cap);
   }
   if (stage == MoeStage::kAuto || stage == MoeStage::kLowLatency) {
-    bool oneHost = false;
-    BATON_CHECK(moeLowLatencyWindow(r.get(), &oneHost));
-    if (!oneHost && stage == MoeStage::kLowLatency)
-      BATON_INFO(kSubColl, "%s: the low-latency stage needs every rank on one host: running normal", fn);
-    if (oneHost) stage = MoeStage::kLowLatency;
-    else stage = stage == MoeStage::kAuto ? resolveAuto(all, words, n, r->elemSize) : MoeStage::kNormal;
+    // Auto is the low-latency stage: fastest at every shape measured, on one host and across two
+    // (docs/perf.md). Across hosts its window is written with puts through the proxies.
+    BATON_CHECK(moeLowLatencyWindow(r.get()));
+    stage = MoeStage::kLowLatency;
   }
   r->stage = stage;
   if (!comm->fusedScratch) comm->fusedScratch = std::make_shared<FusedScratch>();

@@ -1,8 +1,10 @@
-// MoE stage 4, low latency (include/baton/moe.h, lesson 12): no exchange through the transports at
-// all. Every rank of the communicator is on one host, so each rank stores straight into its peers'
-// symmetric window (src/fused/fused_window.h) and says so with one signal per (pattern, source);
-// the receiver copies out of its own window. Written against the device-side API
-// (include/baton/device.h), as a GPU kernel would be.
+// MoE stage 4, low latency (include/baton/moe.h, lesson 12): no exchange through the transports'
+// FIFOs at all. Each rank writes straight into its peers' symmetric windows (src/fused/fused_window.h)
+// and says so with one signal per (pattern, source); the receiver copies out of its own window. On
+// one host a write is a store into the peer's mapped window and a release add; a rank of another
+// host is written with one put-with-signal per region (the proxies carry it, as NCCL's proxy
+// carries a GPU's puts to the NIC). Written against the device-side API (include/baton/device.h),
+// as a GPU kernel would be.
 //
 // Window of rank r, laid out alike on every rank (the agreed counts size it; the largest rank's
 // need is every rank's size; the regions only grow, and only in dispatch, so a combine on an older
@@ -79,6 +81,9 @@ LowLatencyLayout layoutOf(const batonMoeRouting& r, FusedWindow& w, bool grow) {
   return L;
 }
 
+// The window the stage writes through: the fused stages' on one host, the one with puts across hosts.
+FusedWindow& windowOf(const ncclComm* comm) { return comm->moeNetWindow ? *comm->moeNetWindow : *comm->fusedWindow; }
+
 ncclResult_t wait(const batonMoeRouting& r, const FusedWindow& w, FusedWindow::Pattern p, int source,
                   const char* what) {
   if (batonWaitSignal(w.dev(), w.signal(p, source), w.target(p, source))) return ncclSuccess;
@@ -91,21 +96,32 @@ ncclResult_t wait(const batonMoeRouting& r, const FusedWindow& w, FusedWindow::P
 // The i-th peer a rank serves: itself last, the others rotated so no two ranks start alike.
 int peerAt(int me, int n, int i) { return (me + 1 + i) % n; }
 
+ncclResult_t deliver(const batonMoeRouting& r, FusedWindow& w, int p, FusedWindow::Pattern pat, size_t at,
+                     size_t bytes) {
+  if (w.deliver(p, pat, at, bytes) == ncclSuccess) return ncclSuccess;
+  return batonError(ncclRemoteError, "MoE low-latency stage: rank %d could not put %zu bytes to rank %d: %s",
+                    r.comm->rank, bytes, p, lastError());
+}
+
 }  // namespace
 
-ncclResult_t moeLowLatencyWindow(batonMoeRouting* r, bool* oneHost) {
+ncclResult_t moeLowLatencyWindow(batonMoeRouting* r) {
   ncclComm* comm = r->comm;
   if (!comm->fusedWindow) comm->fusedWindow = std::make_shared<FusedWindow>();
-  // The device communicator first (no window memory): a communicator across hosts allocates none.
+  // The device communicator first (no window memory), to learn whether every rank is on this host.
   bool usable = false;
   BATON_CHECK(comm->fusedWindow->ensure(comm, 0, &usable));
-  *oneHost = usable && comm->fusedWindow->dev().lsaSize == comm->nRanks;  // alike on every rank
-  if (*oneHost) BATON_CHECK(comm->fusedWindow->ensure(comm, layoutOf(*r, *comm->fusedWindow, true).bytes, &usable));
-  return ncclSuccess;
+  const bool oneHost = comm->fusedWindow->dev().lsaSize == comm->nRanks;  // alike on every rank
+  if (!oneHost && !comm->moeNetWindow) {
+    comm->moeNetWindow = std::make_shared<FusedWindow>();
+    BATON_CHECK(comm->moeNetWindow->ensure(comm, 0, &usable, /*netPuts=*/true));
+  }
+  FusedWindow& w = windowOf(comm);
+  return w.ensure(comm, layoutOf(*r, w, true).bytes, &usable, !oneHost);
 }
 
 ncclResult_t moeLowLatencyDispatchEnd(const batonMoeRouting& r) {
-  if (batonLsaBarrier(r.comm->fusedWindow->dev(), 0)) return ncclSuccess;
+  if (batonLsaBarrier(windowOf(r.comm).dev(), 0)) return ncclSuccess;
   return batonError(ncclRemoteError, "batonMoeDispatch: rank %d gave up in the barrier that ends the low-latency stage",
                     r.comm->rank);
 }
@@ -114,11 +130,12 @@ namespace {
 
 // Each destination's tokens, in token order, then its signal: it may copy them out while this
 // rank serves the next destination.
-void storeTokens(const batonMoeRouting* r, FusedWindow& w, const LowLatencyLayout& L, const void* tokens) {
+ncclResult_t storeTokens(const batonMoeRouting* r, FusedWindow& w, const LowLatencyLayout& L, const void* tokens) {
   const int n = r->comm->nRanks, me = r->comm->rank, k = r->topk;
   for (int i = 0; i < n; ++i) {
     const int p = peerAt(me, n, i);
-    char* dst = w.base(p) + L.dispatchAt(p, me);
+    const size_t at = L.dispatchAt(p, me), bytes = L.to(p, me) * L.dispatchRow;
+    char* dst = w.writable(p, at, bytes);
     for (size_t t = 0; t < r->numTokens; ++t)
       for (int j = 0; j < k; ++j) {
         if (!r->firstOnRank(t, j) || r->rankOf(r->topkIdx[t * k + j]) != p) continue;
@@ -126,18 +143,19 @@ void storeTokens(const batonMoeRouting* r, FusedWindow& w, const LowLatencyLayou
         memcpy(dst + r->wireBytes, &r->topkIdx[t * k], k * sizeof(int32_t));
         dst += L.dispatchRow;
       }
-    w.signalPeer(p, FusedWindow::kMoeDispatch);
+    BATON_CHECK(deliver(*r, w, p, FusedWindow::kMoeDispatch, at, bytes));
   }
+  return ncclSuccess;
 }
 
 }  // namespace
 
 ncclResult_t moeDispatchLowLatency(batonMoeRouting* r, const void* tokens, std::vector<const char*>* data) {
   ncclComm* comm = r->comm;
-  FusedWindow& w = *comm->fusedWindow;
+  FusedWindow& w = windowOf(comm);
   const int n = comm->nRanks, me = comm->rank, k = r->topk;
   const LowLatencyLayout L = layoutOf(*r, w, false);
-  storeTokens(r, w, L, tokens);
+  BATON_CHECK(storeTokens(r, w, L, tokens));
   const char* mine = w.base(me);
   for (int s = 0; s < n; ++s) {
     BATON_CHECK(wait(*r, w, FusedWindow::kMoeDispatch, s, "tokens"));
@@ -158,11 +176,11 @@ ncclResult_t moeDispatchLowLatency(batonMoeRouting* r, const void* tokens, std::
 
 ncclResult_t moeDispatchLowLatencyGemm(batonMoeRouting* r, const void* tokens, const MoeGemm& g) {
   ncclComm* comm = r->comm;
-  FusedWindow& w = *comm->fusedWindow;
+  FusedWindow& w = windowOf(comm);
   const int n = comm->nRanks, me = comm->rank, k = r->topk, per = r->perRank;
   const size_t rowBytes = r->hidden * r->elemSize;
   const LowLatencyLayout L = layoutOf(*r, w, false);
-  storeTokens(r, w, L, tokens);
+  BATON_CHECK(storeTokens(r, w, L, tokens));
   // Sources in the order they are likely in: this rank's own first, then as the peers serve it.
   std::vector<size_t> cursor(g.blockStart.begin(), g.blockStart.end() - 1);
   std::vector<std::vector<MoeRow>> bySource(n);
@@ -193,7 +211,7 @@ ncclResult_t moeDispatchLowLatencyGemm(batonMoeRouting* r, const void* tokens, c
 
 ncclResult_t moeCombineLowLatency(const batonMoeRouting& r, const char* expertOut, const float* weights, float* out) {
   ncclComm* comm = r.comm;
-  FusedWindow& w = *comm->fusedWindow;
+  FusedWindow& w = windowOf(comm);
   const int n = comm->nRanks, me = comm->rank, k = r.topk;
   const size_t h = r.hidden, rowBytes = h * r.elemSize;
   const LowLatencyLayout L = layoutOf(r, w, false);
@@ -201,13 +219,14 @@ ncclResult_t moeCombineLowLatency(const batonMoeRouting& r, const char* expertOu
   // 1. The weights of the tokens this rank sent each expert rank, into that rank's window.
   for (int i = 0; i < n; ++i) {
     const int p = peerAt(me, n, i);
-    float* dst = reinterpret_cast<float*>(w.base(p) + L.weightsAt(half, p, me));
+    const size_t at = L.weightsAt(half, p, me), bytes = L.to(p, me) * L.weightsRow;
+    float* dst = reinterpret_cast<float*>(w.writable(p, at, bytes));
     for (size_t t = 0; t < r.numTokens; ++t)
       for (int j = 0; j < k; ++j) {
         if (!r.firstOnRank(t, j) || r.rankOf(r.topkIdx[t * k + j]) != p) continue;
         for (int x = 0; x < k; ++x) *dst++ = moeWeight(r, weights, t, x);
       }
-    w.signalPeer(p, FusedWindow::kMoeWeights);
+    BATON_CHECK(deliver(r, w, p, FusedWindow::kMoeWeights, at, bytes));
   }
   // 2. Per source, once its weights are here: each of its tokens' rows summed in fp32, stored
   // straight into the source's window (rows arrive grouped by source, then token).
@@ -215,14 +234,15 @@ ncclResult_t moeCombineLowLatency(const batonMoeRouting& r, const char* expertOu
   for (int s = 0; s < n; ++s) {
     BATON_CHECK(wait(r, w, FusedWindow::kMoeWeights, s, "weights"));
     const float* wt = reinterpret_cast<const float*>(w.base(me) + L.weightsAt(half, me, s));
-    float* partial = reinterpret_cast<float*>(w.base(s) + L.partialsAt(half, s, me));
+    const size_t at = L.partialsAt(half, s, me), bytes = L.to(me, s) * L.partialRow;
+    float* partial = reinterpret_cast<float*>(w.writable(s, at, bytes));
     for (uint32_t seq = 0; seq < L.to(me, s); ++seq) {  // every token sent here has a row here
       float* dst = partial + (size_t)seq * h;
       for (bool first = true; a < r.rows.size() && r.rows[a].src == s && r.rows[a].seq == seq; ++a, first = false)
         moeAccumulate(r.type, expertOut + (size_t)r.rowOf[a] * rowBytes, wt[(size_t)seq * k + r.rows[a].j], dst, h,
                       first);
     }
-    w.signalPeer(s, FusedWindow::kMoePartials);
+    BATON_CHECK(deliver(r, w, s, FusedWindow::kMoePartials, at, bytes));
   }
   // 3. This rank's tokens: one partial per rank they went to, in the order of their slots.
   std::vector<const float*> from(n);

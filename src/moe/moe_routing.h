@@ -73,10 +73,10 @@ ncclResult_t moeDispatchAlltoAllv(batonMoeRouting* r, const void* tokens, std::v
 ncclResult_t moeCombineNaive(const batonMoeRouting& r, const char* expertOut, const float* weights, float* out);
 ncclResult_t moeCombineAlltoAllv(const batonMoeRouting& r, const char* expertOut, const float* weights, float* out);
 ncclResult_t moeCombineNormal(const batonMoeRouting& r, const char* expertOut, const float* weights, float* out);
-// The low-latency stage (moe_lowlatency.cc), one host only: dispatch first sizes the window
-// (collective; *oneHost false when some rank is on another host, alike everywhere), and ends with
-// moeLowLatencyDispatchEnd once the rows are copied out of the window.
-ncclResult_t moeLowLatencyWindow(batonMoeRouting* r, bool* oneHost);
+// The low-latency stage (moe_lowlatency.cc): dispatch first sizes the window (collective; across
+// hosts, the first call also makes the window written with puts), and ends with
+// moeLowLatencyDispatchEnd once the rows are copied out of it.
+ncclResult_t moeLowLatencyWindow(batonMoeRouting* r);
 ncclResult_t moeDispatchLowLatency(batonMoeRouting* r, const void* tokens, std::vector<const char*>* data);
 ncclResult_t moeLowLatencyDispatchEnd(const batonMoeRouting& r);
 ncclResult_t moeCombineLowLatency(const batonMoeRouting& r, const char* expertOut, const float* weights, float* out);
@@ -97,7 +97,7 @@ ncclResult_t moeExpertBlocks(batonMoeRouting* r, std::vector<size_t>* blockStart
 // Local expert `expert`'s rows [firstRow, firstRow + rows) of g.recvTokens into g.expertOut.
 ncclResult_t moeExpertGemm(const batonMoeRouting& r, const MoeGemm& g, int expert, size_t firstRow, size_t rows);
 // The low-latency dispatch that places each source's rows in recvTokens itself and multiplies them
-// as soon as that source's tokens are in (every rank on one host; moeLowLatencyWindow first).
+// as soon as that source's tokens are in (moeLowLatencyWindow first).
 ncclResult_t moeDispatchLowLatencyGemm(batonMoeRouting* r, const void* tokens, const MoeGemm& g);
 
 // The backward pass's two movements, per stage: each of this rank's tokens' `bytes`-byte payload

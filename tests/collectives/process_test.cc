@@ -188,5 +188,24 @@ TEST(ProcessAlltoAll, WindowStoresExact) {
   EXPECT_GE(alltoallv, 3u);  // the suite's own, one per rank at least (MoE's run on its own buffers)
 }
 
+// MoE's low-latency stage across hosts (lesson 12): 4 processes whose NCCL_HOSTID makes two
+// "hosts" of 2 ranks, NET (sockets on loopback) between them. The quick suite's MoE checks (every
+// stage, exact) pass, and the low-latency window is written with puts across the hosts.
+TEST(ProcessMoe, LowLatencyAcrossHostsWithPuts) {
+  const std::string run = envOr("BATON_BUILD", "build") + "/bin/baton-run";
+  const std::string worker = envOr("TESTDIR", "build/tests") + "/rank_worker";
+  if (!executable(run) || !executable(worker)) GTEST_SKIP() << run << " or " << worker << " is not built";
+  std::string out;
+  const int status =
+      runCommand("NCCL_SOCKET_IFNAME=lo NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL timeout -k 5 170 " + run +
+                     " -n 4 sh -c 'NCCL_HOSTID=moe-h$((BATON_RANK / 2)) exec " + worker + " --quick'",
+                 &out);
+  ASSERT_EQ(status, 0) << out.substr(0, 4000);
+  EXPECT_EQ(countOf(out, "checks passed"), 4u);
+  EXPECT_EQ(countOf(out, "device puts to 2 ranks of other hosts"), 4u) << out.substr(0, 4000);
+  EXPECT_GE(countOf(out, "written with puts by the others"), 4u);
+  EXPECT_GT(countOf(out, "stage lowlatency"), 4u);
+}
+
 }  // namespace
 }  // namespace bt

@@ -7,8 +7,8 @@
 #
 # Checks: the whole process correctness suite (rank_worker: every collective, type, operator and
 # root, exact data) on 2 hosts x 2 ranks, and its quick set on registered buffers and windows and
-# with each round-based AlltoAll algorithm; the
-# fused operations' checks (fused_worker); each protocol forced; helper threads and several sockets
+# with each round-based AlltoAll algorithm (the suite's MoE checks run the low-latency stage across
+# the hosts with puts); the fused operations' checks (fused_worker); each protocol forced; helper threads and several sockets
 # per connection; IPv6; then faults: a rank SIGKILLed mid-run (the survivor reports the dead peer by
 # rank and address, well before BATON_WAIT_TIMEOUT), survivors revoking and shrinking a dead rank out
 # (NCCL's recipe, then 10 exact steps), a cut link (no hang: the watchdog's heartbeat ends it; one
@@ -61,6 +61,12 @@ if grep -q "0\[0\] -> 1\[.*via SHM" "$LOG/worker.out.0" && grep -q "1\[.*\] -> 2
   pass "ranks on one host connect by SHM, across hosts by NET"
 else
   flunk "expected SHM inside a host and NET across: $(grep -h 'via' "$LOG"/worker.out.* | head -4)"
+fi
+# The suite forces MoE's low-latency stage too: across hosts its window is written with puts.
+if grep -q "written with puts by the others" "$LOG/worker.out.0"; then
+  pass "MoE low-latency stage across hosts: the peers' windows written with puts through the proxies"
+else
+  flunk "expected the MoE low-latency window with puts across hosts: $(grep -h 'fused:' "$LOG"/worker.out.* | head -2)"
 fi
 
 # 1b. The quick suite on registered ncclMemAlloc buffers and on symmetric windows (lesson 09): ranks
