@@ -112,8 +112,10 @@ ncclResult_t window(ncclComm* comm, const Task& t, ExecCtx& ctx) {
   WindowTable& wt = comm->windows;
   if (wt.pads.size() != (size_t)n)
     return batonError(ncclInvalidUsage, "AlltoAll (window): the communicator has no window any more");
-  const ncclWindow_vidmem* w = wt.findSymmetric(t.recvbuff, 1);
-  const size_t base = w ? static_cast<size_t>(static_cast<char*>(t.recvbuff) - w->base) : 0;
+  // A rank that receives nothing may pass no recvbuff: it posts any symmetric window, which its
+  // peers check only if they would store into it.
+  const ncclWindow_vidmem* w = t.recvbuff ? wt.findSymmetric(t.recvbuff, 1) : wt.anySymmetric();
+  const size_t base = w && t.recvbuff ? static_cast<size_t>(static_cast<char*>(t.recvbuff) - w->base) : 0;
   std::vector<size_t> recvOffset(n);
   int outside = w ? -1 : me;  // a peer whose block does not fit, or me: recvbuff is in no window
   for (int p = 0; p < n; ++p) {

@@ -25,7 +25,10 @@ ncclResult_t submitAlltoAll(ncclComm* comm, const char* fn, const void* sendbuff
   size_t largest = 0;
   for (int p = 0; p < n; ++p) largest = std::max(largest, l[p]);
   const char* why = nullptr;
-  const int algo = chooseAlltoAll(comm, largest, uniform, recvInSymmetricWindow(comm, recvbuff), &why);
+  // ncclAlltoAll's whole buffer (the same extent on every rank); an AlltoAllv's start (its extent
+  // differs per rank, and the window algorithm checks each block).
+  const size_t extent = uniform ? largest * n : 1;
+  const int algo = chooseAlltoAll(comm, largest, uniform, alltoallWindowFit(comm, recvbuff, extent), &why);
   BATON_INFO(kSubColl,
              "%s: sendbuff %p recvbuff %p largest block %zu bytes datatype %s comm %p [nranks=%d] algorithm %s (%s)",
              fn, sendbuff, recvbuff, largest, typeName(type), (void*)comm, n, alltoallAlgoName(algo), why);

@@ -178,8 +178,18 @@ ncclResult_t NetPuts::create(ncclComm* comm, const batonDevComm& dev, std::uniqu
 }
 
 NetPuts::~NetPuts() {
-  for (auto& p : peers_)
-    if (p && p->send) net_->closeSend(p->send);
+  // A local release (the communicator going away) still ends each stream with the marker, so the
+  // peer's proxy takes the close for an end, not for a failure; a rank that dies sends none.
+  const bool quiet = quietErrors();
+  quietErrors() = true;
+  for (int q = 0; q < (int)peers_.size(); ++q) {
+    if (!peers_[q] || !peers_[q]->send) continue;
+    Peer& p = *peers_[q];
+    PutHeader h{kEndMagic, 0, 0, 0, 0};
+    if (!abortRequested(abortFlag_)) (void)sendAll(p, q, &h, sizeof h);
+    net_->closeSend(p.send);
+  }
+  quietErrors() = quiet;
 }
 
 ncclResult_t NetPuts::sendAll(Peer& p, int peer, void* data, size_t bytes) {

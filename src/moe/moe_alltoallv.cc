@@ -28,7 +28,9 @@ ncclResult_t moeExchangeBytes(ncclComm* comm, const void* send, const std::vecto
     l[p] = sendBytes[p], l[n + p] = so, l[2 * n + p] = recvBytes[p], l[3 * n + p] = ro;
     so += sendBytes[p], ro += recvBytes[p];
   }
-  const int algo = chooseAlltoAll(comm, largestBlock, /*sizeAgreed=*/true, recvInSymmetricWindow(comm, recv));
+  // The scratch is in no window unless it is: a forced window must not fail on it.
+  const bool inWindow = alltoallWindowFit(comm, recv, 1) == kWindowInside;
+  const int algo = chooseAlltoAll(comm, largestBlock, /*sizeAgreed=*/true, inWindow ? kWindowInside : kWindowNone);
   return runTasksNow(comm, alltoallTasks(comm, algo, send, recv, std::move(layout), /*uniform=*/false));
 }
 

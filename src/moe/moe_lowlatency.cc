@@ -16,8 +16,9 @@
 // Double buffered: combine-type calls alternate halves, so a rank one call ahead writes the other
 // half. Why one call ahead at most: a rank's call ends only after every peer stored its partials of
 // that call, which each does only after finishing its previous call. Dispatch needs no second half:
-// it begins with the agreement all-gather, which every rank reaches only after its previous call,
-// and ends with an LSA barrier once its rows are copied out (it may have grown the regions).
+// it begins with the agreement all-gather, which every rank reaches only after its previous call
+// (so after copying its rows out), across hosts too; it also ends with a barrier of the host's
+// ranks once its rows are copied out (it may have grown the regions).
 //
 // Memory-ordering contract: a sender's stores into a peer's region are released by its signal add
 // on that peer (batonSignalAdd, release); the peer acquires them in batonWaitSignal before loading.

@@ -50,6 +50,13 @@ const ncclWindow_vidmem* WindowTable::findSymmetric(const void* p, size_t bytes)
   return nullptr;
 }
 
+const ncclWindow_vidmem* WindowTable::anySymmetric() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& w : wins_)
+    if ((w->flags & NCCL_WIN_COLL_SYMMETRIC) && w->allReachable) return w.get();
+  return nullptr;
+}
+
 void WindowTable::clear() {
   std::lock_guard<std::mutex> lock(mu_);
   wins_.clear();

@@ -40,6 +40,8 @@ class WindowTable {
   ~WindowTable() { clear(); }
   // The window holding [p, p + bytes) with NCCL_WIN_COLL_SYMMETRIC, reachable from every rank, or nullptr.
   const ncclWindow_vidmem* findSymmetric(const void* p, size_t bytes) const;
+  // The first window with NCCL_WIN_COLL_SYMMETRIC reachable from every rank, or nullptr.
+  const ncclWindow_vidmem* anySymmetric() const;
   // The live window whose serial is `serial`: its base and size here. False: none.
   bool findSerial(uint64_t serial, char** base, size_t* size) const;
   void clear();

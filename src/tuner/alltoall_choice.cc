@@ -10,9 +10,12 @@
 
 namespace baton {
 
-bool recvInSymmetricWindow(ncclComm* comm, const void* recvbuff) {
-  return !comm->windows.empty() && comm->tun.symmetric && comm->nNodes == 1 && comm->nRanks <= kMaxSymRanks &&
-         comm->windows.pads.size() == (size_t)comm->nRanks && comm->windows.findSymmetric(recvbuff, 1);
+AlltoAllWindowFit alltoallWindowFit(ncclComm* comm, const void* recvbuff, size_t bytes) {
+  const WindowTable& w = comm->windows;
+  if (w.empty() || !comm->tun.symmetric || comm->nNodes != 1 || comm->nRanks > kMaxSymRanks ||
+      w.pads.size() != (size_t)comm->nRanks || !w.anySymmetric())
+    return kWindowNone;
+  return !recvbuff || w.findSymmetric(recvbuff, bytes) ? kWindowInside : kWindowOutside;
 }
 
 size_t alltoallBruckBytes(const ncclComm* comm, const char** source) {
@@ -25,14 +28,17 @@ size_t alltoallBruckBytes(const ncclComm* comm, const char** source) {
   return *source = "built-in", size_t(64) << 10;
 }
 
-int chooseAlltoAll(const ncclComm* comm, size_t blockBytes, bool sizeAgreed, bool recvInWindow, const char** why) {
+int chooseAlltoAll(const ncclComm* comm, size_t blockBytes, bool sizeAgreed, AlltoAllWindowFit fit, const char** why) {
   const char* unused;
   if (!why) why = &unused;
-  if (comm->tun.alltoallAlgo == kAlltoAllWindow && !recvInWindow)
-    return *why = "window forced by BATON_ALLTOALL_ALGO, but recvbuff is in no symmetric window: direct",
+  if (comm->tun.alltoallAlgo == kAlltoAllWindow && fit == kWindowNone)
+    return *why =
+               "window forced by BATON_ALLTOALL_ALGO, but the communicator has no symmetric window on one host: "
+               "direct",
            kAlltoAllDirect;
   if (comm->tun.alltoallAlgo != kAlltoAllAuto) return *why = "forced by BATON_ALLTOALL_ALGO", comm->tun.alltoallAlgo;
-  if (recvInWindow) return *why = "recvbuff in a symmetric window: one store per byte, no FIFO", kAlltoAllWindow;
+  if (fit == kWindowInside)
+    return *why = "recvbuff in a symmetric window: one store per byte, no FIFO", kAlltoAllWindow;
   // On one host direct measured fastest or level at every size (its n-1 transfers overlap); across
   // two hosts Bruck took 0.45-0.97 of direct's time up to 64 KiB for 4 and 8 ranks, direct won from
   // 256 KiB.
@@ -55,7 +61,7 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerChooseA
                                                                                         const char** reason) {
   BATON_CHECK(checkCommReady(comm, "batonTunerChooseAlltoAll"));
   if (!algorithm) return batonError(ncclInvalidArgument, "batonTunerChooseAlltoAll: algorithm is NULL");
-  *algorithm = alltoallAlgoName(chooseAlltoAll(comm, bytesPerPeer, true, false, reason));
+  *algorithm = alltoallAlgoName(chooseAlltoAll(comm, bytesPerPeer, true, kWindowNone, reason));
   return ncclSuccess;
 }
 

@@ -20,10 +20,16 @@
 namespace baton {
 
 // *why (if not NULL): the rule that decided, in words (static storage).
-// recvInWindow: recvbuff lies in a symmetric window every rank reaches (recvInSymmetricWindow).
-int chooseAlltoAll(const ncclComm* comm, size_t blockBytes, bool sizeAgreed, bool recvInWindow,
+// Where a call's receive buffer stands for the window algorithm: the communicator has no symmetric
+// window on one host (kWindowNone), recvbuff's `bytes` lie outside them (kWindowOutside), or
+// inside one (kWindowInside; also a NULL recvbuff, which only a rank receiving nothing passes: it
+// goes with its peers, whose buffers decide).
+enum AlltoAllWindowFit { kWindowNone, kWindowOutside, kWindowInside };
+AlltoAllWindowFit alltoallWindowFit(ncclComm* comm, const void* recvbuff, size_t bytes);
+// A forced window runs wherever the communicator has a symmetric window (a rank whose buffer is
+// outside it then fails with a message, as do its peers, instead of choosing differently).
+int chooseAlltoAll(const ncclComm* comm, size_t blockBytes, bool sizeAgreed, AlltoAllWindowFit fit,
                    const char** why = nullptr);
-bool recvInSymmetricWindow(ncclComm* comm, const void* recvbuff);
 // The Bruck threshold in bytes of the whole buffer; *source (static or the model's storage): where
 // it came from.
 size_t alltoallBruckBytes(const ncclComm* comm, const char** source = nullptr);

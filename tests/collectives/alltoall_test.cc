@@ -149,7 +149,8 @@ TEST(AlltoAllWindow, ForcedWithoutAWindowRunsDirect) {
     EXPECT_EQ(runCase(c, {Coll::AlltoAll, ncclInt32, Op::Sum, 100}, Drive::Threads), "");
   });
   destroyComms(c);
-  EXPECT_NE(log.find("algorithm direct (window forced by BATON_ALLTOALL_ALGO, but recvbuff is in no symmetric window"),
+  EXPECT_NE(log.find("algorithm direct (window forced by BATON_ALLTOALL_ALGO, but the communicator has no symmetric "
+                     "window on one host"),
             std::string::npos)
       << log;
 }
@@ -187,6 +188,79 @@ TEST(AlltoAllWindow, BlockPastTheWindowFailsOnBothRanks) {
     EXPECT_TRUE(err[r].find(atReceiver) != std::string::npos || err[r].find(atSender) != std::string::npos)
         << "rank " << r << ": " << err[r];
   detachTestMemory(c);  // not checked: the ranks' errors may have ended the communicator
+  destroyComms(c);
+}
+
+// A rank that receives nothing may pass recvbuff NULL: it goes with its peers, whose buffers lie in
+// a window, instead of choosing direct on its own (which would leave everyone waiting).
+TEST(AlltoAllWindow, ARankReceivingNothingPassesNoBuffer) {
+  ScopedEnv env(ScopedEnv::Vars{{"BATON_ALLTOALL_ALGO", "auto"}, {"BATON_TEST_MEMORY", "window"}});
+  Comms c = initAll(3);
+  ASSERT_EQ(attachTestMemory(c), ncclSuccess) << ncclGetLastError(nullptr);
+  // Ranks 0 and 1 swap 5 elements each way and keep 3; rank 2 sends 7 to each and receives nothing.
+  const std::vector<std::vector<size_t>> sendCounts = {{3, 5, 0}, {5, 3, 0}, {7, 7, 0}},
+                                         recvCounts = {{3, 5, 7}, {5, 3, 7}, {0, 0, 0}};
+  std::vector<uint32_t*> send(3), recv(3, nullptr);
+  std::vector<std::vector<size_t>> sdispls(3), rdispls(3);
+  for (int r = 0; r < 3; ++r) {
+    send[r] = reinterpret_cast<uint32_t*>(arenaOf(c[r])->alloc(4096));
+    for (int p = 0, at = 0; p < 3; at += (int)sendCounts[r][p++]) {
+      sdispls[r].push_back(at);
+      for (size_t i = 0; i < sendCounts[r][p]; ++i) send[r][at + i] = 1000u * r + 100u * p + (uint32_t)i;
+    }
+    for (int p = 0, at = 0; p < 3; at += (int)recvCounts[r][p++]) rdispls[r].push_back(at);
+    if (r < 2) recv[r] = reinterpret_cast<uint32_t*>(arenaOf(c[r])->alloc(4096));
+  }
+  const std::string log = captureLog("COLL", [&] {
+    EXPECT_EQ(runRanks(3, Drive::Threads,
+                       [&](int r) {
+                         return batonAlltoAllv(send[r], sendCounts[r].data(), sdispls[r].data(), recv[r],
+                                               recvCounts[r].data(), rdispls[r].data(), ncclUint32, c[r], nullptr);
+                       }),
+              "");
+  });
+  for (int r = 0; r < 2; ++r)
+    for (int s = 0; s < 3; ++s)
+      for (size_t i = 0; i < recvCounts[r][s]; ++i)
+        ASSERT_EQ(recv[r][rdispls[r][s] + i], 1000u * s + 100u * r + (uint32_t)i) << r << " from " << s << " " << i;
+  size_t window = 0;
+  for (size_t at = log.find("algorithm window"); at != std::string::npos; at = log.find("algorithm window", at + 1))
+    ++window;
+  EXPECT_EQ(window, 3u) << log;
+  EXPECT_EQ(detachTestMemory(c), ncclSuccess) << ncclGetLastError(nullptr);
+  destroyComms(c);
+}
+
+// Forced window, one rank's buffer outside the window: every rank fails with a message (the
+// others name it) instead of that rank sending while the rest wait.
+TEST(AlltoAllWindow, ForcedWithOneBufferOutsideFailsEverywhere) {
+  ScopedEnv env(ScopedEnv::Vars{{"BATON_ALLTOALL_ALGO", "window"}, {"BATON_TEST_MEMORY", "window"}});
+  Comms c = initAll(3);
+  ASSERT_EQ(attachTestMemory(c), ncclSuccess) << ncclGetLastError(nullptr);
+  const size_t count = 16;
+  std::vector<char*> send(3), recv(3);
+  std::vector<uint32_t> plain(3 * count, 0);
+  for (int r = 0; r < 3; ++r) {
+    send[r] = arenaOf(c[r])->alloc(4096);
+    recv[r] = r == 1 ? reinterpret_cast<char*>(plain.data()) : arenaOf(c[r])->alloc(4096);
+  }
+  std::vector<ncclResult_t> res(3);
+  std::vector<std::string> err(3);
+  ASSERT_EQ(runRanks(3, Drive::Threads,
+                     [&](int r) {
+                       res[r] = ncclAlltoAll(send[r], recv[r], count, ncclUint32, c[r], nullptr);
+                       err[r] = ncclGetLastError(c[r]);
+                       return ncclSuccess;
+                     }),
+            "");
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(res[r], ncclInvalidUsage) << r;
+    const bool named = err[r].find("rank 1's recvbuff") != std::string::npos ||
+                       err[r].find("rank 1's blocks do not lie in its window") != std::string::npos;
+    EXPECT_TRUE(named) << "rank " << r << ": " << err[r];
+  }
+  for (uint32_t v : plain) ASSERT_EQ(v, 0u);  // nothing was stored into rank 1's plain buffer
+  detachTestMemory(c);                        // not checked: the ranks' errors may have ended the communicator
   destroyComms(c);
 }
 
