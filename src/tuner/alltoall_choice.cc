@@ -86,14 +86,7 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerWriteFi
   if (nRanks < 2)
     return batonError(ncclInvalidArgument, "batonTunerWriteFileAlltoAll: nRanks %d (expected >= 2)", nRanks);
   // Keep everything else the file says (the AllReduce tables, other rank counts).
-  TuningModel m = defaultTuningModel();
-  {
-    TuningModel existing = m;
-    const bool quiet = quietErrors();
-    quietErrors() = true;
-    if (access(path, R_OK) == 0 && loadTuningFile(path, &existing) == ncclSuccess) m = existing;
-    quietErrors() = quiet;
-  }
+  TuningModel m = tuningModelToRewrite(path);
   if (!setAlltoAllCalibration(&m, nRanks, bruckBytes))
     return batonError(ncclInvalidArgument, "batonTunerWriteFileAlltoAll: %s already holds %d alltoall entries", path,
                       kMaxAlltoAllCalibrations);

@@ -72,6 +72,9 @@ TuningModel defaultTuningModel();
 ncclResult_t loadTuningFile(const std::string& path, TuningModel* model);
 // The same for a file's text; `source` names it in messages (the fuzz target feeds it directly).
 ncclResult_t parseTuningText(const std::string& text, const std::string& source, TuningModel* model);
+// What a writer of `path` starts from: the file's model, or the built-in one where it is missing
+// or unreadable (quietly), so a calibration keeps the entries it does not measure.
+TuningModel tuningModelToRewrite(const std::string& path);
 ncclResult_t writeTuningFile(const std::string& path, const TuningModel& model, const std::string& comment);
 // BATON_TUNING_FILE, or $XDG_CACHE_HOME/baton/tuning.txt, or $HOME/.cache/baton/tuning.txt.
 std::string tuningFilePath();

@@ -137,14 +137,7 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerWriteFi
     return batonError(ncclInvalidArgument, "batonTunerWriteFile: pathKind '%s' (expected shm, direct or oversub)",
                       pathKind ? pathKind : "(null)");
   // Keep what the file already says about the other path (a calibration measures one).
-  TuningModel m = defaultTuningModel();
-  {
-    TuningModel existing = m;
-    const bool quiet = quietErrors();
-    quietErrors() = true;
-    if (access(path, R_OK) == 0 && loadTuningFile(path, &existing) == ncclSuccess) m = existing;
-    quietErrors() = quiet;
-  }
+  TuningModel m = tuningModelToRewrite(path);
   for (int p = 0; p < kNumProtos; ++p) {
     if (!(baseUs[p] >= 0 && hopUs[p] >= 0 && busBwGBs[p] >= 0))
       return batonError(ncclInvalidArgument, "batonTunerWriteFile: protocol %s has a negative or NaN value",

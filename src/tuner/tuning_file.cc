@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -168,6 +169,15 @@ ncclResult_t writeTuningFile(const std::string& path, const TuningModel& model, 
   if (!ok || rename(tmp.c_str(), path.c_str()) != 0)
     return batonError(ncclSystemError, "tuning file %s: cannot write (%s)", path.c_str(), strerror(errno));
   return ncclSuccess;
+}
+
+TuningModel tuningModelToRewrite(const std::string& path) {
+  TuningModel m = defaultTuningModel(), existing = m;
+  const bool quiet = quietErrors();
+  quietErrors() = true;
+  if (access(path.c_str(), R_OK) == 0 && loadTuningFile(path, &existing) == ncclSuccess) m = existing;
+  quietErrors() = quiet;
+  return m;
 }
 
 bool setAlltoAllCalibration(TuningModel* m, int nRanks, uint64_t bruckBytes) {
