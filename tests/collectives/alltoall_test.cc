@@ -117,7 +117,10 @@ TEST_P(AlltoAllAlgo, AlltoAllvMismatchedCount) {
     return ncclSuccess;
   });
   for (AlltoAllvRank& k : ranks) k.finish();
-  EXPECT_EQ(res[2], ncclSuccess);
+  // A rank that is done may still learn of the failure first (a failing rank announces it, and its
+  // peers' last waits give up): then it returns ncclRemoteError instead of success. Nothing hangs.
+  auto doneOrTold = [](ncclResult_t r) { return r == ncclSuccess || r == ncclRemoteError; };
+  EXPECT_TRUE(doneOrTold(res[2])) << res[2];
   EXPECT_NE(res[1], ncclSuccess);
   const size_t sent = ranks[0].sendCounts[1] * 4;
   const std::string atReceiver =
@@ -128,16 +131,16 @@ TEST_P(AlltoAllAlgo, AlltoAllvMismatchedCount) {
   auto names = [&](const std::string& e) {
     return e.find(atReceiver) != std::string::npos || e.find(atSender) != std::string::npos;
   };
-  EXPECT_TRUE(names(err[1])) << err[1];
+  // The rank that failed first found the mismatch itself; the other may have been told first.
+  EXPECT_TRUE(names(err[0]) || names(err[1])) << err[0] << "\n" << err[1];
   if (window()) {
     EXPECT_NE(res[0], ncclSuccess);
-    EXPECT_TRUE(names(err[0])) << err[0];
     // Rank 2's blocks moved both ways; rank 0's to rank 1 did not.
     for (size_t i = 0; i < ranks[2].recv.size(); ++i) ASSERT_EQ(ranks[2].recv[i], ranks[2].want[i]) << i;
     for (size_t i = 0; i < ranks[1].recvCounts[0]; ++i)
       ASSERT_EQ(ranks[1].recv[ranks[1].recvDispls[0] + i], AlltoAllvRank::kGap) << i;
   } else {
-    EXPECT_EQ(res[0], ncclSuccess);
+    EXPECT_TRUE(doneOrTold(res[0])) << res[0];
   }
 }
 
