@@ -93,11 +93,28 @@ $(ARCHIVE): $(LIB_OBJS)
 
 # ---- device code under nvcc ------------------------------------------------------------------
 DEVICE_OBJ := $(BUILD)/obj/algorithms_device.o
+# The CUDA backend's plugin (src/cuda/*.cu): every collective kernel the library can launch, and
+# the runtime calls, in libbaton-cuda.so beside libnccl.so.2, which opens it at run time.
+# CUDA_ARCH: the GPUs to build for (sm_90: H100/H200); PTX for the last one is kept for newer GPUs.
+CUDA_ARCH ?= 90
+NVCC_ARCH := $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
+             -gencode arch=compute_$(lastword $(CUDA_ARCH)),code=compute_$(lastword $(CUDA_ARCH))
+CUDA_PLUGIN := $(LIBDIR)/libbaton-cuda.so
+CUDA_SRCS := $(wildcard src/cuda/*.cu)
+CUDA_OBJS := $(CUDA_SRCS:%.cu=$(OBJ)/%.o)
 ifneq ($(NVCC),)
-device: $(DEVICE_OBJ)
+device: $(DEVICE_OBJ) $(CUDA_PLUGIN)
 $(DEVICE_OBJ): algorithms/device_check.cu $(wildcard algorithms/*.h) include/baton/device.h include/nccl.h
 	@mkdir -p $(dir $@)
 	$(NVCC) -std=c++20 -arch=sm_90 -Ialgorithms -Iinclude -Werror all-warnings -c $< -o $@
+$(OBJ)/src/cuda/%.o: src/cuda/%.cu $(wildcard src/cuda/*.h src/cuda/*.cuh algorithms/*.h) include/nccl.h
+	@mkdir -p $(dir $@)
+	$(NVCC) -std=c++20 $(NVCC_ARCH) -Ialgorithms -Iinclude -Isrc/cuda -Xcompiler -fPIC,-fvisibility=hidden \
+	  -Werror all-warnings -c $< -o $@
+# The runtime is linked statically: the plugin needs only the driver (libcuda.so.1) where it runs.
+$(CUDA_PLUGIN): $(CUDA_OBJS)
+	@mkdir -p $(dir $@)
+	$(NVCC) -shared $(NVCC_ARCH) -cudart static -o $@ $(CUDA_OBJS)
 else
 device:
 	@echo "baton: nvcc not found: device code not compiled (CPU backend only)"
@@ -153,7 +170,10 @@ TEST_OBJS_C := $(COLL_SRCS:%.cc=$(OBJ)/%.o)
 ABI_TEST := $(if $(NVIDIA_NCCL_H),$(TESTDIR)/nvidia_header_test,)
 TEST_BINS := $(TESTDIR)/unit_tests $(TESTDIR)/collective_tests $(TESTDIR)/rank_worker $(TESTDIR)/shrink_worker \
              $(TESTDIR)/fault_worker $(TESTDIR)/soak_worker $(TESTDIR)/fused_worker
-tests: $(TEST_BINS) tools examples $(ABI_TEST) fuzz-replay
+# The CUDA backend's check (tools/gpu-check.sh runs it on a GPU): device pointers and streams,
+# compiled against NVIDIA's nccl.h when the toolkit has one, linked to baton's libnccl.so.2.
+GPU_TEST := $(if $(NVCC),$(TESTDIR)/gpu_collectives,)
+tests: $(TEST_BINS) tools examples $(ABI_TEST) $(GPU_TEST) fuzz-replay
 
 $(OBJ)/tests/%.o: CPPFLAGS += -Itests
 $(TESTDIR)/unit_tests: $(TEST_OBJS_U) $(ARCHIVE)
@@ -170,6 +190,11 @@ $(TESTDIR)/rank_worker: $(OBJ)/tests/process/rank_worker.o $(OBJ)/tests/process/
 $(TESTDIR)/%_worker: $(OBJ)/tests/process/%_worker.o $(SO) $(LIBDIR)/libnccl.so
 	@mkdir -p $(dir $@)
 	$(CXX) -o $@ $< -L$(LIBDIR) -Wl,-rpath,$(abspath $(LIBDIR)) -lnccl $(LDFLAGS)
+
+$(TESTDIR)/gpu_collectives: tests/gpu/gpu_collectives.cc $(SO) $(LIBDIR)/libnccl.so
+	@mkdir -p $(dir $@)
+	$(NVCC) -std=c++17 -O2 -x c++ $(if $(NVIDIA_NCCL_H),,-Iinclude) $< -o $@ -L$(LIBDIR) \
+	  -Xlinker --enable-new-dtags,-rpath,'$$ORIGIN/../lib' -lnccl
 
 $(TESTDIR)/nvidia_header_test: tests/abi/nvidia_header_test.cc $(SO) $(LIBDIR)/libnccl.so
 	@mkdir -p $(dir $@)

@@ -213,12 +213,20 @@ BATON_HD void publish(ExecCtx& ctx, uint64_t* word, uint64_t value) {
   storeRelease(word, value);
 }
 
-// Byte copy split across the block's threads.
+// Byte copy split across the block's threads: 16-byte loads and stores when both ends are aligned
+// (slots are; user buffers usually are), bytes otherwise.
 BATON_HD void copyBytes(const ExecCtx& ctx, void* dst, const void* src, size_t bytes) {
 #if defined(__CUDA_ARCH__)
   char* d = static_cast<char*>(dst);
   const char* s = static_cast<const char*>(src);
-  for (size_t i = threadId(ctx); i < bytes; i += threadCount(ctx)) d[i] = s[i];
+  const size_t tid = threadId(ctx), nt = threadCount(ctx);
+  size_t done = 0;
+  if (((reinterpret_cast<uintptr_t>(d) | reinterpret_cast<uintptr_t>(s)) & 15) == 0) {
+    const size_t n16 = bytes / 16;
+    for (size_t i = tid; i < n16; i += nt) reinterpret_cast<uint4*>(d)[i] = reinterpret_cast<const uint4*>(s)[i];
+    done = n16 * 16;
+  }
+  for (size_t i = done + tid; i < bytes; i += nt) d[i] = s[i];
 #else
   (void)ctx;
   if (bytes && dst != src) std::memcpy(dst, src, bytes);

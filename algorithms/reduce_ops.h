@@ -113,6 +113,43 @@ BATON_HD T reduceElem(const Op& op, T recv, T src) {
   return Tr::store(v);
 }
 
+#if defined(__CUDA_ARCH__)
+// reduceCopy on a GPU: every thread of the block takes 16-byte vectors when all the buffers are
+// 16-byte aligned (slots always are; cudaMalloc'd buffers are, at the offsets channels cut), so
+// each input is read once and every output written from registers in one pass; elements
+// otherwise, and for the tail.
+template <typename T, typename Op, Moves M>
+__device__ __forceinline__ void reduceCopyBlock(const Op& op, const T* recv, const T* src, T* sendOut, T* dst,
+                                                size_t n) {
+  constexpr size_t V = 16 / sizeof(T);
+  const uintptr_t addrs =
+      (M.recv ? reinterpret_cast<uintptr_t>(recv) : 0) | (M.src ? reinterpret_cast<uintptr_t>(src) : 0) |
+      (M.send ? reinterpret_cast<uintptr_t>(sendOut) : 0) | (M.dst ? reinterpret_cast<uintptr_t>(dst) : 0);
+  size_t first = 0;
+  if ((addrs & 15) == 0) {
+    const size_t nv = n / V;
+    for (size_t v = threadIdx.x; v < nv; v += blockDim.x) {
+      uint4 a{}, b{}, o{};
+      if constexpr (M.recv) a = reinterpret_cast<const uint4*>(recv)[v];
+      if constexpr (M.src) b = reinterpret_cast<const uint4*>(src)[v];
+      const T* ta = reinterpret_cast<const T*>(&a);
+      const T* tb = reinterpret_cast<const T*>(&b);
+      T* to = reinterpret_cast<T*>(&o);
+#pragma unroll
+      for (size_t e = 0; e < V; ++e) to[e] = reduceElem<T, Op, M>(op, ta[e], tb[e]);
+      if constexpr (M.send) reinterpret_cast<uint4*>(sendOut)[v] = o;
+      if constexpr (M.dst) reinterpret_cast<uint4*>(dst)[v] = o;
+    }
+    first = nv * V;
+  }
+  for (size_t i = first + threadIdx.x; i < n; i += blockDim.x) {
+    const T out = reduceElem<T, Op, M>(op, M.recv ? recv[i] : T{}, M.src ? src[i] : T{});
+    if constexpr (M.send) sendOut[i] = out;
+    if constexpr (M.dst) dst[i] = out;
+  }
+}
+#endif
+
 // The one loop behind every primitive. Inputs: `recv` (already reduced upstream) when M.recv and
 // `src` (this rank's user input, `pre` applied when M.preSrc) when M.src. Outputs: `sendOut` (a
 // send slot, or wherever the caller sends) when M.send and `dst` when M.dst, both receiving
@@ -121,6 +158,10 @@ template <typename T, typename Op, Moves M>
 BATON_HD void reduceCopy(const ExecCtx& ctx, const Op& op, const T* __restrict__ recv, const T* src, T* sendOut, T* dst,
                          size_t n) {
   static_assert(M.recv || M.src, "reduceCopy needs an input");
+#if defined(__CUDA_ARCH__)
+  (void)ctx;
+  reduceCopyBlock<T, Op, M>(op, recv, src, sendOut, dst, n);
+#else
   using Tr = TypeTraits<T>;
   constexpr bool kPre = M.src && M.preSrc && !Op::kPreIdentity;
   constexpr bool kPost = M.post && !Op::kPostIdentity;
@@ -146,6 +187,7 @@ BATON_HD void reduceCopy(const ExecCtx& ctx, const Op& op, const T* __restrict__
       if constexpr (M.dst) dst[i] = out;
     }
   }
+#endif
 }
 
 }  // namespace baton

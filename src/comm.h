@@ -25,6 +25,7 @@
 
 namespace baton {
 class FusedScratch;
+class GpuComm;
 class FusedWindow;
 
 constexpr uint64_t kCommMagic = 0x6261746f6e636f6dull;  // "batoncom"
@@ -122,6 +123,7 @@ struct ncclComm {
   int rank = 0;
   int nRanks = 0;
   int cudaDev = 0;
+  int gpuDev = -1;  // the CUDA device current at init (InitAll: its devlist's), -1 without one
   bool blocking = true;
   ncclConfig_t config{};
   uint64_t commHash = 0;
@@ -184,6 +186,10 @@ struct ncclComm {
   std::shared_ptr<baton::FusedWindow> fusedWindow;  // the fused stages' symmetric window, made on first use
   // MoE's low-latency stage across hosts: a window whose device communicator puts to other hosts.
   std::shared_ptr<baton::FusedWindow> moeNetWindow;
+
+  // The CUDA backend (src/cuda/gpu_comm.h): set when every rank drives a device; else why not.
+  std::shared_ptr<baton::GpuComm> gpu;
+  std::string gpuWhy;
 };
 
 namespace baton {

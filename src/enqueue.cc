@@ -14,6 +14,7 @@
 #include "comm_error.h"
 #include "completion.h"
 #include "cpu_kernels/coll_kernel.h"
+#include "cuda/gpu_comm.h"
 #include "enqueue.h"
 #include "group.h"
 #include "misc/debug.h"
@@ -351,6 +352,10 @@ ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_p
   std::vector<CollPlan> plans;
   std::vector<Task> p2p;
   for (const Task& t : tasks) {
+    if (t.onDevice) {  // the CUDA backend: enqueued on its stream, in call order
+      BATON_CHECK(comm->gpu->launch(comm, t));
+      continue;
+    }
     if (t.kind != Task::kColl) {
       p2p.push_back(t);
       continue;

@@ -10,6 +10,8 @@
 #include "bootstrap/host_identity.h"
 #include "comm.h"
 #include "comm_error.h"
+#include "cuda/gpu_backend.h"
+#include "cuda/gpu_comm.h"
 #include "fault/watchdog.h"
 #include "misc/debug.h"
 #include "misc/param.h"
@@ -34,6 +36,7 @@ ncclResult_t exchangePeerInfo(ncclComm* comm) {
   me.numaNode = topoLocalNumaOfThisThread();
   me.pidNs = pidNamespace();
   me.crossMemoryProbe = crossMemoryProbeAddress();
+  me.gpu = comm->gpuDev >= 0;
   BATON_CHECK(comm->bootstrap->allGather(comm->peers.data(), sizeof(PeerInfo)));
   for (const PeerInfo& p : comm->peers)
     if (p.version != NCCL_VERSION_CODE)
@@ -154,6 +157,16 @@ ncclResult_t buildChannels(ncclComm* comm) {
   return ncclSuccess;
 }
 
+// The CUDA backend (src/cuda/gpu_comm.h): device rings when every rank drives a device on this host.
+ncclResult_t initGpu(ncclComm* comm) {
+  BATON_CHECK(GpuComm::create(comm, &comm->gpu, &comm->gpuWhy));
+  if (!comm->gpu)
+    BATON_INFO(kSubInit, "rank %d: not a GPU communicator (collectives on host buffers only): %s", comm->rank,
+               comm->gpuDev < 0 ? cudaBackendStatus() : comm->gpuWhy.c_str());
+  if (comm->gpuWhy.empty() && comm->gpuDev < 0) comm->gpuWhy = cudaBackendStatus();
+  return ncclSuccess;
+}
+
 // Ranks in other processes can fail on their own: watch them (lesson 10). Threads of one process
 // share its fate, so a communicator of threads only needs no watchdog.
 ncclResult_t startWatchdog(ncclComm* comm) {
@@ -174,6 +187,7 @@ ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id) {
   BATON_CHECK(agreeOnKnobs(comm));
   BATON_CHECK(agreeOnSingleCopy(comm));
   BATON_CHECK(buildChannels(comm));
+  BATON_CHECK(initGpu(comm));
   BATON_CHECK(startWatchdog(comm));
   BATON_CHECK(comm->bootstrap->barrier());
   BATON_INFO(kSubInit, "comm %p rank %d nRanks %d nChannels %d stepBytes %zu - Init COMPLETE", (void*)comm, comm->rank,
@@ -194,6 +208,11 @@ ncclResult_t runInitJob(ncclComm* comm, std::function<ncclResult_t()> job) {
 void commFree(ncclComm* comm) {
   unregisterComm(comm);
   if (comm->initThread.joinable()) comm->initThread.join();
+  if (comm->gpu) {  // kernels first: they use the rings' device FIFOs
+    if (__atomic_load_n(&comm->abortFlag, __ATOMIC_ACQUIRE)) comm->gpu->abort();
+    if (comm->gpu->drain() != ncclSuccess) BATON_WARN("%s", lastError());
+    comm->gpu.reset();
+  }
   comm->watchdog.reset();  // says goodbye: the peers do not take this rank's leaving for a failure
   for (auto& ch : comm->channels) ch->worker.stop();
   if (comm->proxy) {

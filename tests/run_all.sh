@@ -9,6 +9,9 @@ BIN=$BUILD/bin
 export BATON_BUILD=$BUILD TESTDIR
 LOGDIR=$BUILD/test-logs
 source tests/suite_lib.sh
+# The suites below test the CPU backend on host buffers; where a GPU is present its communicators
+# (and ncclMemAlloc) would take device memory. The cuda-backend suite turns it back on.
+export BATON_CUDA=${BATON_CUDA:-0}
 
 # No test, tool, example or doc command dials outside this machine (docs/testing.md); the guard
 # first proves it reports planted outside addresses.
@@ -19,6 +22,9 @@ suite source-hygiene 120 tests/lint/check_sources.sh
 # builds of the targets (make fuzz runs them under libFuzzer; tests/fuzz/README.md).
 suite fuzz-replay 300 tests/fuzz/replay_all.sh "$TESTDIR" ${FUZZ_NAMES:-}
 suite unit-tests 300 "$TESTDIR/unit_tests"
+# The CUDA backend: without a GPU, the library with its plugin present, absent and off, and the
+# check program's link against NVIDIA's nccl.h; with one, tools/gpu-check.sh (docs/cuda-backend.md).
+suite cuda-backend 600 tests/gpu/cuda_backend_test.sh
 suite collective-tests-threads 900 "$TESTDIR/collective_tests"
 # Every protocol under the whole suite, on two channels (this machine's default is one per rank).
 for proto in LL LL128 Simple; do

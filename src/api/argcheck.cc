@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "api/redop.h"
+#include "cuda/gpu_backend.h"
 #include "misc/debug.h"
 
 namespace baton {
@@ -42,8 +43,18 @@ ncclResult_t checkCount(size_t count, ncclDataType_t type, size_t factor, const 
   return ncclSuccess;
 }
 
-ncclResult_t checkPtr(const void* p, size_t count, const char* fn, const char* what) {
+ncclResult_t checkCollPtr(const void* p, size_t count, const char* fn, const char* what) {
   if (!p && count > 0) return batonError(ncclInvalidArgument, "%s: %s is NULL (count %zu)", fn, what, count);
+  return ncclSuccess;
+}
+
+ncclResult_t checkPtr(const void* p, size_t count, const char* fn, const char* what) {
+  BATON_CHECK(checkCollPtr(p, count, fn, what));
+  if (count > 0 && isDeviceMemory(p))
+    return batonError(ncclInvalidUsage,
+                      "%s: %s %p is device memory; the CUDA backend runs AllReduce, Broadcast, Reduce, AllGather and "
+                      "ReduceScatter on device buffers, not this call yet",
+                      fn, what, p);
   return ncclSuccess;
 }
 

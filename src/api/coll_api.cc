@@ -10,6 +10,7 @@
 #include "api/argcheck.h"
 #include "api/submit.h"
 #include "comm.h"
+#include "cuda/gpu_comm.h"
 #include "enqueue.h"
 #include "fault/atomic_allreduce.h"
 #include "group.h"
@@ -19,7 +20,7 @@ namespace baton {
 namespace {
 
 ncclResult_t collective(CollFunc func, const char* fn, const void* sendbuff, void* recvbuff, size_t count,
-                        ncclDataType_t type, ncclRedOp_t op, int root, ncclComm* comm) {
+                        ncclDataType_t type, ncclRedOp_t op, int root, ncclComm* comm, cudaStream_t stream) {
   // All-or-nothing AllReduce: a communicator in error still votes (atomic_allreduce.cc).
   const bool atomic = func == kFuncAllReduce && checkCommLive(comm, fn) == ncclSuccess && comm->tun.atomicCollectives &&
                       comm->initState.load() == ncclSuccess && !comm->revoked.load() &&
@@ -39,8 +40,12 @@ ncclResult_t collective(CollFunc func, const char* fn, const void* sendbuff, voi
   const bool rootOnlyRecv = func == kFuncReduce && comm->rank != root;
   const bool rootOnlySend = func == kFuncBroadcast && comm->rank != root;
   const bool oneBuffer = func == kFuncBroadcast && sendbuff == recvbuff;  // ncclBcast's `buff`
-  if (!rootOnlySend) ARGCHECK(checkPtr(sendbuff, count, fn, oneBuffer ? "buff" : "sendbuff"));
-  if (!rootOnlyRecv) ARGCHECK(checkPtr(recvbuff, count, fn, oneBuffer ? "buff" : "recvbuff"));
+  if (!rootOnlySend) ARGCHECK(checkCollPtr(sendbuff, count, fn, oneBuffer ? "buff" : "sendbuff"));
+  if (!rootOnlyRecv) ARGCHECK(checkCollPtr(recvbuff, count, fn, oneBuffer ? "buff" : "recvbuff"));
+  // Device buffers: a kernel on `stream` (the CUDA backend); host buffers: the CPU backend.
+  ARGCHECK(gpuClassify(comm, t, fn, &t.onDevice));
+  t.stream = stream;
+  if (t.onDevice) return submit(comm, {t});
   auto run = [comm, &t]() -> ncclResult_t {
     if (!inGroup()) {  // the latency path: no group bookkeeping, no allocation
       bool handled = false;
@@ -70,42 +75,44 @@ using namespace baton;
 NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
          ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
-                            ncclComm_t comm, cudaStream_t) {
-  return collective(kFuncAllReduce, "ncclAllReduce", sendbuff, recvbuff, count, datatype, op, 0, comm);
+                            ncclComm_t comm, cudaStream_t stream) {
+  return collective(kFuncAllReduce, "ncclAllReduce", sendbuff, recvbuff, count, datatype, op, 0, comm, stream);
 }
 
 NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
          ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t pncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
-                         int root, ncclComm_t comm, cudaStream_t) {
-  return collective(kFuncReduce, "ncclReduce", sendbuff, recvbuff, count, datatype, op, root, comm);
+                         int root, ncclComm_t comm, cudaStream_t stream) {
+  return collective(kFuncReduce, "ncclReduce", sendbuff, recvbuff, count, datatype, op, root, comm, stream);
 }
 
 NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
          int root, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t pncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
-                            ncclComm_t comm, cudaStream_t) {
-  return collective(kFuncBroadcast, "ncclBroadcast", sendbuff, recvbuff, count, datatype, ncclSum, root, comm);
+                            ncclComm_t comm, cudaStream_t stream) {
+  return collective(kFuncBroadcast, "ncclBroadcast", sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream);
 }
 
 NCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
          cudaStream_t stream);
-ncclResult_t pncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t) {
-  return collective(kFuncBroadcast, "ncclBcast", buff, buff, count, datatype, ncclSum, root, comm);
+ncclResult_t pncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+                        cudaStream_t stream) {
+  return collective(kFuncBroadcast, "ncclBcast", buff, buff, count, datatype, ncclSum, root, comm, stream);
 }
 
 NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
          ncclComm_t comm, cudaStream_t stream);
 ncclResult_t pncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
-                            ncclComm_t comm, cudaStream_t) {
-  return collective(kFuncAllGather, "ncclAllGather", sendbuff, recvbuff, sendcount, datatype, ncclSum, 0, comm);
+                            ncclComm_t comm, cudaStream_t stream) {
+  return collective(kFuncAllGather, "ncclAllGather", sendbuff, recvbuff, sendcount, datatype, ncclSum, 0, comm, stream);
 }
 
 NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
          ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t pncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
-                                ncclRedOp_t op, ncclComm_t comm, cudaStream_t) {
-  return collective(kFuncReduceScatter, "ncclReduceScatter", sendbuff, recvbuff, recvcount, datatype, op, 0, comm);
+                                ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  return collective(kFuncReduceScatter, "ncclReduceScatter", sendbuff, recvbuff, recvcount, datatype, op, 0, comm,
+                    stream);
 }
 
 NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,

@@ -9,6 +9,8 @@
 #include "api/argcheck.h"
 #include "comm.h"
 #include "comm_error.h"
+#include "cuda/gpu_backend.h"
+#include "cuda/gpu_comm.h"
 #include "fault/child_comm.h"
 #include "group.h"
 #include "misc/debug.h"
@@ -19,6 +21,17 @@ using namespace baton;
 namespace baton {
 void resetLogConfig();
 
+// The device of ncclCommInitRank: the one current on the calling thread (-1 asks initRank to look).
+static int defaultDevice() { return -1; }
+
+// The calling thread's current CUDA device.
+static ncclResult_t currentDeviceOf(int* dev) {
+  char desc[256];
+  *dev = currentCudaDevice(desc, sizeof desc);
+  if (*dev < 0) return batonError(ncclUnhandledCudaError, "no current CUDA device: %s", desc);
+  return ncclSuccess;
+}
+
 // Init a communicator: now, on a thread (non-blocking), or at ncclGroupEnd (inside a group).
 ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId* commId, int rank, const ncclConfig_t* config,
                       const char* fn, int cudaDev) {
@@ -28,7 +41,16 @@ ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId* commId, i
   BATON_CHECK(bootstrapParseId(commId, &id));
   ncclComm* comm = nullptr;
   BATON_CHECK(commAlloc(&comm, nranks, rank, config, fn));
-  comm->cudaDev = cudaDev;
+  // The CUDA backend (src/cuda/): a device current now (InitAll: its devlist's) makes a GPU rank.
+  char desc[256];
+  if (currentCudaDevice(desc, sizeof desc) >= 0) {
+    int count = 1;
+    if (cudaBackend()->deviceCount(&count) != 0 || count < 1) count = 1;
+    if (cudaDev < 0) BATON_CHECK(currentDeviceOf(&cudaDev));
+    // Several ranks per device are allowed (NCCL refuses them; a learner with one GPU needs them).
+    comm->gpuDev = cudaDev = cudaDev % count;
+  }
+  comm->cudaDev = cudaDev < 0 ? 0 : cudaDev;
   *out = comm;
   auto job = [comm, id] { return commInitJob(comm, id); };
   if (inGroup()) {
@@ -58,9 +80,6 @@ static ncclResult_t releaseComm(ncclComm* comm) {
   commFree(comm);
   return ncclSuccess;
 }
-
-// The devices ranks use in host mode: InitAll's devlist, otherwise 0 (there is no CUDA device).
-static int defaultDevice() { return 0; }
 
 }  // namespace baton
 
@@ -229,6 +248,8 @@ ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
     *asyncError = (ncclResult_t)init;
     return ncclSuccess;
   }
+  if (comm->gpu)  // a kernel that gave up (timeout, abort) tells once
+    if (const ncclResult_t k = comm->gpu->takeFailure(comm); k != ncclSuccess) commSetError(comm, k, lastError());
   const int err = comm->asyncError.load();
   if (err != ncclSuccess) *asyncError = (ncclResult_t)err;
   else *asyncError = comm->inflight.load() > 0 ? ncclInProgress : ncclSuccess;

@@ -26,6 +26,7 @@ ncclResult_t commInitChild(ncclComm* parent, const std::vector<int>& parentRanks
   ncclComm* child = nullptr;
   BATON_CHECK(commAlloc(&child, nRanks, newRank, &cfg, fn));
   child->cudaDev = parent->cudaDev;
+  child->gpuDev = parent->gpuDev;
   auto job = [parent, parentRanks, child, getId, fn]() -> ncclResult_t {
     ncclUniqueId id;
     BATON_CHECK(getId(&id));

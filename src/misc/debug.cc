@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/gpu_backend.h"
 #include "misc/param.h"
 
 namespace baton {
@@ -160,11 +161,12 @@ void showVersion() {
     if (c.level < kLogVersion) return;
     Dl_info info{};
     const char* path = dladdr(reinterpret_cast<void*>(&showVersion), &info) && info.dli_fname ? info.dli_fname : "?";
+    const char* backend = cudaBackend() ? "CPU and CUDA backends" : "CPU backend";
     if (c.level >= kLogInfo) {
-      logMessage(kLogInfo, kSubAll, __FILE__, __LINE__, "NCCL version %d.%d.%d+baton (CPU backend) from %s", NCCL_MAJOR,
-                 NCCL_MINOR, NCCL_PATCH, path);
+      logMessage(kLogInfo, kSubAll, __FILE__, __LINE__, "NCCL version %d.%d.%d+baton (%s) from %s", NCCL_MAJOR,
+                 NCCL_MINOR, NCCL_PATCH, backend, path);
     } else {
-      fprintf(c.out, "NCCL version %d.%d.%d+baton (CPU backend) from %s\n", NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH, path);
+      fprintf(c.out, "NCCL version %d.%d.%d+baton (%s) from %s\n", NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH, backend, path);
       fflush(c.out);
     }
   });

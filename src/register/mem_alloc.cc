@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "api/api.h"
+#include "cuda/gpu_backend.h"
 #include "misc/debug.h"
 #include "register/ipc_socket.h"
 
@@ -34,6 +35,12 @@ std::map<uintptr_t, Entry>::iterator findLocked(const void* p) {
   return x < it->first + it->second.a.size ? it : gTable.end();
 }
 
+// The CUDA backend (docs/cuda-backend.md): with a device current, ncclMemAlloc returns device
+// memory on it, as NCCL's does (NCCL maps it with cuMem; baton takes cudaMalloc's, which its
+// GPU communicators use in place: registration and windows on devices are not built yet).
+std::mutex gDevMu;
+std::map<void*, int> gDevice;  // device allocations -> their device
+
 }  // namespace
 
 ncclResult_t memAlloc(void** ptr, size_t size) {
@@ -42,6 +49,14 @@ ncclResult_t memAlloc(void** ptr, size_t size) {
   if (size == 0) return batonError(ncclInvalidArgument, "ncclMemAlloc: size is 0");
   const size_t page = (size_t)sysconf(_SC_PAGESIZE);
   if (size > (SIZE_MAX >> 2)) return batonError(ncclInvalidArgument, "ncclMemAlloc: size %zu is too large", size);
+  char desc[256];
+  if (const int dev = currentCudaDevice(desc, sizeof desc); dev >= 0) {
+    if (cudaBackend()->deviceAlloc(dev, ptr, size) != 0)
+      return batonError(ncclUnhandledCudaError, "ncclMemAlloc: %s", cudaBackend()->lastError());
+    std::lock_guard<std::mutex> lock(gDevMu);
+    gDevice[*ptr] = dev;
+    return ncclSuccess;
+  }
   const size_t bytes = (size + page - 1) / page * page;
   const int fd = memfd_create("baton-memalloc", MFD_CLOEXEC);
   if (fd < 0) return batonError(ncclSystemError, "ncclMemAlloc: memfd_create failed: %s", strerror(errno));
@@ -77,6 +92,16 @@ ncclResult_t memAlloc(void** ptr, size_t size) {
 
 ncclResult_t memFree(void* ptr) {
   if (!ptr) return ncclSuccess;  // as free(NULL) and cudaFree(NULL)
+  {
+    std::lock_guard<std::mutex> lock(gDevMu);
+    if (auto it = gDevice.find(ptr); it != gDevice.end()) {
+      const int dev = it->second;
+      gDevice.erase(it);
+      if (cudaBackend()->deviceFree(dev, ptr) != 0)
+        return batonError(ncclUnhandledCudaError, "ncclMemFree: %s", cudaBackend()->lastError());
+      return ncclSuccess;
+    }
+  }
   MemAllocation a;
   {
     std::lock_guard<std::mutex> lock(gMu);

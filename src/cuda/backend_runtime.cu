@@ -1,0 +1,241 @@
+// The plugin's runtime calls (libbaton-cuda.so): devices, memory, IPC handles, events, as the
+// table in cuda_backend.h names them. Built by nvcc with the CUDA runtime linked statically.
+//
+// Computes nothing on the device. Every call that touches a device makes the communicator's device
+// current and restores the caller's afterwards, as NCCL does, so a thread that drives ranks on
+// several devices keeps its own current device.
+// Memory-ordering contract: none here (the kernels' files state theirs).
+#include <cuda_runtime.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+
+#include "cuda_backend.h"
+
+namespace baton {
+namespace {
+
+thread_local char tError[512];
+
+int fail(cudaError_t e, const char* fmt, ...) {
+  char what[384];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  snprintf(tError, sizeof tError, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+  cudaGetLastError();  // clear the sticky-free error so the next call starts clean
+  return (int)e;
+}
+
+// Makes `dev` current for one call's lifetime and puts the caller's device back.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int dev) {
+    if (cudaGetDevice(&saved_) != cudaSuccess) saved_ = -1;
+    if (saved_ != dev) err_ = cudaSetDevice(dev);
+  }
+  ~DeviceScope() {
+    if (saved_ >= 0) cudaSetDevice(saved_);
+  }
+  cudaError_t error() const { return err_; }
+
+ private:
+  int saved_ = -1;
+  cudaError_t err_ = cudaSuccess;
+};
+
+#define SCOPED(dev, what)  \
+  DeviceScope scope_(dev); \
+  if (scope_.error() != cudaSuccess) return fail(scope_.error(), "%s: cudaSetDevice(%d)", what, dev)
+
+int probe(int* dev, char* desc, size_t descBytes) {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    snprintf(desc, descBytes, "no CUDA device: cudaGetDeviceCount: %s", cudaGetErrorString(e));
+    cudaGetLastError();
+    return (int)e;
+  }
+  if (n == 0) {
+    snprintf(desc, descBytes, "no CUDA device: cudaGetDeviceCount found none");
+    return (int)cudaErrorNoDevice;
+  }
+  if ((e = cudaGetDevice(dev)) != cudaSuccess) {
+    snprintf(desc, descBytes, "cudaGetDevice: %s", cudaGetErrorString(e));
+    return (int)e;
+  }
+  cudaDeviceProp p;
+  if ((e = cudaGetDeviceProperties(&p, *dev)) != cudaSuccess) {
+    snprintf(desc, descBytes, "cudaGetDeviceProperties(%d): %s", *dev, cudaGetErrorString(e));
+    return (int)e;
+  }
+  char bus[32] = "?";
+  cudaDeviceGetPCIBusId(bus, sizeof bus, *dev);
+  snprintf(desc, descBytes, "CUDA device %d of %d: %s, sm_%d%d, %d SMs, %.1f GiB, bus %s", *dev, n, p.name, p.major,
+           p.minor, p.multiProcessorCount, p.totalGlobalMem / 1073741824.0, bus);
+  return 0;
+}
+
+int deviceCount(int* n) {
+  const cudaError_t e = cudaGetDeviceCount(n);
+  return e == cudaSuccess ? 0 : fail(e, "cudaGetDeviceCount");
+}
+
+int multiProcessors(int dev, int* n) {
+  const cudaError_t e = cudaDeviceGetAttribute(n, cudaDevAttrMultiProcessorCount, dev);
+  return e == cudaSuccess ? 0 : fail(e, "cudaDeviceGetAttribute(multiProcessorCount, %d)", dev);
+}
+
+int isDevicePointer(const void* p) {
+  cudaPointerAttributes a;
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
+int deviceAlloc(int dev, void** p, size_t bytes) {
+  SCOPED(dev, "cudaMalloc");
+  cudaError_t e = cudaMalloc(p, bytes);
+  if (e != cudaSuccess) return fail(e, "cudaMalloc(%zu bytes) on device %d", bytes, dev);
+  if ((e = cudaMemset(*p, 0, bytes)) != cudaSuccess) return fail(e, "cudaMemset(%zu bytes) on device %d", bytes, dev);
+  return 0;
+}
+
+int deviceFree(int dev, void* p) {
+  SCOPED(dev, "cudaFree");
+  const cudaError_t e = cudaFree(p);
+  return e == cudaSuccess ? 0 : fail(e, "cudaFree(%p) on device %d", p, dev);
+}
+
+int hostAlloc(void** host, void** devView, size_t bytes) {
+  cudaError_t e = cudaHostAlloc(host, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
+  if (e != cudaSuccess) return fail(e, "cudaHostAlloc(%zu bytes, mapped)", bytes);
+  memset(*host, 0, bytes);
+  if ((e = cudaHostGetDevicePointer(devView, *host, 0)) != cudaSuccess) return fail(e, "cudaHostGetDevicePointer");
+  return 0;
+}
+
+int hostFree(void* host) {
+  const cudaError_t e = cudaFreeHost(host);
+  return e == cudaSuccess ? 0 : fail(e, "cudaFreeHost(%p)", host);
+}
+
+int copyToDevice(int dev, void* dst, const void* src, size_t bytes) {
+  SCOPED(dev, "cudaMemcpy");
+  const cudaError_t e = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
+  return e == cudaSuccess ? 0 : fail(e, "cudaMemcpy(%zu bytes to device %d)", bytes, dev);
+}
+
+int ipcHandle(int dev, void* p, unsigned char handle[kIpcHandleBytes]) {
+  static_assert(sizeof(cudaIpcMemHandle_t) == kIpcHandleBytes, "cudaIpcMemHandle_t is 64 bytes");
+  SCOPED(dev, "cudaIpcGetMemHandle");
+  cudaIpcMemHandle_t h;
+  const cudaError_t e = cudaIpcGetMemHandle(&h, p);
+  if (e != cudaSuccess) return fail(e, "cudaIpcGetMemHandle(%p) on device %d", p, dev);
+  memcpy(handle, &h, sizeof h);
+  return 0;
+}
+
+int ipcOpen(int dev, const unsigned char handle[kIpcHandleBytes], void** p) {
+  SCOPED(dev, "cudaIpcOpenMemHandle");
+  cudaIpcMemHandle_t h;
+  memcpy(&h, handle, sizeof h);
+  const cudaError_t e = cudaIpcOpenMemHandle(p, h, cudaIpcMemLazyEnablePeerAccess);
+  return e == cudaSuccess ? 0 : fail(e, "cudaIpcOpenMemHandle on device %d", dev);
+}
+
+int ipcClose(int dev, void* p) {
+  SCOPED(dev, "cudaIpcCloseMemHandle");
+  const cudaError_t e = cudaIpcCloseMemHandle(p);
+  return e == cudaSuccess ? 0 : fail(e, "cudaIpcCloseMemHandle(%p)", p);
+}
+
+int enablePeerAccess(int dev, int peerDev) {
+  if (dev == peerDev) return 0;
+  SCOPED(dev, "cudaDeviceEnablePeerAccess");
+  int can = 0;
+  cudaError_t e = cudaDeviceCanAccessPeer(&can, dev, peerDev);
+  if (e != cudaSuccess) return fail(e, "cudaDeviceCanAccessPeer(%d, %d)", dev, peerDev);
+  if (!can) return fail(cudaErrorPeerAccessUnsupported, "device %d cannot access device %d", dev, peerDev);
+  e = cudaDeviceEnablePeerAccess(peerDev, 0);
+  if (e == cudaErrorPeerAccessAlreadyEnabled) {
+    cudaGetLastError();
+    return 0;
+  }
+  return e == cudaSuccess ? 0 : fail(e, "cudaDeviceEnablePeerAccess(%d) on device %d", peerDev, dev);
+}
+
+int eventCreate(int dev, void** ev) {
+  SCOPED(dev, "cudaEventCreate");
+  const cudaError_t e = cudaEventCreateWithFlags(reinterpret_cast<cudaEvent_t*>(ev), cudaEventDisableTiming);
+  return e == cudaSuccess ? 0 : fail(e, "cudaEventCreate on device %d", dev);
+}
+
+int eventDestroy(void* ev) {
+  const cudaError_t e = cudaEventDestroy(static_cast<cudaEvent_t>(ev));
+  return e == cudaSuccess ? 0 : fail(e, "cudaEventDestroy");
+}
+
+int streamWaitEvent(void* stream, void* ev) {
+  const cudaError_t e = cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(ev), 0);
+  return e == cudaSuccess ? 0 : fail(e, "cudaStreamWaitEvent(stream %p)", stream);
+}
+
+int eventRecord(void* ev, void* stream) {
+  const cudaError_t e = cudaEventRecord(static_cast<cudaEvent_t>(ev), static_cast<cudaStream_t>(stream));
+  return e == cudaSuccess ? 0 : fail(e, "cudaEventRecord(stream %p)", stream);
+}
+
+int eventSynchronize(void* ev) {
+  const cudaError_t e = cudaEventSynchronize(static_cast<cudaEvent_t>(ev));
+  return e == cudaSuccess ? 0 : fail(e, "cudaEventSynchronize");
+}
+
+const char* lastError() { return tError; }
+
+}  // namespace
+
+int launchCollKernel(const GpuCollLaunch* l, void* stream);  // kernel_launch.cu
+
+int launchColl(const GpuCollLaunch* l, void* stream) {
+  SCOPED(l->device, "launch");
+  return launchCollKernel(l, stream);
+}
+
+void setLaunchError(cudaError_t e, const char* what) { fail(e, "%s", what); }
+
+}  // namespace baton
+
+extern "C" __attribute__((visibility("default"))) const baton::CudaBackend* batonCudaBackend(void) {
+  using namespace baton;
+  static const CudaBackend table = {kCudaBackendVersion,
+                                    sizeof(CollArgs),
+                                    sizeof(ExecCtx),
+                                    sizeof(ConnDev),
+                                    sizeof(GpuCollLaunch),
+                                    probe,
+                                    deviceCount,
+                                    multiProcessors,
+                                    isDevicePointer,
+                                    deviceAlloc,
+                                    deviceFree,
+                                    hostAlloc,
+                                    hostFree,
+                                    copyToDevice,
+                                    ipcHandle,
+                                    ipcOpen,
+                                    ipcClose,
+                                    enablePeerAccess,
+                                    eventCreate,
+                                    eventDestroy,
+                                    streamWaitEvent,
+                                    eventRecord,
+                                    eventSynchronize,
+                                    launchColl,
+                                    lastError};
+  return &table;
+}

@@ -1,0 +1,91 @@
+// The CUDA backend's boundary: what libnccl.so.2 asks of libbaton-cuda.so, the part built by nvcc.
+//
+// libnccl.so.2 has no link-time dependency on CUDA: the first communicator opens libbaton-cuda.so
+// (beside libnccl.so.2, or BATON_CUDA_PLUGIN) and takes this table from it. The plugin links the
+// CUDA runtime statically, so it needs only the driver (libcuda.so.1); on a machine without one
+// probe() says why and every communicator stays on the CPU backend.
+//
+// Computes nothing itself. Both compilers read this header, so it holds plain types only; the
+// table carries the sizes of the structs it passes (a plugin built from other sources is refused).
+// Memory-ordering contract: none here (launchColl's kernels: src/cuda/gpu_kernels.cuh).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "coll_args.h"
+#include "exec_model.h"
+
+namespace baton {
+
+constexpr int kCudaBackendVersion = 1;
+constexpr int kGpuMaxThreads = 512;     // threads of a collective's block (NCCL_NTHREADS' default)
+constexpr size_t kIpcHandleBytes = 64;  // cudaIpcMemHandle_t
+
+// One channel of a GPU communicator, in device memory: its ring position and connectors. The
+// kernels keep the connectors' step counters here between launches, as NCCL keeps them in its
+// device-side channel structs.
+struct GpuChannelDev {
+  ConnDev send;  // to the next ring position (its FIFO is in that rank's device memory)
+  ConnDev recv;  // from the previous one (the FIFO is ours)
+  int ringIndex = 0;
+  const int* userRanks = nullptr;  // device memory: position -> user rank
+};
+
+// A kernel that gave up (a wait timed out or saw the abort flag) says so here: pinned host memory
+// the device writes and the host reads without a synchronisation.
+struct GpuStatus {
+  int claimed;  // the first failing block takes it (atomicCAS), so one failure is reported
+  int failed;   // written last (after failure), with a system fence before it
+  WaitFailure failure;
+};
+
+// One collective's launch: every block is one channel of the operation.
+struct GpuCollLaunch {
+  CollArgs base;                      // everything but the ring, which each block takes from channels
+  GpuChannelDev* channels = nullptr;  // device memory, at least base.nChannels of them
+  int device = 0;                     // the communicator's CUDA device
+  int threads = kGpuMaxThreads;
+  int depth = kSteps;               // FIFO slots the sender may fill ahead for this operation
+  int dtype = 0;                    // ncclDataType_t
+  int opKind = 0;                   // RedOpKind
+  unsigned char scalar[8] = {};     // PreMulSum's scalar (host-immediate), in the element type
+  const void* scalarPtr = nullptr;  // PreMulSum's scalar in device memory (ncclScalarDevice)
+  int divisor = 1;                  // SumPostDiv (ncclAvg)
+  ExecCtx ctx;                      // rank, abort flag (device-visible), timeout
+  GpuStatus* status = nullptr;      // device-visible pointer to the communicator's status
+};
+
+// The plugin's table. Calls return 0 or the CUDA error code; lastError() describes the last failed
+// call of this thread ("cudaMalloc(1048576 bytes) on device 0: out of memory").
+struct CudaBackend {
+  int version;
+  size_t collArgsBytes, execCtxBytes, connDevBytes, launchBytes;
+  // Whether this thread has a usable current device; *dev is it, `desc` names it or says why not.
+  int (*probe)(int* dev, char* desc, size_t descBytes);
+  int (*deviceCount)(int* n);
+  int (*multiProcessors)(int dev, int* n);  // SMs of `dev`
+  // 1: memory the device reaches by this pointer (cudaMalloc, cuMem, managed), 0: host memory.
+  int (*isDevicePointer)(const void* p);
+  int (*deviceAlloc)(int dev, void** p, size_t bytes);  // zeroed
+  int (*deviceFree)(int dev, void* p);
+  int (*hostAlloc)(void** host, void** devView, size_t bytes);  // pinned, mapped, zeroed
+  int (*hostFree)(void* host);
+  int (*copyToDevice)(int dev, void* dst, const void* src, size_t bytes);  // synchronous
+  int (*ipcHandle)(int dev, void* p, unsigned char handle[kIpcHandleBytes]);
+  int (*ipcOpen)(int dev, const unsigned char handle[kIpcHandleBytes], void** p);
+  int (*ipcClose)(int dev, void* p);
+  int (*enablePeerAccess)(int dev, int peerDev);  // 0 also when already enabled or the same device
+  int (*eventCreate)(int dev, void** ev);
+  int (*eventDestroy)(void* ev);
+  int (*streamWaitEvent)(void* stream, void* ev);
+  int (*eventRecord)(void* ev, void* stream);
+  int (*eventSynchronize)(void* ev);
+  int (*launchColl)(const GpuCollLaunch* launch, void* stream);
+  const char* (*lastError)();
+};
+
+}  // namespace baton
+
+// The plugin's one exported symbol.
+extern "C" const baton::CudaBackend* batonCudaBackend(void);

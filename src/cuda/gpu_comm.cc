@@ -1,0 +1,182 @@
+// A GPU communicator's init and teardown: device ring FIFOs, their exchange (pointer or CUDA IPC
+// handle), the channels' device structs, the pinned abort flag and failure record.
+#include "cuda/gpu_comm.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "comm.h"
+#include "cuda/gpu_backend.h"
+#include "misc/debug.h"
+#include "misc/param.h"
+
+namespace baton {
+namespace {
+
+constexpr uint64_t kTagGpuRing = 5u << 16;  // + channel (connect.cc's tags end at 4 << 16)
+
+// What a receiver tells its ring predecessor about the FIFO it made.
+struct GpuFifoInfo {
+  uint64_t pidHash;
+  uint64_t ptr;  // the FIFO in the owner's address space (threads of one process use it as is)
+  int32_t dev;
+  int32_t hasHandle;
+  unsigned char handle[kIpcHandleBytes];
+};
+
+ncclResult_t cudaFailed(const CudaBackend* b, const char* what, int rank) {
+  return batonError(ncclUnhandledCudaError, "rank %d: %s: %s", rank, what, b->lastError());
+}
+
+}  // namespace
+
+#define CUDA_CHECK(call, what) \
+  if ((call) != 0) return cudaFailed(b, what, comm->rank)
+
+ncclResult_t GpuComm::create(ncclComm* comm, std::shared_ptr<GpuComm>* out, std::string* why) {
+  out->reset();
+  const PeerInfo& me = comm->peers[comm->rank];
+  for (const PeerInfo& p : comm->peers) {
+    if (!p.gpu) {
+      *why = "rank " + std::to_string(p.rank) + " has no CUDA device";
+      return ncclSuccess;
+    }
+    if (p.hostHash != me.hostHash) {
+      *why = "rank " + std::to_string(p.rank) + " is on another host (the GPU NET path is not built yet)";
+      return ncclSuccess;
+    }
+  }
+  const CudaBackend* b = cudaBackend();
+  if (!b)
+    return batonError(ncclInternalError, "rank %d: every rank has a CUDA device but the backend is gone", comm->rank);
+  auto g = std::make_shared<GpuComm>();
+  g->b_ = b;
+  g->dev_ = comm->gpuDev;
+  g->rank_ = comm->rank;
+  // Channels: BATON_GPU_CHANNELS, default 64 (MAXCHANNELS); channel c follows ring c % nChannels.
+  // A ring's blocks wait for each other, so every block of the ranks this process drives on one
+  // device must be resident at once: at most one block per SM (512 threads, up to 128 registers
+  // each) shared among them. Processes take turns on a device and need no such bound. Every rank
+  // takes the smallest count any rank can afford.
+  int sms = 0;
+  CUDA_CHECK(b->multiProcessors(g->dev_, &sms), "the device's multiprocessor count");
+  int sharing = 0;
+  for (const PeerInfo& p : comm->peers) sharing += p.pidHash == me.pidHash && p.cudaDev == comm->cudaDev;
+  const int64_t asked = envInt("BATON_GPU_CHANNELS", kMaxChannels);
+  const int fit = std::max(1, sms / std::max(sharing, 1));
+  int32_t want = (int32_t)std::clamp<int64_t>(std::min<int64_t>(asked, fit), 1, kMaxChannels);
+  if (asked > fit)
+    BATON_INFO(kSubInit, "rank %d: %lld GPU channels asked, %d fit (%d SMs shared by %d ranks of this process)",
+               comm->rank, (long long)asked, fit, sms, sharing);
+  std::vector<int32_t> all(comm->nRanks);
+  all[comm->rank] = want;
+  BATON_CHECK(comm->bootstrap->allGather(all.data(), sizeof(int32_t)));
+  g->nChannels_ = *std::min_element(all.begin(), all.end());
+  const int n = comm->nRanks, nch = g->nChannels_;
+
+  const FifoLayout layout = collFifoLayout(comm);
+  const size_t fifoBytes = sizeof(ConnFifo) + layout.totalSlotBytes();
+  std::vector<GpuChannelDev> chans(nch);
+  std::vector<int> userRanks((size_t)nch * n);
+  g->fifos_.assign(nch, nullptr);
+  bool ipc = false;
+  for (int c = 0; c < nch; ++c) {
+    const Channel& ring = *comm->channels[c % comm->nChannels];
+    const int prev = ring.ringUserRanks[(ring.ringIndex + n - 1) % n];
+    const int next = ring.ringUserRanks[(ring.ringIndex + 1) % n];
+    std::copy(ring.ringUserRanks.begin(), ring.ringUserRanks.end(), userRanks.begin() + (size_t)c * n);
+    chans[c].ringIndex = ring.ringIndex;
+    CUDA_CHECK(b->deviceAlloc(g->dev_, &g->fifos_[c], fifoBytes), "ring FIFO");
+    auto* mine = static_cast<ConnFifo*>(g->fifos_[c]);
+    chans[c].recv = makeConnDev(mine, layout, prev, comm->tun.fifoDepth);
+    if (n == 1) continue;
+    GpuFifoInfo info{};
+    info.pidHash = me.pidHash;
+    info.ptr = reinterpret_cast<uint64_t>(mine);
+    info.dev = g->dev_;
+    if (comm->peers[prev].pidHash != me.pidHash) {
+      CUDA_CHECK(b->ipcHandle(g->dev_, mine, info.handle), "cudaIpcGetMemHandle of a ring FIFO");
+      info.hasHandle = 1;
+    }
+    BATON_CHECK(comm->bootstrap->send(prev, kTagGpuRing + c, &info, sizeof info));
+    GpuFifoInfo theirs{};
+    BATON_CHECK(comm->bootstrap->recv(next, kTagGpuRing + c, &theirs, sizeof theirs));
+    void* peerFifo = nullptr;
+    if (theirs.pidHash == me.pidHash) {
+      CUDA_CHECK(b->enablePeerAccess(g->dev_, theirs.dev), "peer access to the next rank's device");
+      peerFifo = reinterpret_cast<void*>(theirs.ptr);
+    } else {
+      if (!theirs.hasHandle)
+        return batonError(ncclInternalError, "rank %d: rank %d sent no CUDA IPC handle", comm->rank, next);
+      CUDA_CHECK(b->ipcOpen(g->dev_, theirs.handle, &peerFifo), "cudaIpcOpenMemHandle of the next rank's FIFO");
+      g->opened_.push_back(peerFifo);
+      ipc = true;
+    }
+    chans[c].send = makeConnDev(static_cast<ConnFifo*>(peerFifo), layout, next, comm->tun.fifoDepth);
+  }
+  CUDA_CHECK(b->deviceAlloc(g->dev_, &g->userRanksDev_, userRanks.size() * sizeof(int)), "ring orders");
+  CUDA_CHECK(b->copyToDevice(g->dev_, g->userRanksDev_, userRanks.data(), userRanks.size() * sizeof(int)),
+             "ring orders");
+  for (int c = 0; c < nch; ++c) chans[c].userRanks = static_cast<const int*>(g->userRanksDev_) + (size_t)c * n;
+  CUDA_CHECK(b->deviceAlloc(g->dev_, &g->channelsDev_, nch * sizeof(GpuChannelDev)), "channels");
+  CUDA_CHECK(b->copyToDevice(g->dev_, g->channelsDev_, chans.data(), nch * sizeof(GpuChannelDev)), "channels");
+  void* host = nullptr;
+  void* view = nullptr;
+  CUDA_CHECK(b->hostAlloc(&host, &view, sizeof(GpuStatus)), "failure record");
+  g->status_ = static_cast<GpuStatus*>(host), g->statusDev_ = static_cast<GpuStatus*>(view);
+  CUDA_CHECK(b->hostAlloc(&host, &view, sizeof(int)), "abort flag");
+  g->abort_ = static_cast<int*>(host), g->abortDev_ = static_cast<int*>(view);
+  CUDA_CHECK(b->eventCreate(g->dev_, &g->lastWork_), "event");
+  char desc[256];
+  currentCudaDevice(desc, sizeof desc);
+  BATON_INFO(kSubInit,
+             "GPU communicator: rank %d on CUDA device %d, %d channels, ring FIFOs of %zu bytes in device "
+             "memory, reached %s",
+             comm->rank, g->dev_, nch, fifoBytes,
+             n == 1 ? "by nobody (one rank)"
+             : ipc  ? "through CUDA IPC handles"
+                    : "by pointer (threads of one process)");
+  *out = std::move(g);
+  return ncclSuccess;
+}
+
+void GpuComm::abort() {
+  if (abort_) __atomic_store_n(abort_, 1, __ATOMIC_RELEASE);
+}
+
+ncclResult_t GpuComm::drain() {
+  if (!launched_) return ncclSuccess;
+  if (b_->eventSynchronize(lastWork_) != 0)
+    return batonError(ncclUnhandledCudaError, "rank %d: waiting for the communicator's kernels: %s", rank_,
+                      b_->lastError());
+  return ncclSuccess;
+}
+
+ncclResult_t GpuComm::takeFailure(ncclComm* comm) {
+  if (!status_ || failureTaken_ || !__atomic_load_n(&status_->failed, __ATOMIC_ACQUIRE)) return ncclSuccess;
+  failureTaken_ = true;
+  const WaitFailure& f = status_->failure;
+  const bool aborted = f.result == kWaitAborted;
+  return batonError(aborted ? ncclInvalidUsage : ncclSystemError,
+                    "rank %d: a kernel on CUDA device %d channel %d %s waiting for peer %d: expected %llu, observed "
+                    "%llu",
+                    comm->rank, dev_, f.channel,
+                    aborted ? "stopped (communicator aborted)" : "timed out (BATON_WAIT_TIMEOUT)", f.peer,
+                    (unsigned long long)f.expected, (unsigned long long)f.observed);
+}
+
+GpuComm::~GpuComm() {
+  if (!b_) return;
+  if (launched_) b_->eventSynchronize(lastWork_);
+  for (void* p : opened_) b_->ipcClose(dev_, p);
+  for (void* p : fifos_)
+    if (p) b_->deviceFree(dev_, p);
+  if (channelsDev_) b_->deviceFree(dev_, channelsDev_);
+  if (userRanksDev_) b_->deviceFree(dev_, userRanksDev_);
+  if (status_) b_->hostFree(status_);
+  if (abort_) b_->hostFree(abort_);
+  if (lastWork_) b_->eventDestroy(lastWork_);
+}
+
+}  // namespace baton

@@ -1,0 +1,95 @@
+// Collectives on device buffers: which calls go to the GPU, the protocol and channels they take,
+// and their launch on the caller's stream behind the communicator's previous kernel.
+//
+// Stream semantics are NCCL's: the call enqueues and returns; the stream says when it is done. A
+// communicator's kernels run in the order of its calls, whichever streams they were given (each
+// launch waits for an event recorded after the previous one), because they share the rings'
+// step counters. The algorithm is the ring (its three protocols); the protocol is Simple unless
+// NCCL_PROTO excludes it (then LL128, then LL): on an H200, 2 ranks on one GPU, Simple was as fast
+// as LL at 8 B and faster from 2 KiB up (docs/cuda-backend.md), so size plays no part yet.
+#include <cstring>
+
+#include "comm.h"
+#include "cuda/gpu_backend.h"
+#include "cuda/gpu_comm.h"
+#include "misc/debug.h"
+#include "task.h"
+
+namespace baton {
+namespace {
+
+Proto gpuProto(const ncclComm* comm, CollFunc func) {
+  const uint8_t* allowed = comm->tun.mask.proto[func];
+  for (Proto p : {kProtoSimple, kProtoLL128, kProtoLL})
+    if (allowed[p]) return p;
+  return kProtoSimple;
+}
+
+}  // namespace
+
+ncclResult_t gpuClassify(ncclComm* comm, const Task& t, const char* fn, bool* onDevice) {
+  *onDevice = false;
+  if (!cudaBackend()) return ncclSuccess;
+  const bool rootOnlyRecv = t.func == kFuncReduce && comm->rank != t.root;
+  const bool rootOnlySend = t.func == kFuncBroadcast && comm->rank != t.root;
+  const void* bufs[2] = {rootOnlySend ? nullptr : t.sendbuff, rootOnlyRecv ? nullptr : t.recvbuff};
+  const char* names[2] = {"sendbuff", "recvbuff"};
+  bool dev[2] = {false, false};
+  for (int i = 0; i < 2; ++i) dev[i] = bufs[i] && isDeviceMemory(bufs[i]);
+  if (!dev[0] && !dev[1]) return ncclSuccess;
+  for (int i = 0; i < 2; ++i)
+    if (bufs[i] && !dev[i])
+      return batonError(ncclInvalidArgument,
+                        "%s: %s %p is host memory but %s %p is device memory; both must be one "
+                        "or the other",
+                        fn, names[i], bufs[i], names[1 - i], bufs[1 - i]);
+  if (!comm->gpu)
+    return batonError(ncclInvalidUsage,
+                      "%s: %s %p is device memory, but comm %p (rank %d) is not a GPU communicator: "
+                      "%s",
+                      fn, dev[0] ? names[0] : names[1], dev[0] ? bufs[0] : bufs[1], (void*)comm, comm->rank,
+                      comm->gpuWhy.c_str());
+  *onDevice = true;
+  return ncclSuccess;
+}
+
+ncclResult_t GpuComm::launch(ncclComm* comm, const Task& t) {
+  const size_t typeBytes = typeSize(t.type);
+  const size_t bytes = collBytes(t.func, t.count, typeBytes, comm->nRanks);
+  if (t.count == 0) return ncclSuccess;
+  const Proto proto = gpuProto(comm, t.func);
+  const int nch = channelsForBytes(nChannels_, comm->tun.minChannelBytes, bytes);
+  const CollOp op{t.func, t.sendbuff, t.recvbuff, t.count, typeBytes, t.root};
+  GpuCollLaunch l;
+  l.base = collArgsFor(op, kAlgoRing, proto, comm->rank, comm->nRanks, nch, comm->tun.chunkSteps);
+  l.channels = static_cast<GpuChannelDev*>(channelsDev_);
+  l.device = dev_;
+  l.threads = kGpuMaxThreads;
+  l.depth = planFifoDepth(t.func, comm->tun.fifoDepth, comm->tun.chunkSteps);
+  l.dtype = t.type;
+  l.opKind = t.op.kind;
+  memcpy(l.scalar, t.op.scalar, sizeof l.scalar);
+  l.scalarPtr = t.op.scalarPtr;
+  l.divisor = t.op.nRanks;
+  l.ctx.rank = comm->rank;
+  l.ctx.abortFlag = abortDev_;
+  l.ctx.timeoutNs = comm->tun.waitTimeoutNs;
+  l.status = statusDev_;
+  BATON_INFO(kSubColl,
+             "%s: opCount %llx sendbuff %p recvbuff %p count %zu datatype %s op %s root %d comm %p [nranks=%d] "
+             "stream %p algorithm Ring protocol %s channels %d (CUDA device %d)",
+             funcName(t.func), (unsigned long long)comm->opCount++, t.sendbuff, t.recvbuff, t.count, typeName(t.type),
+             opName(t.op.kind), t.root, (void*)comm, comm->nRanks, t.stream, protoName(proto), nch, dev_);
+  if (launched_ && b_->streamWaitEvent(t.stream, lastWork_) != 0)
+    return batonError(ncclUnhandledCudaError, "rank %d: ordering after the communicator's last kernel: %s", comm->rank,
+                      b_->lastError());
+  if (b_->launchColl(&l, t.stream) != 0)
+    return batonError(ncclUnhandledCudaError, "rank %d: %s launch: %s", comm->rank, funcName(t.func), b_->lastError());
+  if (b_->eventRecord(lastWork_, t.stream) != 0)
+    return batonError(ncclUnhandledCudaError, "rank %d: recording the kernel's completion: %s", comm->rank,
+                      b_->lastError());
+  launched_ = true;
+  return ncclSuccess;
+}
+
+}  // namespace baton

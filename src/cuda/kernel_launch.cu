@@ -1,0 +1,47 @@
+// Launching one collective on the caller's stream: the kernel for its (collective, type, operator),
+// one block per channel, the launch parameters passed by value as NCCL passes its work descriptor.
+//
+// Computes: AllGather and Broadcast's kernel (bytes, any protocol) and the run-time choice of the
+// others' (gpu_kernels_*.cu). Memory-ordering contract: gpu_kernels.cuh.
+#include "gpu_kernels.cuh"
+#include "nccl.h"
+
+namespace baton {
+
+__global__ void __launch_bounds__(kGpuMaxThreads) gpuCopyKernel(const GpuCollLaunch l) {
+  ExecCtx* ctx = gpuBlockCtx(l);
+  const CollArgs a = gpuBlockArgs(l);
+  switch (a.proto) {
+    case kProtoLL: gpuMoving<ProtoLL>(*ctx, a); break;
+    case kProtoLL128: gpuMoving<ProtoLL128>(*ctx, a); break;
+    default: gpuMoving<ProtoSimple>(*ctx, a); break;
+  }
+  gpuReportFailure(*ctx, l.status);
+}
+
+void setLaunchError(cudaError_t e, const char* what);  // backend_runtime.cu
+
+int launchCollKernel(const GpuCollLaunch* l, void* stream) {
+  GpuKernelFn fn = nullptr;
+  if (countsBytes(l->base.func)) fn = gpuCopyKernel;
+  if (!fn) fn = gpuKernelsInt(l->dtype, l->opKind);
+  if (!fn) fn = gpuKernelsFloat(l->dtype, l->opKind);
+  if (!fn) fn = gpuKernelsLowp(l->dtype, l->opKind);
+  if (!fn) {
+    setLaunchError(cudaErrorInvalidDeviceFunction, "no kernel for this datatype and operator");
+    return (int)cudaErrorInvalidDeviceFunction;
+  }
+  void* args[] = {const_cast<GpuCollLaunch*>(l)};
+  const cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(fn), dim3(l->base.nChannels), dim3(l->threads),
+                                         args, 0, static_cast<cudaStream_t>(stream));
+  if (e != cudaSuccess) {
+    char what[128];
+    snprintf(what, sizeof what, "cudaLaunchKernel(%d blocks of %d threads, stream %p)", l->base.nChannels, l->threads,
+             stream);
+    setLaunchError(e, what);
+    return (int)e;
+  }
+  return 0;
+}
+
+}  // namespace baton

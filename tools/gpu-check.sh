@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# The CUDA backend on a GPU, in one command: builds it, runs the collective check on device
+# buffers (threads and processes, every protocol), an AllReduce sweep per protocol against the
+# device's copy bandwidth, and the same sweep with NVIDIA's libnccl.so.2 in the same run (one
+# rank each: NVIDIA's library refuses two ranks on one GPU), printed as one table.
+#
+#   tools/gpu-check.sh                  build with make, then check
+#   BATON_GPU_CHECK_NO_BUILD=1 ...      use what $BUILD already holds (a build carried to the GPU)
+#   NCCL_TESTS_DIR=~/nccl-tests ...     also build NVIDIA's nccl-tests against baton and run its sweeps
+#   NVIDIA_NCCL_LIB=/path/to/lib ...    the folder with NVIDIA's libnccl.so.2 (default: the CUDA
+#                                       toolkit's, then the one PyTorch's nvidia-nccl wheel installs)
+# Without a GPU it exits 77 and says why.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+OUT=${GPU_CHECK_OUT:-$BUILD/gpu-check}
+MAXB=${GPU_CHECK_MAX_BYTES:-268435456}
+
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "gpu-check: no NVIDIA GPU here (nvidia-smi $(command -v nvidia-smi >/dev/null && echo 'lists no device' || echo 'not found')); skipped"
+  exit 77
+fi
+mkdir -p "$OUT"
+echo "== machine"
+nvidia-smi -L
+nvidia-smi --query-gpu=driver_version,memory.total --format=csv,noheader
+if [ -z "${BATON_GPU_CHECK_NO_BUILD:-}" ]; then
+  echo "== build"
+  make -j"$(nproc)" BUILD="$BUILD" lib device "$BUILD/tests/gpu_collectives" "$BUILD/bin/baton-run" >"$OUT/build.log" 2>&1 ||
+    { tail -30 "$OUT/build.log"; echo "gpu-check: build failed ($OUT/build.log)"; exit 1; }
+fi
+LIB=$BUILD/lib
+T=$BUILD/tests/gpu_collectives
+for f in "$LIB/libnccl.so.2" "$LIB/libbaton-cuda.so" "$T" "$BUILD/bin/baton-run"; do
+  [ -e "$f" ] || { echo "gpu-check: $f is missing"; exit 1; }
+done
+export BATON_WAIT_TIMEOUT=${BATON_WAIT_TIMEOUT:-30}  # a hung kernel gives up instead of holding the GPU
+status=0
+run() {  # name, timeout, command...: prints the command's output, records a failure
+  local name=$1 secs=$2
+  shift 2
+  echo "== $name"
+  LD_LIBRARY_PATH=$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} timeout "$secs" "$@" 2>&1 | tee "$OUT/$name.log"
+  local rc=${PIPESTATUS[0]}
+  [ "$rc" -eq 0 ] || { echo "gpu-check: $name failed (exit $rc)"; status=1; }
+}
+
+echo "== which backend"
+LD_LIBRARY_PATH=$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ldd "$LIB/libnccl.so.2" | grep "not found"
+LD_LIBRARY_PATH=$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT timeout 60 \
+  "$T" sweep -n 2 -e 64 2>&1 | grep -E "GPU communicator|not a GPU|Error|error" | head -3
+run check-threads-2 150 "$T" check -n 2
+run check-procs-2 150 "$BUILD/bin/baton-run" -n 2 "$T" check --procs
+for p in Simple LL128 LL; do
+  run "sweep-2ranks-$p" 90 "$T" sweep -n 2 -e "$MAXB" -p "$p"
+done
+run sweep-2ranks-auto 90 "$T" sweep -n 2 -e "$MAXB"
+for c in allgather reducescatter broadcast reduce; do
+  run "sweep-2ranks-$c" 90 "$T" sweep -n 2 -e "$MAXB" -c $c
+done
+run sweep-1rank-baton 90 "$T" sweep -n 1 -e "$MAXB"
+
+# NVIDIA's library, the same program and sweep, one rank (it refuses two on one GPU).
+VLIB=${NVIDIA_NCCL_LIB:-}
+if [ -z "$VLIB" ]; then
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/lib \
+    "$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null)"; do
+    [ -n "$d" ] && [ -e "$d/libnccl.so.2" ] && { VLIB=$d; break; }
+  done
+fi
+if [ -n "$VLIB" ]; then
+  echo "== NVIDIA's libnccl.so.2 from $VLIB"
+  LD_LIBRARY_PATH=$VLIB timeout 90 "$T" sweep -n 1 -e "$MAXB" 2>&1 | tee "$OUT/sweep-1rank-nvidia.log"
+  LD_LIBRARY_PATH=$VLIB timeout 60 "$T" sweep -n 2 -e 1024 2>&1 | tail -2 | sed 's/^/NVIDIA, 2 ranks on one GPU: /'
+  echo "== one rank, AllReduce float sum: baton / NVIDIA busbw (same run)"
+  printf "%12s %12s %12s %8s\n" size baton nvidia ratio
+  join <(awk '$1 ~ /^[0-9]+$/ {print $1, $5}' "$OUT/sweep-1rank-baton.log" | sort -k1,1) \
+    <(awk '$1 ~ /^[0-9]+$/ {print $1, $5}' "$OUT/sweep-1rank-nvidia.log" | sort -k1,1) |
+    sort -n | awk '{printf "%12s %12s %12s %8.2f\n", $1, $2, $3, ($3 > 0 ? $2 / $3 : 0)}'
+else
+  echo "== NVIDIA's libnccl.so.2 not found (set NVIDIA_NCCL_LIB): no same-run comparison"
+fi
+
+run check-threads-4 200 "$T" check -n 4
+
+if [ -n "${NCCL_TESTS_DIR:-}" ]; then
+  echo "== nccl-tests in $NCCL_TESTS_DIR against baton"
+  NH=$OUT/nccl-home  # nccl-tests wants NCCL_HOME/include/nccl.h and NCCL_HOME/lib
+  mkdir -p "$NH" && ln -sfn "$PWD/include" "$NH/include" && ln -sfn "$PWD/$LIB" "$NH/lib"
+  make -C "$NCCL_TESTS_DIR" -j"$(nproc)" NCCL_HOME="$PWD/$NH" CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}" \
+    NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" >"$OUT/nccl-tests-build.log" 2>&1 ||
+    { tail -20 "$OUT/nccl-tests-build.log"; status=1; }
+  for t in all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf; do
+    [ -x "$NCCL_TESTS_DIR/build/$t" ] && LD_LIBRARY_PATH=$PWD/$LIB run "nccl-tests-$t" 300 "$NCCL_TESTS_DIR/build/$t" -b 8 -e "$MAXB" -f 4 -g 1 -c 1
+  done
+fi
+echo "== gpu-check: $([ $status -eq 0 ] && echo passed || echo FAILED); logs in $OUT"
+exit $status
