@@ -11,6 +11,8 @@ BIN=$BUILD/bin
 export BATON_BUILD=$BUILD
 LOGDIR=$BUILD/test-logs-asan
 source tests/suite_lib.sh
+# The CPU backend on host buffers, as in run_all.sh (a GPU would take device memory).
+export BATON_CUDA=${BATON_CUDA:-0}
 # Leaks are findings too; every report prints its stack.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:halt_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The CUDA backend on a GPU, in one command: builds it, runs the collective check on device
-# buffers (threads and processes, every protocol), an AllReduce sweep per protocol against the
-# device's copy bandwidth, and the same sweep with NVIDIA's libnccl.so.2 in the same run (one
-# rank each: NVIDIA's library refuses two ranks on one GPU), printed as one table.
+# buffers (1, 2 and 4 thread ranks and 2 processes, every protocol), sweeps per protocol and per
+# collective against the device's copy bandwidth, and the AllReduce sweep with NVIDIA's
+# libnccl.so.2 in the same run (one rank each: NVIDIA's library refuses two ranks on one GPU),
+# printed as one table.
 #
 #   tools/gpu-check.sh                  build with make, then check
 #   BATON_GPU_CHECK_NO_BUILD=1 ...      use what $BUILD already holds (a build carried to the GPU)
@@ -49,6 +50,7 @@ echo "== which backend"
 LD_LIBRARY_PATH=$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ldd "$LIB/libnccl.so.2" | grep "not found"
 LD_LIBRARY_PATH=$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT timeout 60 \
   "$T" sweep -n 2 -e 64 2>&1 | grep -E "GPU communicator|not a GPU|Error|error" | head -3
+run check-threads-1 150 "$T" check -n 1
 run check-threads-2 150 "$T" check -n 2
 run check-procs-2 150 "$BUILD/bin/baton-run" -n 2 "$T" check --procs
 for p in Simple LL128 LL; do

@@ -206,6 +206,12 @@ int launchColl(const GpuCollLaunch* l, void* stream) {
   return launchCollKernel(l, stream);
 }
 
+int copyAsync(int dev, void* dst, const void* src, size_t bytes, void* stream) {
+  SCOPED(dev, "cudaMemcpyAsync");
+  const cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream));
+  return e == cudaSuccess ? 0 : fail(e, "cudaMemcpyAsync(%zu bytes, device %d, stream %p)", bytes, dev, stream);
+}
+
 void setLaunchError(cudaError_t e, const char* what) { fail(e, "%s", what); }
 
 }  // namespace baton
@@ -236,6 +242,7 @@ extern "C" __attribute__((visibility("default"))) const baton::CudaBackend* bato
                                     eventRecord,
                                     eventSynchronize,
                                     launchColl,
+                                    copyAsync,
                                     lastError};
   return &table;
 }

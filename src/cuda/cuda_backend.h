@@ -82,6 +82,7 @@ struct CudaBackend {
   int (*eventRecord)(void* ev, void* stream);
   int (*eventSynchronize)(void* ev);
   int (*launchColl)(const GpuCollLaunch* launch, void* stream);
+  int (*copyAsync)(int dev, void* dst, const void* src, size_t bytes, void* stream);  // device to device
   const char* (*lastError)();
 };
 

@@ -77,14 +77,23 @@ ncclResult_t GpuComm::launch(ncclComm* comm, const Task& t) {
   l.status = statusDev_;
   BATON_INFO(kSubColl,
              "%s: opCount %llx sendbuff %p recvbuff %p count %zu datatype %s op %s root %d comm %p [nranks=%d] "
-             "stream %p algorithm Ring protocol %s channels %d (CUDA device %d)",
+             "stream %p algorithm %s protocol %s channels %d (CUDA device %d)",
              funcName(t.func), (unsigned long long)comm->opCount++, t.sendbuff, t.recvbuff, t.count, typeName(t.type),
-             opName(t.op.kind), t.root, (void*)comm, comm->nRanks, t.stream, protoName(proto), nch, dev_);
+             opName(t.op.kind), t.root, (void*)comm, comm->nRanks, t.stream,
+             comm->nRanks == 1 && t.op.kind != kOpPreMulSum ? "Copy" : "Ring", protoName(proto), nch, dev_);
   if (launched_ && b_->streamWaitEvent(t.stream, lastWork_) != 0)
     return batonError(ncclUnhandledCudaError, "rank %d: ordering after the communicator's last kernel: %s", comm->rank,
                       b_->lastError());
-  if (b_->launchColl(&l, t.stream) != 0)
+  // One rank: every collective but PreMulSum leaves its input as it is (Avg divides by 1), so it
+  // is a copy, or nothing in place; the copy engine moves it at the device's copy bandwidth, as
+  // NCCL does for one rank. PreMulSum runs the kernel.
+  if (comm->nRanks == 1 && t.op.kind != kOpPreMulSum) {
+    if (t.sendbuff != t.recvbuff && b_->copyAsync(dev_, t.recvbuff, t.sendbuff, t.count * typeBytes, t.stream) != 0)
+      return batonError(ncclUnhandledCudaError, "rank %d: %s (one rank): %s", comm->rank, funcName(t.func),
+                        b_->lastError());
+  } else if (b_->launchColl(&l, t.stream) != 0) {
     return batonError(ncclUnhandledCudaError, "rank %d: %s launch: %s", comm->rank, funcName(t.func), b_->lastError());
+  }
   if (b_->eventRecord(lastWork_, t.stream) != 0)
     return batonError(ncclUnhandledCudaError, "rank %d: recording the kernel's completion: %s", comm->rank,
                       b_->lastError());

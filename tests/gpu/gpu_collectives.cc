@@ -260,6 +260,8 @@ int ndevices() {
   return e == cudaSuccess ? d : 0;
 }
 
+void streamChecks(int n, const std::vector<int>& devs);
+
 // Threads: one thread drives n ranks (n may exceed the devices: ranks share them).
 int checkThreads(int n) {
   const int nd = ndevices();
@@ -280,9 +282,14 @@ int checkThreads(int n) {
     for (Rank& R : ranks) freeRank(R);
   }
   unsetenv("NCCL_PROTO");
+  if (n > 1) streamChecks(n, devs);
+  printf("check: %d of %d rank-results exact%s\n", gRuns - gFailures, gRuns, gFailures ? "  FAILED" : "");
+  return gFailures ? 1 : 0;
+}
 
-  // Stream semantics: a call returns before its kernel finishes; one thread may drive every rank
-  // without a group (each call only enqueues); a waiting kernel ends on ncclCommAbort.
+// Stream semantics: a call returns before its kernel finishes; one thread may drive every rank
+// without a group (each call only enqueues); a waiting kernel ends on ncclCommAbort.
+void streamChecks(int n, const std::vector<int>& devs) {
   std::vector<ncclComm_t> comms(n);
   NCCL(ncclCommInitAll(comms.data(), n, devs.data()));
   std::vector<Rank> ranks(n);
@@ -350,8 +357,6 @@ int checkThreads(int n) {
     CUDA(cudaFree(R.recv));
     CUDA(cudaStreamDestroy(R.stream));
   }
-  printf("check: %d of %d rank-results exact%s\n", gRuns - gFailures, gRuns, gFailures ? "  FAILED" : "");
-  return gFailures ? 1 : 0;
 }
 
 // Processes: this one is rank BATON_RANK of BATON_NRANKS (baton-run sets them and NCCL_COMM_ID,
