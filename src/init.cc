@@ -160,10 +160,10 @@ ncclResult_t buildChannels(ncclComm* comm) {
 // The CUDA backend (src/cuda/gpu_comm.h): device rings when every rank drives a device on this host.
 ncclResult_t initGpu(ncclComm* comm) {
   BATON_CHECK(GpuComm::create(comm, &comm->gpu, &comm->gpuWhy));
-  if (!comm->gpu)
-    BATON_INFO(kSubInit, "rank %d: not a GPU communicator (collectives on host buffers only): %s", comm->rank,
-               comm->gpuDev < 0 ? cudaBackendStatus() : comm->gpuWhy.c_str());
-  if (comm->gpuWhy.empty() && comm->gpuDev < 0) comm->gpuWhy = cudaBackendStatus();
+  if (comm->gpu) return ncclSuccess;
+  if (comm->gpuDev < 0) comm->gpuWhy = cudaBackendStatus();  // this rank's own reason says more
+  BATON_INFO(kSubInit, "rank %d: not a GPU communicator (collectives on host buffers only): %s", comm->rank,
+             comm->gpuWhy.c_str());
   return ncclSuccess;
 }
 

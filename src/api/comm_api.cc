@@ -24,14 +24,6 @@ void resetLogConfig();
 // The device of ncclCommInitRank: the one current on the calling thread (-1 asks initRank to look).
 static int defaultDevice() { return -1; }
 
-// The calling thread's current CUDA device.
-static ncclResult_t currentDeviceOf(int* dev) {
-  char desc[256];
-  *dev = currentCudaDevice(desc, sizeof desc);
-  if (*dev < 0) return batonError(ncclUnhandledCudaError, "no current CUDA device: %s", desc);
-  return ncclSuccess;
-}
-
 // Init a communicator: now, on a thread (non-blocking), or at ncclGroupEnd (inside a group).
 ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId* commId, int rank, const ncclConfig_t* config,
                       const char* fn, int cudaDev) {
@@ -43,10 +35,10 @@ ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId* commId, i
   BATON_CHECK(commAlloc(&comm, nranks, rank, config, fn));
   // The CUDA backend (src/cuda/): a device current now (InitAll: its devlist's) makes a GPU rank.
   char desc[256];
-  if (currentCudaDevice(desc, sizeof desc) >= 0) {
+  if (const int current = currentCudaDevice(desc, sizeof desc); current >= 0) {
     int count = 1;
     if (cudaBackend()->deviceCount(&count) != 0 || count < 1) count = 1;
-    if (cudaDev < 0) BATON_CHECK(currentDeviceOf(&cudaDev));
+    if (cudaDev < 0) cudaDev = current;
     // Several ranks per device are allowed (NCCL refuses them; a learner with one GPU needs them).
     comm->gpuDev = cudaDev = cudaDev % count;
   }

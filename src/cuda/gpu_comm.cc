@@ -128,8 +128,6 @@ ncclResult_t GpuComm::create(ncclComm* comm, std::shared_ptr<GpuComm>* out, std:
   CUDA_CHECK(b->hostAlloc(&host, &view, sizeof(int)), "abort flag");
   g->abort_ = static_cast<int*>(host), g->abortDev_ = static_cast<int*>(view);
   CUDA_CHECK(b->eventCreate(g->dev_, &g->lastWork_), "event");
-  char desc[256];
-  currentCudaDevice(desc, sizeof desc);
   BATON_INFO(kSubInit,
              "GPU communicator: rank %d on CUDA device %d, %d channels, ring FIFOs of %zu bytes in device "
              "memory, reached %s",
