@@ -146,6 +146,7 @@ struct ncclComm {
   // A connector to and from each peer (ncclSend/ncclRecv, the naive allreduce), made on first use.
   std::vector<std::unique_ptr<baton::Connection>> peerSendConn, peerRecvConn;
   std::vector<baton::ConnDev> peerSend, peerRecv;
+  bool allPeersConnected = false;  // both ways to every peer (the one-shot's first call made them)
   // Drives NET connections (lesson 08); its thread starts with the first one.
   std::unique_ptr<baton::Proxy> proxy = std::make_unique<baton::Proxy>(this);
 

@@ -193,6 +193,16 @@ static bool singleCopyBetweenProcesses(ncclComm* comm, const Task& t) {
          t.func == kFuncAllReduce && t.count * typeSize(t.type) >= comm->tun.singleCopyBytes;
 }
 
+// The COLL INFO line of one numbered collective (NCCL's shape, and the path it took).
+static void logColl(const ncclComm* comm, const Task& t, uint64_t opCount, CollAlgo algo, Proto proto, int nch,
+                    const char* path) {
+  BATON_INFO(kSubColl,
+             "%s: opCount %llx sendbuff %p recvbuff %p count %zu datatype %s op %s root %d comm %p [nranks=%d] "
+             "algorithm %s protocol %s channels %d%s",
+             funcName(t.func), (unsigned long long)opCount, t.sendbuff, t.recvbuff, t.count, typeName(t.type),
+             opName(t.op.kind), t.root, (void*)comm, comm->nRanks, algoName(algo), protoName(proto), nch, path);
+}
+
 // Chooses algorithm, protocol and channels for `t` and numbers it. *skip: nothing to run (count 0).
 static ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool* skip) {
   const size_t totalBytes = collBytes(t.func, t.count, typeSize(t.type), comm->nRanks);
@@ -216,12 +226,7 @@ static ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool
                      : comm->allInProcess ? " direct"
                      : singleCopy         ? " direct (single copy)"
                                           : " direct (zero copy)";
-  BATON_INFO(kSubColl,
-             "%s: opCount %llx sendbuff %p recvbuff %p count %zu datatype %s op %s root %d comm %p [nranks=%d] "
-             "algorithm %s protocol %s channels %d%s",
-             funcName(t.func), (unsigned long long)opCount, t.sendbuff, t.recvbuff, t.count, typeName(t.type),
-             opName(t.op.kind), t.root, (void*)comm, comm->nRanks, algoName(choice.algo), protoName(choice.proto), nch,
-             path);
+  logColl(comm, t, opCount, choice.algo, choice.proto, nch, path);
   *skip = t.count == 0;
   if (*skip) return ncclSuccess;
   plan->t = t;
@@ -272,10 +277,14 @@ static bool usesPeerConnectors(const CollPlan& p, const ncclComm* comm) {
 static ncclResult_t runPart(ncclComm* comm, const CollPlan& p, int c) {
   CollArgs a = p.base;
   if (usesPeerConnectors(p, comm)) {
-    std::vector<int> peers;  // naive: rank 0 and the others; one-shot: everyone
-    for (int r = 0; r < comm->nRanks; ++r)
-      if (r != comm->rank && (p.base.algo == kAlgoOneShot || comm->rank == 0 || r == 0)) peers.push_back(r);
-    BATON_CHECK(connectPeers(comm, peers, peers));
+    const bool everyone = p.base.algo == kAlgoOneShot;  // naive: rank 0 and the others
+    if (!everyone || !comm->allPeersConnected) {        // the 8-byte latency path allocates nothing
+      std::vector<int> peers;
+      for (int r = 0; r < comm->nRanks; ++r)
+        if (r != comm->rank && (everyone || comm->rank == 0 || r == 0)) peers.push_back(r);
+      BATON_CHECK(connectPeers(comm, peers, peers));
+      if (everyone) comm->allPeersConnected = true;
+    }
     a.peerSend = comm->peerSend.data();
     a.peerRecv = comm->peerRecv.data();
   } else if (p.base.algo == kAlgoTree) {
@@ -314,15 +323,43 @@ static ncclResult_t runPart(ncclComm* comm, const CollPlan& p, int c) {
                     : ncclSuccess;
 }
 
+// The 8-byte path (lesson 09): a one-shot AllReduce whose peer connectors exist is planned from
+// the call alone (registrations and windows do not change that choice), so it skips the plan, its
+// copies and its run-time dispatch: the arguments, the kernel, this thread. False: not this case.
+static bool runOneShotNow(ncclComm* comm, const Task& t, ncclResult_t* res) {
+  if (t.func != kFuncAllReduce || !comm->allPeersConnected || t.count == 0 || comm->tun.allreduceAlgo == kAlgoNaive)
+    return false;
+  const size_t typeBytes = typeSize(t.type);
+  const CollKernel kernel = collKernel(t.func, t.type, t.op.kind);
+  if (!kernel || !useOneShot(comm, t, t.count * typeBytes)) return false;  // planColl reports a missing kernel
+  const uint64_t opCount = comm->opCount++;
+  logColl(comm, t, opCount, kAlgoOneShot, kProtoLL, 1, "");
+  CollArgs a = collArgsFor(CollOp{t.func, t.sendbuff, t.recvbuff, t.count, typeBytes, t.root}, kAlgoOneShot, kProtoLL,
+                           comm->rank, comm->nRanks, 1, comm->tun.chunkSteps);
+  a.opTag = opCount + 1;
+  a.streamStores = comm->tun.streamStores;
+  a.peerSend = comm->peerSend.data();
+  a.peerRecv = comm->peerRecv.data();
+  comm->inflight.fetch_add(1);  // as runCollectiveNow's: an abort from another thread waits for us
+  ExecCtx ctx = makeCtx(comm, 0);
+  kernel(ctx, a, t.op);
+  *res = ctx.failed ? failureResult(ctx, comm, funcName(t.func)) : ncclSuccess;
+  if (*res != ncclSuccess) commSetError(comm, *res, lastError());
+  comm->inflight.fetch_sub(1);
+  return true;
+}
+
 ncclResult_t runCollectiveNow(ncclComm* comm, const Task& t, bool* handled) {
   *handled = false;
   // The latency path, without allocations: one collective on an idle blocking communicator that
   // needs one channel runs right here, on the calling thread (as channel 0's block).
   if (!comm->blocking || t.kind != Task::kColl || comm->inflight.load() != 0 || traceEnabled()) return ncclSuccess;
   if (__atomic_load_n(&comm->abortFlag, __ATOMIC_ACQUIRE)) return ncclSuccess;  // the general path reports it
+  *handled = true;
+  ncclResult_t res;
+  if (runOneShotNow(comm, t, &res)) return res;
   CollPlan plan;
   bool skip = false;
-  *handled = true;
   BATON_CHECK(planColl(comm, t, &plan, &skip));
   if (skip) return ncclSuccess;
   if (plan.nch == 1) {
@@ -330,7 +367,7 @@ ncclResult_t runCollectiveNow(ncclComm* comm, const Task& t, bool* handled) {
     // this thread to leave the communicator before freeing it.
     comm->inflight.fetch_add(1);
     comm->proxy->kick();
-    const ncclResult_t res = runPart(comm, plan, 0);
+    res = runPart(comm, plan, 0);
     if (res != ncclSuccess) commSetError(comm, res, lastError());
     comm->inflight.fetch_sub(1);
     return res;

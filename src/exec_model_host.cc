@@ -34,10 +34,14 @@ void setWaitSpin(uint32_t pauses) { gSpin.store(pauses, std::memory_order_relaxe
 // peer has a core of its own and the spin goes back to full. Without this, two ranks sharing a core
 // hand over once per full spin (18 us per 8-byte allreduce instead of 0.2), for as long as they
 // share it; a short spin alone would stay short (a cross-core hand-off outlasts a few pauses too).
-static thread_local uint32_t tSpin = 0;    // this thread's current spin length (0: not set yet)
-static thread_local uint32_t tLastIt = 0;  // pauses the previous wait took
-static thread_local uint32_t tWaits = 0;   // waits that paused at least once
-static thread_local bool tProbe = false;   // the current wait is a full-length probe
+// In the static TLS block (initial-exec): every pause reads them, and the default model for a
+// shared library costs a __tls_get_addr call per access.
+static thread_local uint32_t tSpin __attribute__((tls_model("initial-exec"))) =
+    0;  // this thread's current spin length (0: not set yet)
+static thread_local uint32_t tLastIt __attribute__((tls_model("initial-exec"))) = 0;  // pauses the previous wait took
+static thread_local uint32_t tWaits __attribute__((tls_model("initial-exec"))) = 0;   // waits that paused at least once
+static thread_local bool tProbe __attribute__((tls_model("initial-exec"))) =
+    false;  // the current wait is a full-length probe
 
 void waitBackoff(uint32_t& it) {
   ++it;

@@ -10,7 +10,8 @@
 # otherwise glibc gives MPI's large temporary buffer back to the kernel after every call and each
 # call page-faults it in again, 0.4 GB/s at 64 MiB; the fair figure is the better of the two);
 # MPICH (mpirun.mpich) likewise when it is installed; baton
-# -R 0/1/2. 8 B runs 20000 iterations (steady state, not a sweep's cold first size); larger sizes
+# -R 0/1/2. 8 B runs 500000 iterations (steady state, not a sweep's cold first size, and long enough
+# to outlast the VM's scheduling hiccups, which a few milliseconds do not); larger sizes
 # fewer. Prints, per size, the median time and busbw of each and the ratios the goals name;
 # raw outputs go to build/bench/registration-raw/. Run it on an otherwise idle machine.
 set -euo pipefail
@@ -39,7 +40,7 @@ if command -v mpicxx.mpich >/dev/null && [[ ! -x $BIN/mpich-allreduce-sweep || $
   mpicxx.mpich -O2 -std=c++20 -o $BIN/mpich-allreduce-sweep $MPI_SRC
 fi
 
-iters() { case $1 in 8) echo "20000 2000" ;; 1M) echo "500 50" ;; *) echo "10 3" ;; esac; }
+iters() { case $1 in 8) echo "500000 20000" ;; 1M) echo "500 50" ;; *) echo "10 3" ;; esac; }
 # Prints "time_us busbw" of the out-of-place column for one size.
 row() { grep -v '^#' | awk 'NF >= 8 && $1 ~ /^[0-9]+$/ {print $6, $8; exit}'; }
 
