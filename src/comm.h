@@ -147,6 +147,7 @@ struct ncclComm {
   std::vector<std::unique_ptr<baton::Connection>> peerSendConn, peerRecvConn;
   std::vector<baton::ConnDev> peerSend, peerRecv;
   bool allPeersConnected = false;  // both ways to every peer (the one-shot's first call made them)
+  baton::CollArgs oneShotArgs;     // the 8-byte path's arguments, built once (enqueue.cc)
   // Drives NET connections (lesson 08); its thread starts with the first one.
   std::unique_ptr<baton::Proxy> proxy = std::make_unique<baton::Proxy>(this);
 

@@ -334,12 +334,20 @@ static bool runOneShotNow(ncclComm* comm, const Task& t, ncclResult_t* res) {
   if (!kernel || !useOneShot(comm, t, t.count * typeBytes)) return false;  // planColl reports a missing kernel
   const uint64_t opCount = comm->opCount++;
   logColl(comm, t, opCount, kAlgoOneShot, kProtoLL, 1, "");
-  CollArgs a = collArgsFor(CollOp{t.func, t.sendbuff, t.recvbuff, t.count, typeBytes, t.root}, kAlgoOneShot, kProtoLL,
-                           comm->rank, comm->nRanks, 1, comm->tun.chunkSteps);
+  // Built on the first call, then only the call's fields change: zeroing and copying the whole
+  // argument block cost more than the rest of the planning.
+  CollArgs& a = comm->oneShotArgs;
+  if (!a.peerSend) {
+    a = collArgsFor(CollOp{t.func, nullptr, nullptr, 0, typeBytes, 0}, kAlgoOneShot, kProtoLL, comm->rank, comm->nRanks,
+                    1, comm->tun.chunkSteps);
+    a.streamStores = comm->tun.streamStores;
+    a.peerSend = comm->peerSend.data();
+    a.peerRecv = comm->peerRecv.data();
+  }
+  a.sendbuff = t.sendbuff;
+  a.recvbuff = t.recvbuff;
+  a.count = t.count;  // AllReduce counts elements (collArgsFor)
   a.opTag = opCount + 1;
-  a.streamStores = comm->tun.streamStores;
-  a.peerSend = comm->peerSend.data();
-  a.peerRecv = comm->peerRecv.data();
   comm->inflight.fetch_add(1);  // as runCollectiveNow's: an abort from another thread waits for us
   ExecCtx ctx = makeCtx(comm, 0);
   kernel(ctx, a, t.op);
