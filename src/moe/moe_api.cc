@@ -295,13 +295,13 @@ ncclResult_t combine(const char* fn, const void* expertOut, const float* weights
   BATON_CHECK(checkRouting(fn, r, comm));
   BATON_CHECK(checkRows(fn, r, expertOut, fn == std::string("batonMoeCombine") ? "expertOut" : "gradRecv"));
   BATON_CHECK(checkTokens(fn, r, out, fn == std::string("batonMoeCombine") ? "out" : "gradTokens"));
+  const char* rows = static_cast<const char*>(expertOut);
+  if (r->stage == MoeStage::kLowLatency) return moeCombineLowLatency(*r, rows, weights, out);
   const size_t elems = r->numTokens * r->hidden;
   float* sum = r->scratch<float>(FusedScratch::kMoeSum, elems);
-  const char* rows = static_cast<const char*>(expertOut);
-  BATON_CHECK(r->stage == MoeStage::kNaive        ? moeCombineNaive(*r, rows, weights, sum)
-              : r->stage == MoeStage::kNormal     ? moeCombineNormal(*r, rows, weights, sum)
-              : r->stage == MoeStage::kLowLatency ? moeCombineLowLatency(*r, rows, weights, sum)
-                                                  : moeCombineAlltoAllv(*r, rows, weights, sum));
+  BATON_CHECK(r->stage == MoeStage::kNaive    ? moeCombineNaive(*r, rows, weights, sum)
+              : r->stage == MoeStage::kNormal ? moeCombineNormal(*r, rows, weights, sum)
+                                              : moeCombineAlltoAllv(*r, rows, weights, sum));
   roundFromFloat(r->type, sum, out, elems);
   return ncclSuccess;
 }

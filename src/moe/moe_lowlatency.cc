@@ -27,6 +27,7 @@
 #include <cstring>
 #include <vector>
 
+#include "fused/blas.h"
 #include "fused/fused_window.h"
 #include "misc/debug.h"
 #include "moe/moe_routing.h"
@@ -210,7 +211,7 @@ ncclResult_t moeDispatchLowLatencyGemm(batonMoeRouting* r, const void* tokens, c
   return ncclSuccess;
 }
 
-ncclResult_t moeCombineLowLatency(const batonMoeRouting& r, const char* expertOut, const float* weights, float* out) {
+ncclResult_t moeCombineLowLatency(const batonMoeRouting& r, const char* expertOut, const float* weights, void* out) {
   ncclComm* comm = r.comm;
   FusedWindow& w = windowOf(comm);
   const int n = comm->nRanks, me = comm->rank, k = r.topk;
@@ -229,13 +230,21 @@ ncclResult_t moeCombineLowLatency(const batonMoeRouting& r, const char* expertOu
       }
     BATON_CHECK(deliver(r, w, p, FusedWindow::kMoeWeights, at, bytes));
   }
-  // 2. Per source, once its weights are here: each of its tokens' rows summed in fp32, stored
-  // straight into the source's window (rows arrive grouped by source, then token).
-  size_t a = 0;
+  // 2. Per peer source, once its weights are here: each of its tokens' rows summed in fp32, stored
+  // straight into the source's window (rows arrive grouped by source, then token). This rank's own
+  // tokens are summed in step 3, where they are used: through the window they would be written
+  // and read back once more (its signal still goes, so every rank counts signals alike).
+  size_t a = 0, mine = 0;
   for (int s = 0; s < n; ++s) {
     BATON_CHECK(wait(r, w, FusedWindow::kMoeWeights, s, "weights"));
+    const size_t at = L.partialsAt(half, s, me);
+    if (s == me) {
+      for (mine = a; a < r.rows.size() && r.rows[a].src == s;) ++a;
+      BATON_CHECK(deliver(r, w, s, FusedWindow::kMoePartials, at, 0));
+      continue;
+    }
     const float* wt = reinterpret_cast<const float*>(w.base(me) + L.weightsAt(half, me, s));
-    const size_t at = L.partialsAt(half, s, me), bytes = L.to(me, s) * L.partialRow;
+    const size_t bytes = L.to(me, s) * L.partialRow;
     float* partial = reinterpret_cast<float*>(w.writable(s, at, bytes));
     for (uint32_t seq = 0; seq < L.to(me, s); ++seq) {  // every token sent here has a row here
       float* dst = partial + (size_t)seq * h;
@@ -245,24 +254,39 @@ ncclResult_t moeCombineLowLatency(const batonMoeRouting& r, const char* expertOu
     }
     BATON_CHECK(deliver(r, w, s, FusedWindow::kMoePartials, at, bytes));
   }
-  // 3. This rank's tokens: one partial per rank they went to, in the order of their slots.
+  // 3. This rank's tokens, one at a time: one partial per rank they went to (this rank's made here,
+  // as step 2 makes a peer's), summed in the order of their slots, rounded once into out.
   std::vector<const float*> from(n);
   for (int p = 0; p < n; ++p) {
     BATON_CHECK(wait(r, w, FusedWindow::kMoePartials, p, "partials"));
     from[p] = reinterpret_cast<const float*>(w.base(me) + L.partialsAt(half, me, p));
   }
+  std::vector<float> own(h), token(r.type == ncclFloat ? 0 : h);
+  uint32_t seqMine = 0;
   for (size_t t = 0; t < r.numTokens; ++t) {
-    float* dst = out + t * h;
+    float* dst = r.type == ncclFloat ? static_cast<float*>(out) + t * h : token.data();
     bool first = true;
     for (int j = 0; j < k; ++j) {
       if (!r.firstOnRank(t, j)) continue;
       const int p = r.rankOf(r.topkIdx[t * k + j]);
-      if (first) std::copy(from[p], from[p] + h, dst);
+      const float* part = from[p];
+      if (p == me) {
+        for (bool f = true; mine < r.rows.size() && r.rows[mine].src == me && r.rows[mine].seq == seqMine;
+             ++mine, f = false)
+          moeAccumulate(r.type, expertOut + (size_t)r.rowOf[mine] * rowBytes, moeWeight(r, weights, t, r.rows[mine].j),
+                        own.data(), h, f);
+        ++seqMine;
+        part = own.data();
+      } else {
+        from[p] += h;
+      }
+      if (first) std::copy(part, part + h, dst);
       else
-        for (size_t e = 0; e < h; ++e) dst[e] += from[p][e];
-      from[p] += h, first = false;
+        for (size_t e = 0; e < h; ++e) dst[e] += part[e];
+      first = false;
     }
     if (first) std::fill(dst, dst + h, 0.f);  // a token with no expert
+    if (r.type != ncclFloat) roundFromFloat(r.type, dst, static_cast<char*>(out) + t * rowBytes, h);
   }
   w.account(FusedWindow::kMoeWeights);
   w.account(FusedWindow::kMoePartials);

@@ -79,7 +79,9 @@ ncclResult_t moeCombineNormal(const batonMoeRouting& r, const char* expertOut, c
 ncclResult_t moeLowLatencyWindow(batonMoeRouting* r);
 ncclResult_t moeDispatchLowLatency(batonMoeRouting* r, const void* tokens, std::vector<const char*>* data);
 ncclResult_t moeLowLatencyDispatchEnd(const batonMoeRouting& r);
-ncclResult_t moeCombineLowLatency(const batonMoeRouting& r, const char* expertOut, const float* weights, float* out);
+// Its combine writes out in the tokens' datatype itself, a token at a time (no fp32 [T x hidden]
+// pass), with the same sums in the same order as the other stages.
+ncclResult_t moeCombineLowLatency(const batonMoeRouting& r, const char* expertOut, const float* weights, void* out);
 
 // batonMoeDispatchGemm's experts (moe_experts.cc): expertOut rows = recvTokens rows x the expert's
 // [hidden x ffn] weights, fp32 accumulation, rounded once.
@@ -118,27 +120,7 @@ ncclResult_t moeExchangeBytes(ncclComm* comm, const void* send, const std::vecto
 
 // dst[0..h) += w * row[0..h) (first: dst = w * row, sparing a pass that zeroes dst), the row in
 // the routing's datatype (float or bfloat16), in fp32.
-inline void moeAccumulate(ncclDataType_t type, const char* row, float w, float* dst, size_t h, bool first = false) {
-  if (type == ncclFloat) {
-    const float* x = reinterpret_cast<const float*>(row);
-    if (first)
-      for (size_t e = 0; e < h; ++e) dst[e] = w * x[e];
-    else
-      for (size_t e = 0; e < h; ++e) dst[e] += w * x[e];
-    return;
-  }
-  const uint16_t* x = reinterpret_cast<const uint16_t*>(row);  // bfloat16: the top half of a float
-  auto wide = [&](size_t e) {
-    const uint32_t bits = uint32_t(x[e]) << 16;
-    float v;
-    memcpy(&v, &bits, 4);
-    return v;
-  };
-  if (first)
-    for (size_t e = 0; e < h; ++e) dst[e] = w * wide(e);
-  else
-    for (size_t e = 0; e < h; ++e) dst[e] += w * wide(e);
-}
+void moeAccumulate(ncclDataType_t type, const char* row, float w, float* dst, size_t h, bool first = false);
 
 // The weight of this rank's token t's j-th expert (1 where weights is NULL).
 inline float moeWeight(const batonMoeRouting& r, const float* weights, size_t t, int j) {
