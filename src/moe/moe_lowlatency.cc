@@ -131,13 +131,19 @@ ncclResult_t moeLowLatencyDispatchEnd(const batonMoeRouting& r) {
 namespace {
 
 // Each destination's tokens, in token order, then its signal: it may copy them out while this
-// rank serves the next destination.
+// rank serves the next destination. This rank's own tokens stay where they are (the rows are
+// copied from the caller's tokens, ownTokens below); only their signal goes, so every rank counts
+// signals alike.
 ncclResult_t storeTokens(const batonMoeRouting* r, FusedWindow& w, const LowLatencyLayout& L, const void* tokens) {
   const int n = r->comm->nRanks, me = r->comm->rank, k = r->topk;
   for (int i = 0; i < n; ++i) {
     const int p = peerAt(me, n, i);
-    const size_t at = L.dispatchAt(p, me), bytes = L.to(p, me) * L.dispatchRow;
+    const size_t at = L.dispatchAt(p, me), bytes = p == me ? 0 : L.to(p, me) * L.dispatchRow;
     char* dst = w.writable(p, at, bytes);
+    if (p == me) {
+      BATON_CHECK(deliver(*r, w, p, FusedWindow::kMoeDispatch, at, 0));
+      continue;
+    }
     for (size_t t = 0; t < r->numTokens; ++t)
       for (int j = 0; j < k; ++j) {
         if (!r->firstOnRank(t, j) || r->rankOf(r->topkIdx[t * k + j]) != p) continue;
@@ -150,6 +156,30 @@ ncclResult_t storeTokens(const batonMoeRouting* r, FusedWindow& w, const LowLate
   return ncclSuccess;
 }
 
+// Calls fn(seq, token bytes, its topk ids) for each token source s sent this rank, in s's token
+// order: from this rank's window for a peer, from the caller's tokens for this rank itself.
+template <typename Fn>
+void forEachArrived(const batonMoeRouting& r, const FusedWindow& w, const LowLatencyLayout& L, int s,
+                    const void* tokens, Fn fn) {
+  const int me = r.comm->rank, k = r.topk;
+  if (s != me) {
+    const char* in = w.base(me) + L.dispatchAt(me, s);
+    for (uint32_t seq = 0; seq < L.to(me, s); ++seq, in += L.dispatchRow) {
+      int32_t ids[kMoeMaxTopk];
+      memcpy(ids, in + r.wireBytes, k * sizeof(int32_t));
+      fn(seq, in, ids);
+    }
+    return;
+  }
+  uint32_t seq = 0;
+  for (size_t t = 0; t < r.numTokens; ++t)
+    for (int j = 0; j < k; ++j)
+      if (r.firstOnRank(t, j) && r.rankOf(r.topkIdx[t * k + j]) == me) {
+        fn(seq++, static_cast<const char*>(tokens) + t * r.wireBytes, &r.topkIdx[t * k]);
+        break;
+      }
+}
+
 }  // namespace
 
 ncclResult_t moeDispatchLowLatency(batonMoeRouting* r, const void* tokens, std::vector<const char*>* data) {
@@ -158,19 +188,15 @@ ncclResult_t moeDispatchLowLatency(batonMoeRouting* r, const void* tokens, std::
   const int n = comm->nRanks, me = comm->rank, k = r->topk;
   const LowLatencyLayout L = layoutOf(*r, w, false);
   BATON_CHECK(storeTokens(r, w, L, tokens));
-  const char* mine = w.base(me);
   for (int s = 0; s < n; ++s) {
     BATON_CHECK(wait(*r, w, FusedWindow::kMoeDispatch, s, "tokens"));
-    const char* in = mine + L.dispatchAt(me, s);
-    for (uint32_t seq = 0; seq < L.to(me, s); ++seq, in += L.dispatchRow) {
-      int32_t ids[kMoeMaxTopk];
-      memcpy(ids, in + r->wireBytes, k * sizeof(int32_t));
+    forEachArrived(*r, w, L, s, tokens, [&](uint32_t seq, const char* in, const int32_t* ids) {
       for (int j = 0; j < k; ++j) {
         if (ids[j] < 0 || r->rankOf(ids[j]) != me) continue;
         r->rows.push_back({s, j, ids[j] % r->perRank, seq, 0});
         data->push_back(in);
       }
-    }
+    });
   }
   w.account(FusedWindow::kMoeDispatch);
   return ncclSuccess;
@@ -189,17 +215,14 @@ ncclResult_t moeDispatchLowLatencyGemm(batonMoeRouting* r, const void* tokens, c
   for (int i = 0; i < n; ++i) {
     const int s = (me + n - i) % n;
     BATON_CHECK(wait(*r, w, FusedWindow::kMoeDispatch, s, "tokens"));
-    const char* in = w.base(me) + L.dispatchAt(me, s);
-    for (uint32_t seq = 0; seq < L.to(me, s); ++seq, in += L.dispatchRow) {
-      int32_t ids[kMoeMaxTopk];
-      memcpy(ids, in + r->wireBytes, k * sizeof(int32_t));
+    forEachArrived(*r, w, L, s, tokens, [&](uint32_t seq, const char* in, const int32_t* ids) {
       for (int j = 0; j < k; ++j) {
         if (ids[j] < 0 || r->rankOf(ids[j]) != me) continue;
         const int e = ids[j] % per;
         memcpy(static_cast<char*>(g.recvTokens) + cursor[(size_t)e * n + s]++ * rowBytes, in, rowBytes);
         bySource[s].push_back({s, j, e, seq, 0});
       }
-    }
+    });
     // This source's rows are in place: its blocks' GEMMs run while later sources still store.
     for (int e = 0; e < per; ++e) {
       const size_t first = g.blockStart[(size_t)e * n + s];
