@@ -105,9 +105,9 @@ struct CollArgs {
   CollFunc func = kFuncAllReduce;
   CollAlgo algo = kAlgoRing;
   Proto proto = kProtoSimple;  // which of the connectors' buffers and line formats (connector.h)
-  bool direct = false;       // direct paths (ring_allreduce_direct.h): threads of one process, or processes of one host
-  bool streamStores = true;  // CPU direct paths: non-temporal stores for large outputs (BATON_STREAM_STORES)
-  uint64_t opTag = 0;        // the operation's number + 1, the same on every rank (direct pointer exchange)
+  bool direct = false;         // direct paths (ring_direct.h): threads of one process, or processes of one host
+  bool streamStores = true;    // CPU direct paths: non-temporal stores for large outputs (BATON_STREAM_STORES)
+  uint64_t opTag = 0;          // the operation's number + 1, the same on every rank (direct pointer exchange)
   const void* sendbuff = nullptr;
   void* recvbuff = nullptr;
   size_t count = 0;  // AllReduce/Broadcast/Reduce: elements; AllGather: sendcount; ReduceScatter: recvcount

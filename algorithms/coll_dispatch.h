@@ -15,8 +15,8 @@
 #include "reduce_ops.h"
 #include "ring_allgather.h"
 #include "ring_allreduce.h"
-#include "ring_allreduce_direct.h"
 #include "ring_broadcast.h"
+#include "ring_direct.h"
 #include "ring_reduce.h"
 #include "ring_reduce_scatter.h"
 #include "symmetric.h"
@@ -40,6 +40,7 @@ BATON_HD void runReducingColl(ExecCtx& ctx, const CollArgs& a, const Op& op) {
     case kFuncReduce: runRingReduce<T, P>(ctx, a, op); break;
     case kFuncReduceScatter:
       if (a.algo == kAlgoSymLoad) runSymReduceScatter<T>(ctx, a, op);
+      else if (P::id == kProtoSimple && a.direct && a.ring.nRanks > 1) runRingReduceScatterDirect<T>(ctx, a, op);
       else runRingReduceScatter<T, P>(ctx, a, op);
       break;
     default: break;
@@ -51,6 +52,8 @@ template <typename P>
 BATON_HD void runMovingColl(ExecCtx& ctx, const CollArgs& a) {
   const OpSum<uint8_t> none{};
   if (a.func == kFuncAllGather && a.algo == kAlgoSymStore) runSymAllGather(ctx, a);
+  else if (a.func == kFuncAllGather && P::id == kProtoSimple && a.direct && a.ring.nRanks > 1)
+    runRingAllGatherDirect<uint8_t>(ctx, a, none);
   else if (a.func == kFuncAllGather) runRingAllGather<uint8_t, P>(ctx, a, none);
   else runRingBroadcast<uint8_t, P>(ctx, a, none);
 }

@@ -172,25 +172,42 @@ static bool planSymmetric(ncclComm* comm, const Task& t, size_t totalBytes, Coll
   return true;
 }
 
+// The collectives the direct ring has (ring_direct.h).
+static bool hasDirectRing(CollFunc f) { return f == kFuncAllReduce || f == kFuncAllGather || f == kFuncReduceScatter; }
+
+// AllGather and ReduceScatter take the direct ring from BATON_SINGLE_COPY_BYTES of total size on
+// every path (threads, zero copy, single copy): below it the pointer exchange that starts each
+// operation cost more than the copies it saves (2 threads, 1-16 KiB: up to 2.6x slower).
+static bool directRingWorthIt(const ncclComm* comm, const Task& t, size_t totalBytes) {
+  return t.func == kFuncAllReduce || totalBytes >= comm->tun.singleCopyBytes;
+}
+
 // Registered buffers between processes of this host (lesson 09): the direct ring can read and
 // write peers' ncclMemAlloc memory. True when this operation may use it.
 static bool zeroCopyBetweenProcesses(ncclComm* comm, const Task& t) {
-  if (comm->reg->empty() || comm->allInProcess || !comm->tun.direct || t.func != kFuncAllReduce || comm->nRanks < 2)
+  if (comm->reg->empty() || comm->allInProcess || !comm->tun.direct || !hasDirectRing(t.func) || comm->nRanks < 2)
     return false;
   for (int r = 0; r < comm->nRanks; ++r)
     if (r != comm->rank && !comm->livenessPids[r] && comm->peers[r].pidHash != comm->peers[comm->rank].pidHash)
       return false;  // another host: no load/store path to it
-  const size_t bytes = t.count * typeSize(t.type);
-  return comm->reg->covers(t.sendbuff, bytes) && comm->reg->covers(t.recvbuff, bytes);
+  if (!directRingWorthIt(comm, t, collBytes(t.func, t.count, typeSize(t.type), comm->nRanks))) return false;
+  size_t sb, rb;
+  bufferBytes(t, comm->nRanks, &sb, &rb);
+  return comm->reg->covers(t.sendbuff, sb) && comm->reg->covers(t.recvbuff, rb);
 }
 
 // Plain buffers between processes of this host (lesson 09): the direct ring with single copies
-// (cross-memory attach), when every peer allows them and the AllReduce is large enough to repay
-// two system calls per slice. By default not with more local ranks than cores: 3 and 4 processes
-// on 2 cores measured 0.6-1.0x the FIFO. Every rank decides alike (no local facts enter).
+// (cross-memory attach), when every peer allows them and the operation is large enough to repay
+// the system calls of each slice (its whole size: AllGather's and ReduceScatter's is every rank's
+// part). By default not with more local ranks than cores: 3 and 4 processes on 2 cores measured
+// 0.6-1.0x the FIFO. Every rank decides alike (no local facts enter).
+// ReduceScatter only when forced (BATON_SINGLE_COPY=1): 2 processes measured 0.5-1.9x the FIFO's
+// LL128 at 64 KiB-64 MiB, no steady win (each byte it reads crosses the kernel's copy, and it has
+// no second copy to save as AllGather has).
 static bool singleCopyBetweenProcesses(ncclComm* comm, const Task& t) {
   return comm->singleCopyAll && (comm->tun.singleCopy == 1 || !comm->oversubscribed) && comm->tun.direct &&
-         t.func == kFuncAllReduce && t.count * typeSize(t.type) >= comm->tun.singleCopyBytes;
+         hasDirectRing(t.func) && (t.func != kFuncReduceScatter || comm->tun.singleCopy == 1) &&
+         collBytes(t.func, t.count, typeSize(t.type), comm->nRanks) >= comm->tun.singleCopyBytes;
 }
 
 // The COLL INFO line of one numbered collective (NCCL's shape, and the path it took).
@@ -220,8 +237,9 @@ static ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool
     BATON_CHECK(chooseAlgoProto(comm->tun.model, tuningPathOf(comm, zeroCopy || singleCopy), comm->tun.mask, t.func,
                                 comm->nRanks, comm->nNodes, totalBytes, &choice));
   const uint64_t opCount = comm->opCount++;
-  const bool direct = (comm->allInProcess || zeroCopy || singleCopy) && comm->tun.direct && t.func == kFuncAllReduce &&
-                      choice.proto == kProtoSimple && choice.algo == kAlgoRing;
+  const bool direct = (comm->allInProcess || zeroCopy || singleCopy) && comm->tun.direct && hasDirectRing(t.func) &&
+                      directRingWorthIt(comm, t, totalBytes) && choice.proto == kProtoSimple &&
+                      choice.algo == kAlgoRing;
   const char* path = !direct              ? ""
                      : comm->allInProcess ? " direct"
                      : singleCopy         ? " direct (single copy)"
@@ -246,10 +264,11 @@ static ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool
     // Peers map our buffers if they come from ncclMemAlloc; a plain one goes by single copies
     // where allowed, else by value.
     MemAllocation m;
-    const size_t bytes = t.count * typeSize(t.type);
+    size_t sb, rb;
+    bufferBytes(t, comm->nRanks, &sb, &rb);
     b.peerMap = comm->peerMaps->deviceMap();
-    b.sendAlloc = memFind(t.sendbuff, bytes, &m) ? m.id : 0;
-    b.recvAlloc = memFind(t.recvbuff, bytes, &m) ? m.id : 0;
+    b.sendAlloc = memFind(t.sendbuff, sb, &m) ? m.id : 0;
+    b.recvAlloc = memFind(t.recvbuff, rb, &m) ? m.id : 0;
     if (singleCopy) b.peerCopy = &comm->peerCopy;
   }
   if (isSymmetric(choice.algo)) {

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <map>
@@ -109,11 +110,23 @@ size_t countOf(const std::string& text, const std::string& what) {
   return k;
 }
 
+// Lines of `text` that contain both `a` and `b`.
+size_t linesWith(const std::string& text, const std::string& a, const std::string& b) {
+  size_t n = 0, at = 0;
+  while (at < text.size()) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    const std::string line = text.substr(at, end - at);
+    n += line.find(a) != std::string::npos && line.find(b) != std::string::npos;
+    at = end + 1;
+  }
+  return n;
+}
+
 // Plain (malloc) buffers between processes take single copies (cross-memory attach) where the
-// kernel permits them: forced for every AllReduce size here (and on 3 processes even where cores are
-// fewer, which the default avoids), the exact-data checks of 3 processes
-// still pass, and the INFO lines show the path was taken. BATON_SINGLE_COPY=0 turns it off.
-TEST(ProcessSingleCopy, EveryAllReduceSizeExactAndTheInfoLinesSayIt) {
+// kernel permits them: forced for every AllReduce, AllGather and ReduceScatter size here (and on 3
+// processes even where cores are fewer, which the default avoids), the exact-data checks of 3
+// processes still pass, and the INFO lines show the path was taken. BATON_SINGLE_COPY=0 turns it off.
+TEST(ProcessSingleCopy, EveryDirectCollectiveExactAndTheInfoLinesSayIt) {
   const std::string run = envOr("BATON_BUILD", "build") + "/bin/baton-run";
   const std::string worker = envOr("TESTDIR", "build/tests") + "/rank_worker";
   if (!executable(run) || !executable(worker)) GTEST_SKIP() << run << " or " << worker << " is not built";
@@ -130,6 +143,9 @@ TEST(ProcessSingleCopy, EveryAllReduceSizeExactAndTheInfoLinesSayIt) {
   ASSERT_EQ(status, 0) << out.substr(0, 4000);
   EXPECT_EQ(countOf(out, "single copy (cross-memory attach) with 2 of 2 peer ranks"), 3u) << out.substr(0, 4000);
   EXPECT_GT(countOf(out, "algorithm Ring protocol Simple channels 1 direct (single copy)"), 100u);
+  // AllGather and ReduceScatter take the direct ring too (ring_direct.h), with single copies.
+  for (const char* f : {"AllReduce: opCount", "AllGather: opCount", "ReduceScatter: opCount"})
+    EXPECT_GT(linesWith(out, f, "direct (single copy)"), 20u) << f;
   EXPECT_EQ(countOf(out, "checks passed"), 3u);
 
   out.clear();

@@ -1,7 +1,10 @@
-// Ring AllReduce with direct paths: ranks that are threads of one process read and write each
-// other's user buffers, and the FIFO carries only signals (and pointers).
+// The ring collectives with direct paths: ranks that are threads of one process read and write
+// each other's user buffers, and the FIFO carries only signals (and pointers). AllReduce below;
+// AllGather and ReduceScatter (runRingAllGatherDirect, runRingReduceScatterDirect, at the end) use
+// the same steps: a block written into the next rank's recvbuff, an input read where it lies.
 //
-// Computes the same result as ring_allreduce.h (Simple protocol), with the same chunks and steps:
+// AllReduce computes the same result as ring_allreduce.h (Simple protocol), with the same chunks
+// and steps:
 //   - the first send of each chunk posts a pointer to the sender's own input instead of copying it
 //     ("direct read": the receiver reduces straight from the peer's sendbuff);
 //   - the rank that finishes a chunk writes the result into its own recvbuff and into the next
@@ -53,11 +56,14 @@ constexpr Moves kTraceRecvReduceSend{.recv = true, .send = true, .src = true};
 constexpr Moves kTraceRecvReduceCopySend{.recv = true, .send = true, .src = true, .dst = true};
 constexpr Moves kTraceRecvCopySend{.recv = true, .send = true, .dst = true};
 constexpr Moves kTraceRecv{.recv = true, .dst = true};
+constexpr Moves kTraceCopySend{.send = true, .src = true, .dst = true};
+constexpr Moves kTraceRecvReduceCopy{.recv = true, .src = true, .dst = true};
 
 template <typename T, typename Op>
 class DirectRing {
  public:
-  BATON_HD DirectRing(ExecCtx& ctx, const CollArgs& a, const Op& op)
+  // recvElems: how many elements of T the next rank's recvbuff holds (AllGather: every rank's).
+  BATON_HD DirectRing(ExecCtx& ctx, const CollArgs& a, const Op& op, size_t recvElems)
       : ctx_(ctx),
         recv_(a.ring.recv),
         send_(a.ring.send),
@@ -78,7 +84,7 @@ class DirectRing {
         // by single copies when allowed; if neither, this edge carries values through the FIFO
         // (peerDst_ stays null).
         if (map_) {
-          void* local = mapPeer(send_->peer, send_->fifo->directAlloc, p, a.count * sizeof(T));
+          void* local = mapPeer(send_->peer, send_->fifo->directAlloc, p, recvElems * sizeof(T));
           if (!local && copy_) peerRemote_ = true;  // p stays an address in the peer's process
           else p = local;
         }
@@ -140,6 +146,26 @@ class DirectRing {
       if (peerRemote_) return copyToPeer(peerDst_ + dstOff + off, dst + off, cnt);
       copyBytes(ctx_, peerDst_ + dstOff + off, dst + off, cnt * sizeof(T));
       return kSlotDelivered | (cnt * sizeof(T));
+    });
+  }
+  // Our own input (AllGather): into our recvbuff and the next rank's (or its slot).
+  BATON_HD void copyDirectSend(const T* src, T* dst, size_t n, size_t dstOff) {
+    forSlices<kTraceCopySend>(n, [&](size_t off, size_t cnt, const T*, bool, char* slot) {
+      if (dst + off != src + off) copyBytes(ctx_, dst + off, src + off, cnt * sizeof(T));
+      if (!peerDst_) {
+        copyBytes(ctx_, slot, src + off, cnt * sizeof(T));
+        return uint64_t(cnt * sizeof(T));
+      }
+      if (peerRemote_) return copyToPeer(peerDst_ + dstOff + off, src + off, cnt);
+      copyBytes(ctx_, peerDst_ + dstOff + off, src + off, cnt * sizeof(T));
+      return kSlotDelivered | (cnt * sizeof(T));
+    });
+  }
+  // The last partial (ReduceScatter): (+) our input, post-op, into our recvbuff only.
+  BATON_HD void recvReduceCopy(const T* src, T* dst, size_t n) {
+    forSlices<kTraceRecvReduceCopy>(n, [&](size_t off, size_t cnt, const T* in, bool, char*) {
+      combine<true>(in, src + off, dst + off, nullptr, cnt);
+      return uint64_t(0);
     });
   }
   // Already in our recvbuff (only the signal), or in the slot.
@@ -219,7 +245,8 @@ class DirectRing {
     blockBarrier();
   }
 
-  // out0 = in (+) pre(src), post-op when Final; then out1 = out0 (while the slice is in cache).
+  // out0 = in (+) pre(src), post-op when Final; then out1 = out0 (while the slice is in cache), if
+  // there is an out1.
   // `in` is another rank's buffer or a slot, never out0; it may be out1 (the next rank's buffer,
   // in place, 2 ranks), which is why out1 is written only after the whole slice is read.
   template <bool Final>
@@ -229,13 +256,14 @@ class DirectRing {
     // stores skip the read-for-ownership of every output line, a third of the memory traffic.
     // They are weakly ordered, so forSlices fences (sfence) before the tail store releases them.
     constexpr size_t kVec = 16 / sizeof(T);  // elements per 16-byte streaming store
-    if (stream_ && out1 && cnt * sizeof(T) >= kStreamBytes &&
-        (reinterpret_cast<uintptr_t>(out0) % 16) == (reinterpret_cast<uintptr_t>(out1) % 16) &&
+    if (stream_ && cnt * sizeof(T) >= kStreamBytes &&
+        (!out1 || (reinterpret_cast<uintptr_t>(out0) % 16) == (reinterpret_cast<uintptr_t>(out1) % 16)) &&
         reinterpret_cast<uintptr_t>(out0) % sizeof(T) == 0) {
       size_t i = 0;
       for (; i < cnt && reinterpret_cast<uintptr_t>(out0 + i) % 16; ++i) {  // up to the first aligned line
         const T v = reduceElem < T, Op, Final ? kCombineFinal : kCombine > (op_, in[i], src[i]);
-        out0[i] = v, out1[i] = v;
+        out0[i] = v;
+        if (out1) out1[i] = v;
       }
       for (; i + kVec <= cnt; i += kVec) {
         alignas(16) T v[kVec];
@@ -243,11 +271,12 @@ class DirectRing {
           v[e] = reduceElem < T, Op, Final ? kCombineFinal : kCombine > (op_, in[i + e], src[i + e]);
         const __m128i x = _mm_load_si128(reinterpret_cast<const __m128i*>(v));
         _mm_stream_si128(reinterpret_cast<__m128i*>(out0 + i), x);
-        _mm_stream_si128(reinterpret_cast<__m128i*>(out1 + i), x);
+        if (out1) _mm_stream_si128(reinterpret_cast<__m128i*>(out1 + i), x);
       }
       for (; i < cnt; ++i) {
         const T v = reduceElem < T, Op, Final ? kCombineFinal : kCombine > (op_, in[i], src[i]);
-        out0[i] = v, out1[i] = v;
+        out0[i] = v;
+        if (out1) out1[i] = v;
       }
       streamed_ = true;
       return;
@@ -316,7 +345,7 @@ BATON_HD void runRingAllReduceDirect(ExecCtx& ctx, const CollArgs& a, const Op& 
   const int k = a.ring.nRanks;
   size_t lo, chanCount;
   channelRange(a.count, a.channel, a.nChannels, protoGrainElems<ProtoSimple, T>(), &lo, &chanCount);
-  DirectRing<T, Op> ring(ctx, a, op);
+  DirectRing<T, Op> ring(ctx, a, op, a.count);
   const int r = a.ring.index;
   forRingChunks<T>(lo, chanCount, chunkElems<ProtoSimple, T>(*a.ring.send, a.chunkSteps), k, [&](auto at) {
     size_t off, n;
@@ -335,6 +364,58 @@ BATON_HD void runRingAllReduceDirect(ExecCtx& ctx, const CollArgs& a, const Op& 
     n = at(r + 1, &off);
     ring.recvDelivered(dst + off, n);
   });
+  ring.drain();
+}
+
+// AllGather with direct paths: the ring of ring_allgather.h, each block written straight into the
+// next rank's recvbuff (at its place there: block u at u * count), so a hop is one copy, not two.
+// Runs on bytes (runMovingColl).
+template <typename T, typename Op>
+BATON_HD void runRingAllGatherDirect(ExecCtx& ctx, const CollArgs& a, const Op& op) {
+  const T* src = static_cast<const T*>(a.sendbuff);
+  T* dst = static_cast<T*>(a.recvbuff);
+  const int k = a.ring.nRanks;
+  const size_t count = a.count;
+  size_t lo, chanCount;
+  channelRange(count, a.channel, a.nChannels, protoGrainElems<ProtoSimple, T>(), &lo, &chanCount);
+  DirectRing<T, Op> ring(ctx, a, op, count * (size_t)k);
+  const size_t chunkMax = chunkElems<ProtoSimple, T>(*a.ring.send, a.chunkSteps);
+  const int r = a.ring.index;
+  for (size_t done = 0; done < chanCount && !ctx.failed;) {
+    const size_t n = minSize(chunkMax, chanCount - done), off = lo + done;
+    const size_t own = (size_t)a.rank * count + off;
+    ring.copyDirectSend(src + off, dst + own, n, own);
+    for (int j = 1; j < k - 1; ++j) {
+      const size_t at = (size_t)a.ring.userRankAt(r - j) * count + off;
+      ring.recvCopyDirectSend(dst + at, n, at);
+    }
+    ring.recvDelivered(dst + (size_t)a.ring.userRankAt(r + 1) * count + off, n);
+    done += n;
+  }
+  ring.drain();
+}
+
+// ReduceScatter with direct paths: the ring of ring_reduce_scatter.h, its first send of each chunk
+// a pointer to our input (the next rank reads it where it lies, by load or by single copy) instead
+// of a copy into the FIFO; the partial sums of longer rings still travel through the FIFO.
+template <typename T, typename Op>
+BATON_HD void runRingReduceScatterDirect(ExecCtx& ctx, const CollArgs& a, const Op& op) {
+  const T* src = static_cast<const T*>(a.sendbuff);
+  T* dst = static_cast<T*>(a.recvbuff);
+  const int k = a.ring.nRanks;
+  const size_t count = a.count;
+  size_t lo, chanCount;
+  channelRange(count, a.channel, a.nChannels, protoGrainElems<ProtoSimple, T>(), &lo, &chanCount);
+  DirectRing<T, Op> ring(ctx, a, op, count);
+  const size_t chunkMax = chunkElems<ProtoSimple, T>(*a.ring.send, a.chunkSteps);
+  const int r = a.ring.index;
+  for (size_t done = 0; done < chanCount && !ctx.failed;) {
+    const size_t n = minSize(chunkMax, chanCount - done), off = lo + done;
+    ring.sendFirst(src + (size_t)a.ring.userRankAt(r - 1) * count + off, n);
+    for (int j = 2; j < k; ++j) ring.recvReduceSend(src + (size_t)a.ring.userRankAt(r - j) * count + off, n);
+    ring.recvReduceCopy(src + (size_t)a.rank * count + off, dst + off, n);
+    done += n;
+  }
   ring.drain();
 }
 
