@@ -131,19 +131,19 @@ ncclResult_t moeLowLatencyDispatchEnd(const batonMoeRouting& r) {
 namespace {
 
 // Each destination's tokens, in token order, then its signal: it may copy them out while this
-// rank serves the next destination. This rank's own tokens stay where they are (the rows are
-// copied from the caller's tokens, ownTokens below); only their signal goes, so every rank counts
-// signals alike.
+// rank serves the next destination. This rank's own tokens stay where they are (their rows are
+// copied from the caller's tokens, forEachArrived below); only their signal goes, so every rank
+// counts signals alike.
 ncclResult_t storeTokens(const batonMoeRouting* r, FusedWindow& w, const LowLatencyLayout& L, const void* tokens) {
   const int n = r->comm->nRanks, me = r->comm->rank, k = r->topk;
   for (int i = 0; i < n; ++i) {
     const int p = peerAt(me, n, i);
-    const size_t at = L.dispatchAt(p, me), bytes = p == me ? 0 : L.to(p, me) * L.dispatchRow;
-    char* dst = w.writable(p, at, bytes);
+    const size_t at = L.dispatchAt(p, me), bytes = L.to(p, me) * L.dispatchRow;
     if (p == me) {
       BATON_CHECK(deliver(*r, w, p, FusedWindow::kMoeDispatch, at, 0));
       continue;
     }
+    char* dst = w.writable(p, at, bytes);
     for (size_t t = 0; t < r->numTokens; ++t)
       for (int j = 0; j < k; ++j) {
         if (!r->firstOnRank(t, j) || r->rankOf(r->topkIdx[t * k + j]) != p) continue;
