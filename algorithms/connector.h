@@ -47,6 +47,20 @@ struct alignas(128) ConnFifo {
   // Set (storeRelease, rank + 1) by either side when its communicator fails, is revoked or
   // aborted: the other side's waits see it and stop (CPU backend; lesson 10).
   alignas(128) uint64_t abortedBy;
+  // NET zero copy (lesson 09): registered buffers of ncclSend / ncclRecv between hosts skip the
+  // staging FIFOs. Only NET FIFOs use these words, one entry per slot, each naming the step it is
+  // for (step + 1), so an entry left from an older step never matches (sendrecv_progress.h).
+  //   sender: netSendPtr is the span of the user's buffer the proxy sends step s from instead of
+  //     the slot; written with netSendFor = s + 1 before the tail store that releases step s.
+  //   receiver: netRecvPtr / netRecvLen offer the span of the user's buffer step s may land in,
+  //     released by storeRelease(netRecvFor, s + 1); the proxy sets netRecvLanded = s + 1 when it
+  //     did land there, before the tail store that releases step s.
+  alignas(128) uint64_t netSendFor[kSteps];
+  uint64_t netSendPtr[kSteps];
+  alignas(128) uint64_t netRecvFor[kSteps];
+  uint64_t netRecvPtr[kSteps];
+  uint64_t netRecvLen[kSteps];
+  uint64_t netRecvLanded[kSteps];
   // Slot memory follows, 128-byte aligned: kSteps steps of LL, then LL128, then Simple
   // (FifoLayout gives the step sizes).
 };

@@ -68,6 +68,7 @@ ncclResult_t readTunables(const ncclConfig_t& cfg, int rank, Tunables* t) {
   t->waitTimeoutNs = (uint64_t)(std::max(envSeconds("BATON_WAIT_TIMEOUT", 300), 0.0) * 1e9);
   t->waitSpin = (int)envInt("BATON_WAIT_SPIN", -1);
   t->jitter = (int)envInt("BATON_JITTER", 0);
+  t->netZeroCopy = envInt("BATON_NET_ZERO_COPY", 1) != 0;
   t->p2pDisable = envInt("NCCL_P2P_DISABLE", 0) != 0;
   t->shmDisable = envInt("NCCL_SHM_DISABLE", 0) != 0;
   t->streamStores = envInt("BATON_STREAM_STORES", 1) != 0;

@@ -183,9 +183,12 @@ static bool directRingWorthIt(const ncclComm* comm, const Task& t, size_t totalB
 }
 
 // Registered buffers between processes of this host (lesson 09): the direct ring can read and
-// write peers' ncclMemAlloc memory. True when this operation may use it.
+// write peers' ncclMemAlloc memory. True when this operation may use it. Not with NCCL_SHM_DISABLE:
+// the ring's neighbours then talk through NET's two staging FIFOs, which do not share the words
+// (ConnFifo::directTag) the direct ring exchanges its pointers in.
 static bool zeroCopyBetweenProcesses(ncclComm* comm, const Task& t) {
-  if (comm->reg->empty() || comm->allInProcess || !comm->tun.direct || !hasDirectRing(t.func) || comm->nRanks < 2)
+  if (comm->reg->empty() || comm->allInProcess || !comm->tun.direct || comm->tun.shmDisable || !hasDirectRing(t.func) ||
+      comm->nRanks < 2)
     return false;
   for (int r = 0; r < comm->nRanks; ++r)
     if (r != comm->rank && !comm->livenessPids[r] && comm->peers[r].pidHash != comm->peers[comm->rank].pidHash)
@@ -206,6 +209,7 @@ static bool zeroCopyBetweenProcesses(ncclComm* comm, const Task& t) {
 // no second copy to save as AllGather has).
 static bool singleCopyBetweenProcesses(ncclComm* comm, const Task& t) {
   return comm->singleCopyAll && (comm->tun.singleCopy == 1 || !comm->oversubscribed) && comm->tun.direct &&
+         !comm->tun.shmDisable &&  // as above: NET's FIFOs do not carry the pointer exchange
          hasDirectRing(t.func) && (t.func != kFuncReduceScatter || comm->tun.singleCopy == 1) &&
          collBytes(t.func, t.count, typeSize(t.type), comm->nRanks) >= comm->tun.singleCopyBytes;
 }

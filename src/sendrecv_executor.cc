@@ -37,6 +37,12 @@ ncclResult_t runSendRecvBatch(ncclComm* comm, const std::vector<Task>& tasks, Ex
     if (sb && s.sendbuff != r.recvbuff) memmove(r.recvbuff, s.sendbuff, sb);
   }
 
+  // NET zero copy (lesson 09): a registered buffer on a NET connection is sent from / received into
+  // by the proxy itself, as NCCL does for registered buffers of send/recv over the network.
+  auto zeroCopy = [&](const Connection* conn, const void* buf, size_t bytes) {
+    return comm->tun.netZeroCopy && conn && conn->viaNet && !comm->reg->empty() && comm->reg->covers(buf, bytes);
+  };
+
   // Per peer and direction, transfers run in the order they were issued.
   std::vector<std::deque<SendRecvTransfer>> sends(n), recvs(n);
   size_t pending = 0;
@@ -50,10 +56,12 @@ ncclResult_t runSendRecvBatch(ncclComm* comm, const std::vector<Task>& tasks, Ex
     if (t.kind == Task::kSend) {
       x.buf = const_cast<char*>(static_cast<const char*>(t.sendbuff));
       x.conn = &comm->peerSend[t.peer];
+      x.zeroCopy = zeroCopy(comm->peerSendConn[t.peer].get(), x.buf, bytes);
       sends[t.peer].push_back(x);
     } else {
       x.buf = static_cast<char*>(t.recvbuff);
       x.conn = &comm->peerRecv[t.peer];
+      x.zeroCopy = zeroCopy(comm->peerRecvConn[t.peer].get(), x.buf, bytes);
       recvs[t.peer].push_back(x);
     }
     ++pending;
@@ -84,8 +92,10 @@ ncclResult_t runSendRecvBatch(ncclComm* comm, const std::vector<Task>& tasks, Ex
       while (sends[peer].empty() && recvs[peer].empty()) ++peer;
       const bool isSend = !sends[peer].empty();
       const ConnDev* c = isSend ? sends[peer].front().conn : recvs[peer].front().conn;
-      // A send needs head >= step + 1 - depth (a free slot); a receive needs tail >= step + 1.
-      const uint64_t expected = isSend ? c->step + 1 - c->depth : c->step + 1;
+      // A send needs head >= step + 1 - depth (a free slot), or a zero-copy one that has posted
+      // every step head >= its last step + 1; a receive needs tail >= step + 1.
+      const uint64_t drain = isSend ? sends[peer].front().drainUntil : 0;
+      const uint64_t expected = drain ? drain : isSend ? c->step + 1 - c->depth : c->step + 1;
       waitGiveUp(ctx, idleSince, peer, isSend ? "send head (credit)" : "recv tail", expected,
                  loadAcquire(isSend ? &c->fifo->head : &c->fifo->tail));
     }

@@ -58,6 +58,7 @@ class Connection {
   virtual ~Connection() = default;
   ConnFifo* fifo = nullptr;
   FifoLayout layout;
+  bool viaNet = false;  // a NET staging FIFO: its proxy can send from / receive into user buffers
   ConnDev dev(int peer, int depth) const { return makeConnDev(fifo, layout, peer, depth); }
 };
 

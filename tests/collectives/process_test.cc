@@ -3,7 +3,7 @@
 // Asserts exit status 0, that every rank reports the same number of passed checks, and that no
 // /dev/shm/baton-* segment is left behind by the (now dead) rank processes. Also: the single-copy
 // path between processes (lesson 09), forced for every size; AlltoAll's pairwise and Bruck algorithms
-// (lesson 12).
+// (lesson 12); zero copy through NET's proxies on registered buffers (lesson 09).
 //
 // Paths: $BATON_BUILD/bin/baton-run (default build) and $TESTDIR/rank_worker (default build/tests),
 // relative to the working directory (make test runs from the repository root).
@@ -153,6 +153,46 @@ TEST(ProcessSingleCopy, EveryDirectCollectiveExactAndTheInfoLinesSayIt) {
   ASSERT_EQ(status, 0) << out.substr(0, 4000);
   EXPECT_EQ(countOf(out, "single copy"), 0u);
   EXPECT_EQ(countOf(out, "checks passed"), 2u);
+}
+
+// Sums the first number after `what` on every line that has it.
+uint64_t sumAfter(const std::string& text, const std::string& what) {
+  uint64_t sum = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t at = line.find(what);
+    if (at != std::string::npos) sum += strtoull(line.c_str() + at + what.size(), nullptr, 10);
+  }
+  return sum;
+}
+
+// NET zero copy (lesson 09): with only NET between them (NCCL_P2P_DISABLE, NCCL_SHM_DISABLE), 2
+// processes on registered buffers run the exact-data checks, and the proxies' closing INFO lines
+// show steps sent from and received into the user buffers (the rank copied none of those). With
+// BATON_NET_ZERO_COPY=0 no step goes zero copy and the checks still pass.
+TEST(ProcessNetZeroCopy, RegisteredSendRecvSkipsTheStagingCopies) {
+  const std::string run = envOr("BATON_BUILD", "build") + "/bin/baton-run";
+  const std::string worker = envOr("TESTDIR", "build/tests") + "/rank_worker";
+  if (!executable(run) || !executable(worker)) GTEST_SKIP() << run << " or " << worker << " is not built";
+  const std::string env =
+      "BATON_TEST_MEMORY=registered NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=lo NCCL_DEBUG=INFO "
+      "NCCL_DEBUG_SUBSYS=NET ";
+  std::string out;
+  int status = runCommand(env + "timeout -k 5 170 " + run + " -n 2 " + worker, &out);
+  ASSERT_EQ(status, 0) << out.substr(0, 4000);
+  EXPECT_EQ(countOf(out, "checks passed"), 2u);
+  const uint64_t sent = sumAfter(out, " sent "), received = sumAfter(out, " received ");
+  EXPECT_EQ(countOf(out, "zero copy (from registered user buffers)"), 2u) << out.substr(0, 4000);
+  EXPECT_EQ(countOf(out, "zero copy (into registered user buffers)"), 2u) << out.substr(0, 4000);
+  EXPECT_GT(sent, 100u);
+  // Steps whose message arrived before the rank reached its receive land in the FIFO: some, not most.
+  EXPECT_GT(received, sent / 2) << out.substr(0, 4000);
+
+  out.clear();
+  status = runCommand(env + "BATON_NET_ZERO_COPY=0 timeout -k 5 170 " + run + " -n 2 " + worker + " --quick", &out);
+  ASSERT_EQ(status, 0) << out.substr(0, 4000);
+  EXPECT_EQ(countOf(out, "checks passed"), 2u);
+  EXPECT_EQ(countOf(out, "zero copy"), 0u);
 }
 
 // AlltoAll's round algorithms between processes (lesson 12): the quick exact-data checks on 3 ranks

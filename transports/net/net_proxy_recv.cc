@@ -3,6 +3,8 @@
 // candidate buffers are the step's Simple slot and a bounce buffer for LL/LL128, and publishes
 // what arrived in the form the ranks' primitives expect.
 // Memory-ordering contract: net_transport.h.
+#include <poll.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -22,6 +24,12 @@ NetRecvTask::NetRecvTask(NetBackend* net, NetListenComm* listen, std::shared_ptr
 }
 
 NetRecvTask::~NetRecvTask() {
+  if (zeroCopySteps_ || zeroCopyMissed_)
+    BATON_INFO(kSubNet,
+               "NET: rank %d received %llu steps from rank %d zero copy (into registered user buffers), %llu more "
+               "through the FIFO (posted before the rank offered its buffer)",
+               rank_, (unsigned long long)zeroCopySteps_, peer_, (unsigned long long)zeroCopyMissed_);
+  if (reqUserMh_) net_->deregMr(nullptr, comm_, reqUserMh_);
   if (fifoMh_) net_->deregMr(nullptr, comm_, fifoMh_);
   if (bounceMh_) net_->deregMr(nullptr, comm_, bounceMh_);
   if (comm_) net_->closeRecv(comm_);
@@ -49,10 +57,21 @@ ncclResult_t NetRecvTask::progress(bool* didWork, std::string* message) {
   while (!closed_) {
     if (!req_) {
       if (loadAcquire(&f->head) + kSteps < next_ + 1) return ncclSuccess;  // the ranks still read that slot
-      void* data[kNumProtos + 1];
-      size_t sizes[kNumProtos + 1];
-      uint64_t tags[kNumProtos + 1];
-      NetMemHandle* mhs[kNumProtos + 1];
+      // Once this connection carries zero-copy steps, a step the rank has not offered a buffer
+      // for is posted only when its message starts arriving: the later the post, the likelier the
+      // rank's offer is there (NCCL's proxy knows each operation's buffers; this one learns them
+      // from the rank). Back-ends without a descriptor post at once.
+      const int slot = (int)(next_ % kSteps);
+      const bool offered = loadAcquire(&f->netRecvFor[slot]) == next_ + 1;
+      sawOffer_ = sawOffer_ || offered;
+      if (sawOffer_ && !offered) {
+        pollfd p{net_->pollFd(comm_), POLLIN, 0};
+        if (p.fd >= 0 && poll(&p, 1, 0) == 0) return ncclSuccess;
+      }
+      void* data[kNumProtos + 2];
+      size_t sizes[kNumProtos + 2];
+      uint64_t tags[kNumProtos + 2];
+      NetMemHandle* mhs[kNumProtos + 2];
       int n = 0;
       for (int p = 0; p < kNumProtos; ++p) {
         if (!l.stepBytes[p]) continue;
@@ -61,6 +80,18 @@ ncclResult_t NetRecvTask::progress(bool* didWork, std::string* message) {
         tags[n] = (uint64_t)p;
         mhs[n] = p == kProtoSimple ? fifoMh_ : bounceMh_;
         ++n;
+      }
+      // A zero-copy step lands in the span of the user's buffer the rank offered for it, or in the
+      // Simple slot when the rank has not offered one (yet).
+      if (loadAcquire(&f->netRecvFor[slot]) == next_ + 1) {
+        reqUser_ = reinterpret_cast<char*>((uintptr_t)f->netRecvPtr[slot]);
+        const size_t len = f->netRecvLen[slot];
+        ncclResult_t res = net_->regMr(nullptr, comm_, reqUser_, len, kNetPtrHost, &reqUserMh_);
+        if (res != ncclSuccess) return fail(res, "registering a user buffer for a receive");
+        data[n] = reqUser_, sizes[n] = len, tags[n] = kNetTagDirect, mhs[n] = reqUserMh_, ++n;
+      } else if (l.stepBytes[kProtoSimple]) {
+        data[n] = fifoBuff(f, l, kProtoSimple) + slot * l.stepBytes[kProtoSimple];
+        sizes[n] = l.stepBytes[kProtoSimple], tags[n] = kNetTagDirect, mhs[n] = fifoMh_, ++n;
       }
       data[n] = bounce_.get(), sizes[n] = 0, tags[n] = kNetByeTag, mhs[n] = bounceMh_, ++n;
       ncclResult_t res = net_->irecv(comm_, n, data, sizes, tags, mhs, &req_);
@@ -77,22 +108,28 @@ ncclResult_t NetRecvTask::progress(bool* didWork, std::string* message) {
     }
     if (!done) return ncclSuccess;
     req_ = nullptr;
+    char* user = reqUser_;
+    reqUser_ = nullptr;
+    if (reqUserMh_) net_->deregMr(nullptr, comm_, reqUserMh_), reqUserMh_ = nullptr;
     if (tag == kNetByeTag) {
       closed_ = true;
       BATON_INFO(kSubNet, "NET: rank %d closed its connection to rank %d", peer_, rank_);
       break;
     }
-    BATON_CHECK(deliver(next_, tag, wire, message));
+    const bool direct = (tag & kNetTagMatchMask) == (uint64_t)kNetTagDirect;
+    if (direct) ++(user ? zeroCopySteps_ : zeroCopyMissed_), sawOffer_ = true;  // the peer sends zero copy
+    BATON_CHECK(deliver(next_, tag, wire, direct && user, message));
     ++next_;
     *didWork = true;
   }
   return ncclSuccess;
 }
 
-ncclResult_t NetRecvTask::deliver(uint64_t s, uint64_t tag, size_t wire, std::string* message) {
+ncclResult_t NetRecvTask::deliver(uint64_t s, uint64_t tag, size_t wire, bool inUserBuffer, std::string* message) {
   ConnFifo* f = fifo_->fifo;
   const FifoLayout& l = fifo_->layout;
-  const int proto = (int)(tag & kNetTagMatchMask);
+  const int tagProto = (int)(tag & kNetTagMatchMask);
+  const int proto = tagProto == kNetTagDirect ? kProtoSimple : tagProto;  // the ranks see a Simple step
   const uint64_t bytes = tag >> 8;
   if (proto >= kNumProtos || !l.stepBytes[proto] || netWireBytes(proto, bytes) != wire) {
     *message = "NET: malformed step " + std::to_string(s) + " from rank " + std::to_string(peer_) + ": protocol " +
@@ -108,6 +145,7 @@ ncclResult_t NetRecvTask::deliver(uint64_t s, uint64_t tag, size_t wire, std::st
   f->sizes[slot] = bytes;  // before the tail or line 0's flag, which release it
   char* dst = fifoBuff(f, l, proto) + slot * l.stepBytes[proto];
   if (proto == kProtoSimple) {
+    if (inUserBuffer) f->netRecvLanded[slot] = s + 1;  // the rank skips its copy out
     storeRelease(&f->tail, s + 1);
   } else if (proto == kProtoLL) {
     const auto* in = reinterpret_cast<const uint64_t*>(bounce_.get());

@@ -39,7 +39,12 @@ NetSendTask::~NetSendTask() {
   int done = 0;
   while (bye && !done && net_->test(bye, &done, nullptr, nullptr, nullptr) == ncclSuccess && nowNs() < until)
     usleep(50);
+  for (NetMemHandle* m : userMh_)
+    if (m) net_->deregMr(comm_, nullptr, m);
   if (mh_) net_->deregMr(comm_, nullptr, mh_);
+  if (zeroCopySteps_)
+    BATON_INFO(kSubNet, "NET: rank %d sent %llu steps to rank %d zero copy (from registered user buffers)", rank_,
+               (unsigned long long)zeroCopySteps_, peer_);
   net_->closeSend(comm_);
 }
 
@@ -71,7 +76,7 @@ bool NetSendTask::stepReady(uint64_t s, int* proto, uint64_t* bytes) {
     }
   }
   if (tail >= s + 1) {
-    *proto = kProtoSimple;
+    *proto = f->netSendFor[slot] == s + 1 ? kNetTagDirect : kProtoSimple;  // a zero-copy step names its span
     *bytes = f->sizes[slot];
     return true;
   }
@@ -91,6 +96,7 @@ ncclResult_t NetSendTask::progress(bool* didWork, std::string* message) {
     }
     if (!done) break;
     reqs_[done_ % kSteps] = nullptr;
+    if (NetMemHandle*& m = userMh_[done_ % kSteps]) net_->deregMr(comm_, nullptr, m), m = nullptr;
     ++done_;
     storeRelease(&f->head, done_);
     *didWork = true;
@@ -101,12 +107,15 @@ ncclResult_t NetSendTask::progress(bool* didWork, std::string* message) {
     int proto = 0;
     uint64_t bytes = 0;
     if (!stepReady(s, &proto, &bytes)) break;
-    if (bytes > l.stepBytes[proto] || netWireBytes(proto, bytes) > l.stepBytes[proto]) {
+    const bool direct = proto == kNetTagDirect;
+    const int slotProto = direct ? kProtoSimple : proto;
+    if (bytes > l.stepBytes[slotProto] || netWireBytes(proto, bytes) > l.stepBytes[slotProto]) {
       *message = "NET: rank " + std::to_string(rank_) + " step " + std::to_string(s) + " to rank " +
                  std::to_string(peer_) + " claims " + std::to_string(bytes) + " bytes, more than its slot";
       return ncclInternalError;
     }
-    char* slot = fifoBuff(f, l, proto) + (s % kSteps) * l.stepBytes[proto];
+    char* slot = direct ? reinterpret_cast<char*>((uintptr_t)f->netSendPtr[s % kSteps])
+                        : fifoBuff(f, l, proto) + (s % kSteps) * l.stepBytes[proto];
     // LL/LL128 in host memory: every line must carry its flag before the step leaves (NCCL does
     // the same when the staging buffer is not GPU memory written in order).
     if (proto == kProtoLL) {
@@ -122,14 +131,25 @@ ncclResult_t NetSendTask::progress(bool* didWork, std::string* message) {
       for (; linesChecked_ < n; ++linesChecked_)
         if (loadAcquire(&lines[linesChecked_].flag) != s + 1) return ncclSuccess;
     }
+    NetMemHandle* mh = mh_;
+    if (direct) {  // the user's span needs its own registration (InfiniBand: an MR from the cache)
+      NetMemHandle*& m = userMh_[s % kSteps];
+      ncclResult_t res = m ? ncclSuccess : net_->regMr(comm_, nullptr, slot, bytes, kNetPtrHost, &m);
+      if (res != ncclSuccess) {
+        *message = "NET: registering a user buffer for rank " + std::to_string(peer_) + " failed: " + lastError();
+        return res;
+      }
+      mh = m;
+    }
     NetRequest* req = nullptr;
-    ncclResult_t res = net_->isend(comm_, slot, netWireBytes(proto, bytes), netStepTag(proto, bytes), mh_, &req);
+    ncclResult_t res = net_->isend(comm_, slot, netWireBytes(proto, bytes), netStepTag(proto, bytes), mh, &req);
     if (res != ncclSuccess) {
       *message = "NET: send to rank " + std::to_string(peer_) + " (" + peerAddr_ + ") failed: " + lastError();
       return res;
     }
-    if (!req) break;  // the back-end is full: try again later
+    if (!req) break;  // the back-end is full: try again later (a zero-copy span stays registered)
     reqs_[s % kSteps] = req;
+    zeroCopySteps_ += direct;
     linesChecked_ = 0;
     ++posted_;
     *didWork = true;

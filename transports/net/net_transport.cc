@@ -36,6 +36,7 @@ class NetConnection : public Connection {
       : mem_(std::move(mem)), task_(std::move(task)) {
     fifo = mem_->fifo;
     layout = mem_->layout;
+    viaNet = true;
   }
 
  private:

@@ -61,6 +61,10 @@ struct HostFifo {
 // The last message of a connection closed in order (a communicator destroyed): the receiver then
 // knows the end of the stream is not a crash.
 constexpr uint64_t kNetByeTag = 0xff;
+// A Simple step of a zero-copy send (lesson 09): sent from the user's registered buffer
+// (ConnFifo::netSendPtr); the receiver lands it in its user buffer where the rank offered one
+// (ConnFifo::netRecvPtr), else in the Simple slot, and says which in ConnFifo::netRecvLanded.
+constexpr int kNetTagDirect = kNumProtos;
 // Steps a tag carries.
 inline uint64_t netStepTag(int proto, uint64_t payloadBytes) { return (payloadBytes << 8) | (uint64_t)proto; }
 // Bytes on the wire for `payloadBytes` of protocol `proto` (LL: 16-byte lines of 8 payload bytes;
@@ -93,8 +97,10 @@ class NetSendTask : public ProxyTask {
   bool severed_ = false;
   uint64_t posted_ = 0, done_ = 0;  // steps handed to the network / confirmed sent
   NetRequest* reqs_[kSteps] = {};
-  NetMemHandle* mh_ = nullptr;  // the staging FIFO's registration (sockets: none needed)
-  uint64_t linesChecked_ = 0;   // LL/LL128 lines of step posted_ already seen complete
+  NetMemHandle* mh_ = nullptr;         // the staging FIFO's registration (sockets: none needed)
+  NetMemHandle* userMh_[kSteps] = {};  // zero-copy steps in flight: their user-buffer span's registration
+  uint64_t linesChecked_ = 0;          // LL/LL128 lines of step posted_ already seen complete
+  uint64_t zeroCopySteps_ = 0;         // steps sent from user buffers (the INFO line at close)
 };
 
 class NetRecvTask : public ProxyTask {
@@ -116,7 +122,7 @@ class NetRecvTask : public ProxyTask {
   }
 
  private:
-  ncclResult_t deliver(uint64_t s, uint64_t tag, size_t wire, std::string* message);
+  ncclResult_t deliver(uint64_t s, uint64_t tag, size_t wire, bool inUserBuffer, std::string* message);
   NetBackend* net_;
   NetListenComm* listen_;
   NetRecvComm* comm_ = nullptr;
@@ -128,7 +134,11 @@ class NetRecvTask : public ProxyTask {
   size_t bounceBytes_ = 0;
   NetMemHandle* fifoMh_ = nullptr;  // registrations, made once the peer has connected
   NetMemHandle* bounceMh_ = nullptr;
-  bool closed_ = false;  // the peer said goodbye
+  char* reqUser_ = nullptr;                          // req_ offered this span of the rank's user buffer (zero copy)
+  NetMemHandle* reqUserMh_ = nullptr;                // and registered it
+  uint64_t zeroCopySteps_ = 0, zeroCopyMissed_ = 0;  // zero-copy steps landed in user buffers / in the FIFO
+  bool sawOffer_ = false;                            // the rank has offered a user buffer once
+  bool closed_ = false;                              // the peer said goodbye
 };
 
 }  // namespace baton
