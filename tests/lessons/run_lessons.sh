@@ -85,6 +85,12 @@ expect '^#   registered +-R 1$' "$out"
 expect '^#   window +-R 2$' "$out"
 expect "mapped process [0-9]+'s ncclMemAlloc allocation" "$out"
 expect '^# Out of bounds values : 0 OK$' "$out"
+# Lesson 09's NET zero copy: registered send/recv buffers, only NET between the two processes.
+out=$(NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=lo BATON_TEST_MEMORY=registered NCCL_DEBUG=INFO \
+  NCCL_DEBUG_SUBSYS=NET "$BIN/baton-run" -n 2 "$BUILD/tests/rank_worker" 2>&1); echo "$out" | grep -E 'zero copy|checks'
+expect 'NET: rank 0 sent [0-9]+ steps to rank 1 zero copy \(from registered user buffers\)$' "$out"
+expect 'NET: rank 0 received [0-9]+ steps from rank 1 zero copy \(into registered user buffers\), [0-9]+ more through the FIFO' "$out"
+expect 'rank 1: [0-9]+ checks passed' "$out"
 
 # Lesson 10: the elastic loop: a rank killed, the survivors agree, shrink and retry the step with
 # their gradients restored; a newcomer joins with ncclCommGrow; every rank's weights are exact.

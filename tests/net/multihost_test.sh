@@ -75,13 +75,21 @@ fi
 for setting in BATON_TEST_MEMORY=registered BATON_TEST_MEMORY=window BATON_ALLTOALL_ALGO=pairwise \
                BATON_ALLTOALL_ALGO=bruck; do
   name="worker-${setting#*=}"
-  launch "$name" 2 2 "$setting" BATON_WAIT_TIMEOUT=60 -- timeout 300 "$TESTDIR/rank_worker" --quick
+  launch "$name" 2 2 "$setting" BATON_WAIT_TIMEOUT=60 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=NET -- \
+    timeout 300 "$TESTDIR/rank_worker" --quick
   if all_ok "$name" 4 && grep -q "checks passed" "$LOG/$name.out.3"; then
     pass "rank_worker --quick with $setting, 2 hosts x 2 ranks: $(grep -ho '[0-9]* checks passed' "$LOG/$name.out.0")"
   else
     flunk "rank_worker --quick with $setting, 2 hosts x 2 ranks"; show "$name"
   fi
 done
+# Registered send/recv buffers cross hosts zero copy: each rank's proxy sent steps from them.
+zc=$(cat "$LOG"/worker-registered.out.* | grep -c 'zero copy (from registered user buffers)' || true)
+if [ "$zc" -ge 4 ]; then
+  pass "registered send/recv across hosts zero copy: $zc proxy connections sent from user buffers"
+else
+  flunk "expected NET zero copy across hosts on registered buffers: $(grep -h 'NET: rank' "$LOG"/worker-registered.out.* | head -4)"
+fi
 
 # 1c. The device-side API inside each host's LSA team, then the tensor-parallel fused operations
 # (lesson 11), every stage, forward and backward, exact, the row blocks crossing hosts on NET; chunks
