@@ -205,7 +205,7 @@ include tests/fuzz/fuzz.mk
 # The ThreadSanitizer build of the protocol and collective tests (its own obj/lib folders). The three
 # Large cases run the direct AllGather and ReduceScatter of thread ranks (from 64 KiB, with Simple).
 TSAN_TESTS := $(BUILD)/tests-thread/collective_tests
-TSAN_FILTER ?= Protocol*:Threads*Quick*:TreeQuick*:FusedThreads*:DeviceApiThreads*:AlltoAllAlgo.Grouped*:Moe*:AllGatherLarge.Large/float_3ranks:ReduceScatterLarge.Large/float_3ranks:ReduceScatterLarge.Large/bfloat16_2ranks
+TSAN_FILTER ?= Protocol*:Threads*Quick*:TreeQuick*:FusedThreads*:DeviceApiThreads*:AlltoAllAlgo.Grouped*:Moe*:AllGatherLarge.Large/float_3ranks:ReduceScatterLarge.Large/float_3ranks:ReduceScatterLarge.Large/bfloat16_2ranks:BroadcastLarge.Large/float_3ranks:ReduceLarge.Large/float_3ranks
 tsan-build:
 	$(MAKE) SANITIZE=thread OPT=-O1 $(TSAN_TESTS)
 

@@ -37,7 +37,10 @@ BATON_HD void runReducingColl(ExecCtx& ctx, const CollArgs& a, const Op& op) {
       else if (P::id == kProtoSimple && a.direct && a.ring.nRanks > 1) runRingAllReduceDirect<T>(ctx, a, op);
       else runRingAllReduce<T, P>(ctx, a, op);
       break;
-    case kFuncReduce: runRingReduce<T, P>(ctx, a, op); break;
+    case kFuncReduce:
+      if (P::id == kProtoSimple && a.direct && a.ring.nRanks > 1) runRingReduceDirect<T>(ctx, a, op);
+      else runRingReduce<T, P>(ctx, a, op);
+      break;
     case kFuncReduceScatter:
       if (a.algo == kAlgoSymLoad) runSymReduceScatter<T>(ctx, a, op);
       else if (P::id == kProtoSimple && a.direct && a.ring.nRanks > 1) runRingReduceScatterDirect<T>(ctx, a, op);
@@ -55,6 +58,7 @@ BATON_HD void runMovingColl(ExecCtx& ctx, const CollArgs& a) {
   else if (a.func == kFuncAllGather && P::id == kProtoSimple && a.direct && a.ring.nRanks > 1)
     runRingAllGatherDirect<uint8_t>(ctx, a, none);
   else if (a.func == kFuncAllGather) runRingAllGather<uint8_t, P>(ctx, a, none);
+  else if (P::id == kProtoSimple && a.direct && a.ring.nRanks > 1) runRingBroadcastDirect<uint8_t>(ctx, a, none);
   else runRingBroadcast<uint8_t, P>(ctx, a, none);
 }
 

@@ -1,7 +1,7 @@
 // The ring collectives with direct paths: ranks that are threads of one process read and write
 // each other's user buffers, and the FIFO carries only signals (and pointers). AllReduce below;
-// AllGather and ReduceScatter (runRingAllGatherDirect, runRingReduceScatterDirect, at the end) use
-// the same steps: a block written into the next rank's recvbuff, an input read where it lies.
+// AllGather, ReduceScatter, Broadcast and Reduce (runRing*Direct, at the end) use the same steps: a
+// block written into the next rank's recvbuff, an input read where it lies.
 //
 // AllReduce computes the same result as ring_allreduce.h (Simple protocol), with the same chunks
 // and steps:
@@ -414,6 +414,52 @@ BATON_HD void runRingReduceScatterDirect(ExecCtx& ctx, const CollArgs& a, const 
     ring.sendFirst(src + (size_t)a.ring.userRankAt(r - 1) * count + off, n);
     for (int j = 2; j < k; ++j) ring.recvReduceSend(src + (size_t)a.ring.userRankAt(r - j) * count + off, n);
     ring.recvReduceCopy(src + (size_t)a.rank * count + off, dst + off, n);
+    done += n;
+  }
+  ring.drain();
+}
+
+// Broadcast with direct paths: the chain of ring_broadcast.h, the root's input written straight into
+// the next rank's recvbuff and each middle rank forwarding from its recvbuff into the next one's, so
+// a hop is one copy, not two. Runs on bytes (runMovingColl).
+template <typename T, typename Op>
+BATON_HD void runRingBroadcastDirect(ExecCtx& ctx, const CollArgs& a, const Op& op) {
+  const T* src = static_cast<const T*>(a.sendbuff);
+  T* dst = static_cast<T*>(a.recvbuff);
+  size_t lo, chanCount;
+  channelRange(a.count, a.channel, a.nChannels, protoGrainElems<ProtoSimple, T>(), &lo, &chanCount);
+  DirectRing<T, Op> ring(ctx, a, op, a.count);
+  const size_t chunkMax = chunkElems<ProtoSimple, T>(*a.ring.send, a.chunkSteps);
+  const bool isRoot = a.rank == a.root;
+  const bool isLast = a.ring.userRankAt(a.ring.index + 1) == a.root;
+  for (size_t done = 0; done < chanCount && !ctx.failed;) {
+    const size_t n = minSize(chunkMax, chanCount - done), off = lo + done;
+    if (isRoot) ring.copyDirectSend(src + off, dst + off, n, off);
+    else if (isLast) ring.recvDelivered(dst + off, n);
+    else ring.recvCopyDirectSend(dst + off, n, off);
+    done += n;
+  }
+  ring.drain();
+}
+
+// Reduce with direct paths: the chain of ring_reduce.h, its first send of each chunk a pointer to
+// the first rank's input (the next rank, often the root, reads it where it lies) instead of a copy
+// into the FIFO; the partial sums of longer chains still travel through the FIFO.
+template <typename T, typename Op>
+BATON_HD void runRingReduceDirect(ExecCtx& ctx, const CollArgs& a, const Op& op) {
+  const T* src = static_cast<const T*>(a.sendbuff);
+  T* dst = static_cast<T*>(a.recvbuff);
+  size_t lo, chanCount;
+  channelRange(a.count, a.channel, a.nChannels, protoGrainElems<ProtoSimple, T>(), &lo, &chanCount);
+  DirectRing<T, Op> ring(ctx, a, op, a.count);
+  const size_t chunkMax = chunkElems<ProtoSimple, T>(*a.ring.send, a.chunkSteps);
+  const bool isRoot = a.rank == a.root;
+  const bool isFirst = a.ring.userRankAt(a.ring.index - 1) == a.root;
+  for (size_t done = 0; done < chanCount && !ctx.failed;) {
+    const size_t n = minSize(chunkMax, chanCount - done), off = lo + done;
+    if (isRoot) ring.recvReduceCopy(src + off, dst + off, n);
+    else if (isFirst) ring.sendFirst(src + off, n);
+    else ring.recvReduceSend(src + off, n);
     done += n;
   }
   ring.drain();

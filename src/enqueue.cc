@@ -173,11 +173,14 @@ static bool planSymmetric(ncclComm* comm, const Task& t, size_t totalBytes, Coll
 }
 
 // The collectives the direct ring has (ring_direct.h).
-static bool hasDirectRing(CollFunc f) { return f == kFuncAllReduce || f == kFuncAllGather || f == kFuncReduceScatter; }
+static bool hasDirectRing(CollFunc f) {
+  return f == kFuncAllReduce || f == kFuncAllGather || f == kFuncReduceScatter || f == kFuncBroadcast ||
+         f == kFuncReduce;
+}
 
-// AllGather and ReduceScatter take the direct ring from BATON_SINGLE_COPY_BYTES of total size on
-// every path (threads, zero copy, single copy): below it the pointer exchange that starts each
-// operation cost more than the copies it saves (2 threads, 1-16 KiB: up to 2.6x slower).
+// All but AllReduce take the direct ring from BATON_SINGLE_COPY_BYTES of total size on every path
+// (threads, zero copy, single copy): below it the pointer exchange that starts each operation cost
+// more than the copies it saves (AllGather, 2 threads, 1-16 KiB: up to 2.6x slower).
 static bool directRingWorthIt(const ncclComm* comm, const Task& t, size_t totalBytes) {
   return t.func == kFuncAllReduce || totalBytes >= comm->tun.singleCopyBytes;
 }
@@ -196,7 +199,11 @@ static bool zeroCopyBetweenProcesses(ncclComm* comm, const Task& t) {
   if (!directRingWorthIt(comm, t, collBytes(t.func, t.count, typeSize(t.type), comm->nRanks))) return false;
   size_t sb, rb;
   bufferBytes(t, comm->nRanks, &sb, &rb);
-  return comm->reg->covers(t.sendbuff, sb) && comm->reg->covers(t.recvbuff, rb);
+  // The buffers the operation reads or writes on this rank: Broadcast reads sendbuff only on the
+  // root, Reduce writes recvbuff only there.
+  const bool root = t.root == comm->rank;
+  const bool usesSend = t.func != kFuncBroadcast || root, usesRecv = t.func != kFuncReduce || root;
+  return (!usesSend || comm->reg->covers(t.sendbuff, sb)) && (!usesRecv || comm->reg->covers(t.recvbuff, rb));
 }
 
 // Plain buffers between processes of this host (lesson 09): the direct ring with single copies
@@ -204,13 +211,14 @@ static bool zeroCopyBetweenProcesses(ncclComm* comm, const Task& t) {
 // the system calls of each slice (its whole size: AllGather's and ReduceScatter's is every rank's
 // part). By default not with more local ranks than cores: 3 and 4 processes on 2 cores measured
 // 0.6-1.0x the FIFO. Every rank decides alike (no local facts enter).
-// ReduceScatter only when forced (BATON_SINGLE_COPY=1): 2 processes measured 0.5-1.9x the FIFO's
-// LL128 at 64 KiB-64 MiB, no steady win (each byte it reads crosses the kernel's copy, and it has
-// no second copy to save as AllGather has).
+// ReduceScatter and Reduce only when forced (BATON_SINGLE_COPY=1): 2 processes measured 0.5-1.9x
+// the FIFO's LL128 for ReduceScatter at 64 KiB-64 MiB, no steady win (each byte it reads crosses
+// the kernel's copy, and it has no second copy to save as AllGather and Broadcast have).
 static bool singleCopyBetweenProcesses(ncclComm* comm, const Task& t) {
+  const bool readsPeers = t.func == kFuncReduceScatter || t.func == kFuncReduce;
   return comm->singleCopyAll && (comm->tun.singleCopy == 1 || !comm->oversubscribed) && comm->tun.direct &&
          !comm->tun.shmDisable &&  // as above: NET's FIFOs do not carry the pointer exchange
-         hasDirectRing(t.func) && (t.func != kFuncReduceScatter || comm->tun.singleCopy == 1) &&
+         hasDirectRing(t.func) && (!readsPeers || comm->tun.singleCopy == 1) &&
          collBytes(t.func, t.count, typeSize(t.type), comm->nRanks) >= comm->tun.singleCopyBytes;
 }
 

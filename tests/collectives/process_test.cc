@@ -123,9 +123,10 @@ size_t linesWith(const std::string& text, const std::string& a, const std::strin
 }
 
 // Plain (malloc) buffers between processes take single copies (cross-memory attach) where the
-// kernel permits them: forced for every AllReduce, AllGather and ReduceScatter size here (and on 3
-// processes even where cores are fewer, which the default avoids), the exact-data checks of 3
-// processes still pass, and the INFO lines show the path was taken. BATON_SINGLE_COPY=0 turns it off.
+// kernel permits them: forced for every AllReduce, AllGather, ReduceScatter, Broadcast and Reduce
+// size here (and on 3 processes even where cores are fewer, which the default avoids), the
+// exact-data checks of 3 processes still pass, and the INFO lines show the path was taken.
+// BATON_SINGLE_COPY=0 turns it off.
 TEST(ProcessSingleCopy, EveryDirectCollectiveExactAndTheInfoLinesSayIt) {
   const std::string run = envOr("BATON_BUILD", "build") + "/bin/baton-run";
   const std::string worker = envOr("TESTDIR", "build/tests") + "/rank_worker";
@@ -143,8 +144,10 @@ TEST(ProcessSingleCopy, EveryDirectCollectiveExactAndTheInfoLinesSayIt) {
   ASSERT_EQ(status, 0) << out.substr(0, 4000);
   EXPECT_EQ(countOf(out, "single copy (cross-memory attach) with 2 of 2 peer ranks"), 3u) << out.substr(0, 4000);
   EXPECT_GT(countOf(out, "algorithm Ring protocol Simple channels 1 direct (single copy)"), 100u);
-  // AllGather and ReduceScatter take the direct ring too (ring_direct.h), with single copies.
-  for (const char* f : {"AllReduce: opCount", "AllGather: opCount", "ReduceScatter: opCount"})
+  // AllGather, ReduceScatter, Broadcast and Reduce take the direct ring too (ring_direct.h), with
+  // single copies.
+  for (const char* f :
+       {"AllReduce: opCount", "AllGather: opCount", "ReduceScatter: opCount", "Broadcast: opCount", " Reduce: opCount"})
     EXPECT_GT(linesWith(out, f, "direct (single copy)"), 20u) << f;
   EXPECT_EQ(countOf(out, "checks passed"), 3u);
 
