@@ -45,7 +45,8 @@ void rootThread(int listenFd, uint64_t magic) {
     int fd = -1;
     if (socketAccept(listenFd, deadline, nullptr, &fd) != ncclSuccess) {
       failure = "bootstrap root: only " + std::to_string(rv.arrived()) + " of " + std::to_string(rv.nranks()) +
-                " ranks checked in within BATON_BOOTSTRAP_TIMEOUT";
+                " ranks checked in within BATON_BOOTSTRAP_TIMEOUT" +
+                (rv.nranks() ? " (missing ranks: " + rv.missing() + ")" : "");
       failCode = ncclSystemError;
       break;
     }

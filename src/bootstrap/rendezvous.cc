@@ -38,4 +38,15 @@ int firstUnusableAddress(const std::vector<SocketAddress>& table) {
   return -1;
 }
 
+std::string Rendezvous::missing() const {
+  std::string out;
+  int listed = 0;
+  for (int r = 0; r < nranks_; ++r) {
+    if (socketAddressUsable(table_[r])) continue;
+    if (listed++ == 8) return out + ", ...";
+    out += (out.empty() ? "" : ", ") + std::to_string(r);
+  }
+  return out;
+}
+
 }  // namespace baton

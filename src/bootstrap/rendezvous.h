@@ -30,6 +30,9 @@ class Rendezvous {
   int arrived() const { return arrived_; }
   const std::vector<SocketAddress>& table() const { return table_; }
   const std::string& failure() const { return failure_; }  // set by kFail
+  // The ranks that have not checked in, as "1, 5, 9" (the first 8, then "..."): what a timeout
+  // names, since a rank that died before it checked in is known to nobody else.
+  std::string missing() const;
 
  private:
   int nranks_ = 0, arrived_ = 0;      // nranks_ 0: learnt from the first check-in

@@ -16,9 +16,15 @@ for R in 1 2; do
         timeout 120 "$BIN/baton-perf" allreduce -b $size -e $size -n 100000000 -w 1 -c 0 -R $R >"$log/out.$r" 2>&1 &
       pids+=($!)
     done
-    # The loop is far longer than the sleep on any machine (100000 4 KiB AllReduces on windows took
-    # under 3 s on a fast one, so the kill found the run already finished).
-    sleep 3
+    # Kill inside the loop, not during init: rank 0 prints the table's header once every rank has
+    # checked in and the buffers are allocated (a rank killed before it checks in is known to nobody,
+    # and the others wait out BATON_BOOTSTRAP_TIMEOUT: a fixed 3 s sleep once lost that race in CI).
+    # The loop (10^8 iterations) is far longer than the wait.
+    for ((i = 0; i < 600; i++)); do grep -q '(elements)' "$log/out.0" && break; sleep 0.1; done
+    if ! grep -q '(elements)' "$log/out.0"; then
+      echo "FAIL: -R $R $size: rank 0 printed no table within 60 s:"; tail -3 "$log/out.0"; fail=1
+    fi
+    sleep 1
     pkill -KILL -P "${pids[1]}"  # baton-perf itself, not the timeout wrapper
     t0=$SECONDS
     for r in 0 2; do

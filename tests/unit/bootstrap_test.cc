@@ -9,6 +9,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/bootstrap_wire.h"
+#include "bootstrap/rendezvous.h"
 #include "nccl.h"
 #include "unit/raw_socket.h"
 #include "unit/unit_helpers.h"
@@ -140,6 +141,24 @@ ncclResult_t initWithMissingRank(std::string* msg) {
   EXPECT_LT(secondsSince(t0), 2.0 + 2.0);
   EXPECT_EQ(comm, nullptr);
   return res;
+}
+
+// The root's timeout names the ranks that never checked in: a rank that died before it did is
+// known to nobody else.
+TEST(Bootstrap, TimeoutNamesTheRanksThatNeverCheckedIn) {
+  auto checkIn = [](baton::Rendezvous* rv, int rank, int nranks) {
+    baton::CheckIn ci{rank, nranks, {}};
+    ci.listen.sin.sin_family = AF_INET;
+    ci.listen.sin.sin_port = htons(uint16_t(1000 + rank));
+    return rv->checkIn(sizeof ci, ci);
+  };
+  baton::Rendezvous four;
+  EXPECT_EQ(checkIn(&four, 0, 4), baton::Rendezvous::kTake);
+  EXPECT_EQ(checkIn(&four, 2, 4), baton::Rendezvous::kTake);
+  EXPECT_EQ(four.missing(), "1, 3");
+  baton::Rendezvous many;
+  EXPECT_EQ(checkIn(&many, 11, 12), baton::Rendezvous::kTake);
+  EXPECT_EQ(many.missing(), "0, 1, 2, 3, 4, 5, 6, 7, ...");
 }
 
 TEST(Bootstrap, MissingRankFailsAfterTimeout) {
