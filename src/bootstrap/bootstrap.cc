@@ -1,6 +1,7 @@
 // Bootstrap between ranks: check-in with the root, then tagged send/recv, allGather and barrier.
 #include "bootstrap/bootstrap.h"
 
+#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -69,7 +70,12 @@ Bootstrap::~Bootstrap() { socketClose(listenFd_); }
 ncclResult_t Bootstrap::send(int peer, uint64_t tag, const void* data, size_t size) {
   const uint64_t deadline = bootstrapDeadline();
   int fd = -1;
-  BATON_CHECK(socketConnect(peers_[peer], magic_, kSocketBootstrap, deadline, abortFlag_, &fd));
+  // The peer's listener was up before the root sent its address: a refusal means it has exited.
+  if (ncclResult_t res = socketConnect(peers_[peer], magic_, kSocketBootstrap, deadline, abortFlag_, &fd, true);
+      res != ncclSuccess)
+    return batonError(res, "rank %d: bootstrap send to rank %d (tag 0x%llx) failed: %s%s", rank_, peer,
+                      (unsigned long long)tag, lastError(),
+                      res == ncclRemoteError ? ": that process has exited or closed its communicator" : "");
   PeerHeader h{rank_, 0, tag, size};
   ncclResult_t res = socketSendAll(fd, &h, sizeof h, deadline);
   if (res == ncclSuccess && size) res = socketSendAll(fd, data, size, deadline);
@@ -98,7 +104,18 @@ ncclResult_t Bootstrap::recv(int peer, uint64_t tag, void* data, size_t size) {
     }
   }
   const uint64_t deadline = bootstrapDeadline();
+  uint64_t probeEveryNs = kFirstProbeNs, probeAtNs = nowNs() + probeEveryNs;
   while (true) {
+    // A peer that dies before sending leaves nothing to accept: every so often (1 s, doubling up
+    // to 8 s) ask whether its listener still answers, so the rank fails in seconds, naming it,
+    // rather than after BATON_BOOTSTRAP_TIMEOUT.
+    if (!connectionWaiting(listenFd_, std::min(deadline, probeAtNs), abortFlag_) && nowNs() >= probeAtNs &&
+        nowNs() < deadline && !abortRequested(abortFlag_)) {
+      BATON_CHECK(checkPeerListening(peer, tag));
+      probeEveryNs = std::min(2 * probeEveryNs, kLastProbeNs);
+      probeAtNs = nowNs() + probeEveryNs;
+      continue;
+    }
     int fd = -1;
     ncclResult_t res = socketAccept(listenFd_, deadline, abortFlag_, &fd);
     if (res != ncclSuccess)
@@ -116,6 +133,10 @@ ncclResult_t Bootstrap::recv(int peer, uint64_t tag, void* data, size_t size) {
       socketClose(fd);
       continue;
     }
+    if (h.tag == kBootstrapProbeTag) {  // a waiting peer asking whether this rank is alive
+      socketClose(fd);
+      continue;
+    }
     Parked p{h.srcRank, h.tag, std::vector<char>(h.size)};
     res = h.size ? socketRecvAll(fd, p.data.data(), h.size, connDeadline, nullptr) : ncclSuccess;
     socketClose(fd);
@@ -123,6 +144,35 @@ ncclResult_t Bootstrap::recv(int peer, uint64_t tag, void* data, size_t size) {
     if (p.peer == peer && p.tag == tag) return deliver(p.data);
     parked_.push_back(std::move(p));
   }
+}
+
+bool Bootstrap::connectionWaiting(int listenFd, uint64_t untilNs, const volatile int* abortFlag) {
+  while (!abortRequested(abortFlag)) {
+    const uint64_t now = nowNs();
+    if (now >= untilNs) return false;
+    pollfd p{listenFd, POLLIN, 0};
+    if (poll(&p, 1, (int)std::min<uint64_t>(100, (untilNs - now) / 1000000 + 1)) > 0) return true;
+  }
+  return true;  // socketAccept reports the abort
+}
+
+ncclResult_t Bootstrap::checkPeerListening(int peer, uint64_t tag) {
+  int fd = -1;
+  const ListenerState st = socketProbeListener(peers_[peer], 1000, &fd);
+  if (st == ListenerState::kRefused)
+    return batonError(ncclRemoteError,
+                      "rank %d: waiting for bootstrap message from rank %d (tag 0x%llx): rank %d is gone (its "
+                      "bootstrap listener at %s refuses connections: the process exited or was killed)",
+                      rank_, peer, (unsigned long long)tag, peer, addressToString(peers_[peer]).c_str());
+  if (st == ListenerState::kAccepting) {
+    // Say what the connection is, so the peer drops it without a word.
+    const uint64_t deadline = nowNs() + 1000000000ull;
+    const PeerHeader h{rank_, 0, kBootstrapProbeTag, 0};
+    if (socketSendHandshake(fd, magic_, kSocketBootstrap, deadline) == ncclSuccess)
+      socketSendAll(fd, &h, sizeof h, deadline);
+    socketClose(fd);
+  }
+  return ncclSuccess;
 }
 
 ncclResult_t Bootstrap::allGather(void* all, size_t size) {

@@ -4,7 +4,8 @@
 // checks in with the root (its rank, nranks and the address of its own listener); when all have,
 // the root hands everyone the table of listener addresses and exits. After that, ranks talk
 // directly: send/recv of tagged messages (one short TCP connection each, as NCCL does), and on top
-// of them allGather and barrier. Every wait is bounded by BATON_BOOTSTRAP_TIMEOUT and the abort flag.
+// of them allGather and barrier. Every wait is bounded by BATON_BOOTSTRAP_TIMEOUT and the abort flag,
+// and a peer that has exited is noticed sooner: its listener refuses connections.
 #pragma once
 
 #include <cstdint>
@@ -58,6 +59,11 @@ class Bootstrap {
 
  private:
   Bootstrap() = default;
+  static constexpr uint64_t kFirstProbeNs = 1000000000ull, kLastProbeNs = 8000000000ull;
+  // True once a connection waits on `listenFd`; false when `untilNs` passed first.
+  static bool connectionWaiting(int listenFd, uint64_t untilNs, const volatile int* abortFlag);
+  // Fails (ncclRemoteError, naming the rank) when `peer`'s listener refuses connections.
+  ncclResult_t checkPeerListening(int peer, uint64_t tag);
   struct Parked {
     int peer;
     uint64_t tag;

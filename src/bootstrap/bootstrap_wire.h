@@ -30,6 +30,11 @@ struct PeerHeader {
   uint64_t size;
 };
 
+// The tag of a liveness probe: a rank that waits long for a peer's message connects to the
+// peer's listener now and then; a refused connection says the peer is gone (bootstrap.cc). No
+// collective tag ((sequence << 20) + step) reaches it.
+constexpr uint64_t kBootstrapProbeTag = ~0ull;
+
 // A header a rank of an nranks communicator could have sent (anything else is dropped unread).
 inline bool peerHeaderValid(const PeerHeader& h, int nranks) {
   return h.srcRank >= 0 && h.srcRank < nranks && h.size <= kMaxBootstrapMessage;

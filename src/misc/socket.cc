@@ -225,8 +225,16 @@ ncclResult_t socketRecvAll(int fd, void* buf, size_t n, uint64_t deadlineNs, con
   return ncclSuccess;
 }
 
+ncclResult_t socketSendHandshake(int fd, uint64_t magic, uint32_t type, uint64_t deadlineNs) {
+  struct {
+    uint64_t magic;
+    uint32_t type;
+  } __attribute__((packed)) hs{magic, type};
+  return socketSendAll(fd, &hs, sizeof hs, deadlineNs);
+}
+
 ncclResult_t socketConnect(const SocketAddress& addr, uint64_t magic, uint32_t type, uint64_t deadlineNs,
-                           const volatile int* abortFlag, int* fd) {
+                           const volatile int* abortFlag, int* fd, bool listenerKnown) {
   uint32_t delayMs = 1;
   while (true) {
     int s = socket(addr.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -234,11 +242,7 @@ ncclResult_t socketConnect(const SocketAddress& addr, uint64_t magic, uint32_t t
     if (connect(s, &addr.sa, socketAddrLen(addr)) == 0) {
       int one = 1;
       setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      struct {
-        uint64_t magic;
-        uint32_t type;
-      } __attribute__((packed)) hs{magic, type};
-      ncclResult_t res = socketSendAll(s, &hs, sizeof hs, deadlineNs);
+      ncclResult_t res = socketSendHandshake(s, magic, type, deadlineNs);
       if (res != ncclSuccess) {
         close(s);
         return res;
@@ -248,6 +252,9 @@ ncclResult_t socketConnect(const SocketAddress& addr, uint64_t magic, uint32_t t
     }
     int e = errno;
     close(s);
+    if (listenerKnown && e == ECONNREFUSED)
+      return batonError(ncclRemoteError, "nothing listens at %s any more (connection refused)",
+                        addressToString(addr).c_str());
     if (e != ECONNREFUSED && e != ETIMEDOUT && e != ENETUNREACH && e != EHOSTUNREACH && e != EAGAIN && e != EINTR)
       return batonError(ncclSystemError, "cannot connect to %s: %s", addressToString(addr).c_str(), strerror(e));
     if (abortRequested(abortFlag))
@@ -260,6 +267,23 @@ ncclResult_t socketConnect(const SocketAddress& addr, uint64_t magic, uint32_t t
     usleep(delayMs * 1000);
     delayMs = delayMs < 100 ? delayMs * 2 : 100;
   }
+}
+
+ListenerState socketProbeListener(const SocketAddress& addr, int timeoutMs, int* fd) {
+  int s = socket(addr.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (s < 0) return ListenerState::kUnknown;
+  int e = connect(s, &addr.sa, socketAddrLen(addr)) == 0 ? 0 : errno;
+  if (e == EINPROGRESS) {
+    pollfd pfd{s, POLLOUT, 0};
+    socklen_t len = sizeof e;
+    if (poll(&pfd, 1, timeoutMs) <= 0 || getsockopt(s, SOL_SOCKET, SO_ERROR, &e, &len) != 0) e = ETIMEDOUT;
+  }
+  if (e != 0) {
+    close(s);
+    return e == ECONNREFUSED ? ListenerState::kRefused : ListenerState::kUnknown;
+  }
+  *fd = s;
+  return ListenerState::kAccepting;
 }
 
 ncclResult_t socketAccept(int listenFd, uint64_t deadlineNs, const volatile int* abortFlag, int* fd) {

@@ -54,9 +54,17 @@ ncclResult_t findNetInterfaces(std::vector<NetInterface>* out);
 
 // Listen on `addr` (port 0 picks one); `addr` is updated with the bound port.
 ncclResult_t socketListen(SocketAddress* addr, int* fd);
-// Connect with retries until `deadlineNs` (monotonic), then send the handshake.
+// Connect with retries until `deadlineNs` (monotonic), then send the handshake. `listenerKnown`:
+// the address is a listener that existed (a bootstrap peer from the root's table), so a refused
+// connection means it has closed (its process exited) and fails at once instead of being retried.
 ncclResult_t socketConnect(const SocketAddress& addr, uint64_t magic, uint32_t type, uint64_t deadlineNs,
-                           const volatile int* abortFlag, int* fd);
+                           const volatile int* abortFlag, int* fd, bool listenerKnown = false);
+// Sends the 12-byte handshake every baton connection starts with.
+ncclResult_t socketSendHandshake(int fd, uint64_t magic, uint32_t type, uint64_t deadlineNs);
+// One connection attempt, at most `timeoutMs`: kAccepting (connected, *fd is the socket),
+// kRefused (nothing listens there), kUnknown (no answer in time, or the network is unreachable).
+enum class ListenerState { kAccepting, kRefused, kUnknown };
+ListenerState socketProbeListener(const SocketAddress& addr, int timeoutMs, int* fd);
 // Accept one connection, waiting until deadlineNs (0: forever) or the abort flag.
 ncclResult_t socketAccept(int listenFd, uint64_t deadlineNs, const volatile int* abortFlag, int* fd);
 // Read/write exactly `n` bytes before deadlineNs; EOF or timeout is an error.

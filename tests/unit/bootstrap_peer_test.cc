@@ -157,4 +157,45 @@ TEST(BootstrapDirect, AllGatherBarrierSendRecvFourRanks) {
     EXPECT_EQ(b.barrier(), ncclSuccess);
   });
 }
+
+// A peer whose process is gone (here: its Bootstrap destroyed, which closes its listener) is
+// named within seconds, by a send (its listener refuses at once) and by a recv (the waiting rank's
+// probe is refused), well before BATON_BOOTSTRAP_TIMEOUT.
+TEST(BootstrapDirect, PeerThatExitedIsNamedWithinSeconds) {
+  ScopedEnv timeout("BATON_BOOTSTRAP_TIMEOUT", "60");
+  auto bs = makeBootstraps(2);
+  ASSERT_TRUE(bs[0] && bs[1]);
+  bs[1].reset();
+  int value = 7;
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(bs[0]->send(1, 0x31, &value, sizeof value), ncclRemoteError);
+  EXPECT_LT(baton_test::secondsSince(t0), 1.0);
+  EXPECT_TRUE(baton_test::messageHas(lastError(), {"rank 0", "rank 1", "refused"})) << lastError();
+  t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(bs[0]->recv(1, 0x32, &value, sizeof value), ncclRemoteError);
+  EXPECT_LT(baton_test::secondsSince(t0), 1.0 + 2.0);  // the first probe comes after 1 s
+  EXPECT_TRUE(baton_test::messageHas(lastError(), {"rank 0", "rank 1 is gone", "tag 0x32"})) << lastError();
+}
+
+// Probes reach a live peer that is busy elsewhere: it drops them unseen and takes the real
+// message behind them.
+TEST(BootstrapDirect, ProbesDoNotDisturbASlowPeer) {
+  ScopedEnv timeout("BATON_BOOTSTRAP_TIMEOUT", "30");
+  auto bs = makeBootstraps(2);
+  ASSERT_TRUE(bs[0] && bs[1]);
+  onEachRank(bs, [](int r, Bootstrap& b) {
+    int got = 0;
+    const int mine = 100 + r;
+    if (r == 0) {
+      EXPECT_EQ(b.recv(1, 0x41, &got, sizeof got), ncclSuccess) << lastError();  // probes rank 1 meanwhile
+      EXPECT_EQ(got, 101);
+      EXPECT_EQ(b.send(1, 0x42, &mine, sizeof mine), ncclSuccess) << lastError();
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+      EXPECT_EQ(b.send(0, 0x41, &mine, sizeof mine), ncclSuccess) << lastError();
+      EXPECT_EQ(b.recv(0, 0x42, &got, sizeof got), ncclSuccess) << lastError();  // behind the probes
+      EXPECT_EQ(got, 100);
+    }
+  });
+}
 }  // namespace
