@@ -182,6 +182,8 @@ int main(int argc, char** argv) {
     printf("registration failed: %s\n", ncclGetLastError(job.comm));
     return 1;
   }
+  printf("rank %d: initialized\n", me);  // scripts that cut a link wait for every rank's line
+  fflush(stdout);
   std::string wrong;
   int s = 0;
   ncclResult_t res = ncclSuccess;

@@ -169,11 +169,9 @@ TEST(Bootstrap, MissingRankFailsAfterTimeout) {
   EXPECT_TRUE(baton_test::messageHas(msg, {"BATON_BOOTSTRAP_TIMEOUT"}));
 }
 
-// BUG (library): a rendezvous that times out is often reported as ncclInvalidUsage: the root's
-// replyAll in src/bootstrap/bootstrap_root.cc sends ncclInvalidUsage for every failure, the timeout included.
-// Root and rank time out at about the same moment, so the code is ncclInvalidUsage or (when the
-// rank's own recv deadline fires first) ncclRemoteError. A timeout is ncclSystemError /
-// ncclRemoteError, as a dead root's is. Enable once fixed.
+// A rendezvous that times out is ncclSystemError (the root's verdict) or ncclRemoteError (the
+// rank's own recv deadline fires first: root and rank time out at about the same moment), as a
+// dead root's is; never ncclInvalidUsage, which the root keeps for inconsistent ranks.
 TEST(Bootstrap, MissingRankIsASystemOrRemoteError) {
   std::string msg;
   const ncclResult_t res = initWithMissingRank(&msg);
