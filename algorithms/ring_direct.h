@@ -181,6 +181,21 @@ class DirectRing {
     blockBarrier();
   }
 
+  // The loop of the collectives at the end of this file: this channel's share of `count` elements
+  // in chunks of what the FIFO's steps hold, body(off, n) for each, then drain.
+  template <typename Body>
+  BATON_HD void forEachChunk(const CollArgs& a, size_t count, Body body) {
+    size_t lo, chanCount;
+    channelRange(count, a.channel, a.nChannels, protoGrainElems<ProtoSimple, T>(), &lo, &chanCount);
+    const size_t chunkMax = chunkElems<ProtoSimple, T>(*a.ring.send, a.chunkSteps);
+    for (size_t done = 0; done < chanCount && !ctx_.failed;) {
+      const size_t n = minSize(chunkMax, chanCount - done);
+      body(lo + done, n);
+      done += n;
+    }
+    drain();
+  }
+
  private:
   // post(off, cnt, input, delivered, sendSlot) does the slice's work and returns the size word to
   // publish; `delivered`: the data is already in our recvbuff (`input` is then meaningless).
@@ -376,13 +391,9 @@ BATON_HD void runRingAllGatherDirect(ExecCtx& ctx, const CollArgs& a, const Op& 
   T* dst = static_cast<T*>(a.recvbuff);
   const int k = a.ring.nRanks;
   const size_t count = a.count;
-  size_t lo, chanCount;
-  channelRange(count, a.channel, a.nChannels, protoGrainElems<ProtoSimple, T>(), &lo, &chanCount);
   DirectRing<T, Op> ring(ctx, a, op, count * (size_t)k);
-  const size_t chunkMax = chunkElems<ProtoSimple, T>(*a.ring.send, a.chunkSteps);
   const int r = a.ring.index;
-  for (size_t done = 0; done < chanCount && !ctx.failed;) {
-    const size_t n = minSize(chunkMax, chanCount - done), off = lo + done;
+  ring.forEachChunk(a, count, [&](size_t off, size_t n) {
     const size_t own = (size_t)a.rank * count + off;
     ring.copyDirectSend(src + off, dst + own, n, own);
     for (int j = 1; j < k - 1; ++j) {
@@ -390,9 +401,7 @@ BATON_HD void runRingAllGatherDirect(ExecCtx& ctx, const CollArgs& a, const Op& 
       ring.recvCopyDirectSend(dst + at, n, at);
     }
     ring.recvDelivered(dst + (size_t)a.ring.userRankAt(r + 1) * count + off, n);
-    done += n;
-  }
-  ring.drain();
+  });
 }
 
 // ReduceScatter with direct paths: the ring of ring_reduce_scatter.h, its first send of each chunk
@@ -404,19 +413,13 @@ BATON_HD void runRingReduceScatterDirect(ExecCtx& ctx, const CollArgs& a, const 
   T* dst = static_cast<T*>(a.recvbuff);
   const int k = a.ring.nRanks;
   const size_t count = a.count;
-  size_t lo, chanCount;
-  channelRange(count, a.channel, a.nChannels, protoGrainElems<ProtoSimple, T>(), &lo, &chanCount);
   DirectRing<T, Op> ring(ctx, a, op, count);
-  const size_t chunkMax = chunkElems<ProtoSimple, T>(*a.ring.send, a.chunkSteps);
   const int r = a.ring.index;
-  for (size_t done = 0; done < chanCount && !ctx.failed;) {
-    const size_t n = minSize(chunkMax, chanCount - done), off = lo + done;
+  ring.forEachChunk(a, count, [&](size_t off, size_t n) {
     ring.sendFirst(src + (size_t)a.ring.userRankAt(r - 1) * count + off, n);
     for (int j = 2; j < k; ++j) ring.recvReduceSend(src + (size_t)a.ring.userRankAt(r - j) * count + off, n);
     ring.recvReduceCopy(src + (size_t)a.rank * count + off, dst + off, n);
-    done += n;
-  }
-  ring.drain();
+  });
 }
 
 // Broadcast with direct paths: the chain of ring_broadcast.h, the root's input written straight into
@@ -426,20 +429,14 @@ template <typename T, typename Op>
 BATON_HD void runRingBroadcastDirect(ExecCtx& ctx, const CollArgs& a, const Op& op) {
   const T* src = static_cast<const T*>(a.sendbuff);
   T* dst = static_cast<T*>(a.recvbuff);
-  size_t lo, chanCount;
-  channelRange(a.count, a.channel, a.nChannels, protoGrainElems<ProtoSimple, T>(), &lo, &chanCount);
   DirectRing<T, Op> ring(ctx, a, op, a.count);
-  const size_t chunkMax = chunkElems<ProtoSimple, T>(*a.ring.send, a.chunkSteps);
   const bool isRoot = a.rank == a.root;
   const bool isLast = a.ring.userRankAt(a.ring.index + 1) == a.root;
-  for (size_t done = 0; done < chanCount && !ctx.failed;) {
-    const size_t n = minSize(chunkMax, chanCount - done), off = lo + done;
+  ring.forEachChunk(a, a.count, [&](size_t off, size_t n) {
     if (isRoot) ring.copyDirectSend(src + off, dst + off, n, off);
     else if (isLast) ring.recvDelivered(dst + off, n);
     else ring.recvCopyDirectSend(dst + off, n, off);
-    done += n;
-  }
-  ring.drain();
+  });
 }
 
 // Reduce with direct paths: the chain of ring_reduce.h, its first send of each chunk a pointer to
@@ -449,20 +446,14 @@ template <typename T, typename Op>
 BATON_HD void runRingReduceDirect(ExecCtx& ctx, const CollArgs& a, const Op& op) {
   const T* src = static_cast<const T*>(a.sendbuff);
   T* dst = static_cast<T*>(a.recvbuff);
-  size_t lo, chanCount;
-  channelRange(a.count, a.channel, a.nChannels, protoGrainElems<ProtoSimple, T>(), &lo, &chanCount);
   DirectRing<T, Op> ring(ctx, a, op, a.count);
-  const size_t chunkMax = chunkElems<ProtoSimple, T>(*a.ring.send, a.chunkSteps);
   const bool isRoot = a.rank == a.root;
   const bool isFirst = a.ring.userRankAt(a.ring.index - 1) == a.root;
-  for (size_t done = 0; done < chanCount && !ctx.failed;) {
-    const size_t n = minSize(chunkMax, chanCount - done), off = lo + done;
+  ring.forEachChunk(a, a.count, [&](size_t off, size_t n) {
     if (isRoot) ring.recvReduceCopy(src + off, dst + off, n);
     else if (isFirst) ring.sendFirst(src + off, n);
     else ring.recvReduceSend(src + off, n);
-    done += n;
-  }
-  ring.drain();
+  });
 }
 
 }  // namespace baton
