@@ -34,6 +34,12 @@ suite_summary() {
   skips=$(grep -h -A1 ': Skipped$' "$LOGDIR"/*.log 2>/dev/null | grep -v -e ': Skipped$' -e '^--$' -e '^child helper' | sort -u)
   skips+=$'\n'$(grep -h '^SKIP: ' "$LOGDIR"/*.log 2>/dev/null | sort -u)
   if [[ -n ${skips//[$'\n']/} ]]; then echo "skipped here, with the reason:"; grep -v '^$' <<<"$skips" | sed 's/^/  /'; fi
+  # Why each suite failed, again here: a CI page that keeps only the last lines of the run still shows it.
+  local name
+  for name in "${failures[@]}"; do
+    echo "why $name failed (first failure lines and the last lines of $LOGDIR/$name.log):"
+    { grep -m 6 -E 'FAIL|Failure|WRONG|error|Error' "$LOGDIR/$name.log"; tail -n 4 "$LOGDIR/$name.log"; } | cut -c1-600 | sed 's/^/    | /'
+  done
   if ((failed)); then echo "failed suites: ${failures[*]}"; fi
   echo "$passed passed, $failed failed"
   ((failed == 0))
