@@ -45,7 +45,8 @@ struct alignas(128) ConnFifo {
   void* directPtr;
   uint64_t directAlloc;  // processes (lesson 09): directPtr's ncclMemAlloc allocation, 0 if none
   // Set (storeRelease, rank + 1) by either side when its communicator fails, is revoked or
-  // aborted: the other side's waits see it and stop (CPU backend; lesson 10).
+  // aborted: the other side's waits see it and stop (CPU backend; lesson 10). The upper 32 bits
+  // hold the failure's cause + 1 (the rank that died, 0 if unknown): the news travels with it.
   alignas(128) uint64_t abortedBy;
   // NET zero copy (lesson 09): registered buffers of ncclSend / ncclRecv between hosts skip the
   // staging FIFOs. Only NET FIFOs use these words, one entry per slot, each naming the step it is

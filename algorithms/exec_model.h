@@ -59,6 +59,7 @@ struct WaitFailure {
   int rank = -1, peer = -1, channel = -1;
   const char* what = nullptr;  // which counter, e.g. "recv tail"
   uint64_t expected = 0, observed = 0;
+  int cause = -1;  // kWaitPeerFailed: the rank whose failure stopped `peer`, if it said so
 };
 
 // Per-block context handed to every algorithm. On the GPU it lives in shared memory, so `failed`
@@ -167,7 +168,7 @@ constexpr uint32_t kWaitCheckEvery = 64;  // each pause may already be a sleep
 // records who waited for what, expected and observed, in ctx.failure, and returns true.
 BATON_HD bool waitGiveUp(ExecCtx& ctx, uint64_t& start, int peer, const char* what, uint64_t expected,
                          uint64_t observed) {
-  int reason = kWaitOk;
+  int reason = kWaitOk, cause = -1;
   if (abortRequested(ctx.abortFlag)) reason = kWaitAborted;
   const uint64_t t = waitClockNs();
   if (start == 0) start = t;
@@ -178,12 +179,12 @@ BATON_HD bool waitGiveUp(ExecCtx& ctx, uint64_t& start, int peer, const char* wh
     reason = kWaitPeerDead;
   for (int i = 0; i < 2 && reason == kWaitOk; ++i) {
     const uint64_t by = ctx.watch[i] ? loadAcquire(ctx.watch[i]) : 0;
-    if (by) reason = kWaitPeerFailed, peer = (int)by - 1;
+    if (by) reason = kWaitPeerFailed, peer = (int)(by & 0xffffffffu) - 1, cause = (int)(by >> 32) - 1;
   }
 #endif
   if (reason == kWaitOk) return false;
   ctx.failed = true;
-  ctx.failure = {reason, ctx.rank, peer, ctx.channel, what, expected, observed};
+  ctx.failure = {reason, ctx.rank, peer, ctx.channel, what, expected, observed, cause};
   return true;
 }
 

@@ -155,6 +155,9 @@ struct ncclComm {
   int abortFlag = 0;                           // read by every wait (exec_model.h)
   std::atomic<int> initState{ncclInProgress};  // ncclSuccess once usable, or the init error
   std::atomic<int> asyncError{ncclSuccess};    // first failure of an operation
+  // rank + 1 of the peer whose failure stopped this communicator (0: none known); sent to the ring
+  // neighbours with the announcement, so a rank that hears of a failure second hand names its cause.
+  std::atomic<int> failureCause{0};
   std::mutex firstErrorMu;
   std::string firstError;        // its message
   std::atomic<int> inflight{0};  // submitted parts not finished yet

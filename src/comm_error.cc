@@ -11,10 +11,15 @@ namespace baton {
 void commAnnounceFailure(ncclComm* comm) {
   // Ring connections only: they exist from init on (tree and p2p ones appear while other threads
   // run), and every collective uses one; their neighbours pass it on when they fail in turn.
+  const uint64_t word = ((uint64_t)comm->rank + 1) | (uint64_t)comm->failureCause.load() << 32;
   for (auto& ch : comm->channels)
     for (Connection* c : {ch->sendConn.get(), ch->recvConn.get()})
-      if (c && c->fifo && !loadAcquire(&c->fifo->abortedBy))
-        storeRelease(&c->fifo->abortedBy, (uint64_t)comm->rank + 1);
+      if (c && c->fifo && !loadAcquire(&c->fifo->abortedBy)) storeRelease(&c->fifo->abortedBy, word);
+}
+
+void commNoteFailureCause(ncclComm* comm, int peer) {
+  int none = 0;
+  if (peer >= 0 && peer != comm->rank) comm->failureCause.compare_exchange_strong(none, peer + 1);
 }
 
 void commSetError(ncclComm* comm, ncclResult_t err, const char* message) {

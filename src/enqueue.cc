@@ -5,6 +5,7 @@
 // algorithm's kernel on that channel's worker. All point-to-point tasks of the group become one
 // batch on channel 0's worker (sendrecv_executor.cc), after the group's collectives.
 #include <algorithm>
+#include <cstdio>
 #include <memory>
 #include <string>
 
@@ -28,24 +29,39 @@ static ncclResult_t failureResult(const ExecCtx& ctx, ncclComm* comm, const char
   const WaitFailure& f = ctx.failure;
   const bool aborted = f.result == kWaitAborted && __atomic_load_n(&comm->abortFlag, __ATOMIC_ACQUIRE);
   if (f.result == kWaitPeerFailed) {
-    // The announcing neighbour usually failed because a rank died: name the dead one, which is the
-    // news, rather than the messenger (the neighbour may announce before this rank sees the death).
-    for (int r = 0; r < (int)comm->livenessPids.size(); ++r)
-      if (r != comm->rank && comm->livenessPids[r] > 0 && !processAlive(comm->livenessPids[r]))
-        return batonError(ncclRemoteError,
-                          "%s: rank %d channel %d: peer rank %d (pid %d, this host) died; peer rank %d's "
-                          "communicator stopped because of it, so this operation cannot finish",
-                          what, f.rank, f.channel, r, comm->livenessPids[r], f.peer);
+    // The announcing neighbour usually failed because a rank died: name that one, which is the
+    // news, rather than the messenger. The announcement says which, if the neighbour knew; else
+    // look for a dead process on this host.
+    int cause = f.cause >= 0 && f.cause < comm->nRanks ? f.cause : -1;
+    for (int r = 0; cause < 0 && r < (int)comm->livenessPids.size(); ++r)
+      if (r != comm->rank && comm->livenessPids[r] > 0 && !processAlive(comm->livenessPids[r])) cause = r;
+    if (cause == comm->rank)
+      return batonError(ncclRemoteError,
+                        "%s: rank %d channel %d: peer rank %d's communicator stopped because it holds this rank "
+                        "failed, so this operation cannot finish",
+                        what, f.rank, f.channel, f.peer);
+    if (cause >= 0 && cause != f.peer) {
+      commNoteFailureCause(comm, cause);
+      const int pid = comm->livenessPids[cause];
+      char where[48] = "";
+      if (pid > 0) snprintf(where, sizeof where, " (pid %d, this host)", pid);
+      return batonError(ncclRemoteError,
+                        "%s: rank %d channel %d: peer rank %d's communicator stopped because rank %d%s failed, so "
+                        "this operation cannot finish",
+                        what, f.rank, f.channel, f.peer, cause, where);
+    }
     return batonError(ncclRemoteError,
                       "%s: rank %d channel %d: peer rank %d failed (its communicator stopped), so this "
                       "operation cannot finish",
                       what, f.rank, f.channel, f.peer);
   }
-  if (f.result == kWaitPeerDead)
+  if (f.result == kWaitPeerDead) {
+    commNoteFailureCause(comm, f.peer);
     return batonError(ncclRemoteError,
                       "%s: rank %d channel %d: peer rank %d (pid %d, this host) died while this rank waited for its %s",
                       what, f.rank, f.channel, f.peer, f.peer >= 0 ? comm->livenessPids[f.peer] : -1,
                       f.what ? f.what : "?");
+  }
   ncclResult_t code = f.result == kWaitTimeout ? ncclSystemError : ncclInvalidUsage;
   if (aborted && f.what && std::string(f.what).find("size") == std::string::npos) {
     // Another part of this rank failed first and raised the flag: that failure is the news.

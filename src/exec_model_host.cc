@@ -79,7 +79,7 @@ bool processAlive(int pid) {
   char path[32], buf[256];
   snprintf(path, sizeof path, "/proc/%d/stat", pid);
   FILE* f = fopen(path, "r");
-  if (!f) return true;
+  if (!f) return !(kill(pid, 0) != 0 && errno == ESRCH);  // reaped since the first look
   const size_t n = fread(buf, 1, sizeof buf - 1, f);
   fclose(f);
   buf[n] = 0;

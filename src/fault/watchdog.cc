@@ -159,6 +159,7 @@ void Watchdog::suspect(int peer, const std::string& why) {
   snprintf(msg, sizeof msg, "rank %d (pid %d%s%s) failed: %s", peer, info.pid, local ? ", this host" : " at ",
            local ? "" : where_[peer].c_str(), why.c_str());
   BATON_WARN("rank %d: %s", rank_, msg);
+  commNoteFailureCause(comm_, peer);          // told to the ring neighbours with the failure
   commSetError(comm_, ncclRemoteError, msg);  // every in-flight operation of this rank returns
   commAbortChildInit(comm_, peer);            // and a shrink that counted on it stops
   agreement_.onSuspect(peer);

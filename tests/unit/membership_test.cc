@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "baton/membership.h"
+#include "comm.h"
+#include "comm_error.h"
 #include "nccl.h"
 #include "unit/unit_helpers.h"
 
@@ -114,6 +116,32 @@ TEST(Revoke, PeersStuckWaitingOnTheRevokedRankStopAndSayWhy) {
     EXPECT_EQ(res[r], ncclRemoteError) << "rank " << r << ": " << msg[r];
     EXPECT_TRUE(baton_test::messageHas(msg[r], {"failed (its communicator stopped)"})) << "rank " << r;
   }
+  for (auto c : comms) EXPECT_EQ(ncclCommAbort(c), ncclSuccess);
+}
+
+// A rank whose watchdog declares a peer failed tells its ring neighbours which one: a rank that
+// hears of the failure second hand names the failed rank, not only the messenger (on one host the
+// dead process may still be tearing down, so looking for it there is no substitute).
+TEST(Revoke, NeighboursNameTheFailedRankTheAnnouncerNamed) {
+  auto comms = initAll(4);
+  std::vector<std::vector<float>> bufs(4, std::vector<float>(1 << 16, 1.0f));
+  std::vector<ncclResult_t> res(4, ncclSuccess);
+  std::vector<std::string> msg(4);
+  std::vector<std::thread> stuck;
+  for (int r : {0, 1, 3})  // rank 2 never joins: its watchdog "finds" rank 1 dead instead
+    stuck.emplace_back([&, r] {
+      res[r] = ncclAllReduce(bufs[r].data(), bufs[r].data(), bufs[r].size(), ncclFloat, ncclSum, comms[r], nullptr);
+      msg[r] = ncclGetLastError(nullptr);
+    });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  baton::commNoteFailureCause(comms[2], 1);  // what Watchdog::suspect does, then:
+  baton::commSetError(comms[2], ncclRemoteError, "rank 1 failed (test)");
+  for (auto& t : stuck) t.join();
+  for (int r : {0, 1, 3}) EXPECT_EQ(res[r], ncclRemoteError) << "rank " << r << ": " << msg[r];
+  EXPECT_TRUE(baton_test::messageHas(msg[3], {"peer rank 2's communicator stopped because rank 1 failed"})) << msg[3];
+  EXPECT_TRUE(baton_test::messageHas(msg[1], {"peer rank 2's communicator stopped because it holds this rank failed"}))
+      << msg[1];
+  EXPECT_TRUE(baton_test::messageHas(msg[0], {"rank 1"})) << msg[0];  // via rank 3 (the cause) or rank 1 itself
   for (auto c : comms) EXPECT_EQ(ncclCommAbort(c), ncclSuccess);
 }
 
