@@ -159,7 +159,10 @@ bool Bootstrap::connectionWaiting(int listenFd, uint64_t untilNs, const volatile
 ncclResult_t Bootstrap::checkPeerListening(int peer, uint64_t tag) {
   int fd = -1;
   const ListenerState st = socketProbeListener(peers_[peer], 1000, &fd);
-  if (st == ListenerState::kRefused)
+  // A peer that sent its message and then closed its communicator refuses too, but what it sent
+  // is queued here already (its connect completed before its listener closed): take that first.
+  pollfd queued{listenFd_, POLLIN, 0};
+  if (st == ListenerState::kRefused && poll(&queued, 1, 0) <= 0)
     return batonError(ncclRemoteError,
                       "rank %d: waiting for bootstrap message from rank %d (tag 0x%llx): rank %d is gone (its "
                       "bootstrap listener at %s refuses connections: the process exited or was killed)",
