@@ -242,9 +242,13 @@ ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
   }
   if (comm->gpu)  // a kernel that gave up (timeout, abort) tells once
     if (const ncclResult_t k = comm->gpu->takeFailure(comm); k != ncclSuccess) commSetError(comm, k, lastError());
+  // In-flight count first: a part that fails sets the error before it leaves, so once the count
+  // reads 0 the error is there to see. (Read the other way round, a part failing in between made a
+  // failed operation look finished and fine.)
+  const int pending = comm->inflight.load();
   const int err = comm->asyncError.load();
   if (err != ncclSuccess) *asyncError = (ncclResult_t)err;
-  else *asyncError = comm->inflight.load() > 0 ? ncclInProgress : ncclSuccess;
+  else *asyncError = pending > 0 ? ncclInProgress : ncclSuccess;
   return ncclSuccess;
 }
 

@@ -195,6 +195,7 @@ int main(int argc, char** argv) {
         kill(getpid(), fault == "stop" ? SIGSTOP : SIGKILL);
       }).detach();
     }
+    wrong.clear();  // each step's own verdict, not an earlier one's
     res = runStep(job, s, &wrong);
     if (!wrong.empty()) printf("rank %d: WRONG %s\n", me, wrong.c_str()), fflush(stdout);
     if (res != ncclSuccess) break;
@@ -243,6 +244,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   for (int k = 0; k < after; ++k) {
+    wrong.clear();
     res = runStep(job, 1000 + k, &wrong);
     if (res != ncclSuccess || !wrong.empty()) {
       printf("rank %d: WRONG after shrink, collective %d: %s\n", me, k,
