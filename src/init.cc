@@ -49,6 +49,7 @@ ncclResult_t exchangePeerInfo(ncclComm* comm) {
     if (p.hostHash == me.hostHash && p.pidHash != me.pidHash && p.pidNs == me.pidNs && p.pidNs != 0)
       comm->livenessPids[p.rank] = p.pid;
   comm->peerMaps->setPeerPids(comm->livenessPids.data());
+  comm->peerMaps->setAbortFlag(&comm->abortFlag);
   comm->allInProcess = !comm->tun.p2pDisable;  // NCCL_P2P_DISABLE also turns direct paths off
   for (const PeerInfo& p : comm->peers) comm->allInProcess &= p.pidHash == me.pidHash;
   return ncclSuccess;
@@ -173,7 +174,14 @@ ncclResult_t startWatchdog(ncclComm* comm) {
   bool multiProcess = false;
   for (const PeerInfo& p : comm->peers) multiProcess |= p.pidHash != comm->peers[comm->rank].pidHash;
   if (!multiProcess || comm->tun.failTimeoutNs == 0) return ncclSuccess;
-  return Watchdog::start(comm, comm->tun.failTimeoutNs, &comm->watchdog);
+  BATON_CHECK(Watchdog::start(comm, comm->tun.failTimeoutNs, &comm->watchdog));
+  // A bootstrap message (a shrink's id, a registration's handles) that finds its peer gone is news
+  // for the failure detector: the survivors' next agreement must count that rank, even if its
+  // watchdog connection has not been seen closing yet.
+  comm->bootstrap->onPeerGone([comm](int peer, const std::string& why) {
+    if (comm->watchdog) comm->watchdog->reportDead(peer, why);
+  });
+  return ncclSuccess;
 }
 
 }  // namespace

@@ -72,10 +72,14 @@ ncclResult_t Bootstrap::send(int peer, uint64_t tag, const void* data, size_t si
   int fd = -1;
   // The peer's listener was up before the root sent its address: a refusal means it has exited.
   if (ncclResult_t res = socketConnect(peers_[peer], magic_, kSocketBootstrap, deadline, abortFlag_, &fd, true);
-      res != ncclSuccess)
+      res != ncclSuccess) {
+    const std::string why = lastError();
+    if (res == ncclRemoteError && peerGone_)
+      peerGone_(peer, "its bootstrap listener refuses connections (" + why + ")");
     return batonError(res, "rank %d: bootstrap send to rank %d (tag 0x%llx) failed: %s%s", rank_, peer,
-                      (unsigned long long)tag, lastError(),
+                      (unsigned long long)tag, why.c_str(),
                       res == ncclRemoteError ? ": that process has exited or closed its communicator" : "");
+  }
   PeerHeader h{rank_, 0, tag, size};
   ncclResult_t res = socketSendAll(fd, &h, sizeof h, deadline);
   if (res == ncclSuccess && size) res = socketSendAll(fd, data, size, deadline);
@@ -162,11 +166,14 @@ ncclResult_t Bootstrap::checkPeerListening(int peer, uint64_t tag) {
   // A peer that sent its message and then closed its communicator refuses too, but what it sent
   // is queued here already (its connect completed before its listener closed): take that first.
   pollfd queued{listenFd_, POLLIN, 0};
-  if (st == ListenerState::kRefused && poll(&queued, 1, 0) <= 0)
+  if (st == ListenerState::kRefused && poll(&queued, 1, 0) <= 0) {
+    if (peerGone_)
+      peerGone_(peer, "its bootstrap listener at " + addressToString(peers_[peer]) + " refuses connections");
     return batonError(ncclRemoteError,
                       "rank %d: waiting for bootstrap message from rank %d (tag 0x%llx): rank %d is gone (its "
                       "bootstrap listener at %s refuses connections: the process exited or was killed)",
                       rank_, peer, (unsigned long long)tag, peer, addressToString(peers_[peer]).c_str());
+  }
   if (st == ListenerState::kAccepting) {
     // Say what the connection is, so the peer drops it without a word.
     const uint64_t deadline = nowNs() + 1000000000ull;

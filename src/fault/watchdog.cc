@@ -149,6 +149,11 @@ void Watchdog::send(int peer, uint32_t type, const AgreeMsg* msg) {
   }
 }
 
+void Watchdog::reportDead(int peer, const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (peer >= 0 && peer < nRanks_ && peer != rank_ && !left_[peer]) suspect(peer, why);
+}
+
 void Watchdog::suspect(int peer, const std::string& why) {
   if (dead_.has(peer) || leaving_) return;
   dead_.add(peer);

@@ -53,6 +53,9 @@ class Watchdog {
   uint64_t timeoutNs() const { return timeoutNs_; }
   // ncclCommAbort from another thread: a thread waiting in agree() or failedRanks() returns now.
   void close();
+  // Another part of this rank found `peer` gone (its bootstrap listener refuses connections):
+  // dead, as if its watchdog connection had closed, unless it said goodbye.
+  void reportDead(int peer, const std::string& why);
   // Whether this rank already knows one of `ranks` to be dead.
   bool anyDead(const std::vector<int>& ranks);
 
