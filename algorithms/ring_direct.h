@@ -231,7 +231,8 @@ class DirectRing {
               in = reinterpret_cast<const T*>(slot);
             } else {
               in = static_cast<const T*>(mapPeer(recv_->peer, alloc, const_cast<T*>(in), cnt * sizeof(T)));
-              if (!in) return failSlotSize(ctx_, recv_->peer, cnt * sizeof(T), 0);  // unmappable pointer
+              if (!in)
+                return failPeerCopy(ctx_, recv_->peer, "input (a map of its registered buffer)", cnt * sizeof(T));
             }
           }
         } else {

@@ -31,25 +31,31 @@ static ncclResult_t failureResult(const ExecCtx& ctx, ncclComm* comm, const char
   if (f.result == kWaitPeerFailed) {
     // The announcing neighbour usually failed because a rank died: name that one, which is the
     // news, rather than the messenger. The announcement says which, if the neighbour knew; else
-    // look for a dead process on this host.
+    // look for a dead process on this host. (The announcer may be this rank itself, seen by a wait
+    // of another channel: a revoke, or a failure found elsewhere in this process.)
     int cause = f.cause >= 0 && f.cause < comm->nRanks ? f.cause : -1;
     for (int r = 0; cause < 0 && r < (int)comm->livenessPids.size(); ++r)
       if (r != comm->rank && comm->livenessPids[r] > 0 && !processAlive(comm->livenessPids[r])) cause = r;
+    char whose[48] = "this rank's";
+    if (f.peer != comm->rank) snprintf(whose, sizeof whose, "peer rank %d's", f.peer);
     if (cause == comm->rank)
       return batonError(ncclRemoteError,
-                        "%s: rank %d channel %d: peer rank %d's communicator stopped because it holds this rank "
-                        "failed, so this operation cannot finish",
-                        what, f.rank, f.channel, f.peer);
+                        "%s: rank %d channel %d: %s communicator stopped because it holds this rank failed, so this "
+                        "operation cannot finish",
+                        what, f.rank, f.channel, whose);
     if (cause >= 0 && cause != f.peer) {
       commNoteFailureCause(comm, cause);
       const int pid = comm->livenessPids[cause];
       char where[48] = "";
       if (pid > 0) snprintf(where, sizeof where, " (pid %d, this host)", pid);
       return batonError(ncclRemoteError,
-                        "%s: rank %d channel %d: peer rank %d's communicator stopped because rank %d%s failed, so "
-                        "this operation cannot finish",
-                        what, f.rank, f.channel, f.peer, cause, where);
+                        "%s: rank %d channel %d: %s communicator stopped because rank %d%s failed, so this operation "
+                        "cannot finish",
+                        what, f.rank, f.channel, whose, cause, where);
     }
+    if (f.peer == comm->rank)
+      return batonError(ncclRemoteError, "%s: rank %d channel %d: this rank's communicator was revoked or stopped",
+                        what, f.rank, f.channel);
     return batonError(ncclRemoteError,
                       "%s: rank %d channel %d: peer rank %d failed (its communicator stopped), so this "
                       "operation cannot finish",

@@ -1,6 +1,7 @@
 // The answering side and the asking side of ipc_socket.h.
 #include "register/ipc_socket.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "exec_model.h"
 #include "misc/debug.h"
 #include "register/mem_alloc.h"
 
@@ -97,7 +99,8 @@ ncclResult_t ipcServerStart() {
   return ncclSuccess;
 }
 
-ncclResult_t ipcRequestAllocation(int pid, uint64_t id, int* fd, uint64_t* ownerBase, uint64_t* size) {
+ncclResult_t ipcRequestAllocation(int pid, uint64_t id, const volatile int* abortFlag, int* fd, uint64_t* ownerBase,
+                                  uint64_t* size) {
   *fd = -1;
   const int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s < 0) return batonError(ncclSystemError, "IPC: socket: %s", strerror(errno));
@@ -120,7 +123,23 @@ ncclResult_t ipcRequestAllocation(int pid, uint64_t id, int* fd, uint64_t* owner
   msg.msg_control = ctrl;
   msg.msg_controllen = sizeof ctrl;
   ssize_t got = -1;
-  if (send(s, &req, sizeof req, MSG_NOSIGNAL) == (ssize_t)sizeof req) got = recvmsg(s, &msg, MSG_CMSG_CLOEXEC);
+  if (send(s, &req, sizeof req, MSG_NOSIGNAL) == (ssize_t)sizeof req) {
+    // The owner's answering thread replies at once unless the owner is stopped or hung: then the
+    // watchdog raises the abort flag (BATON_TIMEOUT), and this request must end with it.
+    for (int waitedMs = 0; waitedMs < 10000; waitedMs += 100) {
+      pollfd p{s, POLLIN, 0};
+      if (poll(&p, 1, 100) > 0) break;
+      if (abortRequested(abortFlag) || !processAlive(pid)) {
+        close(s);
+        return abortRequested(abortFlag)
+                   ? batonError(ncclInvalidUsage, "IPC: asking process %d for allocation %llu: communicator aborted",
+                                pid, (unsigned long long)id)
+                   : batonError(ncclRemoteError, "IPC: process %d exited before it answered for allocation %llu", pid,
+                                (unsigned long long)id);
+      }
+    }
+    got = recvmsg(s, &msg, MSG_CMSG_CLOEXEC);
+  }
   const int e = errno;
   close(s);
   if (got != (ssize_t)sizeof rep || rep.magic != kIpcMagic)

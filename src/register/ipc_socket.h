@@ -19,7 +19,9 @@ namespace baton {
 ncclResult_t ipcServerStart();
 
 // Asks process `pid` for its allocation `id`: on success *fd is a descriptor of the same memory
-// (the caller closes it), *ownerBase and *size where the owner has it mapped.
-ncclResult_t ipcRequestAllocation(int pid, uint64_t id, int* fd, uint64_t* ownerBase, uint64_t* size);
+// (the caller closes it), *ownerBase and *size where the owner has it mapped. Waits at most 10 s
+// for the answer, less when `abortFlag` is raised or the owner exits (a stopped owner never answers).
+ncclResult_t ipcRequestAllocation(int pid, uint64_t id, const volatile int* abortFlag, int* fd, uint64_t* ownerBase,
+                                  uint64_t* size);
 
 }  // namespace baton

@@ -25,7 +25,7 @@ ncclResult_t PeerMappings::translate(int pid, uint64_t allocId, uint64_t ownerPt
   if (it == maps_.end()) {
     int fd = -1;
     uint64_t base = 0, size = 0;
-    BATON_CHECK(ipcRequestAllocation(pid, allocId, &fd, &base, &size));
+    BATON_CHECK(ipcRequestAllocation(pid, allocId, abortFlag_, &fd, &base, &size));
     void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     const int e = errno;
     close(fd);  // the mapping keeps the memory alive, even if the owner dies or frees it

@@ -30,6 +30,8 @@ class PeerMappings {
   // For device code: `map` calls translate; peers' pids come from the communicator.
   const PeerAddressMap* deviceMap() const { return &dev_; }
   void setPeerPids(const int32_t* pids) { pids_ = pids; }
+  // The communicator's abort flag: a request to a peer that does not answer ends with it.
+  void setAbortFlag(const volatile int* flag) { abortFlag_ = flag; }
 
  private:
   struct Mapping {
@@ -41,6 +43,7 @@ class PeerMappings {
   mutable std::mutex mu_;
   std::map<std::pair<int, uint64_t>, Mapping> maps_;  // (pid, allocation id)
   const int32_t* pids_ = nullptr;                     // by rank
+  const volatile int* abortFlag_ = nullptr;
   PeerAddressMap dev_;
 };
 
