@@ -94,20 +94,31 @@ TEST(Revoke, RefusesNewWorkAndBadFlagsButCanBeDestroyed) {
   EXPECT_EQ(ncclCommDestroy(comms[1]), ncclSuccess);
 }
 
+// Four thread ranks; 0, 1 and 3 enter an AllReduce that rank 2 never joins, and wait in it.
+struct StuckAllReduce {
+  std::vector<ncclComm_t> comms = initAll(4);
+  std::vector<std::vector<float>> bufs = std::vector<std::vector<float>>(4, std::vector<float>(1 << 16, 1.0f));
+  std::vector<ncclResult_t> res = std::vector<ncclResult_t>(4, ncclSuccess);
+  std::vector<std::string> msg = std::vector<std::string>(4);
+  std::vector<std::thread> stuck;
+  StuckAllReduce() {
+    for (int r : {0, 1, 3})
+      stuck.emplace_back([this, r] {
+        res[r] = ncclAllReduce(bufs[r].data(), bufs[r].data(), bufs[r].size(), ncclFloat, ncclSum, comms[r], nullptr);
+        msg[r] = ncclGetLastError(nullptr);
+      });
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  void join() {
+    for (auto& t : stuck) t.join();
+  }
+};
+
 // A rank that revokes marks its ring FIFOs: neighbours stuck waiting on it stop at once, and the
 // failure travels around the ring to the ranks that wait on them.
 TEST(Revoke, PeersStuckWaitingOnTheRevokedRankStopAndSayWhy) {
-  auto comms = initAll(4);
-  std::vector<std::vector<float>> bufs(4, std::vector<float>(1 << 16, 1.0f));
-  std::vector<ncclResult_t> res(4, ncclSuccess);
-  std::vector<std::string> msg(4);
-  std::vector<std::thread> stuck;
-  for (int r : {0, 1, 3})  // rank 2 never joins
-    stuck.emplace_back([&, r] {
-      res[r] = ncclAllReduce(bufs[r].data(), bufs[r].data(), bufs[r].size(), ncclFloat, ncclSum, comms[r], nullptr);
-      msg[r] = ncclGetLastError(nullptr);
-    });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  StuckAllReduce st;
+  auto& [comms, bufs, res, msg, stuck] = st;  // rank 2 never joins
   const auto t0 = std::chrono::steady_clock::now();
   ASSERT_NCCL_OK(ncclCommRevoke(comms[2], NCCL_REVOKE_DEFAULT));
   for (auto& t : stuck) t.join();
@@ -123,18 +134,9 @@ TEST(Revoke, PeersStuckWaitingOnTheRevokedRankStopAndSayWhy) {
 // hears of the failure second hand names the failed rank, not only the messenger (on one host the
 // dead process may still be tearing down, so looking for it there is no substitute).
 TEST(Revoke, NeighboursNameTheFailedRankTheAnnouncerNamed) {
-  auto comms = initAll(4);
-  std::vector<std::vector<float>> bufs(4, std::vector<float>(1 << 16, 1.0f));
-  std::vector<ncclResult_t> res(4, ncclSuccess);
-  std::vector<std::string> msg(4);
-  std::vector<std::thread> stuck;
-  for (int r : {0, 1, 3})  // rank 2 never joins: its watchdog "finds" rank 1 dead instead
-    stuck.emplace_back([&, r] {
-      res[r] = ncclAllReduce(bufs[r].data(), bufs[r].data(), bufs[r].size(), ncclFloat, ncclSum, comms[r], nullptr);
-      msg[r] = ncclGetLastError(nullptr);
-    });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  baton::commNoteFailureCause(comms[2], 1);  // what Watchdog::suspect does, then:
+  StuckAllReduce st;
+  auto& [comms, bufs, res, msg, stuck] = st;  // rank 2 never joins: its watchdog "finds" rank 1 dead instead
+  baton::commNoteFailureCause(comms[2], 1);   // what Watchdog::suspect does, then:
   baton::commSetError(comms[2], ncclRemoteError, "rank 1 failed (test)");
   for (auto& t : stuck) t.join();
   for (int r : {0, 1, 3}) EXPECT_EQ(res[r], ncclRemoteError) << "rank " << r << ": " << msg[r];
