@@ -74,8 +74,7 @@ ncclResult_t Bootstrap::send(int peer, uint64_t tag, const void* data, size_t si
   if (ncclResult_t res = socketConnect(peers_[peer], magic_, kSocketBootstrap, deadline, abortFlag_, &fd, true);
       res != ncclSuccess) {
     const std::string why = lastError();
-    if (res == ncclRemoteError && peerGone_)
-      peerGone_(peer, "its bootstrap listener refuses connections (" + why + ")");
+    if (res == ncclRemoteError && peerGone_) peerGone_(peer, "a bootstrap connection to it failed (" + why + ")");
     return batonError(res, "rank %d: bootstrap send to rank %d (tag 0x%llx) failed: %s%s", rank_, peer,
                       (unsigned long long)tag, why.c_str(),
                       res == ncclRemoteError ? ": that process has exited or closed its communicator" : "");

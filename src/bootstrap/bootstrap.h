@@ -56,8 +56,9 @@ class Bootstrap {
   // `all` holds nranks blocks of `size` bytes; this rank's block must be filled in.
   ncclResult_t allGather(void* all, size_t size);
   ncclResult_t barrier();
-  // Called (on the thread of the send or recv) when a peer's listener refuses connections: the
-  // process exited or closed its communicator. The watchdog learns of it this way (lesson 10).
+  // Called (on the thread of the send or recv) when a peer's listener refuses connections, or a
+  // connection to it breaks before its handshake: the process exited or closed its communicator.
+  // The watchdog learns of it this way (lesson 10).
   void onPeerGone(std::function<void(int peer, const std::string& why)> hook) { peerGone_ = std::move(hook); }
   // Tags for collective calls are derived from a sequence number all ranks advance in step.
   uint64_t nextCollTag() { return (++collSeq_) << 20; }

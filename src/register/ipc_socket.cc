@@ -129,9 +129,10 @@ ncclResult_t ipcRequestAllocation(int pid, uint64_t id, const volatile int* abor
     for (int waitedMs = 0; waitedMs < 10000; waitedMs += 100) {
       pollfd p{s, POLLIN, 0};
       if (poll(&p, 1, 100) > 0) break;
-      if (abortRequested(abortFlag) || !processAlive(pid)) {
+      const bool aborted = abortRequested(abortFlag);
+      if (aborted || !processAlive(pid)) {
         close(s);
-        return abortRequested(abortFlag)
+        return aborted
                    ? batonError(ncclInvalidUsage, "IPC: asking process %d for allocation %llu: communicator aborted",
                                 pid, (unsigned long long)id)
                    : batonError(ncclRemoteError, "IPC: process %d exited before it answered for allocation %llu", pid,
