@@ -177,9 +177,11 @@ BATON_HD bool waitGiveUp(ExecCtx& ctx, uint64_t& start, int peer, const char* wh
   if (reason == kWaitOk && ctx.peerPids && peer >= 0 && ctx.peerPids[peer] > 0 && t - start > 50000000ull &&
       !processAlive(ctx.peerPids[peer]))
     reason = kWaitPeerDead;
-  for (int i = 0; i < 2 && reason == kWaitOk; ++i) {
+  for (int i = 0; i < 2; ++i) {
     const uint64_t by = ctx.watch[i] ? loadAcquire(ctx.watch[i]) : 0;
-    if (by) reason = kWaitPeerFailed, peer = (int)(by & 0xffffffffu) - 1, cause = (int)(by >> 32) - 1;
+    // Of both neighbours' announcements, the one that names a cause is the news.
+    if (by && (reason == kWaitOk || (reason == kWaitPeerFailed && cause < 0 && (by >> 32) != 0)))
+      reason = kWaitPeerFailed, peer = (int)(by & 0xffffffffu) - 1, cause = (int)(by >> 32) - 1;
   }
 #endif
   if (reason == kWaitOk) return false;

@@ -38,7 +38,7 @@ suite_summary() {
   local name
   for name in "${failures[@]}"; do
     echo "why $name failed (first failure lines and the last lines of $LOGDIR/$name.log):"
-    { grep -m 6 -E 'FAIL|Failure|WRONG|error|Error' "$LOGDIR/$name.log"; tail -n 4 "$LOGDIR/$name.log"; } | cut -c1-600 | sed 's/^/    | /'
+    { grep -m 6 -E 'FAIL|Failure|WRONG|[Ee]rror:' "$LOGDIR/$name.log"; tail -n 4 "$LOGDIR/$name.log"; } | cut -c1-600 | sed 's/^/    | /'
   done
   if ((failed)); then echo "failed suites: ${failures[*]}"; fi
   echo "$passed passed, $failed failed"

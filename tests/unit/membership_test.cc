@@ -140,10 +140,15 @@ TEST(Revoke, NeighboursNameTheFailedRankTheAnnouncerNamed) {
   baton::commSetError(comms[2], ncclRemoteError, "rank 1 failed (test)");
   for (auto& t : stuck) t.join();
   for (int r : {0, 1, 3}) EXPECT_EQ(res[r], ncclRemoteError) << "rank " << r << ": " << msg[r];
-  EXPECT_TRUE(baton_test::messageHas(msg[3], {"peer rank 2's communicator stopped because rank 1 failed"})) << msg[3];
-  EXPECT_TRUE(baton_test::messageHas(msg[1], {"peer rank 2's communicator stopped because it holds this rank failed"}))
-      << msg[1];
-  EXPECT_TRUE(baton_test::messageHas(msg[0], {"rank 1"})) << msg[0];  // via rank 3 (the cause) or rank 1 itself
+  // Rank 3 says "peer rank 2's communicator stopped because rank 1 failed", rank 1 "... because it
+  // holds this rank failed", rank 0 either (or names rank 1, its messenger). ncclGetLastError is one
+  // message per process, as in NCCL, so a thread may read another rank's: ask that some rank read
+  // a message only the travelling cause can produce.
+  bool causeNamed = false;
+  for (int r : {0, 1, 3})
+    causeNamed |= msg[r].find("communicator stopped because rank 1 failed") != std::string::npos ||
+                  msg[r].find("communicator stopped because it holds this rank failed") != std::string::npos;
+  EXPECT_TRUE(causeNamed) << msg[0] << "\n" << msg[1] << "\n" << msg[3];
   for (auto c : comms) EXPECT_EQ(ncclCommAbort(c), ncclSuccess);
 }
 
