@@ -84,6 +84,10 @@ struct ConnDev {
   int peer = -1;
   int depth = kSteps;     // slots the sender may have in flight (1 = stop-and-wait, lesson 03)
   uint64_t headSeen = 0;  // sender: the receiver's head when last read (waitSendCredit)
+  // NET zero copy for collectives (lesson 09): this connector is a NET staging FIFO and the
+  // operation now running has registered buffers, so Simple steps pass spans of the user's buffers
+  // (netSendPtr, netRecvPtr) instead of copying. Set by the host per operation, as depth is.
+  bool netDirect = false;
 };
 
 BATON_HD ConnDev makeConnDev(ConnFifo* fifo, const FifoLayout& l, int peer, int depth) {

@@ -152,6 +152,7 @@ struct CollPlan {
   int nch = 1;
   int depth = kSteps;
   std::string traceName;
+  bool netZeroCopy = false;  // the ring's NET connectors pass spans of the registered buffers (lesson 09)
   // Symmetric kernels (lesson 09): every rank's buffers as this process reaches them, epochs by channel.
   std::vector<const void*> symSend;
   std::vector<void*> symRecv;
@@ -207,6 +208,29 @@ static bool directRingWorthIt(const ncclComm* comm, const Task& t, size_t totalB
   return t.func == kFuncAllReduce || totalBytes >= comm->tun.singleCopyBytes;
 }
 
+// Every buffer `t` reads or writes on this rank is registered (ncclCommRegister or a window):
+// Broadcast reads sendbuff only on the root, Reduce writes recvbuff only there.
+static bool opBuffersRegistered(ncclComm* comm, const Task& t) {
+  if (comm->reg->empty()) return false;
+  size_t sb, rb;
+  bufferBytes(t, comm->nRanks, &sb, &rb);
+  const bool root = t.root == comm->rank;
+  const bool usesSend = t.func != kFuncBroadcast || root, usesRecv = t.func != kFuncReduce || root;
+  return (!usesSend || comm->reg->covers(t.sendbuff, sb)) && (!usesRecv || comm->reg->covers(t.recvbuff, rb));
+}
+
+// NET zero copy for a ring collective (lesson 09): its registered buffers go to and from the
+// ring's NET connections without the staging copies on Simple steps (NCCL registers them with the
+// ring's NET connections likewise: ncclRegisterCollBuffers, src/register/coll_reg.cc).
+static bool netZeroCopyRing(ncclComm* comm, const Task& t, int nch) {
+  if (!comm->tun.netZeroCopy || !opBuffersRegistered(comm, t)) return false;
+  for (int c = 0; c < nch; ++c) {
+    const Channel& ch = *comm->channels[c];
+    if ((ch.sendConn && ch.sendConn->viaNet) || (ch.recvConn && ch.recvConn->viaNet)) return true;
+  }
+  return false;
+}
+
 // Registered buffers between processes of this host (lesson 09): the direct ring can read and
 // write peers' ncclMemAlloc memory. True when this operation may use it. Not with NCCL_SHM_DISABLE:
 // the ring's neighbours then talk through NET's two staging FIFOs, which do not share the words
@@ -218,14 +242,8 @@ static bool zeroCopyBetweenProcesses(ncclComm* comm, const Task& t) {
   for (int r = 0; r < comm->nRanks; ++r)
     if (r != comm->rank && !comm->livenessPids[r] && comm->peers[r].pidHash != comm->peers[comm->rank].pidHash)
       return false;  // another host: no load/store path to it
-  if (!directRingWorthIt(comm, t, collBytes(t.func, t.count, typeSize(t.type), comm->nRanks))) return false;
-  size_t sb, rb;
-  bufferBytes(t, comm->nRanks, &sb, &rb);
-  // The buffers the operation reads or writes on this rank: Broadcast reads sendbuff only on the
-  // root, Reduce writes recvbuff only there.
-  const bool root = t.root == comm->rank;
-  const bool usesSend = t.func != kFuncBroadcast || root, usesRecv = t.func != kFuncReduce || root;
-  return (!usesSend || comm->reg->covers(t.sendbuff, sb)) && (!usesRecv || comm->reg->covers(t.recvbuff, rb));
+  return directRingWorthIt(comm, t, collBytes(t.func, t.count, typeSize(t.type), comm->nRanks)) &&
+         opBuffersRegistered(comm, t);
 }
 
 // Plain buffers between processes of this host (lesson 09): the direct ring with single copies
@@ -274,7 +292,10 @@ static ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool
   const bool direct = (comm->allInProcess || zeroCopy || singleCopy) && comm->tun.direct && hasDirectRing(t.func) &&
                       directRingWorthIt(comm, t, totalBytes) && choice.proto == kProtoSimple &&
                       choice.algo == kAlgoRing;
-  const char* path = !direct              ? ""
+  const bool netZeroCopy = !direct && choice.algo == kAlgoRing && choice.proto == kProtoSimple && comm->nRanks > 1 &&
+                           netZeroCopyRing(comm, t, nch);
+  const char* path = netZeroCopy          ? " NET zero copy"
+                     : !direct            ? ""
                      : comm->allInProcess ? " direct"
                      : singleCopy         ? " direct (single copy)"
                                           : " direct (zero copy)";
@@ -283,6 +304,7 @@ static ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool
   if (*skip) return ncclSuccess;
   plan->t = t;
   plan->nch = nch;
+  plan->netZeroCopy = netZeroCopy;
   plan->kernel = collKernel(t.func, t.type, t.op.kind);
   if (!plan->kernel)
     return batonError(ncclInternalError, "no kernel for %s/%s/%s", funcName(t.func), typeName(t.type),
@@ -368,7 +390,9 @@ static ncclResult_t runPart(ncclComm* comm, const CollPlan& p, int c) {
     a.ring.userRanks = ch.ringUserRanks.data();
     a.ring.send = &ch.ringSend;
     a.ring.recv = &ch.ringRecv;
-    ch.ringSend.depth = p.depth;  // the worker runs parts in order, so this holds for this part
+    ch.ringSend.depth = p.depth;  // the worker runs parts in order, so these hold for this part
+    ch.ringSend.netDirect = p.netZeroCopy && ch.sendConn && ch.sendConn->viaNet;
+    ch.ringRecv.netDirect = p.netZeroCopy && ch.recvConn && ch.recvConn->viaNet;
   }
   ExecCtx ctx = makeCtx(comm, c);
   p.kernel(ctx, a, p.t.op);

@@ -38,8 +38,9 @@ if [[ -n "${TSAN_TESTS:-}" && -x "${TSAN_TESTS}" ]]; then
   # The NET transport's proxy and sockets between thread ranks: every step crosses the proxy thread.
   suite tsan-net 600 env NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=lo \
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" "$TSAN_TESTS" --gtest_filter='ThreadsQuick*:ProtocolLine/*'
-  # NET zero copy (lesson 09): registered send/recv buffers, sent from and received into by the proxy.
-  suite tsan-net-zero-copy 600 env NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=lo BATON_TEST_MEMORY=registered \
+  # NET zero copy (lesson 09): registered send/recv buffers and the rings' Simple steps, sent from
+  # and received into by the proxy.
+  suite tsan-net-zero-copy 600 env NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=lo BATON_TEST_MEMORY=registered NCCL_PROTO=Simple \
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" "$TSAN_TESTS" --gtest_filter='ThreadsQuick*:SendRecvPatterns.*'
 
 fi

@@ -91,6 +91,13 @@ out=$(NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=lo BATON_TEST_MEM
 expect 'NET: rank 0 sent [0-9]+ steps to rank 1 zero copy \(from registered user buffers\)$' "$out"
 expect 'NET: rank 0 received [0-9]+ steps from rank 1 zero copy \(into registered user buffers\), [0-9]+ more through the FIFO' "$out"
 expect 'rank 1: [0-9]+ checks passed' "$out"
+# ... and the ring's Simple steps of a registered AllGather.
+out=$(NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=lo NCCL_PROTO=Simple NCCL_DEBUG=INFO \
+  NCCL_DEBUG_SUBSYS=COLL,NET "$BIN/baton-run" -n 2 "$BIN/baton-perf" allgather -R 1 -b 4M -e 4M -n 5 -w 1 -c 1 2>&1)
+echo "$out" | grep -E 'AllGather: opCount 1 |NET: rank 0 (sent|received)|Out of bounds'
+expect 'AllGather: opCount 1 .*algorithm Ring protocol Simple channels [0-9]+ NET zero copy$' "$out"
+expect 'NET: rank 0 sent [0-9]+ steps to rank 1 zero copy \(from registered user buffers\)$' "$out"
+expect '^\[0\] # Out of bounds values : 0 OK$' "$out"
 
 # Lesson 10: the elastic loop: a rank killed, the survivors agree, shrink and retry the step with
 # their gradients restored; a newcomer joins with ncclCommGrow; every rank's weights are exact.

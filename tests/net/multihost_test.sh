@@ -6,8 +6,8 @@
 #   tests/net/multihost_test.sh BINDIR TESTDIR [--quick]
 #
 # Checks: the whole process correctness suite (rank_worker: every collective, type, operator and
-# root, exact data) on 2 hosts x 2 ranks, and its quick set on registered buffers and windows and
-# with each round-based AlltoAll algorithm (the suite's MoE checks run the low-latency stage across
+# root, exact data) on 2 hosts x 2 ranks, and its quick set on registered buffers (the rings' Simple
+# steps across hosts zero copy) and windows and with each round-based AlltoAll algorithm (the suite's MoE checks run the low-latency stage across
 # the hosts with puts); the fused operations' checks (fused_worker); each protocol forced; helper threads and several sockets
 # per connection; IPv6; then faults: a rank SIGKILLed mid-run (the survivor reports the dead peer by
 # rank and address, well before BATON_WAIT_TIMEOUT), survivors revoking and shrinking a dead rank out
@@ -15,6 +15,7 @@
 # side goes on, the other refuses),
 # an interface name that does not exist (named in the error). Skipped, with the reason, where
 # namespaces cannot be made (not root, no veth). Uses namespaces btt-h0, btt-h1 and btt-hub.
+# KEEP_LOG=1 leaves every rank's output in /tmp/baton-multihost.* for reading afterwards.
 set -uo pipefail
 BIN=${1:?usage: multihost_test.sh BINDIR TESTDIR [--quick]}
 TESTDIR=${2:?usage: multihost_test.sh BINDIR TESTDIR [--quick]}
@@ -34,7 +35,7 @@ cleanup() {
     for p in $(ip netns pids "$h" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
   done
   "$HERE/netns.sh" down
-  rm -rf "$LOG"
+  [ -n "${KEEP_LOG:-}" ] || rm -rf "$LOG"
 }
 trap cleanup EXIT
 fail=0
@@ -102,6 +103,18 @@ if [ "$zc" -ge 4 ]; then
   pass "registered send/recv across hosts zero copy: $zc proxy connections sent from user buffers"
 else
   flunk "expected NET zero copy across hosts on registered buffers: $(grep -h 'NET: rank' "$LOG"/worker-registered.out.* | head -4)"
+fi
+# So do the rings' Simple steps (the quick suite's sizes take LL128 by default, so Simple is
+# forced): exact, and their collectives say so on every rank.
+launch worker-registered-simple 2 2 BATON_TEST_MEMORY=registered NCCL_PROTO=Simple BATON_WAIT_TIMEOUT=60 \
+  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL -- timeout 300 "$TESTDIR/rank_worker" --quick
+zcColl=$(cat "$LOG"/worker-registered-simple.out.* | grep -c 'algorithm Ring protocol Simple .* NET zero copy' || true)
+if all_ok worker-registered-simple 4 && [ "$zcColl" -ge 40 ]; then
+  pass "registered ring collectives across hosts zero copy, Simple: $(grep -ho '[0-9]* checks passed' \
+    "$LOG/worker-registered-simple.out.0"), $zcColl collectives took the path"
+else
+  flunk "expected exact ring collectives with NET zero copy across hosts: $zcColl COLL lines say it"
+  show worker-registered-simple
 fi
 
 # 1c. The device-side API inside each host's LSA team, then the tensor-parallel fused operations

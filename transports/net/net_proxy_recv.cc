@@ -27,7 +27,7 @@ NetRecvTask::~NetRecvTask() {
   if (zeroCopySteps_ || zeroCopyMissed_)
     BATON_INFO(kSubNet,
                "NET: rank %d received %llu steps from rank %d zero copy (into registered user buffers), %llu more "
-               "through the FIFO (posted before the rank offered its buffer)",
+               "through the FIFO (no user buffer offered when posted)",
                rank_, (unsigned long long)zeroCopySteps_, peer_, (unsigned long long)zeroCopyMissed_);
   if (reqUserMh_) net_->deregMr(nullptr, comm_, reqUserMh_);
   if (fifoMh_) net_->deregMr(nullptr, comm_, fifoMh_);
