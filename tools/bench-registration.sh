@@ -9,7 +9,8 @@
 # (vader shared memory) as it comes and with MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=4G ("-nommap":
 # otherwise glibc gives MPI's large temporary buffer back to the kernel after every call and each
 # call page-faults it in again, 0.4 GB/s at 64 MiB; the fair figure is the better of the two);
-# MPICH (mpirun.mpich) likewise when it is installed; baton
+# MPICH (mpirun.mpich) likewise when it is installed (Debian: apt-get install mpich libmpich-dev;
+# OpenMPI stays the default mpirun); baton
 # -R 0/1/2. 8 B runs 500000 iterations (steady state, not a sweep's cold first size, and long enough
 # to outlast the VM's scheduling hiccups, which a few milliseconds do not); larger sizes
 # fewer. Prints, per size, the median time and busbw of each and the ratios the goals name;
@@ -22,7 +23,7 @@ while (($#)); do
     --np) NP=$2; shift ;;
     --repeat) REPEAT=$2; shift ;;
     --sizes) SIZES=$2; shift ;;
-    -h | --help) sed -n '2,15s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,17s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "bench-registration.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
