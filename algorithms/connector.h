@@ -86,7 +86,9 @@ struct ConnDev {
   uint64_t headSeen = 0;  // sender: the receiver's head when last read (waitSendCredit)
   // NET zero copy for collectives (lesson 09): this connector is a NET staging FIFO and the
   // operation now running has registered buffers, so Simple steps pass spans of the user's buffers
-  // (netSendPtr, netRecvPtr) instead of copying. Set by the host per operation, as depth is.
+  // (netSendPtr, netRecvPtr) instead of copying. Set by the host per operation, as depth is, on
+  // the ring's connectors only: the ring holds one Primitives for the whole operation, whose
+  // destructor waits for the proxy once; the tree makes one per call, which would wait per chunk.
   bool netDirect = false;
 };
 

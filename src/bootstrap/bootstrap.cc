@@ -112,8 +112,9 @@ ncclResult_t Bootstrap::recv(int peer, uint64_t tag, void* data, size_t size) {
     // A peer that dies before sending leaves nothing to accept: every so often (1 s, doubling up
     // to 8 s) ask whether its listener still answers, so the rank fails in seconds, naming it,
     // rather than after BATON_BOOTSTRAP_TIMEOUT.
-    if (!connectionWaiting(listenFd_, std::min(deadline, probeAtNs), abortFlag_) && nowNs() >= probeAtNs &&
-        nowNs() < deadline && !abortRequested(abortFlag_)) {
+    // An abort, the bootstrap deadline or a waiting connection: socketAccept below deals with it.
+    if (socketWaitReadable(listenFd_, std::min(deadline, probeAtNs), abortFlag_) == SocketWait::kDeadline &&
+        nowNs() < deadline) {
       BATON_CHECK(checkPeerListening(peer, tag));
       probeEveryNs = std::min(2 * probeEveryNs, kLastProbeNs);
       probeAtNs = nowNs() + probeEveryNs;
@@ -147,16 +148,6 @@ ncclResult_t Bootstrap::recv(int peer, uint64_t tag, void* data, size_t size) {
     if (p.peer == peer && p.tag == tag) return deliver(p.data);
     parked_.push_back(std::move(p));
   }
-}
-
-bool Bootstrap::connectionWaiting(int listenFd, uint64_t untilNs, const volatile int* abortFlag) {
-  while (!abortRequested(abortFlag)) {
-    const uint64_t now = nowNs();
-    if (now >= untilNs) return false;
-    pollfd p{listenFd, POLLIN, 0};
-    if (poll(&p, 1, (int)std::min<uint64_t>(100, (untilNs - now) / 1000000 + 1)) > 0) return true;
-  }
-  return true;  // socketAccept reports the abort
 }
 
 ncclResult_t Bootstrap::checkPeerListening(int peer, uint64_t tag) {

@@ -66,8 +66,6 @@ class Bootstrap {
  private:
   Bootstrap() = default;
   static constexpr uint64_t kFirstProbeNs = 1000000000ull, kLastProbeNs = 8000000000ull;
-  // True once a connection waits on `listenFd`; false when `untilNs` passed first.
-  static bool connectionWaiting(int listenFd, uint64_t untilNs, const volatile int* abortFlag);
   // Fails (ncclRemoteError, naming the rank) when `peer`'s listener refuses connections and no
   // connection waits on this rank's own listener.
   ncclResult_t checkPeerListening(int peer, uint64_t tag);

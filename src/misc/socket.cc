@@ -286,26 +286,36 @@ ListenerState socketProbeListener(const SocketAddress& addr, int timeoutMs, int*
   return ListenerState::kAccepting;
 }
 
+SocketWait socketWaitReadable(int fd, uint64_t deadlineNs, const volatile int* abortFlag,
+                              const std::function<bool()>& giveUp) {
+  while (true) {
+    pollfd pfd{fd, POLLIN, 0};
+    if (poll(&pfd, 1, remainingMs(deadlineNs)) > 0) return SocketWait::kReadable;
+    if (abortRequested(abortFlag)) return SocketWait::kAborted;
+    if (deadlineNs && nowNs() >= deadlineNs) return SocketWait::kDeadline;
+    if (giveUp && giveUp()) return SocketWait::kGaveUp;
+  }
+}
+
 ncclResult_t socketAccept(int listenFd, uint64_t deadlineNs, const volatile int* abortFlag, int* fd) {
   while (true) {
-    pollfd pfd{listenFd, POLLIN, 0};
-    int rc = poll(&pfd, 1, remainingMs(deadlineNs));
-    if (rc > 0) {
-      int s = accept4(listenFd, nullptr, nullptr, SOCK_CLOEXEC);
-      if (s >= 0) {
-        int one = 1;
-        setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        *fd = s;
-        return ncclSuccess;
-      }
-      if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-        return batonError(ncclSystemError, "accept() failed: %s", strerror(errno));
+    switch (socketWaitReadable(listenFd, deadlineNs, abortFlag)) {
+      case SocketWait::kAborted:
+        return batonError(ncclInvalidUsage, "bootstrap accept interrupted: communicator aborted");
+      case SocketWait::kDeadline:
+        return batonError(ncclSystemError, "bootstrap: no peer connected within %llus (BATON_BOOTSTRAP_TIMEOUT)",
+                          (unsigned long long)bootstrapTimeoutSec());
+      default: break;
     }
-    if (abortRequested(abortFlag))
-      return batonError(ncclInvalidUsage, "bootstrap accept interrupted: communicator aborted");
-    if (deadlineNs && nowNs() >= deadlineNs)
-      return batonError(ncclSystemError, "bootstrap: no peer connected within %llus (BATON_BOOTSTRAP_TIMEOUT)",
-                        (unsigned long long)bootstrapTimeoutSec());
+    int s = accept4(listenFd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (s >= 0) {
+      int one = 1;
+      setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      *fd = s;
+      return ncclSuccess;
+    }
+    if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+      return batonError(ncclSystemError, "accept() failed: %s", strerror(errno));
   }
 }
 

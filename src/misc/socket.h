@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,14 @@ ncclResult_t socketSendHandshake(int fd, uint64_t magic, uint32_t type, uint64_t
 // kRefused (nothing listens there), kUnknown (no answer in time, or the network is unreachable).
 enum class ListenerState { kAccepting, kRefused, kUnknown };
 ListenerState socketProbeListener(const SocketAddress& addr, int timeoutMs, int* fd);
+// Why socketWaitReadable returned.
+enum class SocketWait { kReadable, kAborted, kDeadline, kGaveUp };
+// Waits until `fd` has something to read (data, or a connection to accept), looking every 100 ms
+// at the abort flag, the deadline (0: none) and `giveUp` (if set: a test that ends the wait, such
+// as "the peer process exited"). Every wait of the bootstrap, the watchdog and the IPC socket that
+// an abort or a dead peer must end is this one.
+SocketWait socketWaitReadable(int fd, uint64_t deadlineNs, const volatile int* abortFlag,
+                              const std::function<bool()>& giveUp = nullptr);
 // Accept one connection, waiting until deadlineNs (0: forever) or the abort flag.
 ncclResult_t socketAccept(int listenFd, uint64_t deadlineNs, const volatile int* abortFlag, int* fd);
 // Read/write exactly `n` bytes before deadlineNs; EOF or timeout is an error.

@@ -1,7 +1,6 @@
 // The answering side and the asking side of ipc_socket.h.
 #include "register/ipc_socket.h"
 
-#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -14,6 +13,7 @@
 
 #include "exec_model.h"
 #include "misc/debug.h"
+#include "misc/socket.h"
 #include "register/mem_alloc.h"
 
 namespace baton {
@@ -106,8 +106,6 @@ ncclResult_t ipcRequestAllocation(int pid, uint64_t id, const volatile int* abor
   if (s < 0) return batonError(ncclSystemError, "IPC: socket: %s", strerror(errno));
   sockaddr_un a;
   const socklen_t len = addressOf(pid, &a);
-  timeval tv{10, 0};  // a live owner answers at once; a stuck one must not hang us forever
-  setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   if (connect(s, reinterpret_cast<sockaddr*>(&a), len) != 0) {
     const int e = errno;
     close(s);
@@ -126,25 +124,23 @@ ncclResult_t ipcRequestAllocation(int pid, uint64_t id, const volatile int* abor
   if (send(s, &req, sizeof req, MSG_NOSIGNAL) == (ssize_t)sizeof req) {
     // The owner's answering thread replies at once unless the owner is stopped or hung: then the
     // watchdog raises the abort flag (BATON_TIMEOUT), and this request must end with it.
-    for (int waitedMs = 0; waitedMs < 10000; waitedMs += 100) {
-      pollfd p{s, POLLIN, 0};
-      if (poll(&p, 1, 100) > 0) break;
-      const bool aborted = abortRequested(abortFlag);
-      if (aborted || !processAlive(pid)) {
-        close(s);
-        return aborted
-                   ? batonError(ncclInvalidUsage, "IPC: asking process %d for allocation %llu: communicator aborted",
-                                pid, (unsigned long long)id)
-                   : batonError(ncclRemoteError, "IPC: process %d exited before it answered for allocation %llu", pid,
-                                (unsigned long long)id);
-      }
+    const SocketWait w =
+        socketWaitReadable(s, nowNs() + 10000000000ull, abortFlag, [pid] { return !processAlive(pid); });
+    if (w == SocketWait::kAborted || w == SocketWait::kGaveUp) {
+      close(s);
+      return w == SocketWait::kAborted
+                 ? batonError(ncclInvalidUsage, "IPC: asking process %d for allocation %llu: communicator aborted", pid,
+                              (unsigned long long)id)
+                 : batonError(ncclRemoteError, "IPC: process %d exited before it answered for allocation %llu", pid,
+                              (unsigned long long)id);
     }
-    got = recvmsg(s, &msg, MSG_CMSG_CLOEXEC);
+    if (w == SocketWait::kReadable) got = recvmsg(s, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    else errno = ETIMEDOUT;  // a live owner answers at once; a stuck one must not hang us forever
   }
   const int e = errno;
   close(s);
   if (got != (ssize_t)sizeof rep || rep.magic != kIpcMagic)
-    return batonError(ncclRemoteError, "IPC: process %d did not answer for allocation %llu (%s)", pid,
+    return batonError(ncclRemoteError, "IPC: process %d did not answer for allocation %llu within 10 s (%s)", pid,
                       (unsigned long long)id, got < 0 ? strerror(e) : "short reply");
   if (!rep.ok)
     return batonError(ncclInvalidUsage, "IPC: process %d has no allocation %llu (freed with ncclMemFree?)", pid,
