@@ -1,5 +1,8 @@
 // baton::Bootstrap driven directly: a rank's own listener keeps serving after a stranger's bytes,
-// and allGather, barrier and tagged send/recv (with out-of-order tags) work across four threads.
+// and allGather, barrier and tagged send/recv (with out-of-order tags) work across four threads; the
+// socket wait under them ends on data, an abort, a deadline or a give-up test.
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -10,6 +13,7 @@
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/bootstrap_wire.h"
 #include "exec_model.h"
+#include "misc/socket.h"
 #include "nccl.h"
 #include "unit/raw_socket.h"
 #include "unit/unit_helpers.h"
@@ -198,4 +202,27 @@ TEST(BootstrapDirect, ProbesDoNotDisturbASlowPeer) {
     }
   });
 }
+
+// The one wait every bootstrap, watchdog and IPC socket wait is made of: each of its four ends.
+TEST(SocketWait, EndsOnDataAbortDeadlineOrGiveUp) {
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  volatile int abortFlag = 0;
+  const uint64_t t0 = baton::nowNs();
+  EXPECT_EQ(baton::socketWaitReadable(p[0], t0 + 150000000ull, &abortFlag), baton::SocketWait::kDeadline);
+  EXPECT_GE(baton::nowNs() - t0, 150000000ull);
+  int looks = 0;
+  EXPECT_EQ(baton::socketWaitReadable(p[0], 0, &abortFlag, [&] { return ++looks == 2; }), baton::SocketWait::kGaveUp);
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    __atomic_store_n(const_cast<int*>(&abortFlag), 1, __ATOMIC_RELEASE);
+  });
+  EXPECT_EQ(baton::socketWaitReadable(p[0], 0, &abortFlag), baton::SocketWait::kAborted);
+  aborter.join();
+  ASSERT_EQ(write(p[1], "x", 1), 1);
+  EXPECT_EQ(baton::socketWaitReadable(p[0], 0, &abortFlag), baton::SocketWait::kReadable);  // data wins over abort
+  close(p[0]);
+  close(p[1]);
+}
+
 }  // namespace
