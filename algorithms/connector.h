@@ -104,6 +104,22 @@ BATON_HD ConnDev makeConnDev(ConnFifo* fifo, const FifoLayout& l, int peer, int 
   return c;
 }
 
+// NET zero copy (lesson 09), the rank's side of the words above, for ncclSend/ncclRecv
+// (sendrecv_progress.h) and the ring's Simple steps (primitives_simple.h) alike.
+// Sender: step `step` leaves from `span`; before the tail store that releases the step.
+BATON_HD void netSendFrom(ConnFifo* f, uint64_t step, const void* span) {
+  f->netSendPtr[step % kSteps] = (uint64_t)(uintptr_t)span;
+  f->netSendFor[step % kSteps] = step + 1;
+}
+// Receiver: step `step` may land in [span, span + bytes); the release store publishes the offer.
+BATON_HD void netOfferRecv(ConnFifo* f, uint64_t step, void* span, uint64_t bytes) {
+  f->netRecvPtr[step % kSteps] = (uint64_t)(uintptr_t)span;
+  f->netRecvLen[step % kSteps] = bytes;
+  storeRelease(&f->netRecvFor[step % kSteps], step + 1);
+}
+// Receiver, after acquiring tail >= step + 1: did the proxy put step `step` into the offered span?
+BATON_HD bool netRecvLanded(const ConnFifo* f, uint64_t step) { return f->netRecvLanded[step % kSteps] == step + 1; }
+
 // Protocol p's slot for `step`.
 BATON_HD char* slotPtr(const ConnDev& c, int p, uint64_t step) { return c.buffs[p] + (step % kSteps) * c.stepBytes[p]; }
 

@@ -70,7 +70,7 @@ class Primitives<T, Op, ProtoSimple> : public PrimitivesApi<Primitives<T, Op, Pr
         recvSlot = reinterpret_cast<T*>(slotPtr(*recv_, P, recv_->step));
         const uint64_t got = recv_->fifo->sizes[recv_->step % kSteps];
         if (got != bytes) return failSlotSize(ctx_, recv_->peer, bytes, got);
-        landed = zcRecv && recv_->fifo->netRecvLanded[recv_->step % kSteps] == recv_->step + 1;
+        landed = zcRecv && netRecvLanded(recv_->fifo, recv_->step);
       }
       if constexpr (M.send) sendSlot = reinterpret_cast<T*>(slotPtr(*send_, P, send_->step));
       T* span = nullptr;
@@ -92,10 +92,7 @@ class Primitives<T, Op, ProtoSimple> : public PrimitivesApi<Primitives<T, Op, Pr
       // One thread publishes and advances the step counters; the next slice's barrier orders the
       // other threads' reads of `step` after this update.
       if (threadId(ctx_) == 0) {
-        if (span) {
-          send_->fifo->netSendPtr[send_->step % kSteps] = (uint64_t)(uintptr_t)span;
-          send_->fifo->netSendFor[send_->step % kSteps] = send_->step + 1;
-        }
+        if (span) netSendFrom(send_->fifo, send_->step, span);
         // The slot's next step, offered before the head store lets the proxy reuse the slot.
         if (zcRecv) offerRecv(dst, n, off + (size_t)kSteps * sliceElems, sliceElems, recv_->step + kSteps);
         finishStep<ProtoSimple, M>(ctx_, recv_, send_, bytes, t0);
@@ -108,11 +105,7 @@ class Primitives<T, Op, ProtoSimple> : public PrimitivesApi<Primitives<T, Op, Pr
   // Offers dst's elements [off, off + slice) for step `step` of the receive connector (nothing
   // past n).
   BATON_HD void offerRecv(T* dst, size_t n, size_t off, size_t slice, uint64_t step) {
-    if (off >= n) return;
-    const int s = (int)(step % kSteps);
-    recv_->fifo->netRecvPtr[s] = (uint64_t)(uintptr_t)(dst + off);
-    recv_->fifo->netRecvLen[s] = minSize(slice, n - off) * sizeof(T);
-    storeRelease(&recv_->fifo->netRecvFor[s], step + 1);
+    if (off < n) netOfferRecv(recv_->fifo, step, dst + off, minSize(slice, n - off) * sizeof(T));
   }
 
   // Waits until the proxy has sent every step so far, and with them every span handed to it.

@@ -44,10 +44,7 @@ BATON_HD void sendRecvOfferStep(SendRecvTransfer& t, uint64_t step) {
   ConnDev& c = *t.conn;
   const uint64_t off = (step - t.firstStep) * c.stepBytes[kProtoSimple];
   if (off >= t.bytes) return;
-  const int slot = (int)(step % kSteps);
-  c.fifo->netRecvPtr[slot] = (uint64_t)(uintptr_t)(t.buf + off);
-  c.fifo->netRecvLen[slot] = minSize(c.stepBytes[kProtoSimple], t.bytes - off);
-  storeRelease(&c.fifo->netRecvFor[slot], step + 1);
+  netOfferRecv(c.fifo, step, t.buf + off, minSize(c.stepBytes[kProtoSimple], t.bytes - off));
 }
 
 BATON_HD bool sendRecvTrySend(ExecCtx& ctx, SendRecvTransfer& t) {
@@ -63,8 +60,7 @@ BATON_HD bool sendRecvTrySend(ExecCtx& ctx, SendRecvTransfer& t) {
   const size_t n = minSize(c.stepBytes[kProtoSimple], t.bytes - t.done);
   const int slot = (int)(c.step % kSteps);
   if (t.zeroCopy) {
-    c.fifo->netSendPtr[slot] = (uint64_t)(uintptr_t)(t.buf + t.done);
-    c.fifo->netSendFor[slot] = c.step + 1;
+    netSendFrom(c.fifo, c.step, t.buf + t.done);
   } else {
     copyBytes(ctx, slotPtr(c, kProtoSimple, c.step), t.buf + t.done, n);
   }
@@ -98,7 +94,7 @@ BATON_HD bool sendRecvTryRecv(ExecCtx& ctx, SendRecvTransfer& t) {
     return false;
   }
   // The proxy wrote netRecvLanded before the tail store we acquired.
-  const bool landed = t.zeroCopy && c.fifo->netRecvLanded[c.step % kSteps] == c.step + 1;
+  const bool landed = t.zeroCopy && netRecvLanded(c.fifo, c.step);
   if (!landed) copyBytes(ctx, t.buf + t.done, slotPtr(c, kProtoSimple, c.step), n);
   blockBarrier();
   if (threadId(ctx) == 0) {
