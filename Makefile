@@ -172,7 +172,7 @@ TEST_BINS := $(TESTDIR)/unit_tests $(TESTDIR)/collective_tests $(TESTDIR)/rank_w
              $(TESTDIR)/fault_worker $(TESTDIR)/soak_worker $(TESTDIR)/fused_worker
 # The CUDA backend's check (tools/gpu-check.sh runs it on a GPU): device pointers and streams,
 # compiled against NVIDIA's nccl.h when the toolkit has one, linked to baton's libnccl.so.2.
-GPU_TEST := $(if $(NVCC),$(TESTDIR)/gpu_collectives,)
+GPU_TEST := $(if $(NVCC),$(TESTDIR)/gpu_collectives $(TESTDIR)/gpu_sendrecv,)
 tests: $(TEST_BINS) tools examples $(ABI_TEST) $(GPU_TEST) fuzz-replay
 
 $(OBJ)/tests/%.o: CPPFLAGS += -Itests
@@ -191,7 +191,7 @@ $(TESTDIR)/%_worker: $(OBJ)/tests/process/%_worker.o $(SO) $(LIBDIR)/libnccl.so
 	@mkdir -p $(dir $@)
 	$(CXX) -o $@ $< -L$(LIBDIR) -Wl,-rpath,$(abspath $(LIBDIR)) -lnccl $(LDFLAGS)
 
-$(TESTDIR)/gpu_collectives: tests/gpu/gpu_collectives.cc $(SO) $(LIBDIR)/libnccl.so
+$(TESTDIR)/gpu_%: tests/gpu/gpu_%.cc tests/gpu/gpu_check.h $(SO) $(LIBDIR)/libnccl.so
 	@mkdir -p $(dir $@)
 	$(NVCC) -std=c++17 -O2 -x c++ $(if $(NVIDIA_NCCL_H),,-Iinclude) $< -o $@ -L$(LIBDIR) \
 	  -Xlinker --enable-new-dtags,-rpath,'$$ORIGIN/../lib' -lnccl

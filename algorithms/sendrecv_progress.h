@@ -3,9 +3,12 @@
 //
 // Computes: one call moves at most one FIFO step of a send (user buffer -> slot) or a receive
 // (slot -> user buffer) if the connector allows it right now, and says whether it did. The caller
-// (src/sendrecv_executor.cc) round-robins over every transfer of a group, so a group's sends and
-// receives progress together in any order and mutually dependent pairs cannot deadlock.
-// Introduced in lesson 03 (docs/lessons/03-pipelining.md).
+// (sendRecvRunAll below: the CPU's src/sendrecv_executor.cc and the CUDA backend's send/recv kernel)
+// round-robins over every transfer of a group, so a group's sends and receives progress together in
+// any order and mutually dependent pairs cannot deadlock. On a GPU every thread of the block takes
+// part; thread 0 reads the counters and the block follows its answer, since two threads' loads of
+// a counter another device is moving may differ. Introduced in lesson 03
+// (docs/lessons/03-pipelining.md).
 //
 // NET zero copy (lesson 09): a transfer over NET whose user buffer is registered copies nothing.
 // The sender names the span of its buffer for each step (netSendPtr) and the proxy sends from it;
@@ -36,8 +39,28 @@ struct SendRecvTransfer {
   uint64_t firstStep = 0;   // zero-copy receive: the connector step of buf's first byte (once offered)
   bool offered = false;     // zero-copy receive: the first kSteps steps are offered
   uint64_t drainUntil = 0;  // zero-copy send: head must reach this before buf is the caller's again
+  bool isSend = false;      // for sendRecvRunAll
+  bool ready = false;       // thread 0's answer to "may the block move a step now?" (GPU)
   BATON_HD bool complete() const { return done >= bytes && drainUntil == 0; }
 };
+
+// Every thread of the block takes thread 0's answer to `ready()`: the counters it reads may move
+// between two threads' loads (and only one thread need poll another device's memory), and the
+// block must take one branch. The second barrier keeps thread 0 from overwriting the answer before
+// every thread has read it. (One thread per block on the CPU: nothing to agree on.)
+template <typename Ready>
+BATON_HD bool sendRecvAgree(ExecCtx& ctx, SendRecvTransfer& t, Ready ready) {
+#if defined(__CUDA_ARCH__)
+  if (threadId(ctx) == 0) t.ready = ready();
+  blockBarrier();
+  const bool r = t.ready;
+  blockBarrier();
+  return r;
+#else
+  (void)ctx, (void)t;
+  return ready();
+#endif
+}
 
 // Offers the span of a zero-copy receive's buffer that step `step` fills (nothing past its end).
 BATON_HD void sendRecvOfferStep(SendRecvTransfer& t, uint64_t step) {
@@ -51,11 +74,13 @@ BATON_HD bool sendRecvTrySend(ExecCtx& ctx, SendRecvTransfer& t) {
   if (t.complete() || ctx.failed) return false;
   ConnDev& c = *t.conn;
   if (t.done >= t.bytes) {  // zero copy: wait until the proxy has sent the last step from buf
-    if (loadAcquire(&c.fifo->head) < t.drainUntil) return false;
-    t.drainUntil = 0;
+    if (!sendRecvAgree(ctx, t, [&] { return loadAcquire(&c.fifo->head) >= t.drainUntil; })) return false;
+    if (threadId(ctx) == 0) t.drainUntil = 0;
+    blockBarrier();
     return true;
   }
-  if (loadAcquire(&c.fifo->head) + c.depth < c.step + 1) return false;  // no credit yet
+  if (!sendRecvAgree(ctx, t, [&] { return loadAcquire(&c.fifo->head) + c.depth >= c.step + 1; }))
+    return false;       // no credit yet
   cleanLLSlotIfDue(c);  // p2p connectors have no LL buffer today; kept for when they do
   const size_t n = minSize(c.stepBytes[kProtoSimple], t.bytes - t.done);
   const int slot = (int)(c.step % kSteps);
@@ -79,12 +104,13 @@ BATON_HD bool sendRecvTrySend(ExecCtx& ctx, SendRecvTransfer& t) {
 BATON_HD bool sendRecvTryRecv(ExecCtx& ctx, SendRecvTransfer& t) {
   if (t.complete() || ctx.failed) return false;
   ConnDev& c = *t.conn;
-  if (t.zeroCopy && !t.offered && threadId(ctx) == 0) {
+  if (t.zeroCopy && !t.offered && threadId(ctx) == 0) {  // NET only: never on a GPU's block
     t.firstStep = c.step;
     for (uint64_t s = c.step; s < c.step + kSteps; ++s) sendRecvOfferStep(t, s);
     t.offered = true;
   }
-  if (loadAcquire(&c.fifo->tail) < c.step + 1) return false;  // nothing arrived yet
+  if (!sendRecvAgree(ctx, t, [&] { return loadAcquire(&c.fifo->tail) >= c.step + 1; }))
+    return false;  // nothing arrived yet
   const size_t n = minSize(c.stepBytes[kProtoSimple], t.bytes - t.done);
   const uint64_t got = c.fifo->sizes[c.step % kSteps];
   if (got != n) {  // the sender's count differs from ours
@@ -105,6 +131,46 @@ BATON_HD bool sendRecvTryRecv(ExecCtx& ctx, SendRecvTransfer& t) {
   }
   blockBarrier();
   return true;
+}
+
+// Runs the transfers xs[0..n) round-robin until every one is complete or the context failed.
+// after[i] >= 0 names the transfer before xs[i] on the same connector, which must complete first
+// (a connector's transfers run in the order they were issued); -1: none. A wait that made no
+// progress for the timeout reports the first transfer that could move.
+BATON_HD void sendRecvRunAll(ExecCtx& ctx, SendRecvTransfer* xs, const int* after, int n) {
+  int pending = 0;
+  for (int i = 0; i < n; ++i) pending += !xs[i].complete();
+  uint32_t idle = 0;
+  uint64_t idleSince = 0;
+  while (pending > 0 && !ctx.failed) {
+    bool progressed = false;
+    for (int i = 0; i < n; ++i) {
+      SendRecvTransfer& t = xs[i];
+      if (t.complete() || (after[i] >= 0 && !xs[after[i]].complete())) continue;
+      if (!(t.isSend ? sendRecvTrySend(ctx, t) : sendRecvTryRecv(ctx, t))) continue;
+      progressed = true;
+      if (t.complete()) --pending;
+    }
+    if (progressed) {
+      idle = 0;
+      idleSince = 0;
+      continue;
+    }
+    waitPause(idle);
+    if (idle % kWaitCheckEvery != 0) continue;
+    int i = 0;
+    while (i < n && (xs[i].complete() || (after[i] >= 0 && !xs[after[i]].complete()))) ++i;
+    if (i == n) continue;  // the last one failed (ctx.failed) without progressing
+    const SendRecvTransfer& t = xs[i];
+    const ConnDev& c = *t.conn;
+    // A send needs head >= step + 1 - depth (a free slot), or a zero-copy one that has posted
+    // every step head >= its last step + 1; a receive needs tail >= step + 1.
+    const uint64_t expected = t.drainUntil ? t.drainUntil : t.isSend ? c.step + 1 - c.depth : c.step + 1;
+    if (threadId(ctx) == 0)
+      waitGiveUp(ctx, idleSince, t.peer, t.isSend ? "send head (credit)" : "recv tail", expected,
+                 loadAcquire(t.isSend ? &c.fifo->head : &c.fifo->tail));
+    blockBarrier();  // thread 0's ctx.failed before every thread's loop test
+  }
 }
 
 }  // namespace baton

@@ -472,8 +472,12 @@ ncclResult_t runTasksNow(ncclComm* comm, std::vector<Task> tasks) {
 
 ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_ptr<Completion>* out, bool callerRuns) {
   std::vector<CollPlan> plans;
-  std::vector<Task> p2p;
+  std::vector<Task> p2p, deviceP2p;
   for (const Task& t : tasks) {
+    if (t.onDevice && t.kind != Task::kColl) {
+      deviceP2p.push_back(t);
+      continue;
+    }
     if (t.onDevice) {  // the CUDA backend: enqueued on its stream, in call order
       BATON_CHECK(comm->gpu->launch(comm, t));
       continue;
@@ -487,6 +491,8 @@ ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_p
     BATON_CHECK(planColl(comm, t, &plan, &skip));
     if (!skip) plans.push_back(std::move(plan));
   }
+  // A group's device sends and receives: one kernel after its device collectives, on every rank.
+  if (!deviceP2p.empty()) BATON_CHECK(comm->gpu->launchSendRecv(comm, deviceP2p));
   // Channel 0 runs the point-to-point batch after this launch's collectives, so its AlltoAlls by
   // stores take their epochs after those the collectives took.
   for (Task& t : p2p)

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <deque>
 
 #include "misc/debug.h"
 #include "sendrecv_progress.h"
@@ -43,9 +42,12 @@ ncclResult_t runSendRecvBatch(ncclComm* comm, const std::vector<Task>& tasks, Ex
     return comm->tun.netZeroCopy && conn && conn->viaNet && !comm->reg->empty() && comm->reg->covers(buf, bytes);
   };
 
-  // Per peer and direction, transfers run in the order they were issued.
-  std::vector<std::deque<SendRecvTransfer>> sends(n), recvs(n);
-  size_t pending = 0;
+  // A connector's transfers run in the order they were issued: each waits for the one before it.
+  std::vector<SendRecvTransfer> xs;
+  std::vector<int> after;
+  std::vector<int> lastSend(n, -1), lastRecv(n, -1);
+  xs.reserve(tasks.size());
+  after.reserve(tasks.size());
   for (const Task& t : tasks) {
     if (t.peer == me) continue;
     const size_t bytes = t.count * typeSize(t.type);
@@ -53,53 +55,22 @@ ncclResult_t runSendRecvBatch(ncclComm* comm, const std::vector<Task>& tasks, Ex
     SendRecvTransfer x;
     x.bytes = bytes;
     x.peer = t.peer;
-    if (t.kind == Task::kSend) {
+    x.isSend = t.kind == Task::kSend;
+    int& last = x.isSend ? lastSend[t.peer] : lastRecv[t.peer];
+    if (x.isSend) {
       x.buf = const_cast<char*>(static_cast<const char*>(t.sendbuff));
       x.conn = &comm->peerSend[t.peer];
       x.zeroCopy = zeroCopy(comm->peerSendConn[t.peer].get(), x.buf, bytes);
-      sends[t.peer].push_back(x);
     } else {
       x.buf = static_cast<char*>(t.recvbuff);
       x.conn = &comm->peerRecv[t.peer];
       x.zeroCopy = zeroCopy(comm->peerRecvConn[t.peer].get(), x.buf, bytes);
-      recvs[t.peer].push_back(x);
     }
-    ++pending;
+    after.push_back(last);
+    last = (int)xs.size();
+    xs.push_back(x);
   }
-  uint32_t idle = 0;
-  uint64_t idleSince = 0;
-  while (pending && !ctx.failed) {
-    bool progressed = false;
-    for (int p = 0; p < n; ++p) {
-      if (!sends[p].empty() && sendRecvTrySend(ctx, sends[p].front())) {
-        progressed = true;
-        if (sends[p].front().complete()) sends[p].pop_front(), --pending;
-      }
-      if (!recvs[p].empty() && sendRecvTryRecv(ctx, recvs[p].front())) {
-        progressed = true;
-        if (recvs[p].front().complete()) recvs[p].pop_front(), --pending;
-      }
-    }
-    if (progressed) {
-      idle = 0;
-      idleSince = 0;
-      continue;
-    }
-    waitPause(idle);
-    if (idle % kWaitCheckEvery == 0) {
-      // Report the first transfer still pending (the clock restarts whenever anything progresses).
-      int peer = 0;
-      while (sends[peer].empty() && recvs[peer].empty()) ++peer;
-      const bool isSend = !sends[peer].empty();
-      const ConnDev* c = isSend ? sends[peer].front().conn : recvs[peer].front().conn;
-      // A send needs head >= step + 1 - depth (a free slot), or a zero-copy one that has posted
-      // every step head >= its last step + 1; a receive needs tail >= step + 1.
-      const uint64_t drain = isSend ? sends[peer].front().drainUntil : 0;
-      const uint64_t expected = drain ? drain : isSend ? c->step + 1 - c->depth : c->step + 1;
-      waitGiveUp(ctx, idleSince, peer, isSend ? "send head (credit)" : "recv tail", expected,
-                 loadAcquire(isSend ? &c->fifo->head : &c->fifo->tail));
-    }
-  }
+  sendRecvRunAll(ctx, xs.data(), after.data(), (int)xs.size());
   return ncclSuccess;
 }
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The CUDA backend on a GPU, in one command: builds it, runs the collective check on device
-# buffers (1, 2 and 4 thread ranks and 2 processes, every protocol), sweeps per protocol and per
+# buffers (1, 2 and 4 thread ranks and 2 processes, every protocol), the send/recv check (ncclSend,
+# ncclRecv, AlltoAll, Gather, Scatter on 1, 2 and 4 thread ranks and 2 processes) and its sweep,
+# sweeps per protocol and per
 # collective against the device's copy bandwidth, and the AllReduce sweep with NVIDIA's
 # libnccl.so.2 in the same run (one rank each: NVIDIA's library refuses two ranks on one GPU),
 # printed as one table.
@@ -27,12 +29,14 @@ nvidia-smi -L
 nvidia-smi --query-gpu=driver_version,memory.total --format=csv,noheader
 if [ -z "${BATON_GPU_CHECK_NO_BUILD:-}" ]; then
   echo "== build"
-  make -j"$(nproc)" BUILD="$BUILD" lib device "$BUILD/tests/gpu_collectives" "$BUILD/bin/baton-run" >"$OUT/build.log" 2>&1 ||
+  make -j"$(nproc)" BUILD="$BUILD" lib device "$BUILD/tests/gpu_collectives" "$BUILD/tests/gpu_sendrecv" \
+    "$BUILD/bin/baton-run" >"$OUT/build.log" 2>&1 ||
     { tail -30 "$OUT/build.log"; echo "gpu-check: build failed ($OUT/build.log)"; exit 1; }
 fi
 LIB=$BUILD/lib
 T=$BUILD/tests/gpu_collectives
-for f in "$LIB/libnccl.so.2" "$LIB/libbaton-cuda.so" "$T" "$BUILD/bin/baton-run"; do
+P2P=$BUILD/tests/gpu_sendrecv
+for f in "$LIB/libnccl.so.2" "$LIB/libbaton-cuda.so" "$T" "$P2P" "$BUILD/bin/baton-run"; do
   [ -e "$f" ] || { echo "gpu-check: $f is missing"; exit 1; }
 done
 export BATON_WAIT_TIMEOUT=${BATON_WAIT_TIMEOUT:-30}  # a hung kernel gives up instead of holding the GPU
@@ -53,6 +57,9 @@ LD_LIBRARY_PATH=$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} NCCL_DEBUG=INFO NCCL_D
 run check-threads-1 150 "$T" check -n 1
 run check-threads-2 150 "$T" check -n 2
 run check-procs-2 150 "$BUILD/bin/baton-run" -n 2 "$T" check --procs
+for n in 1 2 4; do run "sendrecv-threads-$n" 120 "$P2P" check -n $n; done
+run sendrecv-procs-2 120 "$BUILD/bin/baton-run" -n 2 "$P2P" check --procs
+run sendrecv-sweep-2ranks 90 "$P2P" sweep -n 2 -e "$MAXB"
 for p in Simple LL128 LL; do
   run "sweep-2ranks-$p" 90 "$T" sweep -n 2 -e "$MAXB" -p "$p"
 done
@@ -92,7 +99,10 @@ if [ -n "${NCCL_TESTS_DIR:-}" ]; then
   make -C "$NCCL_TESTS_DIR" -j"$(nproc)" NCCL_HOME="$PWD/$NH" CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}" \
     NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" >"$OUT/nccl-tests-build.log" 2>&1 ||
     { tail -20 "$OUT/nccl-tests-build.log"; status=1; }
-  for t in all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf; do
+  # One rank each (-g 1; its single-process mode needs one GPU per rank): the point-to-point ones
+  # are then sends to itself.
+  for t in all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf \
+    sendrecv_perf alltoall_perf gather_perf scatter_perf hypercube_perf; do
     [ -x "$NCCL_TESTS_DIR/build/$t" ] && LD_LIBRARY_PATH=$PWD/$LIB run "nccl-tests-$t" 300 "$NCCL_TESTS_DIR/build/$t" -b 8 -e "$MAXB" -f 4 -g 1 -c 1
   done
 fi

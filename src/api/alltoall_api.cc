@@ -10,6 +10,8 @@
 #include "api/argcheck.h"
 #include "api/submit.h"
 #include "baton/alltoallv.h"
+#include "cuda/gpu_backend.h"
+#include "cuda/gpu_comm.h"
 #include "misc/debug.h"
 #include "tuner/alltoall_choice.h"
 
@@ -17,6 +19,18 @@ namespace baton {
 namespace {
 
 using Layout = std::vector<size_t>;  // sendBytes[n], sendOffset[n], recvBytes[n], recvOffset[n] (task.h)
+
+// Device buffers (the CUDA backend): the direct algorithm's sends and receives, as one kernel.
+ncclResult_t submitDeviceAlltoAll(ncclComm* comm, const char* fn, const void* sendbuff, void* recvbuff,
+                                  std::shared_ptr<const Layout> layout, bool uniform, cudaStream_t stream) {
+  BATON_INFO(kSubColl, "%s: sendbuff %p recvbuff %p comm %p [nranks=%d] algorithm direct (device buffers) stream %p",
+             fn, sendbuff, recvbuff, (void*)comm, comm->nRanks, (void*)stream);
+  std::vector<Task> tasks = alltoallTasks(comm, kAlltoAllDirect, sendbuff, recvbuff, std::move(layout), uniform);
+  ARGCHECK(gpuClassifyP2p(comm, tasks, stream, fn));
+  return submit(comm, tasks);
+}
+
+bool anyDeviceMemory(const void* a, const void* b) { return isDeviceMemory(a) || isDeviceMemory(b); }
 
 ncclResult_t submitAlltoAll(ncclComm* comm, const char* fn, const void* sendbuff, void* recvbuff,
                             std::shared_ptr<const Layout> layout, bool uniform, ncclDataType_t type) {
@@ -66,16 +80,22 @@ using namespace baton;
 NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
          ncclComm_t comm, cudaStream_t stream);
 ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclComm_t comm,
-                           cudaStream_t) {
+                           cudaStream_t stream) {
   const char* fn = "ncclAlltoAll";
   ARGCHECK(checkCommReady(comm, fn));
   ARGCHECK(checkDatatype(datatype, fn));
   ARGCHECK(checkCount(count, datatype, comm->nRanks, fn));
-  ARGCHECK(checkPtr(sendbuff, count, fn, "sendbuff"));
-  ARGCHECK(checkPtr(recvbuff, count, fn, "recvbuff"));
+  ARGCHECK(checkCollPtr(sendbuff, count, fn, "sendbuff"));
+  ARGCHECK(checkCollPtr(recvbuff, count, fn, "recvbuff"));
   const int n = comm->nRanks;
   const size_t block = count * typeSize(datatype);
   const char* src = static_cast<const char*>(sendbuff);
+  const bool onDevice = count > 0 && anyDeviceMemory(sendbuff, recvbuff);
+  if (onDevice && sendbuff == recvbuff)
+    return groupRecordError(batonError(ncclInvalidUsage,
+                                       "%s: in-place AlltoAll (sendbuff == recvbuff) on device memory is not built in "
+                                       "the CUDA backend; pass two buffers",
+                                       fn));
   if (sendbuff == recvbuff && block) {
     // In place: every block is both read and overwritten, so send from a snapshot, which must
     // outlive the operation: hence only for calls that complete before returning.
@@ -92,12 +112,13 @@ ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, n
   for (int p = 0; p < n; ++p)
     (*layout)[p] = (*layout)[2 * n + p] = block, (*layout)[n + p] = (*layout)[3 * n + p] = p * block;
   // Every rank passes the same count (NCCL's rule), so every rank knows every block's size.
+  if (onDevice) return submitDeviceAlltoAll(comm, fn, src, recvbuff, std::move(layout), /*uniform=*/true, stream);
   return submitAlltoAll(comm, fn, src, recvbuff, std::move(layout), /*uniform=*/true, datatype);
 }
 
 extern "C" __attribute__((visibility("default"))) ncclResult_t batonAlltoAllv(
     const void* sendbuff, const size_t sendcounts[], const size_t sdispls[], void* recvbuff, const size_t recvcounts[],
-    const size_t rdispls[], ncclDataType_t datatype, ncclComm_t comm, cudaStream_t) {
+    const size_t rdispls[], ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   const char* fn = "batonAlltoAllv";
   ARGCHECK(checkCommReady(comm, fn));
   ARGCHECK(checkDatatype(datatype, fn));
@@ -111,5 +132,7 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonAlltoAllv(
     return groupRecordError(
         batonError(ncclInvalidArgument,
                    "%s: sendbuff == recvbuff (%p): AlltoAllv has no in-place form; pass two buffers", fn, sendbuff));
+  if (anyDeviceMemory(sendbuff, recvbuff))
+    return submitDeviceAlltoAll(comm, fn, sendbuff, recvbuff, std::move(layout), /*uniform=*/false, stream);
   return submitAlltoAll(comm, fn, sendbuff, recvbuff, std::move(layout), /*uniform=*/false, datatype);
 }

@@ -48,13 +48,11 @@ ncclResult_t checkCollPtr(const void* p, size_t count, const char* fn, const cha
   return ncclSuccess;
 }
 
-ncclResult_t checkPtr(const void* p, size_t count, const char* fn, const char* what) {
-  BATON_CHECK(checkCollPtr(p, count, fn, what));
-  if (count > 0 && isDeviceMemory(p))
+ncclResult_t checkHostMemory(const void* p, const char* fn, const char* what) {
+  if (p && isDeviceMemory(p))
     return batonError(ncclInvalidUsage,
-                      "%s: %s %p is device memory; the CUDA backend runs AllReduce, Broadcast, Reduce, AllGather and "
-                      "ReduceScatter on device buffers, not this call yet",
-                      fn, what, p);
+                      "%s: %s %p is device memory; the CUDA backend does not run this call (host buffers only)", fn,
+                      what, p);
   return ncclSuccess;
 }
 

@@ -64,7 +64,7 @@ ncclResult_t checkSendRecv(const char* fn, const void* buf, size_t count, ncclDa
   BATON_CHECK(checkDatatype(type, fn));
   BATON_CHECK(checkRoot(comm, peer, fn, "peer"));
   BATON_CHECK(checkCount(count, type, 1, fn));
-  return checkPtr(buf, count, fn, bufName);
+  return checkCollPtr(buf, count, fn, bufName);
 }
 
 }  // namespace
@@ -118,48 +118,54 @@ ncclResult_t pncclReduceScatter(const void* sendbuff, void* recvbuff, size_t rec
 NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
          cudaStream_t stream);
 ncclResult_t pncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
-                       cudaStream_t) {
+                       cudaStream_t stream) {
   ARGCHECK(checkSendRecv("ncclSend", sendbuff, count, datatype, peer, comm, "sendbuff"));
-  return submit(comm, {sendRecvTask(Task::kSend, sendbuff, nullptr, count, datatype, peer)});
+  std::vector<Task> tasks{sendRecvTask(Task::kSend, sendbuff, nullptr, count, datatype, peer)};
+  ARGCHECK(gpuClassifyP2p(comm, tasks, stream, "ncclSend"));
+  return submit(comm, tasks);
 }
 
 NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
          cudaStream_t stream);
-ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t) {
+ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                       cudaStream_t stream) {
   ARGCHECK(checkSendRecv("ncclRecv", recvbuff, count, datatype, peer, comm, "recvbuff"));
-  return submit(comm, {sendRecvTask(Task::kRecv, nullptr, recvbuff, count, datatype, peer)});
+  std::vector<Task> tasks{sendRecvTask(Task::kRecv, nullptr, recvbuff, count, datatype, peer)};
+  ARGCHECK(gpuClassifyP2p(comm, tasks, stream, "ncclRecv"));
+  return submit(comm, tasks);
 }
 
 NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
          int root, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t pncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
-                         ncclComm_t comm, cudaStream_t) {
+                         ncclComm_t comm, cudaStream_t stream) {
   const char* fn = "ncclGather";
   ARGCHECK(checkCommReady(comm, fn));
   ARGCHECK(checkDatatype(datatype, fn));
   ARGCHECK(checkRoot(comm, root, fn));
   ARGCHECK(checkCount(count, datatype, comm->nRanks, fn));
-  ARGCHECK(checkPtr(sendbuff, count, fn, "sendbuff"));
-  if (comm->rank == root) ARGCHECK(checkPtr(recvbuff, count, fn, "recvbuff"));
+  ARGCHECK(checkCollPtr(sendbuff, count, fn, "sendbuff"));
+  if (comm->rank == root) ARGCHECK(checkCollPtr(recvbuff, count, fn, "recvbuff"));
   const size_t block = count * typeSize(datatype);
   std::vector<Task> tasks{sendRecvTask(Task::kSend, sendbuff, nullptr, count, datatype, root)};
   if (comm->rank == root)
     for (int r = 0; r < comm->nRanks; ++r)
       tasks.push_back(sendRecvTask(Task::kRecv, nullptr, static_cast<char*>(recvbuff) + r * block, count, datatype, r));
+  ARGCHECK(gpuClassifyP2p(comm, tasks, stream, fn));
   return submit(comm, tasks);
 }
 
 NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
          int root, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t pncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
-                          ncclComm_t comm, cudaStream_t) {
+                          ncclComm_t comm, cudaStream_t stream) {
   const char* fn = "ncclScatter";
   ARGCHECK(checkCommReady(comm, fn));
   ARGCHECK(checkDatatype(datatype, fn));
   ARGCHECK(checkRoot(comm, root, fn));
   ARGCHECK(checkCount(count, datatype, comm->nRanks, fn));
-  if (comm->rank == root) ARGCHECK(checkPtr(sendbuff, count, fn, "sendbuff"));
-  ARGCHECK(checkPtr(recvbuff, count, fn, "recvbuff"));
+  if (comm->rank == root) ARGCHECK(checkCollPtr(sendbuff, count, fn, "sendbuff"));
+  ARGCHECK(checkCollPtr(recvbuff, count, fn, "recvbuff"));
   const size_t block = count * typeSize(datatype);
   std::vector<Task> tasks;
   if (comm->rank == root)
@@ -167,5 +173,6 @@ ncclResult_t pncclScatter(const void* sendbuff, void* recvbuff, size_t count, nc
       tasks.push_back(
           sendRecvTask(Task::kSend, static_cast<const char*>(sendbuff) + r * block, nullptr, count, datatype, r));
   tasks.push_back(sendRecvTask(Task::kRecv, nullptr, recvbuff, count, datatype, root));
+  ARGCHECK(gpuClassifyP2p(comm, tasks, stream, fn));
   return submit(comm, tasks);
 }

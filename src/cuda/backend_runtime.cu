@@ -206,6 +206,13 @@ int launchColl(const GpuCollLaunch* l, void* stream) {
   return launchCollKernel(l, stream);
 }
 
+int launchP2pKernel(const GpuP2pLaunch* l, void* stream);  // sendrecv_kernel.cu
+
+int launchP2p(const GpuP2pLaunch* l, void* stream) {
+  SCOPED(l->device, "launch");
+  return launchP2pKernel(l, stream);
+}
+
 int copyAsync(int dev, void* dst, const void* src, size_t bytes, void* stream) {
   SCOPED(dev, "cudaMemcpyAsync");
   const cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream));
@@ -223,6 +230,8 @@ extern "C" __attribute__((visibility("default"))) const baton::CudaBackend* bato
                                     sizeof(ExecCtx),
                                     sizeof(ConnDev),
                                     sizeof(GpuCollLaunch),
+                                    sizeof(GpuP2pLaunch),
+                                    sizeof(SendRecvTransfer),
                                     probe,
                                     deviceCount,
                                     multiProcessors,
@@ -242,6 +251,7 @@ extern "C" __attribute__((visibility("default"))) const baton::CudaBackend* bato
                                     eventRecord,
                                     eventSynchronize,
                                     launchColl,
+                                    launchP2p,
                                     copyAsync,
                                     lastError};
   return &table;

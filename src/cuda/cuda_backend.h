@@ -15,10 +15,11 @@
 
 #include "coll_args.h"
 #include "exec_model.h"
+#include "sendrecv_progress.h"
 
 namespace baton {
 
-constexpr int kCudaBackendVersion = 1;
+constexpr int kCudaBackendVersion = 2;
 constexpr int kGpuMaxThreads = 512;     // threads of a collective's block (NCCL_NTHREADS' default)
 constexpr size_t kIpcHandleBytes = 64;  // cudaIpcMemHandle_t
 
@@ -56,11 +57,36 @@ struct GpuCollLaunch {
   GpuStatus* status = nullptr;      // device-visible pointer to the communicator's status
 };
 
+// A group's device sends and receives for one communicator, as one kernel (sendrecv_kernel.cu).
+// Its transfers travel as a table the plugin copies to the device on the stream (stream-ordered
+// allocation, freed after the kernel), so a group may hold any number of them:
+//   int32 first[nBlocks + 1]   block b runs transfers first[b] .. first[b + 1] - 1, round-robin
+//   int32 after[nOps]          the transfer before this one on its connector, relative to first[b]; -1: none
+//   SendRecvTransfer xs[nOps]  at xsOffset; each block's progress lives here while the kernel runs
+// A connector's transfers all go to one block, so they keep their order.
+struct GpuP2pLaunch {
+  const void* table = nullptr;  // host memory, read before launchP2p returns
+  size_t tableBytes = 0;
+  size_t xsOffset = 0;
+  int nOps = 0;
+  int nBlocks = 0;
+  int threads = kGpuMaxThreads;
+  int device = 0;
+  ExecCtx ctx;                  // rank, abort flag (device-visible), timeout
+  GpuStatus* status = nullptr;  // device-visible pointer to the communicator's status
+};
+
+// Where each part of the table lies for `nBlocks` blocks and `nOps` transfers.
+inline void gpuP2pTableLayout(int nBlocks, int nOps, size_t* xsOffset, size_t* bytes) {
+  *xsOffset = ((sizeof(int32_t) * ((size_t)nBlocks + 1 + nOps)) + 15) / 16 * 16;
+  *bytes = *xsOffset + sizeof(SendRecvTransfer) * (size_t)nOps;
+}
+
 // The plugin's table. Calls return 0 or the CUDA error code; lastError() describes the last failed
 // call of this thread ("cudaMalloc(1048576 bytes) on device 0: out of memory").
 struct CudaBackend {
   int version;
-  size_t collArgsBytes, execCtxBytes, connDevBytes, launchBytes;
+  size_t collArgsBytes, execCtxBytes, connDevBytes, launchBytes, p2pLaunchBytes, transferBytes;
   // Whether this thread has a usable current device; *dev is it, `desc` names it or says why not.
   int (*probe)(int* dev, char* desc, size_t descBytes);
   int (*deviceCount)(int* n);
@@ -82,6 +108,8 @@ struct CudaBackend {
   int (*eventRecord)(void* ev, void* stream);
   int (*eventSynchronize)(void* ev);
   int (*launchColl)(const GpuCollLaunch* launch, void* stream);
+  // Copies launch->table to the device on `stream`, launches the send/recv kernel, frees the copy.
+  int (*launchP2p)(const GpuP2pLaunch* launch, void* stream);
   int (*copyAsync)(int dev, void* dst, const void* src, size_t bytes, void* stream);  // device to device
   const char* (*lastError)();
 };

@@ -50,7 +50,8 @@ void open() {
   const CudaBackend* b = entry ? entry() : nullptr;
   if (!b || b->version != kCudaBackendVersion || b->collArgsBytes != sizeof(CollArgs) ||
       b->execCtxBytes != sizeof(ExecCtx) || b->connDevBytes != sizeof(ConnDev) ||
-      b->launchBytes != sizeof(GpuCollLaunch)) {
+      b->launchBytes != sizeof(GpuCollLaunch) || b->p2pLaunchBytes != sizeof(GpuP2pLaunch) ||
+      b->transferBytes != sizeof(SendRecvTransfer)) {
     gStatus = "libbaton-cuda.so was built from other sources than this libnccl.so.2 (version or struct sizes differ)";
     return;
   }

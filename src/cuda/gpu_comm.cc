@@ -1,5 +1,6 @@
 // A GPU communicator's init and teardown: device ring FIFOs, their exchange (pointer or CUDA IPC
-// handle), the channels' device structs, the pinned abort flag and failure record.
+// handle), the channels' device structs, the pinned abort flag and failure record. (The send/recv
+// FIFOs: gpu_sendrecv.cc.)
 #include "cuda/gpu_comm.h"
 
 #include <algorithm>
@@ -16,23 +17,11 @@ namespace {
 
 constexpr uint64_t kTagGpuRing = 5u << 16;  // + channel (connect.cc's tags end at 4 << 16)
 
-// What a receiver tells its ring predecessor about the FIFO it made.
-struct GpuFifoInfo {
-  uint64_t pidHash;
-  uint64_t ptr;  // the FIFO in the owner's address space (threads of one process use it as is)
-  int32_t dev;
-  int32_t hasHandle;
-  unsigned char handle[kIpcHandleBytes];
-};
-
-ncclResult_t cudaFailed(const CudaBackend* b, const char* what, int rank) {
-  return batonError(ncclUnhandledCudaError, "rank %d: %s: %s", rank, what, b->lastError());
-}
-
 }  // namespace
 
-#define CUDA_CHECK(call, what) \
-  if ((call) != 0) return cudaFailed(b, what, comm->rank)
+ncclResult_t gpuCallFailed(const CudaBackend* b, const char* what, int rank) {
+  return batonError(ncclUnhandledCudaError, "rank %d: %s: %s", rank, what, b->lastError());
+}
 
 ncclResult_t GpuComm::create(ncclComm* comm, std::shared_ptr<GpuComm>* out, std::string* why) {
   out->reset();
@@ -60,7 +49,7 @@ ncclResult_t GpuComm::create(ncclComm* comm, std::shared_ptr<GpuComm>* out, std:
   // each) shared among them. Processes take turns on a device and need no such bound. Every rank
   // takes the smallest count any rank can afford.
   int sms = 0;
-  CUDA_CHECK(b->multiProcessors(g->dev_, &sms), "the device's multiprocessor count");
+  GPU_CALL(b->multiProcessors(g->dev_, &sms), "the device's multiprocessor count");
   int sharing = 0;
   for (const PeerInfo& p : comm->peers) sharing += p.pidHash == me.pidHash && p.cudaDev == comm->cudaDev;
   const int64_t asked = envInt("BATON_GPU_CHANNELS", kMaxChannels);
@@ -87,47 +76,33 @@ ncclResult_t GpuComm::create(ncclComm* comm, std::shared_ptr<GpuComm>* out, std:
     const int next = ring.ringUserRanks[(ring.ringIndex + 1) % n];
     std::copy(ring.ringUserRanks.begin(), ring.ringUserRanks.end(), userRanks.begin() + (size_t)c * n);
     chans[c].ringIndex = ring.ringIndex;
-    CUDA_CHECK(b->deviceAlloc(g->dev_, &g->fifos_[c], fifoBytes), "ring FIFO");
+    GPU_CALL(b->deviceAlloc(g->dev_, &g->fifos_[c], fifoBytes), "ring FIFO");
     auto* mine = static_cast<ConnFifo*>(g->fifos_[c]);
     chans[c].recv = makeConnDev(mine, layout, prev, comm->tun.fifoDepth);
     if (n == 1) continue;
-    GpuFifoInfo info{};
-    info.pidHash = me.pidHash;
-    info.ptr = reinterpret_cast<uint64_t>(mine);
-    info.dev = g->dev_;
-    if (comm->peers[prev].pidHash != me.pidHash) {
-      CUDA_CHECK(b->ipcHandle(g->dev_, mine, info.handle), "cudaIpcGetMemHandle of a ring FIFO");
-      info.hasHandle = 1;
-    }
+    FifoInfo info{};
+    BATON_CHECK(g->describeFifo(comm, mine, prev, &info));
     BATON_CHECK(comm->bootstrap->send(prev, kTagGpuRing + c, &info, sizeof info));
-    GpuFifoInfo theirs{};
+    FifoInfo theirs{};
     BATON_CHECK(comm->bootstrap->recv(next, kTagGpuRing + c, &theirs, sizeof theirs));
     void* peerFifo = nullptr;
-    if (theirs.pidHash == me.pidHash) {
-      CUDA_CHECK(b->enablePeerAccess(g->dev_, theirs.dev), "peer access to the next rank's device");
-      peerFifo = reinterpret_cast<void*>(theirs.ptr);
-    } else {
-      if (!theirs.hasHandle)
-        return batonError(ncclInternalError, "rank %d: rank %d sent no CUDA IPC handle", comm->rank, next);
-      CUDA_CHECK(b->ipcOpen(g->dev_, theirs.handle, &peerFifo), "cudaIpcOpenMemHandle of the next rank's FIFO");
-      g->opened_.push_back(peerFifo);
-      ipc = true;
-    }
+    BATON_CHECK(g->openFifo(comm, theirs, next, &peerFifo, &ipc));
     chans[c].send = makeConnDev(static_cast<ConnFifo*>(peerFifo), layout, next, comm->tun.fifoDepth);
   }
-  CUDA_CHECK(b->deviceAlloc(g->dev_, &g->userRanksDev_, userRanks.size() * sizeof(int)), "ring orders");
-  CUDA_CHECK(b->copyToDevice(g->dev_, g->userRanksDev_, userRanks.data(), userRanks.size() * sizeof(int)),
-             "ring orders");
+  GPU_CALL(b->deviceAlloc(g->dev_, &g->userRanksDev_, userRanks.size() * sizeof(int)), "ring orders");
+  GPU_CALL(b->copyToDevice(g->dev_, g->userRanksDev_, userRanks.data(), userRanks.size() * sizeof(int)), "ring orders");
   for (int c = 0; c < nch; ++c) chans[c].userRanks = static_cast<const int*>(g->userRanksDev_) + (size_t)c * n;
-  CUDA_CHECK(b->deviceAlloc(g->dev_, &g->channelsDev_, nch * sizeof(GpuChannelDev)), "channels");
-  CUDA_CHECK(b->copyToDevice(g->dev_, g->channelsDev_, chans.data(), nch * sizeof(GpuChannelDev)), "channels");
+  GPU_CALL(b->deviceAlloc(g->dev_, &g->channelsDev_, nch * sizeof(GpuChannelDev)), "channels");
+  GPU_CALL(b->copyToDevice(g->dev_, g->channelsDev_, chans.data(), nch * sizeof(GpuChannelDev)), "channels");
   void* host = nullptr;
   void* view = nullptr;
-  CUDA_CHECK(b->hostAlloc(&host, &view, sizeof(GpuStatus)), "failure record");
+  GPU_CALL(b->hostAlloc(&host, &view, sizeof(GpuStatus)), "failure record");
   g->status_ = static_cast<GpuStatus*>(host), g->statusDev_ = static_cast<GpuStatus*>(view);
-  CUDA_CHECK(b->hostAlloc(&host, &view, sizeof(int)), "abort flag");
+  GPU_CALL(b->hostAlloc(&host, &view, sizeof(int)), "abort flag");
   g->abort_ = static_cast<int*>(host), g->abortDev_ = static_cast<int*>(view);
-  CUDA_CHECK(b->eventCreate(g->dev_, &g->lastWork_), "event");
+  GPU_CALL(b->eventCreate(g->dev_, &g->lastWork_), "event");
+  GPU_CALL(b->eventCreate(g->dev_, &g->join_), "event");
+  BATON_CHECK(g->connectPeers(comm));
   BATON_INFO(kSubInit,
              "GPU communicator: rank %d on CUDA device %d, %d channels, ring FIFOs of %zu bytes in device "
              "memory, reached %s",
@@ -136,6 +111,33 @@ ncclResult_t GpuComm::create(ncclComm* comm, std::shared_ptr<GpuComm>* out, std:
              : ipc  ? "through CUDA IPC handles"
                     : "by pointer (threads of one process)");
   *out = std::move(g);
+  return ncclSuccess;
+}
+
+ncclResult_t GpuComm::describeFifo(ncclComm* comm, void* fifo, int sender, FifoInfo* info) {
+  const CudaBackend* b = b_;
+  *info = FifoInfo{};
+  info->pidHash = comm->peers[comm->rank].pidHash;
+  info->ptr = reinterpret_cast<uint64_t>(fifo);
+  info->dev = dev_;
+  if (comm->peers[sender].pidHash != info->pidHash) {
+    GPU_CALL(b->ipcHandle(dev_, fifo, info->handle), "cudaIpcGetMemHandle of a FIFO");
+    info->hasHandle = 1;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t GpuComm::openFifo(ncclComm* comm, const FifoInfo& theirs, int peer, void** fifo, bool* ipc) {
+  const CudaBackend* b = b_;
+  if (theirs.pidHash == comm->peers[comm->rank].pidHash) {
+    GPU_CALL(b->enablePeerAccess(dev_, theirs.dev), "peer access to another rank's device");
+    *fifo = reinterpret_cast<void*>(theirs.ptr);
+    return ncclSuccess;
+  }
+  if (!theirs.hasHandle) return batonError(ncclInternalError, "rank %d: rank %d sent no CUDA IPC handle", rank_, peer);
+  GPU_CALL(b->ipcOpen(dev_, theirs.handle, fifo), "cudaIpcOpenMemHandle of another rank's FIFO");
+  opened_.push_back(*fifo);
+  *ipc = true;
   return ncclSuccess;
 }
 
@@ -155,6 +157,14 @@ ncclResult_t GpuComm::takeFailure(ncclComm* comm) {
   if (!status_ || failureTaken_ || !__atomic_load_n(&status_->failed, __ATOMIC_ACQUIRE)) return ncclSuccess;
   failureTaken_ = true;
   const WaitFailure& f = status_->failure;
+  // kWaitAborted without the abort flag: the kernel stopped itself on a step whose size was not
+  // the one it expected (the device cannot pass its description string up).
+  if (f.result == kWaitAborted && !__atomic_load_n(abort_, __ATOMIC_ACQUIRE))
+    return batonError(ncclInvalidUsage,
+                      "rank %d: a kernel on CUDA device %d channel %d got a step of %llu bytes from peer %d where it "
+                      "expected %llu (do the send and receive counts, or the ranks' arguments, differ?)",
+                      comm->rank, dev_, f.channel, (unsigned long long)f.observed, f.peer,
+                      (unsigned long long)f.expected);
   const bool aborted = f.result == kWaitAborted;
   return batonError(aborted ? ncclInvalidUsage : ncclSystemError,
                     "rank %d: a kernel on CUDA device %d channel %d %s waiting for peer %d: expected %llu, observed "
@@ -170,11 +180,15 @@ GpuComm::~GpuComm() {
   for (void* p : opened_) b_->ipcClose(dev_, p);
   for (void* p : fifos_)
     if (p) b_->deviceFree(dev_, p);
+  for (void* p : peerFifos_)
+    if (p) b_->deviceFree(dev_, p);
+  if (peerConnsDev_) b_->deviceFree(dev_, peerConnsDev_);
   if (channelsDev_) b_->deviceFree(dev_, channelsDev_);
   if (userRanksDev_) b_->deviceFree(dev_, userRanksDev_);
   if (status_) b_->hostFree(status_);
   if (abort_) b_->hostFree(abort_);
   if (lastWork_) b_->eventDestroy(lastWork_);
+  if (join_) b_->eventDestroy(join_);
 }
 
 }  // namespace baton

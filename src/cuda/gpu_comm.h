@@ -1,13 +1,15 @@
 // A GPU communicator: the part of a communicator that drives a CUDA device (README's CUDA backend).
 //
 // When every rank had a CUDA device current at init and all are processes or threads of one host,
-// each channel's ring gets a FIFO in device memory: a peer thread of this process reaches it by
-// its pointer (peer access between devices), a peer process through a CUDA IPC handle. Collectives
-// on device buffers then run as kernels on the caller's stream (gpu_launch.cc), in the order the
-// communicator's calls were made; host buffers keep the CPU backend.
+// each channel's ring gets a FIFO in device memory, and so does every pair of ranks for send/recv:
+// a peer thread of this process reaches it by its pointer (peer access between devices), a peer
+// process through a CUDA IPC handle. Collectives and sends/receives on device buffers then run as
+// kernels on the caller's stream (gpu_launch.cc, gpu_sendrecv.cc), in the order the communicator's
+// calls were made; host buffers keep the CPU backend.
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "cuda/cuda_backend.h"
@@ -28,6 +30,9 @@ class GpuComm {
 
   // Enqueues `t` (a collective on device buffers) on its stream and returns.
   ncclResult_t launch(ncclComm* comm, const Task& t);
+  // Enqueues a group's sends and receives on device buffers as one kernel (so pairs that wait for
+  // each other progress together) on the first task's stream; the other tasks' streams join it.
+  ncclResult_t launchSendRecv(ncclComm* comm, const std::vector<Task>& tasks);
   // Raises the kernels' abort flag (ncclCommAbort): their waits give up.
   void abort();
   // Waits for every kernel launched so far (ncclCommDestroy, ncclCommAbort).
@@ -39,26 +44,56 @@ class GpuComm {
   int channels() const { return nChannels_; }
 
  private:
+  // What a receiver tells the rank that sends to it about the FIFO it made in device memory.
+  struct FifoInfo {
+    uint64_t pidHash;
+    uint64_t ptr;  // the FIFO in the owner's address space (threads of one process use it as is)
+    int32_t dev;
+    int32_t hasHandle;
+    unsigned char handle[kIpcHandleBytes];
+  };
+  ncclResult_t describeFifo(ncclComm* comm, void* fifo, int sender, FifoInfo* info);
+  // The sender's view of `peer`'s FIFO: its pointer (peer access enabled) or a CUDA IPC mapping.
+  ncclResult_t openFifo(ncclComm* comm, const FifoInfo& theirs, int peer, void** fifo, bool* ipc);
+  // A FIFO from and to every other rank for send/recv (at init: a group driven by one thread could
+  // not connect on first use, since a send's connection waits for its receiver's), gpu_sendrecv.cc.
+  ncclResult_t connectPeers(ncclComm* comm);
+  // Orders `stream` after the communicator's last kernel.
+  ncclResult_t followLastWork(ncclComm* comm, cudaStream_t stream);
+
   const CudaBackend* b_ = nullptr;
   int dev_ = 0;
   int nChannels_ = 0;
   int rank_ = 0;
-  std::vector<void*> fifos_;      // ours (device memory): one receive FIFO per channel
-  std::vector<void*> opened_;     // peers' FIFOs opened through CUDA IPC
-  void* channelsDev_ = nullptr;   // GpuChannelDev[nChannels_]
-  void* userRanksDev_ = nullptr;  // int[nChannels_][nRanks]
-  GpuStatus* status_ = nullptr;   // pinned; statusDev_ is the device's view of it
+  std::vector<void*> fifos_;          // ours (device memory): one receive FIFO per channel
+  std::vector<void*> opened_;         // peers' FIFOs opened through CUDA IPC
+  std::vector<void*> peerFifos_;      // ours (device memory): one send/recv FIFO from each peer
+  void* peerConnsDev_ = nullptr;      // ConnDev[2 * nRanks]: the send to rank p at p, the receive from p at nRanks + p
+  std::vector<std::string> peerWhy_;  // per connector as peerConnsDev_: why it has no FIFO (empty: it has one)
+  void* channelsDev_ = nullptr;       // GpuChannelDev[nChannels_]
+  void* userRanksDev_ = nullptr;      // int[nChannels_][nRanks]
+  GpuStatus* status_ = nullptr;       // pinned; statusDev_ is the device's view of it
   GpuStatus* statusDev_ = nullptr;
   int* abort_ = nullptr;  // pinned; abortDev_ is the device's view of it
   int* abortDev_ = nullptr;
   void* lastWork_ = nullptr;  // event after the last launch: the next one waits for it
+  void* join_ = nullptr;      // orders a send/recv kernel's stream after its group's other streams
   bool launched_ = false;
   bool failureTaken_ = false;
 };
+
+// A plugin call that failed, as ncclUnhandledCudaError naming the rank, the call and CUDA's error.
+ncclResult_t gpuCallFailed(const CudaBackend* b, const char* what, int rank);
+#define GPU_CALL(call, what) \
+  if ((call) != 0) return gpuCallFailed(b, what, comm->rank)
 
 // Whether the collective `t` on `comm` runs on the device, or why it cannot: ncclSuccess and
 // *onDevice = false for host buffers; ncclInvalidUsage / ncclInvalidArgument naming the argument
 // for device buffers the communicator cannot serve.
 ncclResult_t gpuClassify(ncclComm* comm, const Task& t, const char* fn, bool* onDevice);
+// The same for point-to-point tasks (one call's sends and receives: ncclSend, ncclRecv, ncclGather,
+// ncclScatter, a direct AlltoAll): all their buffers device memory or all host memory; on device
+// each task gets onDevice and `stream`.
+ncclResult_t gpuClassifyP2p(ncclComm* comm, std::vector<Task>& tasks, cudaStream_t stream, const char* fn);
 
 }  // namespace baton

@@ -81,9 +81,7 @@ ncclResult_t GpuComm::launch(ncclComm* comm, const Task& t) {
              funcName(t.func), (unsigned long long)comm->opCount++, t.sendbuff, t.recvbuff, t.count, typeName(t.type),
              opName(t.op.kind), t.root, (void*)comm, comm->nRanks, t.stream,
              comm->nRanks == 1 && t.op.kind != kOpPreMulSum ? "Copy" : "Ring", protoName(proto), nch, dev_);
-  if (launched_ && b_->streamWaitEvent(t.stream, lastWork_) != 0)
-    return batonError(ncclUnhandledCudaError, "rank %d: ordering after the communicator's last kernel: %s", comm->rank,
-                      b_->lastError());
+  BATON_CHECK(followLastWork(comm, t.stream));
   // One rank: every collective but PreMulSum leaves its input as it is (Avg divides by 1), so it
   // is a copy, or nothing in place; the copy engine moves it at the device's copy bandwidth, as
   // NCCL does for one rank. PreMulSum runs the kernel.

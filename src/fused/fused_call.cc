@@ -90,6 +90,7 @@ static ncclResult_t checkLocal(const char* fn, int nRanks, int nNodes, size_t m,
     if (b.optional && b.agreed) *outputs |= (b.ptr ? 1ull : 0ull) << bit++;
     if (!b.ptr && b.elems > 0 && !b.optional)
       return batonError(ncclInvalidArgument, "%s: %s is NULL but holds %zu elements", fn, b.name, b.elems);
+    BATON_CHECK(checkHostMemory(b.ptr, fn, b.name));
   }
   for (const FusedBuffer& o : buffers) {
     if (!o.output) continue;

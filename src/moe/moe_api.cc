@@ -81,6 +81,8 @@ ncclResult_t checkDispatch(const char* fn, const ncclComm* comm, const void* tok
     return batonError(ncclInvalidArgument, "%s: topkIdx is NULL with numTokens %zu", fn, numTokens);
   if (recvCapacity && !recvTokens)
     return batonError(ncclInvalidArgument, "%s: recvTokens is NULL with recvCapacity %zu", fn, recvCapacity);
+  BATON_CHECK(checkHostMemory(tokens, fn, "tokens"));
+  BATON_CHECK(checkHostMemory(recvTokens, fn, "recvTokens"));
   if (expertWeights || ffn || expertOut || strcmp(fn, "batonMoeDispatchGemm") == 0) {
     if (ffn == 0) return batonError(ncclInvalidArgument, "%s: ffn is 0", fn);
     if (!expertWeights) return batonError(ncclInvalidArgument, "%s: expertWeights is NULL", fn);
@@ -280,13 +282,13 @@ ncclResult_t checkRouting(const char* fn, const batonMoeRouting* r, ncclComm* co
 ncclResult_t checkRows(const char* fn, const batonMoeRouting* r, const void* rows, const char* name) {
   if (!r->rows.empty() && !rows)
     return batonError(ncclInvalidArgument, "%s: %s is NULL but this rank holds %zu rows", fn, name, r->rows.size());
-  return ncclSuccess;
+  return checkHostMemory(rows, fn, name);
 }
 
 ncclResult_t checkTokens(const char* fn, const batonMoeRouting* r, const void* tokens, const char* name) {
   if (r->numTokens && !tokens)
     return batonError(ncclInvalidArgument, "%s: %s is NULL with %zu tokens", fn, name, r->numTokens);
-  return ncclSuccess;
+  return checkHostMemory(tokens, fn, name);
 }
 
 // Combine, and dispatch's backward pass (a combine with every weight 1).

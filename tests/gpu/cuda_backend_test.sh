@@ -53,6 +53,11 @@ if [ -x "$BUILD/tests/gpu_collectives" ]; then
   rc=$?
   check "gpu_collectives (NVIDIA's nccl.h, device pointers, streams) links and exits 77 without a GPU (got $rc)" test "$rc" -eq 77
 fi
+if [ -x "$BUILD/tests/gpu_sendrecv" ]; then
+  LD_LIBRARY_PATH=$LIB "$BUILD/tests/gpu_sendrecv" check -n 2 >/dev/null 2>&1
+  rc=$?
+  check "gpu_sendrecv (ncclSend/ncclRecv, AlltoAll, Gather, Scatter on device pointers) links and exits 77 without a GPU (got $rc)" test "$rc" -eq 77
+fi
 tools/gpu-check.sh >/tmp/gpu-check-skip.$$ 2>&1
 rc=$?
 check "tools/gpu-check.sh exits 77 without a GPU (got $rc): $(head -1 /tmp/gpu-check-skip.$$)" test "$rc" -eq 77

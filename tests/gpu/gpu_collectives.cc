@@ -24,23 +24,7 @@
 #include <thread>
 #include <vector>
 
-#define CUDA(call)                                                                           \
-  do {                                                                                       \
-    cudaError_t e_ = (call);                                                                 \
-    if (e_ != cudaSuccess) {                                                                 \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      exit(2);                                                                               \
-    }                                                                                        \
-  } while (0)
-#define NCCL(call)                                                                               \
-  do {                                                                                           \
-    ncclResult_t r_ = (call);                                                                    \
-    if (r_ != ncclSuccess) {                                                                     \
-      fprintf(stderr, "%s:%d: %s: %s (%s)\n", __FILE__, __LINE__, #call, ncclGetErrorString(r_), \
-              ncclGetLastError(nullptr));                                                        \
-      exit(3);                                                                                   \
-    }                                                                                            \
-  } while (0)
+#include "gpu_check.h"
 
 namespace {
 
@@ -253,13 +237,6 @@ void makePremul(Rank& R) {
   NCCL(ncclRedOpCreatePreMulSum(&R.premul, &three, ncclFloat32, ncclScalarHostImmediate, R.comm));
 }
 
-int ndevices() {
-  int d = 0;
-  const cudaError_t e = cudaGetDeviceCount(&d);
-  if (e != cudaSuccess) fprintf(stderr, "cudaGetDeviceCount: %s\n", cudaGetErrorString(e));
-  return e == cudaSuccess ? d : 0;
-}
-
 void streamChecks(int n, const std::vector<int>& devs);
 
 // Threads: one thread drives n ranks (n may exceed the devices: ranks share them).
@@ -404,22 +381,7 @@ int sweep(int n, size_t maxBytes, const char* proto, Func f) {
     CUDA(cudaMalloc(&ranks[r].recv, maxBytes));
     CUDA(cudaMemset(ranks[r].send, 0, maxBytes));
   }
-  // The device's copy bandwidth: bytes copied per second, device to device, at the largest size.
-  CUDA(cudaSetDevice(devs[0]));
-  cudaEvent_t a, b;
-  CUDA(cudaEventCreate(&a));
-  CUDA(cudaEventCreate(&b));
-  for (int w = 0; w < 3; ++w)
-    CUDA(cudaMemcpyAsync(ranks[0].recv, ranks[0].send, maxBytes, cudaMemcpyDeviceToDevice, ranks[0].stream));
-  CUDA(cudaEventRecord(a, ranks[0].stream));
-  const int copies = 20;
-  for (int w = 0; w < copies; ++w)
-    CUDA(cudaMemcpyAsync(ranks[0].recv, ranks[0].send, maxBytes, cudaMemcpyDeviceToDevice, ranks[0].stream));
-  CUDA(cudaEventRecord(b, ranks[0].stream));
-  CUDA(cudaEventSynchronize(b));
-  float copyMs = 0;
-  CUDA(cudaEventElapsedTime(&copyMs, a, b));
-  const double copyGBs = (double)maxBytes * copies / (copyMs * 1e-3) / 1e9;
+  const double copyGBs = deviceCopyGBs(devs[0], ranks[0].send, ranks[0].recv, maxBytes);
   printf("# %s float sum, %d rank(s) on %d device(s), NCCL_PROTO=%s\n", kFuncNames[f], n, nd,
          proto && *proto ? proto : "(default)");
   printf("# copy bandwidth (cudaMemcpy device to device, %zu bytes): %.1f GB/s\n", maxBytes, copyGBs);

@@ -1,0 +1,223 @@
+// Sends and receives on device buffers: the GPU communicator's FIFO to and from every peer, which
+// calls go to the device, and a group's transfers launched as one kernel (sendrecv_kernel.cu).
+//
+// As on the CPU, one group's sends and receives progress together (round-robin), so pairs that
+// wait for each other cannot deadlock, and a connector's transfers keep their order. The kernel
+// runs after the communicator's collectives of the same group (every rank orders them the same
+// way) and, like every kernel of the communicator, after its previous one.
+#include <algorithm>
+#include <cstring>
+
+#include "comm.h"
+#include "cuda/gpu_backend.h"
+#include "cuda/gpu_comm.h"
+#include "misc/debug.h"
+#include "task.h"
+
+namespace baton {
+namespace {
+
+constexpr uint64_t kTagGpuPeer = 7u << 16;  // gpu_comm.cc's ring FIFOs use 5 << 16 (+ channel)
+
+const void* taskBuffer(const Task& t) { return t.kind == Task::kSend ? t.sendbuff : t.recvbuff; }
+
+}  // namespace
+
+ncclResult_t GpuComm::connectPeers(ncclComm* comm) {
+  const CudaBackend* b = b_;
+  const int n = comm->nRanks, me = comm->rank;
+  peerWhy_.assign(2 * (size_t)n, std::string());
+  if (n == 1) return ncclSuccess;
+  FifoLayout layout;
+  layout.stepBytes[kProtoSimple] = comm->tun.sendrecvStepBytes;  // NCCL_P2P_CHUNKSIZE
+  const size_t fifoBytes = sizeof(ConnFifo) + layout.totalSlotBytes();
+  std::vector<ConnDev> conns(2 * (size_t)n);
+  peerFifos_.assign(n, nullptr);
+  // Receivers first: a bootstrap send does not wait for its receiver, so every rank can describe
+  // all of its FIFOs before it collects its peers'. A FIFO that cannot be made or reached (no
+  // peer access between two devices, say) costs only the device send/recv between that pair,
+  // which then fails with the reason; the communicator's collectives do not need it. A FIFO
+  // described with ptr 0 tells the sender there is none.
+  for (int p = 0; p < n; ++p) {
+    if (p == me) continue;
+    FifoInfo info{};
+    if (b->deviceAlloc(dev_, &peerFifos_[p], fifoBytes) != 0) {
+      peerWhy_[n + p] = std::string("its FIFO: cudaMalloc: ") + b->lastError();
+    } else {
+      auto* fifo = static_cast<ConnFifo*>(peerFifos_[p]);
+      conns[n + p] = makeConnDev(fifo, layout, p, kSteps);
+      if (describeFifo(comm, fifo, p, &info) != ncclSuccess) info = FifoInfo{}, peerWhy_[n + p] = lastError();
+    }
+    BATON_CHECK(comm->bootstrap->send(p, kTagGpuPeer, &info, sizeof info));
+  }
+  bool ipc = false;
+  int reached = 0;
+  for (int p = 0; p < n; ++p) {
+    if (p == me) continue;
+    FifoInfo theirs{};
+    BATON_CHECK(comm->bootstrap->recv(p, kTagGpuPeer, &theirs, sizeof theirs));
+    void* fifo = nullptr;
+    if (!theirs.ptr) {
+      peerWhy_[p] = "rank " + std::to_string(p) + " could not make or share its FIFO";
+    } else if (openFifo(comm, theirs, p, &fifo, &ipc) != ncclSuccess) {
+      peerWhy_[p] = lastError();
+    } else {
+      conns[p] = makeConnDev(static_cast<ConnFifo*>(fifo), layout, p, comm->tun.fifoDepth);
+      ++reached;
+    }
+    if (!peerWhy_[p].empty())
+      BATON_INFO(kSubInit, "GPU communicator: rank %d: no device send/recv to rank %d: %s", me, p, peerWhy_[p].c_str());
+  }
+  GPU_CALL(b->deviceAlloc(dev_, &peerConnsDev_, conns.size() * sizeof(ConnDev)), "send/recv connectors");
+  GPU_CALL(b->copyToDevice(dev_, peerConnsDev_, conns.data(), conns.size() * sizeof(ConnDev)), "send/recv connectors");
+  BATON_INFO(kSubInit,
+             "GPU communicator: rank %d: send/recv FIFOs of %zu bytes from each of %d peers; sends reach %d of them "
+             "%s",
+             me, fifoBytes, n - 1, reached, ipc ? "(some through CUDA IPC handles)" : "by pointer");
+  return ncclSuccess;
+}
+
+ncclResult_t GpuComm::followLastWork(ncclComm* comm, cudaStream_t stream) {
+  if (launched_ && b_->streamWaitEvent(stream, lastWork_) != 0)
+    return batonError(ncclUnhandledCudaError, "rank %d: ordering after the communicator's last kernel: %s", comm->rank,
+                      b_->lastError());
+  return ncclSuccess;
+}
+
+ncclResult_t GpuComm::launchSendRecv(ncclComm* comm, const std::vector<Task>& tasks) {
+  const CudaBackend* b = b_;
+  const int n = comm->nRanks, me = comm->rank;
+  // Everything that can refuse the group is checked before anything is enqueued.
+  // A send to ourselves is a copy into the matching receive (the k-th send pairs with the k-th receive).
+  std::vector<const Task*> selfSends, selfRecvs;
+  for (const Task& t : tasks)
+    if (t.peer == me) (t.kind == Task::kSend ? selfSends : selfRecvs).push_back(&t);
+  if (selfSends.size() != selfRecvs.size())
+    return batonError(ncclInvalidUsage, "rank %d: %zu sends to itself but %zu receives from itself in one group", me,
+                      selfSends.size(), selfRecvs.size());
+  for (size_t i = 0; i < selfSends.size(); ++i) {
+    const char* src = static_cast<const char*>(selfSends[i]->sendbuff);
+    const char* dst = static_cast<const char*>(selfRecvs[i]->recvbuff);
+    const size_t sb = selfSends[i]->count * typeSize(selfSends[i]->type);
+    const size_t rb = selfRecvs[i]->count * typeSize(selfRecvs[i]->type);
+    if (sb != rb)
+      return batonError(ncclInvalidUsage, "rank %d: send to self of %zu bytes but receive from self of %zu bytes", me,
+                        sb, rb);
+    if (sb && src != dst && src < dst + sb && dst < src + sb)  // a device copy may not overlap
+      return batonError(ncclInvalidArgument, "rank %d: send to self from %p and receive into %p overlap (%zu bytes)",
+                        me, (const void*)src, (const void*)dst, sb);
+  }
+  // Every connector's transfers go to one block, in issue order; connectors are dealt round-robin
+  // over at most as many blocks as the communicator has channels (they fit on the device together).
+  struct Pending {
+    SendRecvTransfer x;
+    int conn;  // 0..2n-1: the send to p is p, the receive from p is n + p
+  };
+  std::vector<Pending> pending;
+  std::vector<int> orderOfConn(2 * (size_t)n, -1);
+  int nConns = 0;
+  auto* conns = static_cast<ConnDev*>(peerConnsDev_);
+  for (const Task& t : tasks) {
+    const size_t bytes = t.count * typeSize(t.type);
+    if (t.peer == me || bytes == 0) continue;
+    const bool send = t.kind == Task::kSend;
+    const int conn = send ? t.peer : n + t.peer;
+    if (!peerWhy_[conn].empty())
+      return batonError(ncclInvalidUsage, "rank %d: no device %s rank %d: %s", me, send ? "send to" : "receive from",
+                        t.peer, peerWhy_[conn].c_str());
+    if (orderOfConn[conn] < 0) orderOfConn[conn] = nConns++;
+    SendRecvTransfer x;
+    x.buf = static_cast<char*>(const_cast<void*>(taskBuffer(t)));
+    x.bytes = bytes;
+    x.conn = conns + conn;
+    x.peer = t.peer;
+    x.isSend = send;
+    pending.push_back({x, conn});
+  }
+
+  cudaStream_t stream = tasks.front().stream;
+  BATON_CHECK(followLastWork(comm, stream));
+  // Work the caller queued on the group's other streams comes first, as NCCL orders a group's streams.
+  std::vector<cudaStream_t> others;
+  for (const Task& t : tasks)
+    if (t.stream != stream && std::find(others.begin(), others.end(), t.stream) == others.end())
+      others.push_back(t.stream);
+  for (cudaStream_t s : others) {
+    GPU_CALL(b->eventRecord(join_, s), "joining the group's streams");
+    GPU_CALL(b->streamWaitEvent(stream, join_), "joining the group's streams");
+  }
+  for (size_t i = 0; i < selfSends.size(); ++i) {
+    const size_t bytes = selfSends[i]->count * typeSize(selfSends[i]->type);
+    if (bytes && selfSends[i]->sendbuff != selfRecvs[i]->recvbuff)
+      GPU_CALL(b->copyAsync(dev_, selfRecvs[i]->recvbuff, selfSends[i]->sendbuff, bytes, stream),
+               "send to self (cudaMemcpyAsync)");
+  }
+  GpuP2pLaunch l;
+  std::vector<char> table;
+  if (!pending.empty()) {
+    l.nBlocks = std::min(nConns, nChannels_);
+    l.nOps = (int)pending.size();
+    gpuP2pTableLayout(l.nBlocks, l.nOps, &l.xsOffset, &l.tableBytes);
+    table.assign(l.tableBytes, 0);
+    auto* first = reinterpret_cast<int32_t*>(table.data());
+    int32_t* after = first + l.nBlocks + 1;
+    auto* xs = reinterpret_cast<SendRecvTransfer*>(table.data() + l.xsOffset);
+    int k = 0;
+    for (int blk = 0; blk < l.nBlocks; ++blk) {
+      first[blk] = k;
+      std::vector<int> lastOfConn(2 * (size_t)n, -1);  // relative to first[blk]
+      for (const Pending& p : pending) {
+        if (orderOfConn[p.conn] % l.nBlocks != blk) continue;
+        xs[k] = p.x;
+        after[k] = lastOfConn[p.conn];
+        lastOfConn[p.conn] = k - first[blk];
+        ++k;
+      }
+    }
+    first[l.nBlocks] = k;
+    l.table = table.data();
+    l.device = dev_;
+    l.threads = kGpuMaxThreads;
+    l.ctx.rank = me;
+    l.ctx.abortFlag = abortDev_;
+    l.ctx.timeoutNs = comm->tun.waitTimeoutNs;
+    l.status = statusDev_;
+  }
+  size_t total = 0;
+  for (const Pending& p : pending) total += p.x.bytes;
+  BATON_INFO(kSubP2p,
+             "Send/Recv: rank %d, %zu transfers (%zu bytes) to and from peers, %zu to itself, %d blocks, stream %p "
+             "(CUDA device %d)",
+             me, pending.size(), total, selfSends.size(), l.nBlocks, (void*)stream, dev_);
+  if (!pending.empty() && b->launchP2p(&l, stream) != 0)
+    return batonError(ncclUnhandledCudaError, "rank %d: send/recv launch: %s", me, b->lastError());
+  GPU_CALL(b->eventRecord(lastWork_, stream), "recording the kernel's completion");
+  launched_ = true;
+  // The group's other streams complete with this kernel.
+  for (cudaStream_t s : others) GPU_CALL(b->streamWaitEvent(s, lastWork_), "joining the group's streams");
+  return ncclSuccess;
+}
+
+ncclResult_t gpuClassifyP2p(ncclComm* comm, std::vector<Task>& tasks, cudaStream_t stream, const char* fn) {
+  if (!cudaBackend()) return ncclSuccess;
+  const Task* dev = nullptr;
+  const Task* host = nullptr;
+  for (const Task& t : tasks) {
+    const void* p = taskBuffer(t);
+    if (!p || t.count == 0) continue;
+    (isDeviceMemory(p) ? dev : host) = &t;
+  }
+  if (!dev) return ncclSuccess;
+  auto name = [](const Task& t) { return t.kind == Task::kSend ? "sendbuff" : "recvbuff"; };
+  if (host)
+    return batonError(ncclInvalidArgument,
+                      "%s: %s %p is host memory but %s %p is device memory; both must be one or the other", fn,
+                      name(*host), taskBuffer(*host), name(*dev), taskBuffer(*dev));
+  if (!comm->gpu)
+    return batonError(ncclInvalidUsage, "%s: %s %p is device memory, but comm %p (rank %d) is not a GPU communicator: %s",
+                      fn, name(*dev), taskBuffer(*dev), (void*)comm, comm->rank, comm->gpuWhy.c_str());
+  for (Task& t : tasks) t.onDevice = true, t.stream = stream;
+  return ncclSuccess;
+}
+
+}  // namespace baton
