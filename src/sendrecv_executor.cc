@@ -14,7 +14,10 @@ ncclResult_t runSendRecvBatch(ncclComm* comm, const std::vector<Task>& tasks, Ex
   std::vector<const Task*> selfSends, selfRecvs;
   for (const Task& t : tasks) {
     if (t.peer == me) (t.kind == Task::kSend ? selfSends : selfRecvs).push_back(&t);
-    else (t.kind == Task::kSend ? sendPeers : recvPeers).push_back(t.peer);
+    // An empty transfer needs no connection, and its peer (whose matching one is empty too) may
+    // not be connecting: an AlltoAllv rank that moves nothing sits out the device path its peers
+    // take, whose connections were made at init.
+    else if (t.count * typeSize(t.type) > 0) (t.kind == Task::kSend ? sendPeers : recvPeers).push_back(t.peer);
   }
   std::sort(sendPeers.begin(), sendPeers.end());
   sendPeers.erase(std::unique(sendPeers.begin(), sendPeers.end()), sendPeers.end());

@@ -68,6 +68,20 @@ ncclResult_t GpuComm::connectPeers(ncclComm* comm) {
     if (!peerWhy_[p].empty())
       BATON_INFO(kSubInit, "GPU communicator: rank %d: no device send/recv to rank %d: %s", me, p, peerWhy_[p].c_str());
   }
+  // Then every sender tells its receiver whether it reached the FIFO, so a pair that cannot talk
+  // is refused on both sides (a receiver alone would launch a kernel that waits for nothing).
+  for (int p = 0; p < n; ++p) {
+    if (p == me) continue;
+    const int32_t ok = peerWhy_[p].empty();
+    BATON_CHECK(comm->bootstrap->send(p, kTagGpuPeer + 1, &ok, sizeof ok));
+  }
+  for (int p = 0; p < n; ++p) {
+    if (p == me) continue;
+    int32_t ok = 0;
+    BATON_CHECK(comm->bootstrap->recv(p, kTagGpuPeer + 1, &ok, sizeof ok));
+    if (!ok && peerWhy_[n + p].empty())
+      peerWhy_[n + p] = "rank " + std::to_string(p) + " could not reach this rank's FIFO (its INFO log says why)";
+  }
   GPU_CALL(b->deviceAlloc(dev_, &peerConnsDev_, conns.size() * sizeof(ConnDev)), "send/recv connectors");
   GPU_CALL(b->copyToDevice(dev_, peerConnsDev_, conns.data(), conns.size() * sizeof(ConnDev)), "send/recv connectors");
   BATON_INFO(kSubInit,
@@ -214,8 +228,9 @@ ncclResult_t gpuClassifyP2p(ncclComm* comm, std::vector<Task>& tasks, cudaStream
                       "%s: %s %p is host memory but %s %p is device memory; both must be one or the other", fn,
                       name(*host), taskBuffer(*host), name(*dev), taskBuffer(*dev));
   if (!comm->gpu)
-    return batonError(ncclInvalidUsage, "%s: %s %p is device memory, but comm %p (rank %d) is not a GPU communicator: %s",
-                      fn, name(*dev), taskBuffer(*dev), (void*)comm, comm->rank, comm->gpuWhy.c_str());
+    return batonError(ncclInvalidUsage,
+                      "%s: %s %p is device memory, but comm %p (rank %d) is not a GPU communicator: %s", fn, name(*dev),
+                      taskBuffer(*dev), (void*)comm, comm->rank, comm->gpuWhy.c_str());
   for (Task& t : tasks) t.onDevice = true, t.stream = stream;
   return ncclSuccess;
 }

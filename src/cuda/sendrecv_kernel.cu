@@ -10,8 +10,13 @@
 // what it releases) releases a slot, the receiver's head store gives it back; cuda::atomic_ref at
 // system scope gives the release/acquire pairs between devices. Thread 0 reads the counters and
 // the block follows its answer (sendRecvAgree); the transfers' progress, in the table in global
-// memory, is written by thread 0 and read by the block after a barrier. A failure is published
+// memory (a stream-ordered allocation of this file's pool), is written by thread 0 and read by the
+// block after a barrier. A failure is published
 // as gpu_kernels.cuh does.
+#include <cstdint>
+#include <map>
+#include <mutex>
+
 #include "gpu_kernels.cuh"
 #include "sendrecv_progress.h"
 
@@ -36,12 +41,40 @@ __global__ void __launch_bounds__(kGpuMaxThreads) gpuSendRecvKernel(const GpuP2p
 
 void setLaunchError(cudaError_t e, const char* what);  // backend_runtime.cu
 
+// The tables' memory pool on `dev`, made once. Not the device's default pool: ranks that are
+// threads of one process share a device's pools, and a pool that may reuse memory by making the
+// allocating stream wait for another stream's pending free (cudaMemPoolReuseAllowInternalDependencies)
+// could make one rank's kernel wait for another rank's, which waits for the first: so that is off,
+// and freed tables stay mapped for the next launch (release threshold: never).
+cudaError_t tablePool(int dev, cudaMemPool_t* out) {
+  static std::mutex mu;
+  static std::map<int, cudaMemPool_t> pools;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = pools.find(dev); it != pools.end()) return *out = it->second, cudaSuccess;
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = dev;
+  cudaMemPool_t pool;
+  cudaError_t e = cudaMemPoolCreate(&pool, &props);
+  int no = 0;
+  uint64_t keep = UINT64_MAX;
+  if (e == cudaSuccess) e = cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &no);
+  if (e == cudaSuccess) e = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+  if (e != cudaSuccess) return e;
+  pools[dev] = pool;
+  *out = pool;
+  return cudaSuccess;
+}
+
 int launchP2pKernel(const GpuP2pLaunch* l, void* stream) {
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   void* table = nullptr;
-  cudaError_t e = cudaMallocAsync(&table, l->tableBytes, s);
+  cudaMemPool_t pool;
+  cudaError_t e = tablePool(l->device, &pool);
+  if (e == cudaSuccess) e = cudaMallocFromPoolAsync(&table, l->tableBytes, pool, s);
   if (e != cudaSuccess) {
-    setLaunchError(e, "cudaMallocAsync of the send/recv table");
+    setLaunchError(e, "allocating the send/recv table (cudaMallocFromPoolAsync)");
     return (int)e;
   }
   // From pageable memory: returns once the table is staged, so the caller may free it.

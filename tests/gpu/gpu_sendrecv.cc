@@ -14,7 +14,8 @@
 // Patterns: shifts by 0 (to itself), 1 and n/2 ranks at 1 B .. 16 MiB (past one FIFO's 8 steps),
 // every pair at once with a different size per pair, two transfers to one peer in one group (they
 // arrive in issue order), 40 small ones to one peer in one group, receives on a second stream,
-// AlltoAll, Gather and Scatter; two groups queued back to back before the host waits; send
+// AlltoAll, (with baton) AlltoAllv where one rank moves nothing, Gather and Scatter; no kernel
+// reporting an error (ncclCommGetAsyncError); two groups queued back to back before the host waits; send
 // buffers unchanged after every pattern.
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -35,7 +36,12 @@ namespace {
 
 constexpr size_t kGap = 64;  // untouched bytes after every received region
 
-enum Api { kP2p, kAlltoAll, kGather, kScatter };
+enum Api { kP2p, kAlltoAll, kGather, kScatter, kAlltoAllv };
+
+// baton's AlltoAllv (include/baton/alltoallv.h), looked up so the program still runs on NVIDIA's library.
+using AlltoAllvFn = ncclResult_t (*)(const void*, const size_t[], const size_t[], void*, const size_t[], const size_t[],
+                                     ncclDataType_t, ncclComm_t, cudaStream_t);
+AlltoAllvFn batonAlltoAllv() { return reinterpret_cast<AlltoAllvFn>(dlsym(RTLD_DEFAULT, "batonAlltoAllv")); }
 
 // One transfer of a pattern: `bytes` from src's send buffer at sendOff to dst's receive buffer at recvOff.
 struct Xfer {
@@ -52,7 +58,9 @@ struct Pattern {
   bool recvStream2 = false;  // point-to-point: receives on each rank's second stream
 };
 
-unsigned char pat(int src, int dst, size_t i) { return (unsigned char)(src * 37 + dst * 11 + i * 7 + (i >> 8) * 3 + 1); }
+unsigned char pat(int src, int dst, size_t i) {
+  return (unsigned char)(src * 37 + dst * 11 + i * 7 + (i >> 8) * 3 + 1);
+}
 
 // Point-to-point transfers, laid out one after the other in each rank's buffers.
 Pattern p2p(const std::string& name, int n, const std::vector<Xfer>& list) {
@@ -88,16 +96,25 @@ std::vector<Pattern> patterns(int n) {
   ps.push_back(p2p("40 to one peer in one group", n, many));
   std::vector<Xfer> all;
   for (int s = 0; s < n; ++s)
-    for (int d = 0; d < n; ++d) all.push_back({s, d, 1000 * (size_t)(s + 1) + 37 * (size_t)d + 130000 * (d == 0), 0, 0});
+    for (int d = 0; d < n; ++d)
+      all.push_back({s, d, 1000 * (size_t)(s + 1) + 37 * (size_t)d + 130000 * (d == 0), 0, 0});
   ps.push_back(p2p("every pair, a size per pair", n, all));
   std::vector<Xfer> two;
-  for (int r = 0; r < n; ++r) two.push_back({r, (r + 1) % n, 5000, 0, 0}), two.push_back({r, (r + 1) % n, 300001, 0, 0});
+  for (int r = 0; r < n; ++r)
+    two.push_back({r, (r + 1) % n, 5000, 0, 0}), two.push_back({r, (r + 1) % n, 300001, 0, 0});
   ps.push_back(p2p("two to one peer, in order", n, two));
   const size_t block = 70001;
   Pattern a{"AlltoAll, 70001 B blocks", kAlltoAll, 0, block, {}};
   for (int s = 0; s < n; ++s)
     for (int d = 0; d < n; ++d) a.xs.push_back({s, d, block, d * block, s * block});
   ps.push_back(a);
+  if (batonAlltoAllv()) {  // rank 0 moves nothing (every count 0); the others a size per pair
+    std::vector<Xfer> v;
+    for (int src = 0; src < n; ++src)
+      for (int d = 0; d < n; ++d) v.push_back({src, d, src && d ? 500 * (size_t)src + 7 * (size_t)d : 0, 0, 0});
+    ps.push_back(p2p("AlltoAllv, rank 0 moves nothing", n, v));
+    ps.back().api = kAlltoAllv;
+  }
   const int root = 1 % n;
   Pattern g{"Gather to rank " + std::to_string(root), kGather, root, block, {}};
   for (int s = 0; s < n; ++s) g.xs.push_back({s, root, block, 0, s * block});
@@ -152,7 +169,7 @@ Buffers prepare(std::vector<Rank>& ranks, const Pattern& p) {
 }
 
 // The pattern's calls, one group for every rank this process drives; returns without waiting.
-void issue(std::vector<Rank>& ranks, const Pattern& p, const Buffers& B) {
+void issue(std::vector<Rank>& ranks, int n, const Pattern& p, const Buffers& B) {
   NCCL(ncclGroupStart());
   for (size_t k = 0; k < ranks.size(); ++k) {
     Rank& R = ranks[k];
@@ -162,6 +179,15 @@ void issue(std::vector<Rank>& ranks, const Pattern& p, const Buffers& B) {
       case kAlltoAll: NCCL(ncclAlltoAll(send, recv, p.count, ncclInt8, R.comm, R.stream)); break;
       case kGather: NCCL(ncclGather(send, recv, p.count, ncclInt8, p.root, R.comm, R.stream)); break;
       case kScatter: NCCL(ncclScatter(send, recv, p.count, ncclInt8, p.root, R.comm, R.stream)); break;
+      case kAlltoAllv: {
+        std::vector<size_t> sc(n), sd(n), rc(n), rd(n);
+        for (const Xfer& x : p.xs) {
+          if (x.src == R.id) sc[x.dst] = x.bytes, sd[x.dst] = x.sendOff;
+          if (x.dst == R.id) rc[x.src] = x.bytes, rd[x.src] = x.recvOff;
+        }
+        NCCL(batonAlltoAllv()(send, sc.data(), sd.data(), recv, rc.data(), rd.data(), ncclInt8, R.comm, R.stream));
+        break;
+      }
       case kP2p:
         for (const Xfer& x : p.xs) {
           if (x.src == R.id) NCCL(ncclSend(send + x.sendOff, x.bytes, ncclInt8, x.dst, R.comm, R.stream));
@@ -199,6 +225,12 @@ void verify(std::vector<Rank>& ranks, const Pattern& p, Buffers& B) {
       if (x.dst == R.id)
         for (size_t i = 0; i < x.bytes; ++i) want[x.recvOff + i] = pat(x.src, x.dst, i);
     expectSame(out, want, p, R.id, "received");
+    ncclResult_t async = ncclSuccess;
+    NCCL(ncclCommGetAsyncError(R.comm, &async));
+    ++gRuns;
+    if (async != ncclSuccess && ++gFailures <= 20)
+      fprintf(stderr, "FAIL %s rank %d: ncclCommGetAsyncError says %s (%s)\n", p.name.c_str(), R.id,
+              ncclGetErrorString(async), ncclGetLastError(R.comm));
     expectSame(sent, B.in[k], p, R.id, "send buffer");
     CUDA(cudaFree(B.send[k]));
     CUDA(cudaFree(B.recv[k]));
@@ -217,7 +249,7 @@ void expectError(ncclResult_t got, ncclResult_t want, const char* what, const ch
 }
 
 void badInput(std::vector<Rank>& ranks, int n) {
-  if (!dlsym(RTLD_DEFAULT, "batonAlltoAllv")) return;  // NVIDIA's library
+  if (!batonAlltoAllv()) return;  // NVIDIA's library
   Rank& R = ranks[0];
   std::vector<unsigned char> host(64 * (size_t)n);
   unsigned char* dev = nullptr;
@@ -240,7 +272,7 @@ void runAll(std::vector<Rank>& ranks, int n, bool procs) {
   for (const Pattern& p : ps) {
     const int before = gFailures;
     Buffers B = prepare(ranks, p);
-    issue(ranks, p, B);
+    issue(ranks, n, p, B);
     verify(ranks, p, B);
     if (say) printf("  %-40s %s\n", p.name.c_str(), gFailures == before ? "ok" : "FAILED");
     fflush(stdout);
@@ -253,8 +285,8 @@ void runAll(std::vector<Rank>& ranks, int n, bool procs) {
   const Pattern& b = named("every pair, a size per pair");
   const int before = gFailures;
   Buffers A = prepare(ranks, a), Bb = prepare(ranks, b);
-  issue(ranks, a, A);
-  issue(ranks, b, Bb);
+  issue(ranks, n, a, A);
+  issue(ranks, n, b, Bb);
   verify(ranks, a, A);
   verify(ranks, b, Bb);
   if (say) printf("  %-40s %s\n", "two groups back to back", gFailures == before ? "ok" : "FAILED");
