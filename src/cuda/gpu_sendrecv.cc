@@ -11,6 +11,7 @@
 #include "comm.h"
 #include "cuda/gpu_backend.h"
 #include "cuda/gpu_comm.h"
+#include "cuda/p2p_table.h"
 #include "misc/debug.h"
 #include "task.h"
 
@@ -121,25 +122,18 @@ ncclResult_t GpuComm::launchSendRecv(ncclComm* comm, const std::vector<Task>& ta
       return batonError(ncclInvalidArgument, "rank %d: send to self from %p and receive into %p overlap (%zu bytes)",
                         me, (const void*)src, (const void*)dst, sb);
   }
-  // Every connector's transfers go to one block, in issue order; connectors are dealt round-robin
-  // over at most as many blocks as the communicator has channels (they fit on the device together).
-  struct Pending {
-    SendRecvTransfer x;
-    int conn;  // 0..2n-1: the send to p is p, the receive from p is n + p
-  };
-  std::vector<Pending> pending;
-  std::vector<int> orderOfConn(2 * (size_t)n, -1);
-  int nConns = 0;
+  // Every connector's transfers go to one block, in issue order, over at most as many blocks as
+  // the communicator has channels (they fit on the device together): p2p_table.h.
+  std::vector<P2pPending> pending;
   auto* conns = static_cast<ConnDev*>(peerConnsDev_);
   for (const Task& t : tasks) {
     const size_t bytes = t.count * typeSize(t.type);
     if (t.peer == me || bytes == 0) continue;
     const bool send = t.kind == Task::kSend;
-    const int conn = send ? t.peer : n + t.peer;
+    const int conn = send ? t.peer : n + t.peer;  // as peerConnsDev_
     if (!peerWhy_[conn].empty())
       return batonError(ncclInvalidUsage, "rank %d: no device %s rank %d: %s", me, send ? "send to" : "receive from",
                         t.peer, peerWhy_[conn].c_str());
-    if (orderOfConn[conn] < 0) orderOfConn[conn] = nConns++;
     SendRecvTransfer x;
     x.buf = static_cast<char*>(const_cast<void*>(taskBuffer(t)));
     x.bytes = bytes;
@@ -169,27 +163,7 @@ ncclResult_t GpuComm::launchSendRecv(ncclComm* comm, const std::vector<Task>& ta
   GpuP2pLaunch l;
   std::vector<char> table;
   if (!pending.empty()) {
-    l.nBlocks = std::min(nConns, nChannels_);
-    l.nOps = (int)pending.size();
-    gpuP2pTableLayout(l.nBlocks, l.nOps, &l.xsOffset, &l.tableBytes);
-    table.assign(l.tableBytes, 0);
-    auto* first = reinterpret_cast<int32_t*>(table.data());
-    int32_t* after = first + l.nBlocks + 1;
-    auto* xs = reinterpret_cast<SendRecvTransfer*>(table.data() + l.xsOffset);
-    int k = 0;
-    for (int blk = 0; blk < l.nBlocks; ++blk) {
-      first[blk] = k;
-      std::vector<int> lastOfConn(2 * (size_t)n, -1);  // relative to first[blk]
-      for (const Pending& p : pending) {
-        if (orderOfConn[p.conn] % l.nBlocks != blk) continue;
-        xs[k] = p.x;
-        after[k] = lastOfConn[p.conn];
-        lastOfConn[p.conn] = k - first[blk];
-        ++k;
-      }
-    }
-    first[l.nBlocks] = k;
-    l.table = table.data();
+    buildP2pTable(pending, nChannels_, &table, &l);
     l.device = dev_;
     l.threads = kGpuMaxThreads;
     l.ctx.rank = me;
@@ -198,7 +172,7 @@ ncclResult_t GpuComm::launchSendRecv(ncclComm* comm, const std::vector<Task>& ta
     l.status = statusDev_;
   }
   size_t total = 0;
-  for (const Pending& p : pending) total += p.x.bytes;
+  for (const P2pPending& p : pending) total += p.x.bytes;
   BATON_INFO(kSubP2p,
              "Send/Recv: rank %d, %zu transfers (%zu bytes) to and from peers, %zu to itself, %d blocks, stream %p "
              "(CUDA device %d)",

@@ -31,6 +31,7 @@ __global__ void __launch_bounds__(kGpuMaxThreads) gpuSendRecvKernel(const GpuP2p
     ctx->channel = blockIdx.x;
   }
   __syncthreads();
+  // As p2p_table.h's p2pTableView, which the CPU test of the table uses.
   const int32_t* first = reinterpret_cast<const int32_t*>(table);
   const int32_t* after = first + l.nBlocks + 1;
   SendRecvTransfer* xs = reinterpret_cast<SendRecvTransfer*>(table + l.xsOffset);
