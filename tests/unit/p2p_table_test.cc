@@ -111,7 +111,8 @@ TEST(P2pTable, BlocksRunAsTheKernelRunsThem) {
         failed[r * kMaxBlocks + b] = ctx.failed;
       });
   for (std::thread& t : blocks) t.join();
-  for (int i = 0; i < n * kMaxBlocks; ++i) EXPECT_EQ(failed[i], 0) << "rank " << i / kMaxBlocks << " block " << i % kMaxBlocks;
+  for (int i = 0; i < n * kMaxBlocks; ++i)
+    EXPECT_EQ(failed[i], 0) << "rank " << i / kMaxBlocks << " block " << i % kMaxBlocks;
   for (size_t i = 0; i < sent.size(); ++i) {
     if (sent[i].empty()) continue;  // a rank's pair with itself
     EXPECT_EQ(got[i], sent[i]) << "pair " << i / kMessages << " message " << i % kMessages;
