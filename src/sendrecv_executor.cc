@@ -8,16 +8,35 @@
 
 namespace baton {
 
+ncclResult_t pairSelfCopies(int rank, const std::vector<Task>& tasks, std::vector<SelfCopy>* out) {
+  std::vector<const Task*> sends, recvs;
+  for (const Task& t : tasks)
+    if (t.peer == rank) (t.kind == Task::kSend ? sends : recvs).push_back(&t);
+  if (sends.size() != recvs.size())
+    return batonError(ncclInvalidUsage, "rank %d: %zu sends to itself but %zu receives from itself in one group", rank,
+                      sends.size(), recvs.size());
+  out->clear();
+  for (size_t i = 0; i < sends.size(); ++i) {
+    const Task& s = *sends[i];
+    const Task& r = *recvs[i];
+    const size_t sb = s.count * typeSize(s.type), rb = r.count * typeSize(r.type);
+    if (sb != rb)
+      return batonError(ncclInvalidUsage, "rank %d: send to self of %zu bytes but receive from self of %zu bytes", rank,
+                        sb, rb);
+    out->push_back({s.sendbuff, r.recvbuff, sb});
+  }
+  return ncclSuccess;
+}
+
 ncclResult_t runSendRecvBatch(ncclComm* comm, const std::vector<Task>& tasks, ExecCtx& ctx) {
   const int n = comm->nRanks, me = comm->rank;
   std::vector<int> sendPeers, recvPeers;
-  std::vector<const Task*> selfSends, selfRecvs;
   for (const Task& t : tasks) {
-    if (t.peer == me) (t.kind == Task::kSend ? selfSends : selfRecvs).push_back(&t);
     // An empty transfer needs no connection, and its peer (whose matching one is empty too) may
     // not be connecting: an AlltoAllv rank that moves nothing sits out the device path its peers
     // take, whose connections were made at init.
-    else if (t.count * typeSize(t.type) > 0) (t.kind == Task::kSend ? sendPeers : recvPeers).push_back(t.peer);
+    if (t.peer != me && t.count * typeSize(t.type) > 0)
+      (t.kind == Task::kSend ? sendPeers : recvPeers).push_back(t.peer);
   }
   std::sort(sendPeers.begin(), sendPeers.end());
   sendPeers.erase(std::unique(sendPeers.begin(), sendPeers.end()), sendPeers.end());
@@ -25,19 +44,10 @@ ncclResult_t runSendRecvBatch(ncclComm* comm, const std::vector<Task>& tasks, Ex
   recvPeers.erase(std::unique(recvPeers.begin(), recvPeers.end()), recvPeers.end());
   BATON_CHECK(connectPeers(comm, sendPeers, recvPeers));
 
-  // A send to ourselves is a copy into the matching receive (k-th send pairs with k-th receive).
-  if (selfSends.size() != selfRecvs.size())
-    return batonError(ncclInvalidUsage, "rank %d: %zu sends to itself but %zu receives from itself in one group", me,
-                      selfSends.size(), selfRecvs.size());
-  for (size_t i = 0; i < selfSends.size(); ++i) {
-    const Task& s = *selfSends[i];
-    const Task& r = *selfRecvs[i];
-    const size_t sb = s.count * typeSize(s.type), rb = r.count * typeSize(r.type);
-    if (sb != rb)
-      return batonError(ncclInvalidUsage, "rank %d: send to self of %zu bytes but receive from self of %zu bytes", me,
-                        sb, rb);
-    if (sb && s.sendbuff != r.recvbuff) memmove(r.recvbuff, s.sendbuff, sb);
-  }
+  std::vector<SelfCopy> self;
+  BATON_CHECK(pairSelfCopies(me, tasks, &self));
+  for (const SelfCopy& c : self)
+    if (c.bytes && c.src != c.dst) memmove(c.dst, c.src, c.bytes);
 
   // NET zero copy (lesson 09): a registered buffer on a NET connection is sent from / received into
   // by the proxy itself, as NCCL does for registered buffers of send/recv over the network.

@@ -10,6 +10,15 @@
 
 namespace baton {
 
+// A send to ourselves is a copy into the matching receive: the k-th send to self pairs with the
+// k-th receive from self. Unequal numbers or sizes are ncclInvalidUsage (both backends).
+struct SelfCopy {
+  const void* src;
+  void* dst;
+  size_t bytes;
+};
+ncclResult_t pairSelfCopies(int rank, const std::vector<Task>& tasks, std::vector<SelfCopy>* out);
+
 ncclResult_t runSendRecvBatch(ncclComm* comm, const std::vector<Task>& tasks, ExecCtx& ctx);
 
 }  // namespace baton

@@ -13,6 +13,7 @@
 #include "cuda/gpu_comm.h"
 #include "cuda/p2p_table.h"
 #include "misc/debug.h"
+#include "sendrecv_executor.h"
 #include "task.h"
 
 namespace baton {
@@ -103,24 +104,14 @@ ncclResult_t GpuComm::launchSendRecv(ncclComm* comm, const std::vector<Task>& ta
   const CudaBackend* b = b_;
   const int n = comm->nRanks, me = comm->rank;
   // Everything that can refuse the group is checked before anything is enqueued.
-  // A send to ourselves is a copy into the matching receive (the k-th send pairs with the k-th receive).
-  std::vector<const Task*> selfSends, selfRecvs;
-  for (const Task& t : tasks)
-    if (t.peer == me) (t.kind == Task::kSend ? selfSends : selfRecvs).push_back(&t);
-  if (selfSends.size() != selfRecvs.size())
-    return batonError(ncclInvalidUsage, "rank %d: %zu sends to itself but %zu receives from itself in one group", me,
-                      selfSends.size(), selfRecvs.size());
-  for (size_t i = 0; i < selfSends.size(); ++i) {
-    const char* src = static_cast<const char*>(selfSends[i]->sendbuff);
-    const char* dst = static_cast<const char*>(selfRecvs[i]->recvbuff);
-    const size_t sb = selfSends[i]->count * typeSize(selfSends[i]->type);
-    const size_t rb = selfRecvs[i]->count * typeSize(selfRecvs[i]->type);
-    if (sb != rb)
-      return batonError(ncclInvalidUsage, "rank %d: send to self of %zu bytes but receive from self of %zu bytes", me,
-                        sb, rb);
-    if (sb && src != dst && src < dst + sb && dst < src + sb)  // a device copy may not overlap
+  std::vector<SelfCopy> self;
+  BATON_CHECK(pairSelfCopies(me, tasks, &self));
+  for (const SelfCopy& c : self) {
+    const char* src = static_cast<const char*>(c.src);
+    const char* dst = static_cast<const char*>(c.dst);
+    if (c.bytes && src != dst && src < dst + c.bytes && dst < src + c.bytes)  // a device copy may not overlap
       return batonError(ncclInvalidArgument, "rank %d: send to self from %p and receive into %p overlap (%zu bytes)",
-                        me, (const void*)src, (const void*)dst, sb);
+                        me, c.src, c.dst, c.bytes);
   }
   // Every connector's transfers go to one block, in issue order, over at most as many blocks as
   // the communicator has channels (they fit on the device together): p2p_table.h.
@@ -154,12 +145,9 @@ ncclResult_t GpuComm::launchSendRecv(ncclComm* comm, const std::vector<Task>& ta
     GPU_CALL(b->eventRecord(join_, s), "joining the group's streams");
     GPU_CALL(b->streamWaitEvent(stream, join_), "joining the group's streams");
   }
-  for (size_t i = 0; i < selfSends.size(); ++i) {
-    const size_t bytes = selfSends[i]->count * typeSize(selfSends[i]->type);
-    if (bytes && selfSends[i]->sendbuff != selfRecvs[i]->recvbuff)
-      GPU_CALL(b->copyAsync(dev_, selfRecvs[i]->recvbuff, selfSends[i]->sendbuff, bytes, stream),
-               "send to self (cudaMemcpyAsync)");
-  }
+  for (const SelfCopy& c : self)
+    if (c.bytes && c.src != c.dst)
+      GPU_CALL(b->copyAsync(dev_, c.dst, c.src, c.bytes, stream), "send to self (cudaMemcpyAsync)");
   GpuP2pLaunch l;
   std::vector<char> table;
   if (!pending.empty()) {
@@ -176,7 +164,7 @@ ncclResult_t GpuComm::launchSendRecv(ncclComm* comm, const std::vector<Task>& ta
   BATON_INFO(kSubP2p,
              "Send/Recv: rank %d, %zu transfers (%zu bytes) to and from peers, %zu to itself, %d blocks, stream %p "
              "(CUDA device %d)",
-             me, pending.size(), total, selfSends.size(), l.nBlocks, (void*)stream, dev_);
+             me, pending.size(), total, self.size(), l.nBlocks, (void*)stream, dev_);
   if (!pending.empty() && b->launchP2p(&l, stream) != 0)
     return batonError(ncclUnhandledCudaError, "rank %d: send/recv launch: %s", me, b->lastError());
   GPU_CALL(b->eventRecord(lastWork_, stream), "recording the kernel's completion");

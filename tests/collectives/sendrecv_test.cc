@@ -2,7 +2,7 @@
 // Gather sendbuff = recvbuff + rank*count, Scatter recvbuff = sendbuff + rank*count) and a Send/Recv
 // ring, every datatype x count {0,1,7,1023} x placement at 1..8 ranks (drives taking turns, see
 // runSmall) and the large count at 2,3,5,8 ranks (runLarge); plus mutually dependent pairs, sends
-// to self, several messages to one peer, all pairs with distinct sizes, and blocking Send/Recv
+// to self (and their mismatches), several messages to one peer, all pairs with distinct sizes, and blocking Send/Recv
 // outside a group.
 #include <thread>
 
@@ -97,6 +97,29 @@ TEST(SendRecvPatterns, SendToSelf) {
       if (n > 1) msgs.push_back(std::make_unique<Msg>(0, 1, 999, 21));  // mixed with a real transfer
       exchange(cachedComms(n), msgs, d);
     }
+  }
+}
+
+// A group's sends to self pair with its receives from self in order; unequal numbers or sizes are
+// refused before anything moves, naming both (the CPU and GPU backends share the pairing). The
+// failed group leaves the communicator in an error state, so each case gets its own.
+TEST(SendRecvPatterns, SendToSelfMismatchIsInvalidUsage) {
+  std::vector<float> a(16, 1.0f), b(16, 0.0f);
+  struct Case {
+    int sends, recvs;
+    size_t recvCount;
+    const char* says;
+  };
+  for (const Case& c : {Case{1, 1, 12, "send to self of 40 bytes but receive from self of 48 bytes"},
+                        Case{2, 1, 10, "2 sends to itself but 1 receives from itself"}}) {
+    Comms comms = initAll(1);
+    NCCL_EXPECT(ncclGroupStart());
+    for (int i = 0; i < c.sends; ++i) NCCL_EXPECT(ncclSend(a.data(), 10, ncclFloat32, 0, comms[0], nullptr));
+    for (int i = 0; i < c.recvs; ++i) NCCL_EXPECT(ncclRecv(b.data(), c.recvCount, ncclFloat32, 0, comms[0], nullptr));
+    EXPECT_EQ(ncclGroupEnd(), ncclInvalidUsage);
+    EXPECT_NE(std::string(ncclGetLastError(comms[0])).find(c.says), std::string::npos) << ncclGetLastError(comms[0]);
+    EXPECT_EQ(b[0], 0.0f);  // nothing was copied
+    destroyComms(comms);
   }
 }
 
