@@ -2,6 +2,7 @@
 # The CUDA backend on a GPU, in one command: builds it, runs the collective check on device
 # buffers (1, 2 and 4 thread ranks and 2 processes, every protocol), the send/recv check (ncclSend,
 # ncclRecv, AlltoAll, Gather, Scatter on 1, 2 and 4 thread ranks and 2 processes) and its sweep,
+# the CUDA graph check (collectives and send/recv captured, launched 20 times between eager calls),
 # sweeps per protocol and per
 # collective against the device's copy bandwidth, and the AllReduce sweep with NVIDIA's
 # libnccl.so.2 in the same run (one rank each: NVIDIA's library refuses two ranks on one GPU),
@@ -30,13 +31,14 @@ nvidia-smi --query-gpu=driver_version,memory.total --format=csv,noheader
 if [ -z "${BATON_GPU_CHECK_NO_BUILD:-}" ]; then
   echo "== build"
   make -j"$(nproc)" BUILD="$BUILD" lib device "$BUILD/tests/gpu_collectives" "$BUILD/tests/gpu_sendrecv" \
-    "$BUILD/bin/baton-run" >"$OUT/build.log" 2>&1 ||
+    "$BUILD/tests/gpu_graph" "$BUILD/bin/baton-run" >"$OUT/build.log" 2>&1 ||
     { tail -30 "$OUT/build.log"; echo "gpu-check: build failed ($OUT/build.log)"; exit 1; }
 fi
 LIB=$BUILD/lib
 T=$BUILD/tests/gpu_collectives
 P2P=$BUILD/tests/gpu_sendrecv
-for f in "$LIB/libnccl.so.2" "$LIB/libbaton-cuda.so" "$T" "$P2P" "$BUILD/bin/baton-run"; do
+GRAPH=$BUILD/tests/gpu_graph
+for f in "$LIB/libnccl.so.2" "$LIB/libbaton-cuda.so" "$T" "$P2P" "$GRAPH" "$BUILD/bin/baton-run"; do
   [ -e "$f" ] || { echo "gpu-check: $f is missing"; exit 1; }
 done
 export BATON_WAIT_TIMEOUT=${BATON_WAIT_TIMEOUT:-30}  # a hung kernel gives up instead of holding the GPU
@@ -59,6 +61,8 @@ run check-threads-2 150 "$T" check -n 2
 run check-procs-2 150 "$BUILD/bin/baton-run" -n 2 "$T" check --procs
 for n in 1 2 4; do run "sendrecv-threads-$n" 120 "$P2P" check -n $n; done
 run sendrecv-procs-2 120 "$BUILD/bin/baton-run" -n 2 "$P2P" check --procs
+for n in 1 2 4; do run "graph-threads-$n" 120 "$GRAPH" check -n $n; done
+run graph-threads-2-global 120 "$GRAPH" check -n 2 --global
 run sendrecv-sweep-2ranks 90 "$P2P" sweep -n 2 -e "$MAXB"
 for p in Simple LL128 LL; do
   run "sweep-2ranks-$p" 90 "$T" sweep -n 2 -e "$MAXB" -p "$p"
@@ -104,6 +108,10 @@ if [ -n "${NCCL_TESTS_DIR:-}" ]; then
   for t in all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf \
     sendrecv_perf alltoall_perf gather_perf scatter_perf hypercube_perf; do
     [ -x "$NCCL_TESTS_DIR/build/$t" ] && LD_LIBRARY_PATH=$PWD/$LIB run "nccl-tests-$t" 300 "$NCCL_TESTS_DIR/build/$t" -b 8 -e "$MAXB" -f 4 -g 1 -c 1
+  done
+  # -G: each size's iterations captured into a CUDA graph and launched as one.
+  for t in all_reduce_perf sendrecv_perf; do
+    [ -x "$NCCL_TESTS_DIR/build/$t" ] && LD_LIBRARY_PATH=$PWD/$LIB run "nccl-tests-$t-graph" 300 "$NCCL_TESTS_DIR/build/$t" -b 8 -e "$MAXB" -f 4 -g 1 -c 1 -G 10
   done
 fi
 echo "== gpu-check: $([ $status -eq 0 ] && echo passed || echo FAILED); logs in $OUT"

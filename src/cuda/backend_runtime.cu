@@ -180,14 +180,28 @@ int eventDestroy(void* ev) {
   return e == cudaSuccess ? 0 : fail(e, "cudaEventDestroy");
 }
 
-int streamWaitEvent(void* stream, void* ev) {
-  const cudaError_t e = cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(ev), 0);
-  return e == cudaSuccess ? 0 : fail(e, "cudaStreamWaitEvent(stream %p)", stream);
+int streamCapture(int dev, void* stream, int* status, unsigned long long* id) {
+  SCOPED(dev, "cudaStreamGetCaptureInfo");  // stream 0 is the current device's
+  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  *id = 0;
+  const cudaError_t e = cudaStreamGetCaptureInfo(static_cast<cudaStream_t>(stream), &st, id);
+  if (e != cudaSuccess) return fail(e, "cudaStreamGetCaptureInfo(stream %p)", stream);
+  *status = st == cudaStreamCaptureStatusActive ? 1 : st == cudaStreamCaptureStatusInvalidated ? 2 : 0;
+  return 0;
 }
 
-int eventRecord(void* ev, void* stream) {
-  const cudaError_t e = cudaEventRecord(static_cast<cudaEvent_t>(ev), static_cast<cudaStream_t>(stream));
-  return e == cudaSuccess ? 0 : fail(e, "cudaEventRecord(stream %p)", stream);
+int streamWaitEvent(int dev, void* stream, void* ev, int external) {
+  SCOPED(dev, "cudaStreamWaitEvent");
+  const cudaError_t e = cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(ev),
+                                            external ? cudaEventWaitExternal : cudaEventWaitDefault);
+  return e == cudaSuccess ? 0 : fail(e, "cudaStreamWaitEvent(stream %p%s)", stream, external ? ", external" : "");
+}
+
+int eventRecord(int dev, void* ev, void* stream, int external) {
+  SCOPED(dev, "cudaEventRecord");
+  const cudaError_t e = cudaEventRecordWithFlags(static_cast<cudaEvent_t>(ev), static_cast<cudaStream_t>(stream),
+                                                 external ? cudaEventRecordExternal : cudaEventRecordDefault);
+  return e == cudaSuccess ? 0 : fail(e, "cudaEventRecord(stream %p%s)", stream, external ? ", external" : "");
 }
 
 int eventSynchronize(void* ev) {
@@ -207,6 +221,7 @@ int launchColl(const GpuCollLaunch* l, void* stream) {
 }
 
 int launchP2pKernel(const GpuP2pLaunch* l, void* stream);  // sendrecv_kernel.cu
+void releaseGraphTables();                                 // sendrecv_kernel.cu
 
 int launchP2p(const GpuP2pLaunch* l, void* stream) {
   SCOPED(l->device, "launch");
@@ -247,12 +262,14 @@ extern "C" __attribute__((visibility("default"))) const baton::CudaBackend* bato
                                     enablePeerAccess,
                                     eventCreate,
                                     eventDestroy,
+                                    streamCapture,
                                     streamWaitEvent,
                                     eventRecord,
                                     eventSynchronize,
                                     launchColl,
                                     launchP2p,
                                     copyAsync,
+                                    releaseGraphTables,
                                     lastError};
   return &table;
 }

@@ -19,7 +19,7 @@
 
 namespace baton {
 
-constexpr int kCudaBackendVersion = 2;
+constexpr int kCudaBackendVersion = 3;
 constexpr int kGpuMaxThreads = 512;     // threads of a collective's block (NCCL_NTHREADS' default)
 constexpr size_t kIpcHandleBytes = 64;  // cudaIpcMemHandle_t
 
@@ -74,6 +74,10 @@ struct GpuP2pLaunch {
   int device = 0;
   ExecCtx ctx;                  // rank, abort flag (device-visible), timeout
   GpuStatus* status = nullptr;  // device-visible pointer to the communicator's status
+  // The stream is being captured into a CUDA graph, which may run many times: the table then
+  // belongs to the graph, a pinned host copy that the graph copies onto a device copy before each
+  // kernel (the kernel writes its progress there), freed once no graph holds it (releaseGraphMemory).
+  int captured = 0;
 };
 
 // Where each part of the table lies for `nBlocks` blocks and `nOps` transfers.
@@ -104,13 +108,22 @@ struct CudaBackend {
   int (*enablePeerAccess)(int dev, int peerDev);  // 0 also when already enabled or the same device
   int (*eventCreate)(int dev, void** ev);
   int (*eventDestroy)(void* ev);
-  int (*streamWaitEvent)(void* stream, void* ev);
-  int (*eventRecord)(void* ev, void* stream);
+  // Whether `stream` (of device `dev`) is being captured into a CUDA graph: *status 0 no, 1 yes
+  // (*id names the capture, unique in the process), 2 its capture was invalidated by an error.
+  int (*streamCapture)(int dev, void* stream, int* status, unsigned long long* id);
+  // external = 1 in a capture: an event node that waits for / records the event itself each time
+  // the graph runs (cudaEventWaitExternal / cudaEventRecordExternal), not an edge inside the graph.
+  int (*streamWaitEvent)(int dev, void* stream, void* ev, int external);
+  int (*eventRecord)(int dev, void* ev, void* stream, int external);
   int (*eventSynchronize)(void* ev);
   int (*launchColl)(const GpuCollLaunch* launch, void* stream);
-  // Copies launch->table to the device on `stream`, launches the send/recv kernel, frees the copy.
+  // Copies launch->table to the device on `stream`, launches the send/recv kernel, frees the copy
+  // (in a capture: the graph keeps it, see GpuP2pLaunch::captured).
   int (*launchP2p)(const GpuP2pLaunch* launch, void* stream);
   int (*copyAsync)(int dev, void* dst, const void* src, size_t bytes, void* stream);  // device to device
+  // Frees the captured tables of graphs destroyed since the last call (CUDA runs a graph's
+  // destructor callbacks on a thread that may not call CUDA, so they only queue the memory).
+  void (*releaseGraphMemory)();
   const char* (*lastError)();
 };
 

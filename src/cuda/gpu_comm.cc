@@ -102,6 +102,9 @@ ncclResult_t GpuComm::create(ncclComm* comm, std::shared_ptr<GpuComm>* out, std:
   g->abort_ = static_cast<int*>(host), g->abortDev_ = static_cast<int*>(view);
   GPU_CALL(b->eventCreate(g->dev_, &g->lastWork_), "event");
   GPU_CALL(b->eventCreate(g->dev_, &g->join_), "event");
+  for (CaptureTail& c : g->captures_) GPU_CALL(b->eventCreate(g->dev_, &c.event), "event");
+  // Recorded once, so a first launch inside a CUDA graph waits for a recorded event.
+  GPU_CALL(b->eventRecord(g->dev_, g->lastWork_, nullptr, 0), "event");
   BATON_CHECK(g->connectPeers(comm));
   BATON_INFO(kSubInit,
              "GPU communicator: rank %d on CUDA device %d, %d channels, ring FIFOs of %zu bytes in device "
@@ -185,10 +188,13 @@ GpuComm::~GpuComm() {
   if (peerConnsDev_) b_->deviceFree(dev_, peerConnsDev_);
   if (channelsDev_) b_->deviceFree(dev_, channelsDev_);
   if (userRanksDev_) b_->deviceFree(dev_, userRanksDev_);
+  b_->releaseGraphMemory();
   if (status_) b_->hostFree(status_);
   if (abort_) b_->hostFree(abort_);
   if (lastWork_) b_->eventDestroy(lastWork_);
   if (join_) b_->eventDestroy(join_);
+  for (CaptureTail& c : captures_)
+    if (c.event) b_->eventDestroy(c.event);
 }
 
 }  // namespace baton

@@ -33,6 +33,9 @@ class GpuComm {
   // Enqueues a group's sends and receives on device buffers as one kernel (so pairs that wait for
   // each other progress together) on the first task's stream; the other tasks' streams join it.
   ncclResult_t launchSendRecv(ncclComm* comm, const std::vector<Task>& tasks);
+  // A call on host buffers runs on the CPU when it is made, so a graph could not repeat it: with
+  // `stream` being captured into a CUDA graph it is ncclInvalidUsage (gpu_graph.cc).
+  ncclResult_t refuseHostCapture(ncclComm* comm, cudaStream_t stream, const char* fn);
   // Raises the kernels' abort flag (ncclCommAbort): their waits give up.
   void abort();
   // Waits for every kernel launched so far (ncclCommDestroy, ncclCommAbort).
@@ -58,8 +61,16 @@ class GpuComm {
   // A FIFO from and to every other rank for send/recv (at init: a group driven by one thread could
   // not connect on first use, since a send's connection waits for its receiver's), gpu_sendrecv.cc.
   ncclResult_t connectPeers(ncclComm* comm);
-  // Orders `stream` after the communicator's last kernel.
-  ncclResult_t followLastWork(ncclComm* comm, cudaStream_t stream);
+  // Around every launch: orders `stream` after the communicator's previous kernel, then records
+  // this one, also when the stream is being captured into a CUDA graph (gpu_graph.cc).
+  struct LaunchOrder {
+    bool captured = false;
+    unsigned long long id = 0;  // the capture's
+  };
+  ncclResult_t beforeLaunch(ncclComm* comm, cudaStream_t stream, LaunchOrder* o);
+  ncclResult_t afterLaunch(ncclComm* comm, cudaStream_t stream, const LaunchOrder& o);
+  // A group's streams must all be outside any capture or all in the same one (as NCCL requires).
+  ncclResult_t sameCapture(ncclComm* comm, cudaStream_t first, const std::vector<cudaStream_t>& others);
 
   const CudaBackend* b_ = nullptr;
   int dev_ = 0;
@@ -78,6 +89,16 @@ class GpuComm {
   int* abortDev_ = nullptr;
   void* lastWork_ = nullptr;  // event after the last launch: the next one waits for it
   void* join_ = nullptr;      // orders a send/recv kernel's stream after its group's other streams
+  // Per capture in progress (the most recently used few): an event recorded after its last
+  // launch, inside the capture, so the next launch of the same capture follows it.
+  struct CaptureTail {
+    unsigned long long id = 0;
+    void* event = nullptr;
+    unsigned long long used = 0;
+  };
+  static constexpr int kCaptureTails = 4;
+  CaptureTail captures_[kCaptureTails];
+  unsigned long long capturedLaunches_ = 0;
   bool launched_ = false;
   bool failureTaken_ = false;
 };

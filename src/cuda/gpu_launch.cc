@@ -4,9 +4,10 @@
 // Stream semantics are NCCL's: the call enqueues and returns; the stream says when it is done. A
 // communicator's kernels run in the order of its calls, whichever streams they were given (each
 // launch waits for an event recorded after the previous one), because they share the rings'
-// step counters. The algorithm is the ring (its three protocols); the protocol is Simple unless
-// NCCL_PROTO excludes it (then LL128, then LL): on an H200, 2 ranks on one GPU, Simple was as fast
-// as LL at 8 B and faster from 2 KiB up (docs/cuda-backend.md), so size plays no part yet.
+// step counters; captured into a CUDA graph too (gpu_graph.cc). The algorithm is the ring (its
+// three protocols); the protocol is Simple unless NCCL_PROTO excludes it (then LL128, then LL): on
+// an H200, 2 ranks on one GPU, Simple was as fast as LL at 8 B and faster from 2 KiB up
+// (docs/cuda-backend.md), so size plays no part yet.
 #include <cstring>
 
 #include "comm.h"
@@ -36,7 +37,9 @@ ncclResult_t gpuClassify(ncclComm* comm, const Task& t, const char* fn, bool* on
   const char* names[2] = {"sendbuff", "recvbuff"};
   bool dev[2] = {false, false};
   for (int i = 0; i < 2; ++i) dev[i] = bufs[i] && isDeviceMemory(bufs[i]);
-  if (!dev[0] && !dev[1]) return ncclSuccess;
+  if (!dev[0] && !dev[1])
+    return comm->gpu && t.count && (bufs[0] || bufs[1]) ? comm->gpu->refuseHostCapture(comm, t.stream, fn)
+                                                        : ncclSuccess;
   for (int i = 0; i < 2; ++i)
     if (bufs[i] && !dev[i])
       return batonError(ncclInvalidArgument,
@@ -81,7 +84,8 @@ ncclResult_t GpuComm::launch(ncclComm* comm, const Task& t) {
              funcName(t.func), (unsigned long long)comm->opCount++, t.sendbuff, t.recvbuff, t.count, typeName(t.type),
              opName(t.op.kind), t.root, (void*)comm, comm->nRanks, t.stream,
              comm->nRanks == 1 && t.op.kind != kOpPreMulSum ? "Copy" : "Ring", protoName(proto), nch, dev_);
-  BATON_CHECK(followLastWork(comm, t.stream));
+  LaunchOrder order;
+  BATON_CHECK(beforeLaunch(comm, t.stream, &order));
   // One rank: every collective but PreMulSum leaves its input as it is (Avg divides by 1), so it
   // is a copy, or nothing in place; the copy engine moves it at the device's copy bandwidth, as
   // NCCL does for one rank. PreMulSum runs the kernel.
@@ -92,11 +96,7 @@ ncclResult_t GpuComm::launch(ncclComm* comm, const Task& t) {
   } else if (b_->launchColl(&l, t.stream) != 0) {
     return batonError(ncclUnhandledCudaError, "rank %d: %s launch: %s", comm->rank, funcName(t.func), b_->lastError());
   }
-  if (b_->eventRecord(lastWork_, t.stream) != 0)
-    return batonError(ncclUnhandledCudaError, "rank %d: recording the kernel's completion: %s", comm->rank,
-                      b_->lastError());
-  launched_ = true;
-  return ncclSuccess;
+  return afterLaunch(comm, t.stream, order);
 }
 
 }  // namespace baton

@@ -93,13 +93,6 @@ ncclResult_t GpuComm::connectPeers(ncclComm* comm) {
   return ncclSuccess;
 }
 
-ncclResult_t GpuComm::followLastWork(ncclComm* comm, cudaStream_t stream) {
-  if (launched_ && b_->streamWaitEvent(stream, lastWork_) != 0)
-    return batonError(ncclUnhandledCudaError, "rank %d: ordering after the communicator's last kernel: %s", comm->rank,
-                      b_->lastError());
-  return ncclSuccess;
-}
-
 ncclResult_t GpuComm::launchSendRecv(ncclComm* comm, const std::vector<Task>& tasks) {
   const CudaBackend* b = b_;
   const int n = comm->nRanks, me = comm->rank;
@@ -135,15 +128,17 @@ ncclResult_t GpuComm::launchSendRecv(ncclComm* comm, const std::vector<Task>& ta
   }
 
   cudaStream_t stream = tasks.front().stream;
-  BATON_CHECK(followLastWork(comm, stream));
   // Work the caller queued on the group's other streams comes first, as NCCL orders a group's streams.
   std::vector<cudaStream_t> others;
   for (const Task& t : tasks)
     if (t.stream != stream && std::find(others.begin(), others.end(), t.stream) == others.end())
       others.push_back(t.stream);
+  BATON_CHECK(sameCapture(comm, stream, others));
+  LaunchOrder order;
+  BATON_CHECK(beforeLaunch(comm, stream, &order));
   for (cudaStream_t s : others) {
-    GPU_CALL(b->eventRecord(join_, s), "joining the group's streams");
-    GPU_CALL(b->streamWaitEvent(stream, join_), "joining the group's streams");
+    GPU_CALL(b->eventRecord(dev_, join_, s, 0), "joining the group's streams");
+    GPU_CALL(b->streamWaitEvent(dev_, stream, join_, 0), "joining the group's streams");
   }
   for (const SelfCopy& c : self)
     if (c.bytes && c.src != c.dst)
@@ -158,6 +153,7 @@ ncclResult_t GpuComm::launchSendRecv(ncclComm* comm, const std::vector<Task>& ta
     l.ctx.abortFlag = abortDev_;
     l.ctx.timeoutNs = comm->tun.waitTimeoutNs;
     l.status = statusDev_;
+    l.captured = order.captured;
   }
   size_t total = 0;
   for (const P2pPending& p : pending) total += p.x.bytes;
@@ -167,10 +163,10 @@ ncclResult_t GpuComm::launchSendRecv(ncclComm* comm, const std::vector<Task>& ta
              me, pending.size(), total, self.size(), l.nBlocks, (void*)stream, dev_);
   if (!pending.empty() && b->launchP2p(&l, stream) != 0)
     return batonError(ncclUnhandledCudaError, "rank %d: send/recv launch: %s", me, b->lastError());
-  GPU_CALL(b->eventRecord(lastWork_, stream), "recording the kernel's completion");
-  launched_ = true;
-  // The group's other streams complete with this kernel.
-  for (cudaStream_t s : others) GPU_CALL(b->streamWaitEvent(s, lastWork_), "joining the group's streams");
+  BATON_CHECK(afterLaunch(comm, stream, order));
+  // The group's other streams complete with this kernel (an edge inside a capture too).
+  if (!others.empty()) GPU_CALL(b->eventRecord(dev_, join_, stream, 0), "joining the group's streams");
+  for (cudaStream_t s : others) GPU_CALL(b->streamWaitEvent(dev_, s, join_, 0), "joining the group's streams");
   return ncclSuccess;
 }
 
@@ -183,7 +179,7 @@ ncclResult_t gpuClassifyP2p(ncclComm* comm, std::vector<Task>& tasks, cudaStream
     if (!p || t.count == 0) continue;
     (isDeviceMemory(p) ? dev : host) = &t;
   }
-  if (!dev) return ncclSuccess;
+  if (!dev) return host && comm->gpu ? comm->gpu->refuseHostCapture(comm, stream, fn) : ncclSuccess;
   auto name = [](const Task& t) { return t.kind == Task::kSend ? "sendbuff" : "recvbuff"; };
   if (host)
     return batonError(ncclInvalidArgument,

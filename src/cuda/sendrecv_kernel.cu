@@ -10,12 +10,13 @@
 // what it releases) releases a slot, the receiver's head store gives it back; cuda::atomic_ref at
 // system scope gives the release/acquire pairs between devices. Thread 0 reads the counters and
 // the block follows its answer (sendRecvAgree); the transfers' progress, in the table in global
-// memory (a stream-ordered allocation of this file's pool), is written by thread 0 and read by the
-// block after a barrier. A failure is published
-// as gpu_kernels.cuh does.
+// memory (a stream-ordered allocation of this file's pool, or in a CUDA graph a device copy the
+// graph refreshes before each run), is written by thread 0 and read by the block after a barrier.
+// A failure is published as gpu_kernels.cuh does.
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "gpu_kernels.cuh"
 #include "sendrecv_progress.h"
@@ -68,8 +69,102 @@ cudaError_t tablePool(int dev, cudaMemPool_t* out) {
   return cudaSuccess;
 }
 
+namespace {
+
+int launchFailed(cudaError_t e, const GpuP2pLaunch* l, void* stream) {
+  char what[160];
+  snprintf(what, sizeof what, "send/recv kernel (%d blocks of %d threads, %d transfers, stream %p)", l->nBlocks,
+           l->threads, l->nOps, stream);
+  setLaunchError(e, what);
+  return (int)e;
+}
+
+// A captured table's memory, owned by the graphs that hold it (a CUDA user object). Its destructor
+// runs on a CUDA thread that may not call CUDA, so it only queues the memory for releaseGraphTables.
+struct GraphTable {
+  void* host = nullptr;
+  void* dev = nullptr;
+};
+std::mutex gReleasedMu;
+std::vector<GraphTable> gReleased;
+
+void CUDART_CB graphTableGone(void* p) {
+  std::lock_guard<std::mutex> lock(gReleasedMu);
+  gReleased.push_back(*static_cast<GraphTable*>(p));
+  delete static_cast<GraphTable*>(p);
+}
+
+// Allocations and frees are not stream work, but a capture in global or thread-local mode refuses
+// them in its thread: they run in relaxed mode (as NCCL's do).
+class RelaxedCapture {
+ public:
+  RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+  ~RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
+
+void freeGraphTable(const GraphTable& t) {
+  RelaxedCapture relaxed;
+  if (t.host) cudaFreeHost(t.host);
+  if (t.dev) cudaFree(t.dev);
+}
+
+// In a CUDA graph capture: the table must outlive this call and be fresh for every launch of the
+// graph (the kernel writes its progress into it), so it is a pinned host copy the graph copies onto
+// a device copy before each kernel, both released when the last graph holding them is destroyed.
+int launchCaptured(const GpuP2pLaunch* l, cudaStream_t s) {
+  GraphTable t;
+  cudaError_t e;
+  {
+    RelaxedCapture relaxed;
+    e = cudaHostAlloc(&t.host, l->tableBytes, cudaHostAllocPortable);
+    if (e == cudaSuccess) e = cudaMalloc(&t.dev, l->tableBytes);
+  }
+  cudaStreamCaptureStatus st;
+  cudaGraph_t graph = nullptr;
+  if (e == cudaSuccess) e = cudaStreamGetCaptureInfo(s, &st, nullptr, &graph);
+  cudaUserObject_t owner = nullptr;
+  if (e == cudaSuccess)
+    e = cudaUserObjectCreate(&owner, new GraphTable(t), graphTableGone, 1, cudaUserObjectNoDestructorSync);
+  if (e != cudaSuccess) {
+    freeGraphTable(t);
+    setLaunchError(e, "keeping a captured send/recv table (cudaHostAlloc, cudaMalloc, cudaUserObjectCreate)");
+    return (int)e;
+  }
+  // From here the graph owns the memory (our reference moves to it), also if what follows fails.
+  e = cudaGraphRetainUserObject(graph, owner, 1, cudaGraphUserObjectMove);
+  if (e != cudaSuccess) {
+    cudaUserObjectRelease(owner, 1);
+    setLaunchError(e, "cudaGraphRetainUserObject (a captured send/recv table)");
+    return (int)e;
+  }
+  memcpy(t.host, l->table, l->tableBytes);
+  e = cudaMemcpyAsync(t.dev, t.host, l->tableBytes, cudaMemcpyHostToDevice, s);
+  if (e != cudaSuccess) return launchFailed(e, l, s);
+  char* table = static_cast<char*>(t.dev);
+  void* args[] = {const_cast<GpuP2pLaunch*>(l), &table};
+  e = cudaLaunchKernel(reinterpret_cast<const void*>(gpuSendRecvKernel), dim3(l->nBlocks), dim3(l->threads), args, 0,
+                       s);
+  return e == cudaSuccess ? 0 : launchFailed(e, l, s);
+}
+
+}  // namespace
+
+void releaseGraphTables() {
+  std::vector<GraphTable> gone;
+  {
+    std::lock_guard<std::mutex> lock(gReleasedMu);
+    gone.swap(gReleased);
+  }
+  for (const GraphTable& t : gone) freeGraphTable(t);
+}
+
 int launchP2pKernel(const GpuP2pLaunch* l, void* stream) {
   cudaStream_t s = static_cast<cudaStream_t>(stream);
+  if (l->captured) return launchCaptured(l, s);
+  releaseGraphTables();
   void* table = nullptr;
   cudaMemPool_t pool;
   cudaError_t e = tablePool(l->device, &pool);
@@ -87,13 +182,7 @@ int launchP2pKernel(const GpuP2pLaunch* l, void* stream) {
                          s);
   }
   const cudaError_t freed = cudaFreeAsync(table, s);
-  if (e != cudaSuccess) {
-    char what[160];
-    snprintf(what, sizeof what, "send/recv kernel (%d blocks of %d threads, %d transfers, stream %p)", l->nBlocks,
-             l->threads, l->nOps, stream);
-    setLaunchError(e, what);
-    return (int)e;
-  }
+  if (e != cudaSuccess) return launchFailed(e, l, stream);
   if (freed != cudaSuccess) {
     setLaunchError(freed, "cudaFreeAsync of the send/recv table");
     return (int)freed;
