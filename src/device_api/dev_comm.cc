@@ -14,6 +14,7 @@
 #include "device_api/net_puts.h"
 #include "group.h"
 #include "misc/debug.h"
+#include "register/mem_alloc.h"
 #include "register/window.h"
 
 namespace baton {
@@ -61,7 +62,7 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonDevCommCreat
   const size_t bytes = (words * sizeof(uint64_t) + NCCL_WIN_REQUIRED_ALIGNMENT - 1) / NCCL_WIN_REQUIRED_ALIGNMENT *
                        NCCL_WIN_REQUIRED_ALIGNMENT;
   auto* st = new DevCommState;
-  ncclResult_t res = ncclMemAlloc(&st->pad, bytes);
+  ncclResult_t res = memAllocHost(&st->pad, bytes);  // the CPU writes it, also on a GPU machine
   // Zeroed before the window's all-gather: no peer holds a pointer to it until every rank is past it.
   if (res == ncclSuccess) memset(st->pad, 0, bytes);
   // Every rank joins the registration even if its allocation failed (it then fails everywhere).

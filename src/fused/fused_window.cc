@@ -5,6 +5,7 @@
 
 #include "device_api/dev_comm.h"
 #include "misc/debug.h"
+#include "register/mem_alloc.h"
 
 namespace baton {
 
@@ -32,7 +33,7 @@ ncclResult_t FusedWindow::ensure(ncclComm* comm, size_t bytes, bool* usable, boo
   bytes = std::max(bytes, 2 * bytes_);
   bytes = (bytes + NCCL_WIN_REQUIRED_ALIGNMENT - 1) / NCCL_WIN_REQUIRED_ALIGNMENT * NCCL_WIN_REQUIRED_ALIGNMENT;
   void* mem = nullptr;
-  ncclResult_t res = ncclMemAlloc(&mem, bytes);
+  ncclResult_t res = memAllocHost(&mem, bytes);  // the CPU writes it, also on a GPU machine
   // Every rank joins the registration even if its allocation failed (then it fails everywhere).
   ncclWindow_t handle = nullptr;
   ncclResult_t reg =

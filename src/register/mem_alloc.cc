@@ -43,12 +43,16 @@ std::map<void*, int> gDevice;  // device allocations -> their device
 
 }  // namespace
 
-ncclResult_t memAlloc(void** ptr, size_t size) {
+ncclResult_t checkAllocArgs(void** ptr, size_t size) {
   if (!ptr) return batonError(ncclInvalidArgument, "ncclMemAlloc: ptr is NULL");
   *ptr = nullptr;
   if (size == 0) return batonError(ncclInvalidArgument, "ncclMemAlloc: size is 0");
-  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
   if (size > (SIZE_MAX >> 2)) return batonError(ncclInvalidArgument, "ncclMemAlloc: size %zu is too large", size);
+  return ncclSuccess;
+}
+
+ncclResult_t memAlloc(void** ptr, size_t size) {
+  BATON_CHECK(checkAllocArgs(ptr, size));
   char desc[256];
   if (const int dev = currentCudaDevice(desc, sizeof desc); dev >= 0) {
     if (cudaBackend()->deviceAlloc(dev, ptr, size) != 0)
@@ -57,6 +61,12 @@ ncclResult_t memAlloc(void** ptr, size_t size) {
     gDevice[*ptr] = dev;
     return ncclSuccess;
   }
+  return memAllocHost(ptr, size);
+}
+
+ncclResult_t memAllocHost(void** ptr, size_t size) {
+  BATON_CHECK(checkAllocArgs(ptr, size));
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
   const size_t bytes = (size + page - 1) / page * page;
   const int fd = memfd_create("baton-memalloc", MFD_CLOEXEC);
   if (fd < 0) return batonError(ncclSystemError, "ncclMemAlloc: memfd_create failed: %s", strerror(errno));

@@ -22,7 +22,11 @@ struct MemAllocation {
   int fd = -1;
 };
 
+// ncclMemAlloc: device memory where a CUDA device is current (as NCCL's), else memAllocHost's.
 ncclResult_t memAlloc(void** ptr, size_t size);
+// Shared host memory that peer processes can map, whatever device is current: what baton's own
+// windows (the device API's pads, the fused calls' staging) need, since the CPU writes them.
+ncclResult_t memAllocHost(void** ptr, size_t size);
 ncclResult_t memFree(void* ptr);
 // The allocation that holds all of [p, p + bytes), if one does.
 bool memFind(const void* p, size_t bytes, MemAllocation* out);

@@ -10,6 +10,7 @@
 #include "api/api.h"
 #include "api/argcheck.h"
 #include "comm.h"
+#include "cuda/gpu_backend.h"
 #include "group.h"
 #include "misc/debug.h"
 #include "register/mem_alloc.h"
@@ -82,10 +83,14 @@ ncclResult_t windowRegister(ncclComm* comm, void* buff, size_t size, ncclWindow_
   const int n = comm->nRanks;
   // Our own arguments: a bad one still joins the all-gather, so every rank fails together.
   std::string why;
+  ncclResult_t whyCode = ncclInvalidArgument;
   MemAllocation a;
   const bool fromMemAlloc = buff && size && memFind(buff, size, &a);
   if (!buff) why = "buff is NULL";
   else if (size == 0) why = "size is 0";
+  else if (isDeviceMemory(buff))
+    why = "buff is device memory: windows on GPUs (cuMem mappings into peers' devices) are not built yet",
+    whyCode = ncclInvalidUsage;
   else if (flags != NCCL_WIN_DEFAULT && flags != NCCL_WIN_COLL_SYMMETRIC)
     why = "winFlags " + std::to_string(flags) + " is neither NCCL_WIN_DEFAULT (0) nor NCCL_WIN_COLL_SYMMETRIC (1)";
   else if ((flags & NCCL_WIN_COLL_SYMMETRIC) &&
@@ -98,7 +103,7 @@ ncclResult_t windowRegister(ncclComm* comm, void* buff, size_t size, ncclWindow_
   std::lock_guard<std::mutex> lock(t.mu_);
   if (!t.myPad_) {
     void* pad = nullptr;
-    BATON_CHECK(memAlloc(&pad, sizeof(SymPad)));
+    BATON_CHECK(memAllocHost(&pad, sizeof(SymPad)));  // the CPU writes it, also on a GPU machine
     t.myPad_ = static_cast<SymPad*>(pad);
   }
   MemAllocation padAlloc;
@@ -108,7 +113,7 @@ ncclResult_t windowRegister(ncclComm* comm, void* buff, size_t size, ncclWindow_
                         reinterpret_cast<uint64_t>(t.myPad_), padAlloc.id};
   BATON_CHECK(comm->bootstrap->allGather(claims.data(), sizeof(WinClaim)));
   if (!why.empty())
-    return batonError(ncclInvalidArgument, "ncclCommWindowRegister: %s (buff %p size %zu)", why.c_str(), buff, size);
+    return batonError(whyCode, "ncclCommWindowRegister: %s (buff %p size %zu)", why.c_str(), buff, size);
   for (int r = 0; r < n; ++r) {
     const WinClaim& c = claims[r];
     if (c.bad)

@@ -238,8 +238,8 @@ void verify(std::vector<Rank>& ranks, const Pattern& p, Buffers& B) {
 }
 
 // What only baton promises: clear errors for buffers of both kinds, an in-place AlltoAll on device
-// memory, and overlapping send-to-self buffers. Each is refused on every rank alike, so no kernel
-// waits for a peer that was refused.
+// memory, overlapping send-to-self buffers, and a window on device memory (not built yet). Each is refused on every
+// rank alike, so no kernel waits for a peer that was refused.
 void expectError(ncclResult_t got, ncclResult_t want, const char* what, const char* mention) {
   const std::string why = ncclGetLastError(nullptr);
   ++gRuns;
@@ -263,6 +263,11 @@ void badInput(std::vector<Rank>& ranks, int n) {
   NCCL(ncclSend(dev, 64, ncclInt8, R.id, R.comm, R.stream));
   NCCL(ncclRecv(dev + 32, 64, ncclInt8, R.id, R.comm, R.stream));
   expectError(ncclGroupEnd(), ncclInvalidArgument, "send to itself into an overlapping buffer", "overlap");
+  if (n == 1) {  // collective: one thread can register a window only for a communicator of one
+    ncclWindow_t w = nullptr;
+    expectError(ncclCommWindowRegister(R.comm, dev, 4096, &w, NCCL_WIN_DEFAULT), ncclInvalidUsage,
+                "a window on device memory", "device memory");
+  }
   CUDA(cudaFree(dev));
 }
 
