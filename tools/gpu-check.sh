@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The CUDA backend on a GPU, in one command: builds it, runs the collective check on device
-# buffers (1, 2 and 4 thread ranks and 2 processes, every protocol), the send/recv check (ncclSend,
+# buffers (1, 2 and 4 thread ranks and 2 processes, every protocol; and with FIFOs in host memory,
+# NCCL_P2P_DISABLE=1), the send/recv check (ncclSend,
 # ncclRecv, AlltoAll, Gather, Scatter on 1, 2 and 4 thread ranks and 2 processes) and its sweep,
 # the CUDA graph check (collectives and send/recv captured, launched 20 times between eager calls),
 # sweeps per protocol and per
@@ -59,6 +60,11 @@ LD_LIBRARY_PATH=$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} NCCL_DEBUG=INFO NCCL_D
 run check-threads-1 150 "$T" check -n 1
 run check-threads-2 150 "$T" check -n 2
 run check-procs-2 150 "$BUILD/bin/baton-run" -n 2 "$T" check --procs
+# FIFOs in host memory (what devices without peer access get), on one GPU: NCCL_P2P_DISABLE=1.
+run check-threads-2-hostfifo 150 env NCCL_P2P_DISABLE=1 "$T" check -n 2
+run check-procs-2-hostfifo 150 env NCCL_P2P_DISABLE=1 "$BUILD/bin/baton-run" -n 2 "$T" check --procs
+run sendrecv-threads-2-hostfifo 120 env NCCL_P2P_DISABLE=1 "$P2P" check -n 2
+run sendrecv-procs-2-hostfifo 120 env NCCL_P2P_DISABLE=1 "$BUILD/bin/baton-run" -n 2 "$P2P" check --procs
 for n in 1 2 4; do run "sendrecv-threads-$n" 120 "$P2P" check -n $n; done
 run sendrecv-procs-2 120 "$BUILD/bin/baton-run" -n 2 "$P2P" check --procs
 for n in 1 2 4; do run "graph-threads-$n" 120 "$GRAPH" check -n $n; done

@@ -115,7 +115,11 @@ int hostAlloc(void** host, void** devView, size_t bytes) {
   cudaError_t e = cudaHostAlloc(host, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
   if (e != cudaSuccess) return fail(e, "cudaHostAlloc(%zu bytes, mapped)", bytes);
   memset(*host, 0, bytes);
-  if ((e = cudaHostGetDevicePointer(devView, *host, 0)) != cudaSuccess) return fail(e, "cudaHostGetDevicePointer");
+  if ((e = cudaHostGetDevicePointer(devView, *host, 0)) != cudaSuccess) {
+    cudaFreeHost(*host);
+    *host = nullptr;
+    return fail(e, "cudaHostGetDevicePointer");
+  }
   return 0;
 }
 
@@ -167,6 +171,39 @@ int enablePeerAccess(int dev, int peerDev) {
     return 0;
   }
   return e == cudaSuccess ? 0 : fail(e, "cudaDeviceEnablePeerAccess(%d) on device %d", peerDev, dev);
+}
+
+int pciBusId(int dev, char* id, size_t bytes) {
+  const cudaError_t e = cudaDeviceGetPCIBusId(id, (int)bytes, dev);
+  return e == cudaSuccess ? 0 : fail(e, "cudaDeviceGetPCIBusId(%d)", dev);
+}
+
+int canReach(int dev, const char* peer, int* can) {
+  *can = 0;
+  int peerDev = -1;
+  if (cudaDeviceGetByPCIBusId(&peerDev, peer) != cudaSuccess) {  // not visible to this process
+    cudaGetLastError();
+    return 0;
+  }
+  if (peerDev == dev) return *can = 1, 0;
+  const cudaError_t e = cudaDeviceCanAccessPeer(can, dev, peerDev);
+  return e == cudaSuccess ? 0 : fail(e, "cudaDeviceCanAccessPeer(%d, %d)", dev, peerDev);
+}
+
+int hostRegister(int dev, void* host, size_t bytes, void** devView) {
+  SCOPED(dev, "cudaHostRegister");
+  cudaError_t e = cudaHostRegister(host, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable);
+  if (e != cudaSuccess) return fail(e, "cudaHostRegister(%p, %zu bytes)", host, bytes);
+  if ((e = cudaHostGetDevicePointer(devView, host, 0)) != cudaSuccess) {
+    cudaHostUnregister(host);
+    return fail(e, "cudaHostGetDevicePointer(%p)", host);
+  }
+  return 0;
+}
+
+int hostUnregister(void* host) {
+  const cudaError_t e = cudaHostUnregister(host);
+  return e == cudaSuccess ? 0 : fail(e, "cudaHostUnregister(%p)", host);
 }
 
 int eventCreate(int dev, void** ev) {
@@ -260,6 +297,10 @@ extern "C" __attribute__((visibility("default"))) const baton::CudaBackend* bato
                                     ipcOpen,
                                     ipcClose,
                                     enablePeerAccess,
+                                    pciBusId,
+                                    canReach,
+                                    hostRegister,
+                                    hostUnregister,
                                     eventCreate,
                                     eventDestroy,
                                     streamCapture,

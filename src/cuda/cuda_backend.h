@@ -105,7 +105,15 @@ struct CudaBackend {
   int (*ipcHandle)(int dev, void* p, unsigned char handle[kIpcHandleBytes]);
   int (*ipcOpen)(int dev, const unsigned char handle[kIpcHandleBytes], void** p);
   int (*ipcClose)(int dev, void* p);
-  int (*enablePeerAccess)(int dev, int peerDev);  // 0 also when already enabled or the same device
+  int (*enablePeerAccess)(int dev, int peerDev);     // 0 also when already enabled or the same device
+  int (*pciBusId)(int dev, char* id, size_t bytes);  // "0000:3b:00.0"
+  // *can = 1 when kernels on `dev` can load and store in the memory of the device with PCI bus id
+  // `peer` (the same device, or peer access between them); 0 when not, or `peer` is not visible.
+  int (*canReach)(int dev, const char* peer, int* can);
+  // Pins and maps host memory (mmap'd shared memory, say) for every device: *devView is its address
+  // in kernels.
+  int (*hostRegister)(int dev, void* host, size_t bytes, void** devView);
+  int (*hostUnregister)(void* host);
   int (*eventCreate)(int dev, void** ev);
   int (*eventDestroy)(void* ev);
   // Whether `stream` (of device `dev`) is being captured into a CUDA graph: *status 0 no, 1 yes

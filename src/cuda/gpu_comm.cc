@@ -1,6 +1,6 @@
-// A GPU communicator's init and teardown: device ring FIFOs, their exchange (pointer or CUDA IPC
-// handle), the channels' device structs, the pinned abort flag and failure record. (The send/recv
-// FIFOs: gpu_sendrecv.cc.)
+// A GPU communicator's init and teardown: ring FIFOs and their exchange (where they lie:
+// gpu_fifo.cc), the channels' device structs, the pinned abort flag and failure record. (The
+// send/recv FIFOs: gpu_sendrecv.cc.)
 #include "cuda/gpu_comm.h"
 
 #include <algorithm>
@@ -48,11 +48,16 @@ ncclResult_t GpuComm::create(ncclComm* comm, std::shared_ptr<GpuComm>* out, std:
   // device must be resident at once: at most one block per SM (512 threads, up to 128 registers
   // each) shared among them. Processes take turns on a device and need no such bound. Every rank
   // takes the smallest count any rank can afford.
+  // Where the FIFOs go (gpu_fifo.cc). Rings through host memory cross PCIe, which two channels
+  // fill (NCCL's searches give PCIe rings about as few), and each channel's FIFO (about 9 MB)
+  // would otherwise be pinned 64 times over, in /dev/shm between processes.
+  bool ringsInHost = false;
+  if (comm->nRanks > 1) BATON_CHECK(g->findReach(comm, &ringsInHost));
   int sms = 0;
   GPU_CALL(b->multiProcessors(g->dev_, &sms), "the device's multiprocessor count");
   int sharing = 0;
   for (const PeerInfo& p : comm->peers) sharing += p.pidHash == me.pidHash && p.cudaDev == comm->cudaDev;
-  const int64_t asked = envInt("BATON_GPU_CHANNELS", kMaxChannels);
+  const int64_t asked = envInt("BATON_GPU_CHANNELS", ringsInHost ? 2 : kMaxChannels);
   const int fit = std::max(1, sms / std::max(sharing, 1));
   int32_t want = (int32_t)std::clamp<int64_t>(std::min<int64_t>(asked, fit), 1, kMaxChannels);
   if (asked > fit)
@@ -68,7 +73,7 @@ ncclResult_t GpuComm::create(ncclComm* comm, std::shared_ptr<GpuComm>* out, std:
   const size_t fifoBytes = sizeof(ConnFifo) + layout.totalSlotBytes();
   std::vector<GpuChannelDev> chans(nch);
   std::vector<int> userRanks((size_t)nch * n);
-  g->fifos_.assign(nch, nullptr);
+  g->fifos_.assign(nch, FifoMem{});
   bool ipc = false;
   for (int c = 0; c < nch; ++c) {
     const Channel& ring = *comm->channels[c % comm->nChannels];
@@ -76,17 +81,20 @@ ncclResult_t GpuComm::create(ncclComm* comm, std::shared_ptr<GpuComm>* out, std:
     const int next = ring.ringUserRanks[(ring.ringIndex + 1) % n];
     std::copy(ring.ringUserRanks.begin(), ring.ringUserRanks.end(), userRanks.begin() + (size_t)c * n);
     chans[c].ringIndex = ring.ringIndex;
-    GPU_CALL(b->deviceAlloc(g->dev_, &g->fifos_[c], fifoBytes), "ring FIFO");
-    auto* mine = static_cast<ConnFifo*>(g->fifos_[c]);
-    chans[c].recv = makeConnDev(mine, layout, prev, comm->tun.fifoDepth);
-    if (n == 1) continue;
     FifoInfo info{};
-    BATON_CHECK(g->describeFifo(comm, mine, prev, &info));
+    if (n == 1) {
+      GPU_CALL(b->deviceAlloc(g->dev_, &g->fifos_[c].base, fifoBytes), "ring FIFO");
+      g->fifos_[c].view = g->fifos_[c].base;
+    } else {
+      BATON_CHECK(g->makeFifo(comm, prev, fifoBytes, &g->fifos_[c], &info));
+    }
+    chans[c].recv = makeConnDev(static_cast<ConnFifo*>(g->fifos_[c].view), layout, prev, comm->tun.fifoDepth);
+    if (n == 1) continue;
     BATON_CHECK(comm->bootstrap->send(prev, kTagGpuRing + c, &info, sizeof info));
     FifoInfo theirs{};
     BATON_CHECK(comm->bootstrap->recv(next, kTagGpuRing + c, &theirs, sizeof theirs));
     void* peerFifo = nullptr;
-    BATON_CHECK(g->openFifo(comm, theirs, next, &peerFifo, &ipc));
+    BATON_CHECK(g->openFifo(comm, theirs, next, fifoBytes, &peerFifo, &ipc));
     chans[c].send = makeConnDev(static_cast<ConnFifo*>(peerFifo), layout, next, comm->tun.fifoDepth);
   }
   GPU_CALL(b->deviceAlloc(g->dev_, &g->userRanksDev_, userRanks.size() * sizeof(int)), "ring orders");
@@ -106,41 +114,14 @@ ncclResult_t GpuComm::create(ncclComm* comm, std::shared_ptr<GpuComm>* out, std:
   // Recorded once, so a first launch inside a CUDA graph waits for a recorded event.
   GPU_CALL(b->eventRecord(g->dev_, g->lastWork_, nullptr, 0), "event");
   BATON_CHECK(g->connectPeers(comm));
-  BATON_INFO(kSubInit,
-             "GPU communicator: rank %d on CUDA device %d, %d channels, ring FIFOs of %zu bytes in device "
-             "memory, reached %s",
+  BATON_INFO(kSubInit, "GPU communicator: rank %d on CUDA device %d, %d channels, ring FIFOs of %zu bytes %s",
              comm->rank, g->dev_, nch, fifoBytes,
-             n == 1 ? "by nobody (one rank)"
-             : ipc  ? "through CUDA IPC handles"
-                    : "by pointer (threads of one process)");
+             n == 1        ? "in device memory (one rank)"
+             : ringsInHost ? "in pinned or shared host memory where the sending device cannot store into the "
+                             "receiving one's (or NCCL_P2P_DISABLE), else in device memory"
+             : ipc         ? "in device memory, reached through CUDA IPC handles"
+                           : "in device memory, reached by pointer (threads of one process)");
   *out = std::move(g);
-  return ncclSuccess;
-}
-
-ncclResult_t GpuComm::describeFifo(ncclComm* comm, void* fifo, int sender, FifoInfo* info) {
-  const CudaBackend* b = b_;
-  *info = FifoInfo{};
-  info->pidHash = comm->peers[comm->rank].pidHash;
-  info->ptr = reinterpret_cast<uint64_t>(fifo);
-  info->dev = dev_;
-  if (comm->peers[sender].pidHash != info->pidHash) {
-    GPU_CALL(b->ipcHandle(dev_, fifo, info->handle), "cudaIpcGetMemHandle of a FIFO");
-    info->hasHandle = 1;
-  }
-  return ncclSuccess;
-}
-
-ncclResult_t GpuComm::openFifo(ncclComm* comm, const FifoInfo& theirs, int peer, void** fifo, bool* ipc) {
-  const CudaBackend* b = b_;
-  if (theirs.pidHash == comm->peers[comm->rank].pidHash) {
-    GPU_CALL(b->enablePeerAccess(dev_, theirs.dev), "peer access to another rank's device");
-    *fifo = reinterpret_cast<void*>(theirs.ptr);
-    return ncclSuccess;
-  }
-  if (!theirs.hasHandle) return batonError(ncclInternalError, "rank %d: rank %d sent no CUDA IPC handle", rank_, peer);
-  GPU_CALL(b->ipcOpen(dev_, theirs.handle, fifo), "cudaIpcOpenMemHandle of another rank's FIFO");
-  opened_.push_back(*fifo);
-  *ipc = true;
   return ncclSuccess;
 }
 
@@ -181,10 +162,9 @@ GpuComm::~GpuComm() {
   if (!b_) return;
   if (launched_) b_->eventSynchronize(lastWork_);
   for (void* p : opened_) b_->ipcClose(dev_, p);
-  for (void* p : fifos_)
-    if (p) b_->deviceFree(dev_, p);
-  for (void* p : peerFifos_)
-    if (p) b_->deviceFree(dev_, p);
+  for (const FifoMem& f : mapped_) freeFifo(f);
+  for (const FifoMem& f : fifos_) freeFifo(f);
+  for (const FifoMem& f : peerFifos_) freeFifo(f);
   if (peerConnsDev_) b_->deviceFree(dev_, peerConnsDev_);
   if (channelsDev_) b_->deviceFree(dev_, channelsDev_);
   if (userRanksDev_) b_->deviceFree(dev_, userRanksDev_);

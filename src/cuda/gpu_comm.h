@@ -47,17 +47,37 @@ class GpuComm {
   int channels() const { return nChannels_; }
 
  private:
-  // What a receiver tells the rank that sends to it about the FIFO it made in device memory.
+  // A FIFO this rank made, or a peer's it mapped: where it lies (gpu_fifo.cc).
+  enum FifoWhere : int32_t { kFifoDevice = 0, kFifoPinned = 1, kFifoShared = 2 };
+  struct FifoMem {
+    void* view = nullptr;  // the address kernels use
+    void* base = nullptr;  // what to free or unmap
+    size_t bytes = 0;
+    int32_t where = kFifoDevice;
+    std::string shmName;  // kFifoShared that we created: unlinked at free (the sender may never have)
+  };
+  // What a receiver tells the rank that sends to it about the FIFO it made.
   struct FifoInfo {
     uint64_t pidHash;
     uint64_t ptr;  // the FIFO in the owner's address space (threads of one process use it as is)
+    uint64_t bytes;
     int32_t dev;
+    int32_t where;  // FifoWhere
     int32_t hasHandle;
-    unsigned char handle[kIpcHandleBytes];
+    unsigned char handle[kIpcHandleBytes];  // device memory of another process: its CUDA IPC handle
+    char shmName[64];                       // kFifoShared: the segment to map
   };
-  ncclResult_t describeFifo(ncclComm* comm, void* fifo, int sender, FifoInfo* info);
-  // The sender's view of `peer`'s FIFO: its pointer (peer access enabled) or a CUDA IPC mapping.
-  ncclResult_t openFifo(ncclComm* comm, const FifoInfo& theirs, int peer, void** fifo, bool* ipc);
+  // Which ranks' devices can store into which ranks' device memory (all-gathered at init;
+  // NCCL_P2P_DISABLE: none but their own), so each FIFO goes where its sender can write it, and
+  // whether some ring then runs through host memory (gpu_fifo.cc).
+  ncclResult_t findReach(ncclComm* comm, bool* ringsInHost);
+  // A FIFO of `bytes` that `sender` will write: in our device memory if its device reaches ours,
+  // else in pinned host memory (shared memory for another process), as NCCL's SHM transport.
+  ncclResult_t makeFifo(ncclComm* comm, int sender, size_t bytes, FifoMem* out, FifoInfo* info);
+  // The sender's view of `peer`'s FIFO: its pointer, a CUDA IPC mapping or a shared-memory mapping.
+  // `bytes` is this rank's size for it: a peer that laid it out otherwise is refused.
+  ncclResult_t openFifo(ncclComm* comm, const FifoInfo& theirs, int peer, size_t bytes, void** fifo, bool* ipc);
+  void freeFifo(const FifoMem& f);
   // A FIFO from and to every other rank for send/recv (at init: a group driven by one thread could
   // not connect on first use, since a send's connection waits for its receiver's), gpu_sendrecv.cc.
   ncclResult_t connectPeers(ncclComm* comm);
@@ -76,9 +96,12 @@ class GpuComm {
   int dev_ = 0;
   int nChannels_ = 0;
   int rank_ = 0;
-  std::vector<void*> fifos_;          // ours (device memory): one receive FIFO per channel
+  std::vector<FifoMem> fifos_;        // ours: one receive FIFO per channel
   std::vector<void*> opened_;         // peers' FIFOs opened through CUDA IPC
-  std::vector<void*> peerFifos_;      // ours (device memory): one send/recv FIFO from each peer
+  std::vector<FifoMem> mapped_;       // peers' FIFOs in shared memory that we mapped
+  std::vector<FifoMem> peerFifos_;    // ours: one send/recv FIFO from each peer
+  std::vector<uint8_t> reach_;        // [r * n + q]: rank r's device can store into rank q's
+  int hostFifos_ = 0;                 // of ours, how many are in host memory (INFO)
   void* peerConnsDev_ = nullptr;      // ConnDev[2 * nRanks]: the send to rank p at p, the receive from p at nRanks + p
   std::vector<std::string> peerWhy_;  // per connector as peerConnsDev_: why it has no FIFO (empty: it has one)
   void* channelsDev_ = nullptr;       // GpuChannelDev[nChannels_]

@@ -34,21 +34,22 @@ ncclResult_t GpuComm::connectPeers(ncclComm* comm) {
   layout.stepBytes[kProtoSimple] = comm->tun.sendrecvStepBytes;  // NCCL_P2P_CHUNKSIZE
   const size_t fifoBytes = sizeof(ConnFifo) + layout.totalSlotBytes();
   std::vector<ConnDev> conns(2 * (size_t)n);
-  peerFifos_.assign(n, nullptr);
+  peerFifos_.assign(n, FifoMem{});
+  const int hostBefore = hostFifos_;
   // Receivers first: a bootstrap send does not wait for its receiver, so every rank can describe
-  // all of its FIFOs before it collects its peers'. A FIFO that cannot be made or reached (no
-  // peer access between two devices, say) costs only the device send/recv between that pair,
+  // all of its FIFOs before it collects its peers'. Each lies where its sender's device can store
+  // (gpu_fifo.cc: host memory between devices without peer access). A FIFO that still cannot be
+  // made or reached costs only the device send/recv between that pair,
   // which then fails with the reason; the communicator's collectives do not need it. A FIFO
   // described with ptr 0 tells the sender there is none.
   for (int p = 0; p < n; ++p) {
     if (p == me) continue;
     FifoInfo info{};
-    if (b->deviceAlloc(dev_, &peerFifos_[p], fifoBytes) != 0) {
-      peerWhy_[n + p] = std::string("its FIFO: cudaMalloc: ") + b->lastError();
+    if (makeFifo(comm, p, fifoBytes, &peerFifos_[p], &info) != ncclSuccess) {
+      freeFifo(peerFifos_[p]);
+      peerFifos_[p] = FifoMem{}, info = FifoInfo{}, peerWhy_[n + p] = std::string("its FIFO: ") + lastError();
     } else {
-      auto* fifo = static_cast<ConnFifo*>(peerFifos_[p]);
-      conns[n + p] = makeConnDev(fifo, layout, p, kSteps);
-      if (describeFifo(comm, fifo, p, &info) != ncclSuccess) info = FifoInfo{}, peerWhy_[n + p] = lastError();
+      conns[n + p] = makeConnDev(static_cast<ConnFifo*>(peerFifos_[p].view), layout, p, kSteps);
     }
     BATON_CHECK(comm->bootstrap->send(p, kTagGpuPeer, &info, sizeof info));
   }
@@ -61,7 +62,7 @@ ncclResult_t GpuComm::connectPeers(ncclComm* comm) {
     void* fifo = nullptr;
     if (!theirs.ptr) {
       peerWhy_[p] = "rank " + std::to_string(p) + " could not make or share its FIFO";
-    } else if (openFifo(comm, theirs, p, &fifo, &ipc) != ncclSuccess) {
+    } else if (openFifo(comm, theirs, p, fifoBytes, &fifo, &ipc) != ncclSuccess) {
       peerWhy_[p] = lastError();
     } else {
       conns[p] = makeConnDev(static_cast<ConnFifo*>(fifo), layout, p, comm->tun.fifoDepth);
@@ -87,9 +88,10 @@ ncclResult_t GpuComm::connectPeers(ncclComm* comm) {
   GPU_CALL(b->deviceAlloc(dev_, &peerConnsDev_, conns.size() * sizeof(ConnDev)), "send/recv connectors");
   GPU_CALL(b->copyToDevice(dev_, peerConnsDev_, conns.data(), conns.size() * sizeof(ConnDev)), "send/recv connectors");
   BATON_INFO(kSubInit,
-             "GPU communicator: rank %d: send/recv FIFOs of %zu bytes from each of %d peers; sends reach %d of them "
-             "%s",
-             me, fifoBytes, n - 1, reached, ipc ? "(some through CUDA IPC handles)" : "by pointer");
+             "GPU communicator: rank %d: send/recv FIFOs of %zu bytes from each of %d peers (%d of them in host "
+             "memory); sends reach %d of them %s",
+             me, fifoBytes, n - 1, hostFifos_ - hostBefore, reached,
+             ipc ? "(some through CUDA IPC handles)" : "by pointer or through host memory");
   return ncclSuccess;
 }
 
