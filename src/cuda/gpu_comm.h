@@ -33,9 +33,6 @@ class GpuComm {
   // Enqueues a group's sends and receives on device buffers as one kernel (so pairs that wait for
   // each other progress together) on the first task's stream; the other tasks' streams join it.
   ncclResult_t launchSendRecv(ncclComm* comm, const std::vector<Task>& tasks);
-  // A call on host buffers runs on the CPU when it is made, so a graph could not repeat it: with
-  // `stream` being captured into a CUDA graph it is ncclInvalidUsage (gpu_graph.cc).
-  ncclResult_t refuseHostCapture(ncclComm* comm, cudaStream_t stream, const char* fn);
   // Raises the kernels' abort flag (ncclCommAbort): their waits give up.
   void abort();
   // Waits for every kernel launched so far (ncclCommDestroy, ncclCommAbort).
@@ -130,6 +127,11 @@ class GpuComm {
 ncclResult_t gpuCallFailed(const CudaBackend* b, const char* what, int rank);
 #define GPU_CALL(call, what) \
   if ((call) != 0) return gpuCallFailed(b, what, comm->rank)
+
+// A call on host buffers runs on the CPU when it is made, so a graph could not repeat it: with
+// `stream` being captured into a CUDA graph it is ncclInvalidUsage, on any communicator
+// (gpu_graph.cc).
+ncclResult_t refuseHostCapture(ncclComm* comm, cudaStream_t stream, const char* fn);
 
 // Whether the collective `t` on `comm` runs on the device, or why it cannot: ncclSuccess and
 // *onDevice = false for host buffers; ncclInvalidUsage / ncclInvalidArgument naming the argument

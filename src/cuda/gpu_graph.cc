@@ -18,6 +18,7 @@
 // The kernels keep their step counters in device memory, so a replay continues from where the
 // previous kernel left them, as an eager launch does.
 #include "comm.h"
+#include "cuda/gpu_backend.h"
 #include "cuda/gpu_comm.h"
 #include "misc/debug.h"
 
@@ -88,12 +89,15 @@ ncclResult_t GpuComm::sameCapture(ncclComm* comm, cudaStream_t first, const std:
   return ncclSuccess;
 }
 
-ncclResult_t GpuComm::refuseHostCapture(ncclComm* comm, cudaStream_t stream, const char* fn) {
-  const CudaBackend* b = b_;
-  if (!stream) return ncclSuccess;
+ncclResult_t refuseHostCapture(ncclComm* comm, cudaStream_t stream, const char* fn) {
+  const CudaBackend* b = cudaBackend();
+  if (!b || !stream) return ncclSuccess;
+  int dev = comm->gpu ? comm->gpu->device() : comm->gpuDev;
+  char why[256];
+  if (dev < 0 && (dev = currentCudaDevice(why, sizeof why)) < 0) return ncclSuccess;
   int status = 0;
   unsigned long long id = 0;
-  GPU_CALL(b->streamCapture(dev_, stream, &status, &id), "asking whether the stream is being captured");
+  GPU_CALL(b->streamCapture(dev, stream, &status, &id), "asking whether the stream is being captured");
   if (status == 0) return ncclSuccess;
   return batonError(ncclInvalidUsage,
                     "%s: stream %p is being captured into a CUDA graph, but the buffers are host memory, which runs "

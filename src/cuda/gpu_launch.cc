@@ -37,9 +37,7 @@ ncclResult_t gpuClassify(ncclComm* comm, const Task& t, const char* fn, bool* on
   const char* names[2] = {"sendbuff", "recvbuff"};
   bool dev[2] = {false, false};
   for (int i = 0; i < 2; ++i) dev[i] = bufs[i] && isDeviceMemory(bufs[i]);
-  if (!dev[0] && !dev[1])
-    return comm->gpu && t.count && (bufs[0] || bufs[1]) ? comm->gpu->refuseHostCapture(comm, t.stream, fn)
-                                                        : ncclSuccess;
+  if (!dev[0] && !dev[1]) return t.count && (bufs[0] || bufs[1]) ? refuseHostCapture(comm, t.stream, fn) : ncclSuccess;
   for (int i = 0; i < 2; ++i)
     if (bufs[i] && !dev[i])
       return batonError(ncclInvalidArgument,

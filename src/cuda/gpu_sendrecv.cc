@@ -181,7 +181,7 @@ ncclResult_t gpuClassifyP2p(ncclComm* comm, std::vector<Task>& tasks, cudaStream
     if (!p || t.count == 0) continue;
     (isDeviceMemory(p) ? dev : host) = &t;
   }
-  if (!dev) return host && comm->gpu ? comm->gpu->refuseHostCapture(comm, stream, fn) : ncclSuccess;
+  if (!dev) return host ? refuseHostCapture(comm, stream, fn) : ncclSuccess;
   auto name = [](const Task& t) { return t.kind == Task::kSend ? "sendbuff" : "recvbuff"; };
   if (host)
     return batonError(ncclInvalidArgument,

@@ -9,6 +9,7 @@
 #include "api/api.h"
 #include "api/argcheck.h"
 #include "comm.h"
+#include "cuda/gpu_backend.h"
 #include "misc/debug.h"
 #include "register/mem_alloc.h"
 
@@ -72,9 +73,11 @@ ncclResult_t RegCache::add(void* buff, size_t size, void** handle) {
   }
   BATON_INFO(kSubAlloc, "ncclCommRegister: comm %p rank %d buff %p size %zu -> handle %p (%s)", (void*)comm_,
              comm_->rank, buff, size, (void*)e,
-             e->fromMemAlloc ? "ncclMemAlloc memory: peers on this host can map it"
-                             : "not from ncclMemAlloc: peer processes cannot map it, so between processes it "
-                               "still travels through the FIFO");
+             isDeviceMemory(buff) ? "device memory: kept, but kernels do not read registered buffers in place yet "
+                                    "(they go through the FIFOs)"
+             : e->fromMemAlloc    ? "ncclMemAlloc memory: peers on this host can map it"
+                                  : "not from ncclMemAlloc: peer processes cannot map it, so between processes it "
+                                    "still travels through the FIFO");
   *handle = e;
   return ncclSuccess;
 }
