@@ -61,6 +61,9 @@ run check-threads-1 150 "$T" check -n 1
 run check-threads-2 150 "$T" check -n 2
 run check-procs-2 150 "$BUILD/bin/baton-run" -n 2 "$T" check --procs
 # FIFOs in host memory (what devices without peer access get), on one GPU: NCCL_P2P_DISABLE=1.
+echo "== where the FIFOs lie with NCCL_P2P_DISABLE=1 (expect host memory)"
+LD_LIBRARY_PATH=$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} NCCL_P2P_DISABLE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT \
+  timeout 60 "$T" sweep -n 2 -e 64 2>&1 | grep -E "GPU communicator" | head -4
 run check-threads-2-hostfifo 150 env NCCL_P2P_DISABLE=1 "$T" check -n 2
 run check-procs-2-hostfifo 150 env NCCL_P2P_DISABLE=1 "$BUILD/bin/baton-run" -n 2 "$T" check --procs
 run sendrecv-threads-2-hostfifo 120 env NCCL_P2P_DISABLE=1 "$P2P" check -n 2
