@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The CUDA backend on a GPU, in one command: builds it, runs the collective check on device
-# buffers (1, 2 and 4 thread ranks and 2 processes, every protocol; and with FIFOs in host memory,
-# NCCL_P2P_DISABLE=1), the send/recv check (ncclSend,
+# buffers (1, 2 and 4 thread ranks and 2 processes, every protocol; with NCCL_ALGO=Tree; and with
+# FIFOs in host memory, NCCL_P2P_DISABLE=1), the send/recv check (ncclSend,
 # ncclRecv, AlltoAll, Gather, Scatter on 1, 2 and 4 thread ranks and 2 processes) and its sweep,
 # the CUDA graph check (collectives and send/recv captured, launched 20 times between eager calls),
 # sweeps per protocol and per
@@ -60,6 +60,15 @@ LD_LIBRARY_PATH=$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} NCCL_DEBUG=INFO NCCL_D
 run check-threads-1 150 "$T" check -n 1
 run check-threads-2 150 "$T" check -n 2
 run check-procs-2 150 "$BUILD/bin/baton-run" -n 2 "$T" check --procs
+# Tree AllReduce (NCCL_ALGO leaves AllReduce to it); one channel too, so a channel's share spans
+# several chunks and the reduce runs ahead of the broadcast.
+echo "== trees with NCCL_ALGO=allreduce:Tree (expect 'trees on' and 'Tree')"
+LD_LIBRARY_PATH=$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} NCCL_ALGO=allreduce:Tree NCCL_DEBUG=INFO \
+  NCCL_DEBUG_SUBSYS=INIT,COLL timeout 60 "$T" sweep -n 2 -e 1048576 2>&1 | grep -E "trees on|algorithm Tree" | head -3
+run check-threads-2-tree 150 env NCCL_ALGO=allreduce:Tree "$T" check -n 2
+run check-threads-4-tree 200 env NCCL_ALGO=allreduce:Tree "$T" check -n 4
+run check-threads-2-tree-1ch 150 env NCCL_ALGO=allreduce:Tree BATON_GPU_CHANNELS=1 "$T" check -n 2
+run check-procs-2-tree 150 env NCCL_ALGO=allreduce:Tree "$BUILD/bin/baton-run" -n 2 "$T" check --procs
 # FIFOs in host memory (what devices without peer access get), on one GPU: NCCL_P2P_DISABLE=1.
 echo "== where the FIFOs lie with NCCL_P2P_DISABLE=1 (expect host memory)"
 LD_LIBRARY_PATH=$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} NCCL_P2P_DISABLE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT \

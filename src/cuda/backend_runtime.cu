@@ -284,6 +284,7 @@ extern "C" __attribute__((visibility("default"))) const baton::CudaBackend* bato
                                     sizeof(GpuCollLaunch),
                                     sizeof(GpuP2pLaunch),
                                     sizeof(SendRecvTransfer),
+                                    sizeof(GpuChannelDev),
                                     probe,
                                     deviceCount,
                                     multiProcessors,

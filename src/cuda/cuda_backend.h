@@ -19,18 +19,27 @@
 
 namespace baton {
 
-constexpr int kCudaBackendVersion = 3;
+constexpr int kCudaBackendVersion = 4;
 constexpr int kGpuMaxThreads = 512;     // threads of a collective's block (NCCL_NTHREADS' default)
 constexpr size_t kIpcHandleBytes = 64;  // cudaIpcMemHandle_t
+// A channel's tree connectors in GpuChannelDev::treeConns: to the parent, from it, from each
+// child, to each child.
+constexpr int kGpuTreeUpSend = 0, kGpuTreeDownRecv = 1, kGpuTreeUpRecv = 2;
+constexpr int kGpuTreeDownSend = kGpuTreeUpRecv + kTreeMaxArity;
+constexpr int kGpuTreeConns = kGpuTreeDownSend + kTreeMaxArity;
 
 // One channel of a GPU communicator, in device memory: its ring position and connectors. The
 // kernels keep the connectors' step counters here between launches, as NCCL keeps them in its
 // device-side channel structs.
 struct GpuChannelDev {
-  ConnDev send;  // to the next ring position (its FIFO is in that rank's device memory)
+  ConnDev send;  // to the next ring position (its FIFO lies at that rank, gpu_fifo.cc)
   ConnDev recv;  // from the previous one (the FIFO is ours)
   int ringIndex = 0;
   const int* userRanks = nullptr;  // device memory: position -> user rank
+  // The channel's tree (only the tree channels of a communicator whose NCCL_ALGO leaves AllReduce
+  // to Tree, gpu_tree.cc): parent and children, its connector pointers aimed at treeConns below.
+  TreeDev tree;
+  ConnDev treeConns[kGpuTreeConns];
 };
 
 // A kernel that gave up (a wait timed out or saw the abort flag) says so here: pinned host memory
@@ -43,7 +52,7 @@ struct GpuStatus {
 
 // One collective's launch: every block is one channel of the operation.
 struct GpuCollLaunch {
-  CollArgs base;                      // everything but the ring, which each block takes from channels
+  CollArgs base;                      // everything but the ring and tree, which each block takes from channels
   GpuChannelDev* channels = nullptr;  // device memory, at least base.nChannels of them
   int device = 0;                     // the communicator's CUDA device
   int threads = kGpuMaxThreads;
@@ -90,7 +99,7 @@ inline void gpuP2pTableLayout(int nBlocks, int nOps, size_t* xsOffset, size_t* b
 // call of this thread ("cudaMalloc(1048576 bytes) on device 0: out of memory").
 struct CudaBackend {
   int version;
-  size_t collArgsBytes, execCtxBytes, connDevBytes, launchBytes, p2pLaunchBytes, transferBytes;
+  size_t collArgsBytes, execCtxBytes, connDevBytes, launchBytes, p2pLaunchBytes, transferBytes, channelBytes;
   // Whether this thread has a usable current device; *dev is it, `desc` names it or says why not.
   int (*probe)(int* dev, char* desc, size_t descBytes);
   int (*deviceCount)(int* n);

@@ -51,7 +51,7 @@ void open() {
   if (!b || b->version != kCudaBackendVersion || b->collArgsBytes != sizeof(CollArgs) ||
       b->execCtxBytes != sizeof(ExecCtx) || b->connDevBytes != sizeof(ConnDev) ||
       b->launchBytes != sizeof(GpuCollLaunch) || b->p2pLaunchBytes != sizeof(GpuP2pLaunch) ||
-      b->transferBytes != sizeof(SendRecvTransfer)) {
+      b->transferBytes != sizeof(SendRecvTransfer) || b->channelBytes != sizeof(GpuChannelDev)) {
     gStatus = "libbaton-cuda.so was built from other sources than this libnccl.so.2 (version or struct sizes differ)";
     return;
   }

@@ -101,6 +101,7 @@ ncclResult_t GpuComm::create(ncclComm* comm, std::shared_ptr<GpuComm>* out, std:
   GPU_CALL(b->copyToDevice(g->dev_, g->userRanksDev_, userRanks.data(), userRanks.size() * sizeof(int)), "ring orders");
   for (int c = 0; c < nch; ++c) chans[c].userRanks = static_cast<const int*>(g->userRanksDev_) + (size_t)c * n;
   GPU_CALL(b->deviceAlloc(g->dev_, &g->channelsDev_, nch * sizeof(GpuChannelDev)), "channels");
+  if (gpuTreeWanted(comm)) BATON_CHECK(g->connectTrees(comm, chans, layout, fifoBytes));
   GPU_CALL(b->copyToDevice(g->dev_, g->channelsDev_, chans.data(), nch * sizeof(GpuChannelDev)), "channels");
   void* host = nullptr;
   void* view = nullptr;
@@ -165,6 +166,7 @@ GpuComm::~GpuComm() {
   for (const FifoMem& f : mapped_) freeFifo(f);
   for (const FifoMem& f : fifos_) freeFifo(f);
   for (const FifoMem& f : peerFifos_) freeFifo(f);
+  for (const FifoMem& f : treeFifos_) freeFifo(f);
   if (peerConnsDev_) b_->deviceFree(dev_, peerConnsDev_);
   if (channelsDev_) b_->deviceFree(dev_, channelsDev_);
   if (userRanksDev_) b_->deviceFree(dev_, userRanksDev_);

@@ -75,6 +75,10 @@ class GpuComm {
   // `bytes` is this rank's size for it: a peer that laid it out otherwise is refused.
   ncclResult_t openFifo(ncclComm* comm, const FifoInfo& theirs, int peer, size_t bytes, void** fifo, bool* ipc);
   void freeFifo(const FifoMem& f);
+  // Tree AllReduce's FIFOs on the first treeChannels_ channels, their connectors aimed at
+  // channelsDev_ (allocated, filled from `chans` afterwards), gpu_tree.cc.
+  ncclResult_t connectTrees(ncclComm* comm, std::vector<GpuChannelDev>& chans, const FifoLayout& layout,
+                            size_t fifoBytes);
   // A FIFO from and to every other rank for send/recv (at init: a group driven by one thread could
   // not connect on first use, since a send's connection waits for its receiver's), gpu_sendrecv.cc.
   ncclResult_t connectPeers(ncclComm* comm);
@@ -97,6 +101,8 @@ class GpuComm {
   std::vector<void*> opened_;         // peers' FIFOs opened through CUDA IPC
   std::vector<FifoMem> mapped_;       // peers' FIFOs in shared memory that we mapped
   std::vector<FifoMem> peerFifos_;    // ours: one send/recv FIFO from each peer
+  std::vector<FifoMem> treeFifos_;    // ours: the trees' receive FIFOs
+  int treeChannels_ = 0;              // channels with a tree (0: AllReduce takes the ring)
   std::vector<uint8_t> reach_;        // [r * n + q]: rank r's device can store into rank q's
   int hostFifos_ = 0;                 // of ours, how many are in host memory (INFO)
   void* peerConnsDev_ = nullptr;      // ConnDev[2 * nRanks]: the send to rank p at p, the receive from p at nRanks + p
@@ -122,6 +128,13 @@ class GpuComm {
   bool launched_ = false;
   bool failureTaken_ = false;
 };
+
+// Channels that get a tree when NCCL_ALGO leaves AllReduce to Tree (each edge's FIFOs take about
+// 9 MB a direction on top of the ring's).
+constexpr int kGpuTreeChannels = 8;
+// Whether NCCL_ALGO leaves AllReduce to Tree (it allows Tree and not Ring): the GPU has no tuner
+// weighing them yet, so the ring runs unless asked not to.
+bool gpuTreeWanted(const ncclComm* comm);
 
 // A plugin call that failed, as ncclUnhandledCudaError naming the rank, the call and CUDA's error.
 ncclResult_t gpuCallFailed(const CudaBackend* b, const char* what, int rank);

@@ -1,10 +1,11 @@
-// The CUDA backend's collective kernels: one block per channel, each running the same ring body the
-// CPU workers run (algorithms/ring_*.h) with all of the block's threads.
+// The CUDA backend's collective kernels: one block per channel, each running the same ring or tree
+// body the CPU workers run (algorithms/ring_*.h, tree_allreduce.h) with all of the block's threads.
 //
 // Computes: block c is channel c's share of one collective (AllReduce, Reduce, ReduceScatter on
 // elements of T with operator OpT; AllGather and Broadcast on bytes), through the connectors the
-// GPU communicator keeps in device memory (GpuChannelDev). Introduced by the CUDA backend (README's
-// feature table); the bodies are lessons 02-04's.
+// GPU communicator keeps in device memory (GpuChannelDev): the ring's, or for AllReduce the tree's
+// when the launch says Tree. Introduced by the CUDA backend (README's feature table); the bodies
+// are lessons 02-04's and 07's.
 // Memory-ordering contract: the protocols' files state it (primitives_simple.h, primitives_ll.h,
 // primitives_ll128.h); cuda::atomic_ref at system scope gives their release/acquire pairs, and the
 // Simple protocol's block barrier before thread 0's release store makes every thread's payload
@@ -23,6 +24,7 @@
 #include "ring_broadcast.h"
 #include "ring_reduce.h"
 #include "ring_reduce_scatter.h"
+#include "tree_allreduce.h"
 
 namespace baton {
 
@@ -35,7 +37,14 @@ __device__ __forceinline__ ExecCtx* gpuBlockCtx(const GpuCollLaunch& l) {
   if (threadIdx.x == 0) {
     memcpy(storage, &l.ctx, sizeof(ExecCtx));
     ctx->channel = blockIdx.x;
-    l.channels[blockIdx.x].send.depth = l.depth;  // this launch's credit window (kernels of a comm run in order)
+    // This launch's credit window on every connector it sends on (a communicator's kernels run
+    // one at a time, in order).
+    GpuChannelDev& ch = l.channels[blockIdx.x];
+    ch.send.depth = l.depth;
+    if (l.base.algo == kAlgoTree) {
+      if (ch.tree.upSend) ch.tree.upSend->depth = l.depth;
+      for (int d = 0; d < ch.tree.nDown; ++d) ch.tree.downSend[d]->depth = l.depth;
+    }
   }
   __syncthreads();
   return ctx;
@@ -50,6 +59,7 @@ __device__ __forceinline__ CollArgs gpuBlockArgs(const GpuCollLaunch& l) {
   a.ring.userRanks = ch.userRanks;
   a.ring.send = &ch.send;
   a.ring.recv = &ch.recv;
+  a.tree = ch.tree;
   return a;
 }
 
@@ -79,7 +89,10 @@ __device__ __forceinline__ OpT<T> gpuOp(const GpuCollLaunch& l) {
 template <typename T, typename P, typename Op>
 __device__ __forceinline__ void gpuReducing(ExecCtx& ctx, const CollArgs& a, const Op& op) {
   switch (a.func) {
-    case kFuncAllReduce: runRingAllReduce<T, P>(ctx, a, op); break;
+    case kFuncAllReduce:
+      if (a.algo == kAlgoTree) runTreeAllReduce<T, P>(ctx, a, op);
+      else runRingAllReduce<T, P>(ctx, a, op);
+      break;
     case kFuncReduce: runRingReduce<T, P>(ctx, a, op); break;
     case kFuncReduceScatter: runRingReduceScatter<T, P>(ctx, a, op); break;
     default: break;

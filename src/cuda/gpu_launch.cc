@@ -5,9 +5,10 @@
 // communicator's kernels run in the order of its calls, whichever streams they were given (each
 // launch waits for an event recorded after the previous one), because they share the rings'
 // step counters; captured into a CUDA graph too (gpu_graph.cc). The algorithm is the ring (its
-// three protocols); the protocol is Simple unless NCCL_PROTO excludes it (then LL128, then LL): on
-// an H200, 2 ranks on one GPU, Simple was as fast as LL at 8 B and faster from 2 KiB up
-// (docs/cuda-backend.md), so size plays no part yet.
+// three protocols), or for AllReduce the tree when NCCL_ALGO excludes the ring (gpu_tree.cc); the
+// protocol is Simple unless NCCL_PROTO excludes it (then LL128, then LL): on an H200, 2 ranks on
+// one GPU, Simple was as fast as LL at 8 B and faster from 2 KiB up (docs/cuda-backend.md), so
+// size plays no part yet.
 #include <cstring>
 
 #include "comm.h"
@@ -19,11 +20,12 @@
 namespace baton {
 namespace {
 
-Proto gpuProto(const ncclComm* comm, CollFunc func) {
+// Simple first, then LL128, then LL, as NCCL_PROTO allows; false when it allows none.
+bool gpuProto(const ncclComm* comm, CollFunc func, Proto* out) {
   const uint8_t* allowed = comm->tun.mask.proto[func];
   for (Proto p : {kProtoSimple, kProtoLL128, kProtoLL})
-    if (allowed[p]) return p;
-  return kProtoSimple;
+    if (allowed[p]) return *out = p, true;
+  return false;
 }
 
 }  // namespace
@@ -58,11 +60,19 @@ ncclResult_t GpuComm::launch(ncclComm* comm, const Task& t) {
   const size_t typeBytes = typeSize(t.type);
   const size_t bytes = collBytes(t.func, t.count, typeBytes, comm->nRanks);
   if (t.count == 0) return ncclSuccess;
-  const Proto proto = gpuProto(comm, t.func);
-  const int nch = channelsForBytes(nChannels_, comm->tun.minChannelBytes, bytes);
+  const bool tree = t.func == kFuncAllReduce && treeChannels_ > 0;
+  Proto proto = kProtoSimple;
+  // As the CPU tuner: NCCL_ALGO / NCCL_PROTO that leave a collective nothing make it fail.
+  if (comm->nRanks > 1 && ((!tree && !comm->tun.mask.algo[t.func][kAlgoRing]) || !gpuProto(comm, t.func, &proto)))
+    return batonError(ncclInvalidUsage,
+                      "%s: no algorithm/protocol available: NCCL_ALGO / NCCL_PROTO leave no usable pair (on the GPU "
+                      "baton implements Ring with LL, LL128 and Simple for every collective, and Tree for AllReduce: "
+                      "force trees with allreduce:Tree)",
+                      funcName(t.func));
+  const int nch = channelsForBytes(tree ? treeChannels_ : nChannels_, comm->tun.minChannelBytes, bytes);
   const CollOp op{t.func, t.sendbuff, t.recvbuff, t.count, typeBytes, t.root};
   GpuCollLaunch l;
-  l.base = collArgsFor(op, kAlgoRing, proto, comm->rank, comm->nRanks, nch, comm->tun.chunkSteps);
+  l.base = collArgsFor(op, tree ? kAlgoTree : kAlgoRing, proto, comm->rank, comm->nRanks, nch, comm->tun.chunkSteps);
   l.channels = static_cast<GpuChannelDev*>(channelsDev_);
   l.device = dev_;
   l.threads = kGpuMaxThreads;
@@ -81,7 +91,10 @@ ncclResult_t GpuComm::launch(ncclComm* comm, const Task& t) {
              "stream %p algorithm %s protocol %s channels %d (CUDA device %d)",
              funcName(t.func), (unsigned long long)comm->opCount++, t.sendbuff, t.recvbuff, t.count, typeName(t.type),
              opName(t.op.kind), t.root, (void*)comm, comm->nRanks, t.stream,
-             comm->nRanks == 1 && t.op.kind != kOpPreMulSum ? "Copy" : "Ring", protoName(proto), nch, dev_);
+             comm->nRanks == 1 && t.op.kind != kOpPreMulSum ? "Copy"
+             : tree                                         ? "Tree"
+                                                            : "Ring",
+             protoName(proto), nch, dev_);
   LaunchOrder order;
   BATON_CHECK(beforeLaunch(comm, t.stream, &order));
   // One rank: every collective but PreMulSum leaves its input as it is (Avg divides by 1), so it

@@ -1,0 +1,89 @@
+// Tree AllReduce on a GPU communicator: the trees' FIFOs, made at init when NCCL_ALGO leaves
+// AllReduce to Tree (NCCL_ALGO=Tree, or allreduce:Tree), as the CPU backend connects its trees.
+//
+// Each tree channel follows the communicator's tree of the same index (modulo its trees): chains
+// within a host (lesson 07). Every edge has a FIFO each way, at its receiver and placed where the
+// sender's device can store (gpu_fifo.cc): up (child -> parent, the reduce) lies at the parent,
+// down (parent -> child, the broadcast) at the child. The kernels run algorithms/tree_allreduce.h,
+// the body the CPU workers run. Only the first kGpuTreeChannels channels get trees: each edge's
+// FIFOs take about 9 MB a direction, on top of the ring's.
+#include <algorithm>
+#include <cstddef>
+
+#include "comm.h"
+#include "cuda/gpu_comm.h"
+#include "misc/debug.h"
+
+namespace baton {
+namespace {
+
+constexpr uint64_t kTagGpuTreeUp = 9u << 16;     // + channel: the parent's FIFO for a child's sends
+constexpr uint64_t kTagGpuTreeDown = 10u << 16;  // + channel: the child's FIFO for its parent's sends
+
+}  // namespace
+
+bool gpuTreeWanted(const ncclComm* comm) {
+  const uint8_t* allowed = comm->tun.mask.algo[kFuncAllReduce];
+  return comm->nRanks > 1 && allowed[kAlgoTree] && !allowed[kAlgoRing];
+}
+
+ncclResult_t GpuComm::connectTrees(ncclComm* comm, std::vector<GpuChannelDev>& chans, const FifoLayout& layout,
+                                   size_t fifoBytes) {
+  const int depth = comm->tun.fifoDepth;
+  treeChannels_ = std::min(nChannels_, kGpuTreeChannels);
+  // The device address of channel c's k-th tree connector (channelsDev_ is allocated, not yet filled).
+  auto at = [&](int c, int k) {
+    return reinterpret_cast<ConnDev*>(static_cast<char*>(channelsDev_) + (size_t)c * sizeof(GpuChannelDev) +
+                                      offsetof(GpuChannelDev, treeConns) + (size_t)k * sizeof(ConnDev));
+  };
+  auto receiveSide = [&](int c, int sender, int k, uint64_t tag) -> ncclResult_t {
+    FifoMem mem;
+    FifoInfo info;
+    const ncclResult_t res = makeFifo(comm, sender, fifoBytes, &mem, &info);
+    treeFifos_.push_back(mem);  // freed with the communicator, also after a failure
+    BATON_CHECK(res);
+    chans[c].treeConns[k] = makeConnDev(static_cast<ConnFifo*>(mem.view), layout, sender, depth);
+    return comm->bootstrap->send(sender, tag + c, &info, sizeof info);
+  };
+  bool ipc = false;
+  auto sendSide = [&](int c, int receiver, int k, uint64_t tag) -> ncclResult_t {
+    FifoInfo theirs{};
+    BATON_CHECK(comm->bootstrap->recv(receiver, tag + c, &theirs, sizeof theirs));
+    void* fifo = nullptr;
+    BATON_CHECK(openFifo(comm, theirs, receiver, fifoBytes, &fifo, &ipc));
+    chans[c].treeConns[k] = makeConnDev(static_cast<ConnFifo*>(fifo), layout, receiver, depth);
+    return ncclSuccess;
+  };
+  // Receivers first: a bootstrap send does not wait for its receiver.
+  for (int c = 0; c < treeChannels_; ++c) {
+    const TreeConns& t = comm->channels[c % comm->nChannels]->tree;
+    TreeDev& td = chans[c].tree;
+    td.up = t.up;
+    td.nDown = t.nDown;
+    for (int d = 0; d < t.nDown; ++d) {
+      td.down[d] = t.down[d];
+      BATON_CHECK(receiveSide(c, t.down[d], kGpuTreeUpRecv + d, kTagGpuTreeUp));
+      td.upRecv[d] = at(c, kGpuTreeUpRecv + d);
+    }
+    if (t.up >= 0) {
+      BATON_CHECK(receiveSide(c, t.up, kGpuTreeDownRecv, kTagGpuTreeDown));
+      td.downRecv = at(c, kGpuTreeDownRecv);
+    }
+  }
+  for (int c = 0; c < treeChannels_; ++c) {
+    TreeDev& td = chans[c].tree;
+    if (td.up >= 0) {
+      BATON_CHECK(sendSide(c, td.up, kGpuTreeUpSend, kTagGpuTreeUp));
+      td.upSend = at(c, kGpuTreeUpSend);
+    }
+    for (int d = 0; d < td.nDown; ++d) {
+      BATON_CHECK(sendSide(c, td.down[d], kGpuTreeDownSend + d, kTagGpuTreeDown));
+      td.downSend[d] = at(c, kGpuTreeDownSend + d);
+    }
+  }
+  BATON_INFO(kSubInit, "GPU communicator: rank %d: trees on %d channels (NCCL_ALGO leaves AllReduce to Tree)%s",
+             comm->rank, treeChannels_, ipc ? ", some reached through CUDA IPC handles" : "");
+  return ncclSuccess;
+}
+
+}  // namespace baton
