@@ -73,7 +73,6 @@ ncclResult_t GpuComm::create(ncclComm* comm, std::shared_ptr<GpuComm>* out, std:
   const size_t fifoBytes = sizeof(ConnFifo) + layout.totalSlotBytes();
   std::vector<GpuChannelDev> chans(nch);
   std::vector<int> userRanks((size_t)nch * n);
-  g->fifos_.assign(nch, FifoMem{});
   bool ipc = false;
   for (int c = 0; c < nch; ++c) {
     const Channel& ring = *comm->channels[c % comm->nChannels];
@@ -81,21 +80,9 @@ ncclResult_t GpuComm::create(ncclComm* comm, std::shared_ptr<GpuComm>* out, std:
     const int next = ring.ringUserRanks[(ring.ringIndex + 1) % n];
     std::copy(ring.ringUserRanks.begin(), ring.ringUserRanks.end(), userRanks.begin() + (size_t)c * n);
     chans[c].ringIndex = ring.ringIndex;
-    FifoInfo info{};
-    if (n == 1) {
-      GPU_CALL(b->deviceAlloc(g->dev_, &g->fifos_[c].base, fifoBytes), "ring FIFO");
-      g->fifos_[c].view = g->fifos_[c].base;
-    } else {
-      BATON_CHECK(g->makeFifo(comm, prev, fifoBytes, &g->fifos_[c], &info));
-    }
-    chans[c].recv = makeConnDev(static_cast<ConnFifo*>(g->fifos_[c].view), layout, prev, comm->tun.fifoDepth);
-    if (n == 1) continue;
-    BATON_CHECK(comm->bootstrap->send(prev, kTagGpuRing + c, &info, sizeof info));
-    FifoInfo theirs{};
-    BATON_CHECK(comm->bootstrap->recv(next, kTagGpuRing + c, &theirs, sizeof theirs));
-    void* peerFifo = nullptr;
-    BATON_CHECK(g->openFifo(comm, theirs, next, fifoBytes, &peerFifo, &ipc));
-    chans[c].send = makeConnDev(static_cast<ConnFifo*>(peerFifo), layout, next, comm->tun.fifoDepth);
+    // One rank's FIFO is its own (nothing to send or take).
+    BATON_CHECK(g->offerFifo(comm, prev, kTagGpuRing + c, layout, fifoBytes, &g->fifos_, &chans[c].recv));
+    if (n > 1) BATON_CHECK(g->takeFifo(comm, next, kTagGpuRing + c, layout, fifoBytes, &chans[c].send, &ipc));
   }
   GPU_CALL(b->deviceAlloc(g->dev_, &g->userRanksDev_, userRanks.size() * sizeof(int)), "ring orders");
   GPU_CALL(b->copyToDevice(g->dev_, g->userRanksDev_, userRanks.data(), userRanks.size() * sizeof(int)), "ring orders");

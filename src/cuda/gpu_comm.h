@@ -75,6 +75,13 @@ class GpuComm {
   // `bytes` is this rank's size for it: a peer that laid it out otherwise is refused.
   ncclResult_t openFifo(ncclComm* comm, const FifoInfo& theirs, int peer, size_t bytes, void** fifo, bool* ipc);
   void freeFifo(const FifoMem& f);
+  // The two halves of one connection at init. The receiver makes the FIFO `sender` will write,
+  // keeps it in `keep` and sends its description on `tag`; the sender takes it on `tag` and opens
+  // it. *conn is that side's connector (both with the communicator's FIFO depth).
+  ncclResult_t offerFifo(ncclComm* comm, int sender, uint64_t tag, const FifoLayout& layout, size_t bytes,
+                         std::vector<FifoMem>* keep, ConnDev* conn);
+  ncclResult_t takeFifo(ncclComm* comm, int receiver, uint64_t tag, const FifoLayout& layout, size_t bytes,
+                        ConnDev* conn, bool* ipc);
   // Tree AllReduce's FIFOs on the first treeChannels_ channels, their connectors aimed at
   // channelsDev_ (allocated, filled from `chans` afterwards), gpu_tree.cc.
   ncclResult_t connectTrees(ncclComm* comm, std::vector<GpuChannelDev>& chans, const FifoLayout& layout,

@@ -136,6 +136,27 @@ ncclResult_t GpuComm::openFifo(ncclComm* comm, const FifoInfo& theirs, int peer,
   return ncclSuccess;
 }
 
+ncclResult_t GpuComm::offerFifo(ncclComm* comm, int sender, uint64_t tag, const FifoLayout& layout, size_t bytes,
+                                std::vector<FifoMem>* keep, ConnDev* conn) {
+  FifoMem mem;
+  FifoInfo info;
+  const ncclResult_t res = makeFifo(comm, sender, bytes, &mem, &info);
+  keep->push_back(mem);  // freed with the communicator, also after a failure
+  BATON_CHECK(res);
+  *conn = makeConnDev(static_cast<ConnFifo*>(mem.view), layout, sender, comm->tun.fifoDepth);
+  return sender == comm->rank ? ncclSuccess : comm->bootstrap->send(sender, tag, &info, sizeof info);
+}
+
+ncclResult_t GpuComm::takeFifo(ncclComm* comm, int receiver, uint64_t tag, const FifoLayout& layout, size_t bytes,
+                               ConnDev* conn, bool* ipc) {
+  FifoInfo theirs{};
+  BATON_CHECK(comm->bootstrap->recv(receiver, tag, &theirs, sizeof theirs));
+  void* fifo = nullptr;
+  BATON_CHECK(openFifo(comm, theirs, receiver, bytes, &fifo, ipc));
+  *conn = makeConnDev(static_cast<ConnFifo*>(fifo), layout, receiver, comm->tun.fifoDepth);
+  return ncclSuccess;
+}
+
 void GpuComm::freeFifo(const FifoMem& f) {
   if (!f.base) return;
   switch (f.where) {

@@ -29,31 +29,13 @@ bool gpuTreeWanted(const ncclComm* comm) {
 
 ncclResult_t GpuComm::connectTrees(ncclComm* comm, std::vector<GpuChannelDev>& chans, const FifoLayout& layout,
                                    size_t fifoBytes) {
-  const int depth = comm->tun.fifoDepth;
   treeChannels_ = std::min(nChannels_, kGpuTreeChannels);
   // The device address of channel c's k-th tree connector (channelsDev_ is allocated, not yet filled).
   auto at = [&](int c, int k) {
     return reinterpret_cast<ConnDev*>(static_cast<char*>(channelsDev_) + (size_t)c * sizeof(GpuChannelDev) +
                                       offsetof(GpuChannelDev, treeConns) + (size_t)k * sizeof(ConnDev));
   };
-  auto receiveSide = [&](int c, int sender, int k, uint64_t tag) -> ncclResult_t {
-    FifoMem mem;
-    FifoInfo info;
-    const ncclResult_t res = makeFifo(comm, sender, fifoBytes, &mem, &info);
-    treeFifos_.push_back(mem);  // freed with the communicator, also after a failure
-    BATON_CHECK(res);
-    chans[c].treeConns[k] = makeConnDev(static_cast<ConnFifo*>(mem.view), layout, sender, depth);
-    return comm->bootstrap->send(sender, tag + c, &info, sizeof info);
-  };
   bool ipc = false;
-  auto sendSide = [&](int c, int receiver, int k, uint64_t tag) -> ncclResult_t {
-    FifoInfo theirs{};
-    BATON_CHECK(comm->bootstrap->recv(receiver, tag + c, &theirs, sizeof theirs));
-    void* fifo = nullptr;
-    BATON_CHECK(openFifo(comm, theirs, receiver, fifoBytes, &fifo, &ipc));
-    chans[c].treeConns[k] = makeConnDev(static_cast<ConnFifo*>(fifo), layout, receiver, depth);
-    return ncclSuccess;
-  };
   // Receivers first: a bootstrap send does not wait for its receiver.
   for (int c = 0; c < treeChannels_; ++c) {
     const TreeConns& t = comm->channels[c % comm->nChannels]->tree;
@@ -62,22 +44,26 @@ ncclResult_t GpuComm::connectTrees(ncclComm* comm, std::vector<GpuChannelDev>& c
     td.nDown = t.nDown;
     for (int d = 0; d < t.nDown; ++d) {
       td.down[d] = t.down[d];
-      BATON_CHECK(receiveSide(c, t.down[d], kGpuTreeUpRecv + d, kTagGpuTreeUp));
+      BATON_CHECK(offerFifo(comm, t.down[d], kTagGpuTreeUp + c, layout, fifoBytes, &treeFifos_,
+                            &chans[c].treeConns[kGpuTreeUpRecv + d]));
       td.upRecv[d] = at(c, kGpuTreeUpRecv + d);
     }
     if (t.up >= 0) {
-      BATON_CHECK(receiveSide(c, t.up, kGpuTreeDownRecv, kTagGpuTreeDown));
+      BATON_CHECK(offerFifo(comm, t.up, kTagGpuTreeDown + c, layout, fifoBytes, &treeFifos_,
+                            &chans[c].treeConns[kGpuTreeDownRecv]));
       td.downRecv = at(c, kGpuTreeDownRecv);
     }
   }
   for (int c = 0; c < treeChannels_; ++c) {
     TreeDev& td = chans[c].tree;
     if (td.up >= 0) {
-      BATON_CHECK(sendSide(c, td.up, kGpuTreeUpSend, kTagGpuTreeUp));
+      BATON_CHECK(
+          takeFifo(comm, td.up, kTagGpuTreeUp + c, layout, fifoBytes, &chans[c].treeConns[kGpuTreeUpSend], &ipc));
       td.upSend = at(c, kGpuTreeUpSend);
     }
     for (int d = 0; d < td.nDown; ++d) {
-      BATON_CHECK(sendSide(c, td.down[d], kGpuTreeDownSend + d, kTagGpuTreeDown));
+      BATON_CHECK(takeFifo(comm, td.down[d], kTagGpuTreeDown + c, layout, fifoBytes,
+                           &chans[c].treeConns[kGpuTreeDownSend + d], &ipc));
       td.downSend[d] = at(c, kGpuTreeDownSend + d);
     }
   }

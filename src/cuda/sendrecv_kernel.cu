@@ -71,6 +71,13 @@ cudaError_t tablePool(int dev, cudaMemPool_t* out) {
 
 namespace {
 
+cudaError_t launchKernel(const GpuP2pLaunch* l, void* table, cudaStream_t s) {
+  char* t = static_cast<char*>(table);
+  void* args[] = {const_cast<GpuP2pLaunch*>(l), &t};
+  return cudaLaunchKernel(reinterpret_cast<const void*>(gpuSendRecvKernel), dim3(l->nBlocks), dim3(l->threads), args, 0,
+                          s);
+}
+
 int launchFailed(cudaError_t e, const GpuP2pLaunch* l, void* stream) {
   char what[160];
   snprintf(what, sizeof what, "send/recv kernel (%d blocks of %d threads, %d transfers, stream %p)", l->nBlocks,
@@ -142,11 +149,7 @@ int launchCaptured(const GpuP2pLaunch* l, cudaStream_t s) {
   }
   memcpy(t.host, l->table, l->tableBytes);
   e = cudaMemcpyAsync(t.dev, t.host, l->tableBytes, cudaMemcpyHostToDevice, s);
-  if (e != cudaSuccess) return launchFailed(e, l, s);
-  char* table = static_cast<char*>(t.dev);
-  void* args[] = {const_cast<GpuP2pLaunch*>(l), &table};
-  e = cudaLaunchKernel(reinterpret_cast<const void*>(gpuSendRecvKernel), dim3(l->nBlocks), dim3(l->threads), args, 0,
-                       s);
+  if (e == cudaSuccess) e = launchKernel(l, t.dev, s);
   return e == cudaSuccess ? 0 : launchFailed(e, l, s);
 }
 
@@ -175,12 +178,7 @@ int launchP2pKernel(const GpuP2pLaunch* l, void* stream) {
   }
   // From pageable memory: returns once the table is staged, so the caller may free it.
   e = cudaMemcpyAsync(table, l->table, l->tableBytes, cudaMemcpyHostToDevice, s);
-  if (e == cudaSuccess) {
-    char* t = static_cast<char*>(table);
-    void* args[] = {const_cast<GpuP2pLaunch*>(l), &t};
-    e = cudaLaunchKernel(reinterpret_cast<const void*>(gpuSendRecvKernel), dim3(l->nBlocks), dim3(l->threads), args, 0,
-                         s);
-  }
+  if (e == cudaSuccess) e = launchKernel(l, table, s);
   const cudaError_t freed = cudaFreeAsync(table, s);
   if (e != cudaSuccess) return launchFailed(e, l, stream);
   if (freed != cudaSuccess) {

@@ -43,7 +43,9 @@ std::map<void*, int> gDevice;  // device allocations -> their device
 
 }  // namespace
 
-ncclResult_t checkAllocArgs(void** ptr, size_t size) {
+static ncclResult_t mapShared(void** ptr, size_t size);
+
+static ncclResult_t checkAllocArgs(void** ptr, size_t size) {
   if (!ptr) return batonError(ncclInvalidArgument, "ncclMemAlloc: ptr is NULL");
   *ptr = nullptr;
   if (size == 0) return batonError(ncclInvalidArgument, "ncclMemAlloc: size is 0");
@@ -61,11 +63,16 @@ ncclResult_t memAlloc(void** ptr, size_t size) {
     gDevice[*ptr] = dev;
     return ncclSuccess;
   }
-  return memAllocHost(ptr, size);
+  return mapShared(ptr, size);
 }
 
 ncclResult_t memAllocHost(void** ptr, size_t size) {
   BATON_CHECK(checkAllocArgs(ptr, size));
+  return mapShared(ptr, size);
+}
+
+// The host path of both, on checked arguments: a memfd mapping peers can map too.
+static ncclResult_t mapShared(void** ptr, size_t size) {
   const size_t page = (size_t)sysconf(_SC_PAGESIZE);
   const size_t bytes = (size + page - 1) / page * page;
   const int fd = memfd_create("baton-memalloc", MFD_CLOEXEC);
