@@ -109,7 +109,7 @@ struct Tunables : SharedTunables {
   bool p2pDisable;               // NCCL_P2P_DISABLE
   bool shmDisable;               // NCCL_SHM_DISABLE
   bool netZeroCopy;              // BATON_NET_ZERO_COPY: registered send/recv buffers skip NET's staging FIFOs
-  bool streamStores;             // BATON_STREAM_STORES: direct paths write large outputs with streaming stores
+  bool streamStores;             // BATON_STREAM_STORES: large outputs (direct paths, MoE rows) take streaming stores
   int minChannels, maxChannels;  // NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS (or config CTAs)
 };
 

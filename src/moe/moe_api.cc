@@ -251,13 +251,10 @@ ncclResult_t dispatch(const char* fn, const void* tokens, const int32_t* topkIdx
     next[e] = (size_t)at, at += (int)c;
   }
   r->rowOf.resize(nRows);
-  for (size_t a = 0; a < nRows; ++a) {
-    const size_t row = next[r->rows[a].expert]++;
-    r->rowOf[a] = (uint32_t)row;
-    if (placed) continue;
-    memcpy(static_cast<char*>(recvTokens) + row * rowBytes, data[a], rowBytes);
-    if (fp8) memcpy(recvScales + row * nScales, data[a] + hidden, nScales * sizeof(float));
-  }
+  for (size_t a = 0; a < nRows; ++a) r->rowOf[a] = (uint32_t)next[r->rows[a].expert]++;
+  if (!placed)
+    moePlaceRows(*r, data, static_cast<char*>(recvTokens), rowBytes, fp8 ? recvScales : nullptr, nScales,
+                 comm->tun.streamStores);
   for (int e = 0, first = 0; ffn && !placed && e < r->perRank; first += (int)recvPerExpert[e++])
     BATON_CHECK(moeExpertGemm(*r, gemm, e, (size_t)first, recvPerExpert[e]));
   if (stage == MoeStage::kLowLatency) BATON_CHECK(moeLowLatencyDispatchEnd(*r));  // rows out of the window

@@ -241,6 +241,8 @@ ncclResult_t moeCombineLowLatency(const batonMoeRouting& r, const char* expertOu
   const size_t h = r.hidden, rowBytes = h * r.elemSize;
   const LowLatencyLayout L = layoutOf(r, w, false);
   const int half = (int)(w.moeCombines++ % 2);
+  // Arrival row a's expert output (NULL past the last).
+  auto rowAt = [&](size_t a) { return a < r.rows.size() ? expertOut + (size_t)r.rowOf[a] * rowBytes : nullptr; };
   // 1. The weights of the tokens this rank sent each expert rank, into that rank's window.
   for (int i = 0; i < n; ++i) {
     const int p = peerAt(me, n, i);
@@ -272,8 +274,7 @@ ncclResult_t moeCombineLowLatency(const batonMoeRouting& r, const char* expertOu
     for (uint32_t seq = 0; seq < L.to(me, s); ++seq) {  // every token sent here has a row here
       float* dst = partial + (size_t)seq * h;
       for (bool first = true; a < r.rows.size() && r.rows[a].src == s && r.rows[a].seq == seq; ++a, first = false)
-        moeAccumulate(r.type, expertOut + (size_t)r.rowOf[a] * rowBytes, wt[(size_t)seq * k + r.rows[a].j], dst, h,
-                      first);
+        moeAccumulate(r.type, rowAt(a), wt[(size_t)seq * k + r.rows[a].j], dst, h, first, rowAt(a + 1));
     }
     BATON_CHECK(deliver(r, w, s, FusedWindow::kMoePartials, at, bytes));
   }
@@ -284,32 +285,27 @@ ncclResult_t moeCombineLowLatency(const batonMoeRouting& r, const char* expertOu
     BATON_CHECK(wait(r, w, FusedWindow::kMoePartials, p, "partials"));
     from[p] = reinterpret_cast<const float*>(w.base(me) + L.partialsAt(half, me, p));
   }
-  std::vector<float> own(h), token(r.type == ncclFloat ? 0 : h);
+  std::vector<float> own(h);
   uint32_t seqMine = 0;
   for (size_t t = 0; t < r.numTokens; ++t) {
-    float* dst = r.type == ncclFloat ? static_cast<float*>(out) + t * h : token.data();
-    bool first = true;
+    const float* parts[kMoeMaxTopk];
+    int count = 0;
     for (int j = 0; j < k; ++j) {
       if (!r.firstOnRank(t, j)) continue;
       const int p = r.rankOf(r.topkIdx[t * k + j]);
-      const float* part = from[p];
       if (p == me) {
         for (bool f = true; mine < r.rows.size() && r.rows[mine].src == me && r.rows[mine].seq == seqMine;
              ++mine, f = false)
-          moeAccumulate(r.type, expertOut + (size_t)r.rowOf[mine] * rowBytes, moeWeight(r, weights, t, r.rows[mine].j),
-                        own.data(), h, f);
+          moeAccumulate(r.type, rowAt(mine), moeWeight(r, weights, t, r.rows[mine].j), own.data(), h, f,
+                        rowAt(mine + 1));
         ++seqMine;
-        part = own.data();
+        parts[count++] = own.data();
       } else {
+        parts[count++] = from[p];
         from[p] += h;
       }
-      if (first) std::copy(part, part + h, dst);
-      else
-        for (size_t e = 0; e < h; ++e) dst[e] += part[e];
-      first = false;
     }
-    if (first) std::fill(dst, dst + h, 0.f);  // a token with no expert
-    if (r.type != ncclFloat) roundFromFloat(r.type, dst, static_cast<char*>(out) + t * rowBytes, h);
+    moeSumRound(r.type, parts, count, h, static_cast<char*>(out) + t * rowBytes);  // count 0: no expert, zeros
   }
   w.account(FusedWindow::kMoeWeights);
   w.account(FusedWindow::kMoePartials);

@@ -67,10 +67,12 @@ ncclResult_t moeCombineNaive(const batonMoeRouting& r, const char* expertOut, co
   BATON_CHECK(runTasksNow(comm, {sumTask(kFuncAllGather, myW.data(), allW.data(), maxT * k, ncclFloat, n)}));
   float* partial = r.scratch<float>(FusedScratch::kMoePartial, maxT * h * n);
   std::fill(partial, partial + maxT * h * n, 0.f);
+  auto rowAt = [&](size_t a) { return expertOut + (size_t)r.rowOf[a] * h * r.elemSize; };
   for (size_t a = 0; a < r.rows.size(); ++a) {
     const MoeRow& x = r.rows[a];
-    moeAccumulate(r.type, expertOut + (size_t)r.rowOf[a] * h * r.elemSize,
-                  allW[((size_t)x.src * maxT + x.token) * k + x.j], &partial[((size_t)x.src * maxT + x.token) * h], h);
+    moeAccumulate(r.type, rowAt(a), allW[((size_t)x.src * maxT + x.token) * k + x.j],
+                  &partial[((size_t)x.src * maxT + x.token) * h], h, false,
+                  a + 1 < r.rows.size() ? rowAt(a + 1) : nullptr);
   }
   float* mine = r.scratch<float>(FusedScratch::kMoeRecv, maxT * h);
   BATON_CHECK(runTasksNow(comm, {sumTask(kFuncReduceScatter, partial, mine, maxT * h, ncclFloat, n)}));

@@ -45,7 +45,8 @@ ncclResult_t moeCombineNormal(const batonMoeRouting& r, const char* expertOut, c
     const MoeRow& x = r.rows[a];
     float wt;
     memcpy(&wt, at[a] + (size_t)x.j * sizeof(float), sizeof wt);
-    moeAccumulate(r.type, expertOut + (size_t)r.rowOf[a] * rowBytes, wt, &partial[(first[x.src] + x.seq) * h], h);
+    moeAccumulate(r.type, expertOut + (size_t)r.rowOf[a] * rowBytes, wt, &partial[(first[x.src] + x.seq) * h], h, false,
+                  a + 1 < r.rows.size() ? expertOut + (size_t)r.rowOf[a + 1] * rowBytes : nullptr);
   }
   float* back = r.scratch<float>(FusedScratch::kMoeIdsRecv, returned * h);
   BATON_CHECK(moeExchangeBytes(r.comm, partial, sendBytes, back, recvBytes, largestBlock));

@@ -119,8 +119,20 @@ ncclResult_t moeExchangeBytes(ncclComm* comm, const void* send, const std::vecto
                               const std::vector<size_t>& recvBytes, size_t largestBlock);
 
 // dst[0..h) += w * row[0..h) (first: dst = w * row, sparing a pass that zeroes dst), the row in
-// the routing's datatype (float or bfloat16), in fp32.
-void moeAccumulate(ncclDataType_t type, const char* row, float w, float* dst, size_t h, bool first = false);
+// the routing's datatype (float or bfloat16), in fp32. next: the row the caller reads after this
+// one (NULL: none or unknown), fetched into the cache alongside.
+void moeAccumulate(ncclDataType_t type, const char* row, float w, float* dst, size_t h, bool first = false,
+                   const char* next = nullptr);
+
+// Dispatch's placement: recvTokens + rowOf[a] * rowBytes = arrival row a's bytes (data[a]), and
+// with recvScales (FP8) its nScales scales, which follow the row's bytes in data[a]. Large outputs
+// are written with streaming stores when stream is set (BATON_STREAM_STORES).
+void moePlaceRows(const batonMoeRouting& r, const std::vector<const char*>& data, char* recvTokens, size_t rowBytes,
+                  float* recvScales, size_t nScales, bool stream);
+
+// out[0..h) = parts[0] + parts[1] + ... + parts[count-1] in fp32, in that order (0 where count is
+// 0), rounded once to the datatype (float or bfloat16): a token's partials made into its output.
+void moeSumRound(ncclDataType_t type, const float* const* parts, int count, size_t h, void* out);
 
 // The weight of this rank's token t's j-th expert (1 where weights is NULL).
 inline float moeWeight(const batonMoeRouting& r, const float* weights, size_t t, int j) {

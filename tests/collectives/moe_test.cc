@@ -357,6 +357,23 @@ TEST(MoeLowLatency, RoutingsInterleavedAcrossAGrowth) {
   for (int r = 0; r < n; ++r) EXPECT_EQ(failures[r], "") << "rank " << r;
 }
 
+// Dispatch writes 4 MiB and more of received rows with streaming stores (src/moe/moe_row_copy.cc):
+// rows of 100001 elements, so that they start at every offset from a 16-byte line, in every stage.
+TEST(MoeLargeRows, StreamedRowsEqualTheReference) {
+  const Comms& comms = cachedComms(2);
+  for (const char* stage : {"naive", "alltoallv", "normal", "lowlatency"})
+    for (ncclDataType_t type : {ncclFloat, ncclBfloat16}) {
+      ScopedEnv env(ScopedEnv::Vars{{"BATON_MOE_STAGE", stage}});
+      MoeCase c;
+      c.nRanks = 2, c.experts = 8, c.topk = 8, c.hidden = 100001, c.type = type, c.seed = 11;
+      size_t most = 0;
+      for (const MoeRank& r : moeMake(c)) most = std::max(most, r.wantNumRecv * c.hidden * moeElemSize(type));
+      ASSERT_GE(most, size_t(4) << 20) << "the case no longer reaches the streaming size";
+      checkMoe(comms, c);
+      if (HasFatalFailure()) return;
+    }
+}
+
 TEST(MoeBadInput, ARankOverItsCapacityFailsEveryRankBeforeAnythingMoves) {
   const Comms& comms = cachedComms(2);
   MoeCase c;
