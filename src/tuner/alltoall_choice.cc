@@ -25,7 +25,18 @@ size_t alltoallBruckBytes(const ncclComm* comm, const char** source) {
     return *source = "BATON_ALLTOALL_BRUCK_BYTES", comm->tun.alltoallBruckBytes;
   if (const AlltoAllCalibration* c = alltoallCalibrationFor(comm->tun.model, comm->nRanks))
     return *source = comm->tun.model.source, c->bruckBytes;
-  return *source = "built-in", size_t(64) << 10;
+  return *source = "built-in", builtInBruckBytes(comm->nRanks);
+}
+
+size_t builtInBruckBytes(int nRanks) {
+  if (nRanks < 3) return 0;
+  int rounds = 0;
+  while ((1 << rounds) < nRanks) ++rounds;
+  const double balance = double(size_t(128) << 10) * (nRanks - 1 - rounds) / rounds;  // 64 KiB at 4 ranks
+  if (balance <= 0) return 0;
+  size_t bytes = 1;
+  while ((double)bytes < balance) bytes <<= 1;
+  return bytes;
 }
 
 int chooseAlltoAll(const ncclComm* comm, size_t blockBytes, bool sizeAgreed, AlltoAllWindowFit fit, const char** why) {
@@ -40,8 +51,8 @@ int chooseAlltoAll(const ncclComm* comm, size_t blockBytes, bool sizeAgreed, All
   if (fit == kWindowInside)
     return *why = "recvbuff in a symmetric window: one store per byte, no FIFO", kAlltoAllWindow;
   // On one host direct measured fastest or level at every size (its n-1 transfers overlap); across
-  // two hosts Bruck took 0.45-0.97 of direct's time up to 64 KiB for 4 and 8 ranks, direct won from
-  // 256 KiB.
+  // two hosts Bruck took 0.4-0.97 of direct's time up to 64 KiB for 8 ranks and 256 KiB in 4 runs of
+  // 5, direct won from 1 MiB; with 4 ranks the two were within run-to-run noise up to 64 KiB.
   if (!sizeAgreed) return *why = "sizes differ per rank (AlltoAllv): the ranks could not choose alike", kAlltoAllDirect;
   if (comm->nNodes == 1)
     return *why = "one host: direct's n-1 transfers overlap, fastest or level measured", kAlltoAllDirect;

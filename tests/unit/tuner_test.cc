@@ -6,6 +6,7 @@
 #include <string>
 
 #include "baton/tuner.h"
+#include "tuner/alltoall_choice.h"
 #include "tuner/tuner.h"
 #include "unit/unit_helpers.h"
 
@@ -149,7 +150,7 @@ TEST(Tuner, TuningFileRoundTrip) {
 
 // AlltoAll's calibrated Bruck thresholds (lesson 12): written beside the AllReduce tables without
 // disturbing them, one per rank count, the nearest count serving others; BATON_ALLTOALL_BRUCK_BYTES
-// overrides the file, and without either the built-in 64 KiB holds.
+// overrides the file, and without either the built-in threshold for the rank count holds.
 TEST(Tuner, AlltoAllCalibrationInTheTuningFile) {
   const std::string path = tempPath("-a2a.txt");
   const double base[3] = {0.5, 0.25, 1}, hop[3] = {0.1, 0.2, 0.3}, bw[3] = {2, 12, 14};
@@ -197,6 +198,19 @@ TEST(Tuner, AlltoAllCalibrationInTheTuningFile) {
   EXPECT_EQ(bruckOf(nullptr, &source), 65536u);
   EXPECT_EQ(source, "built-in");
   remove(path.c_str());
+}
+
+// Without a calibration the threshold grows with the NET messages Bruck saves per rank
+// (n-1-ceil(log2 n)) over the passes it adds (ceil(log2 n)), 64 KiB at 4 ranks, a power of two.
+TEST(Tuner, AlltoAllBuiltInBruckThresholdGrowsWithTheMessagesSaved) {
+  EXPECT_EQ(builtInBruckBytes(2), 0u);
+  EXPECT_EQ(builtInBruckBytes(3), 0u);  // 2 messages either way
+  EXPECT_EQ(builtInBruckBytes(4), size_t(64) << 10);
+  EXPECT_EQ(builtInBruckBytes(5), size_t(64) << 10);
+  EXPECT_EQ(builtInBruckBytes(6), size_t(128) << 10);
+  EXPECT_EQ(builtInBruckBytes(8), size_t(256) << 10);
+  EXPECT_EQ(builtInBruckBytes(9), size_t(128) << 10);  // a fourth round: less saved than at 8
+  EXPECT_EQ(builtInBruckBytes(16), size_t(512) << 10);
 }
 
 TEST(Tuner, MalformedTuningFilesNameTheLine) {
