@@ -47,6 +47,9 @@ fi
 for proto in LL LL128 Simple; do
   suite "jitter-quick-$proto" 300 env BATON_JITTER=1 NCCL_PROTO=$proto "$TESTDIR/collective_tests" --gtest_filter='Threads*Quick*:Stage*:Tree*'
 done
+# Eight processes on 2 cores, oversubscribed: the whole process suite (MoE's stages included) at
+# the largest rank count the AlltoAll and MoE goals name.
+suite processes-8 300 "$BIN/baton-run" -n 8 "$TESTDIR/rank_worker"
 # Lesson 09: the suites on registered buffers (ncclMemAlloc + ncclCommRegister) and on symmetric
 # windows (the symmetric kernels), threads and processes (processes map each other's buffers).
 suite collective-tests-window 900 env BATON_TEST_MEMORY=window "$TESTDIR/collective_tests"

@@ -51,8 +51,9 @@ int chooseAlltoAll(const ncclComm* comm, size_t blockBytes, bool sizeAgreed, All
   if (fit == kWindowInside)
     return *why = "recvbuff in a symmetric window: one store per byte, no FIFO", kAlltoAllWindow;
   // On one host direct measured fastest or level at every size (its n-1 transfers overlap); across
-  // two hosts Bruck took 0.4-0.97 of direct's time up to 64 KiB for 8 ranks and 256 KiB in 4 runs of
-  // 5, direct won from 1 MiB; with 4 ranks the two were within run-to-run noise up to 64 KiB.
+  // two hosts Bruck took 0.4-0.97 of direct's time up to 64 KiB for 8 ranks, was faster at 256 KiB
+  // in 6 runs of 10, and direct won from 1 MiB; with 4 ranks the two traded places from run to run
+  // up to 64 KiB (docs/perf.md).
   if (!sizeAgreed) return *why = "sizes differ per rank (AlltoAllv): the ranks could not choose alike", kAlltoAllDirect;
   if (comm->nNodes == 1)
     return *why = "one host: direct's n-1 transfers overlap, fastest or level measured", kAlltoAllDirect;
