@@ -139,6 +139,11 @@ struct ncclComm {
   // Processes of one host (lesson 09): single copies (cross-memory attach) allowed both ways with
   // every other rank (then large AllReduces may take the direct ring).
   bool singleCopyAll = false;
+  // How far apart this host's processes' caches are (src/cache_distance.h): a cache line's round
+  // trip measured at init (0: not measured), and whether that is far enough for single copies to
+  // beat the FIFO for AllReduce (alike on every rank of a host).
+  double cacheRoundTripNs = 0;
+  bool cachesFar = false;
   baton::PeerCopy peerCopy{};
   bool allInProcess = false;    // every rank is a thread of this process (direct paths possible)
   bool oversubscribed = false;  // more ranks on this host than cores (rank 0's view, shared)

@@ -8,6 +8,7 @@
 
 #include "api/argcheck.h"
 #include "bootstrap/host_identity.h"
+#include "cache_distance.h"
 #include "comm.h"
 #include "comm_error.h"
 #include "cuda/gpu_backend.h"
@@ -120,12 +121,25 @@ ncclResult_t agreeOnSingleCopy(ncclComm* comm) {
   int reached = 0;
   for (int r = 0; r < n; ++r) reached += mine[r] && allowed[(size_t)r * n + comm->rank];
   comm->singleCopyAll = reached == n - 1;
+  comm->cachesFar = true;
+  // Whether the FIFO beats single copies for AllReduce here depends on how near the processes'
+  // caches are (cache_distance.h); measured only where the default would use single copies.
+  const bool measure = comm->tun.singleCopy < 0 && !comm->oversubscribed;
+  if (measure) BATON_CHECK(measureCacheDistance(comm));
   const bool unused = comm->tun.singleCopy < 0 && comm->oversubscribed;
-  BATON_INFO(kSubInit, "single copy (cross-memory attach) with %d of %d peer ranks%s", reached, n - 1,
+  char distance[160] = "";
+  if (measure && comm->cacheRoundTripNs > 0)
+    snprintf(distance, sizeof distance, " (caches %s: a cache line's round trip between processes took %.0f ns)",
+             comm->cachesFar ? "far apart" : "near", comm->cacheRoundTripNs);
+  BATON_INFO(kSubInit, "single copy (cross-memory attach) with %d of %d peer ranks%s%s", reached, n - 1,
              !comm->singleCopyAll ? "; not all, so AllReduces use the FIFO"
              : unused
                  ? "; not used: more local ranks than cores, where it measured slower (BATON_SINGLE_COPY=1 forces it)"
-                 : ": AllReduces between processes from BATON_SINGLE_COPY_BYTES use it");
+             : !comm->cachesFar
+                 ? ": AllGathers and Broadcasts use it; AllReduces the FIFO, which measured faster between near caches "
+                   "(BATON_SINGLE_COPY=1 forces it)"
+                 : ": AllReduces between processes from BATON_SINGLE_COPY_BYTES use it",
+             distance);
   return ncclSuccess;
 }
 

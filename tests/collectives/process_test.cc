@@ -158,6 +158,38 @@ TEST(ProcessSingleCopy, EveryDirectCollectiveExactAndTheInfoLinesSayIt) {
   EXPECT_EQ(countOf(out, "checks passed"), 2u);
 }
 
+// By default AllReduces take single copies only where the processes' caches are far apart, as a
+// cache line's round trip measured at init says (src/cache_distance.h); AllGathers take them
+// either way. BATON_SINGLE_COPY_FAR_NS moves the line: 0 makes every machine far, a second near.
+// Every check of the worker passes both ways and the probe's segment does not outlive init.
+TEST(ProcessSingleCopy, AllReducesFollowTheMeasuredCacheDistance) {
+  const std::string run = envOr("BATON_BUILD", "build") + "/bin/baton-run";
+  const std::string worker = envOr("TESTDIR", "build/tests") + "/rank_worker";
+  if (!executable(run) || !executable(worker)) GTEST_SKIP() << run << " or " << worker << " is not built";
+  const std::string env =
+      "env -u BATON_SINGLE_COPY BATON_TEST_MEMORY=plain NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL "
+      "BATON_SINGLE_COPY_BYTES=0 ";
+  for (const bool far : {true, false}) {
+    std::string out;
+    const int status = runCommand(env + "BATON_SINGLE_COPY_FAR_NS=" + (far ? "0" : "1000000000") +
+                                      " timeout -k 5 170 " + run + " -n 2 " + worker + " --quick",
+                                  &out);
+    if (out.find("no single copy to rank") != std::string::npos ||
+        out.find("more local ranks than cores") != std::string::npos)
+      GTEST_SKIP() << "single copies are not the default here (kernel refuses them, or fewer than 2 cores)";
+    ASSERT_EQ(status, 0) << out.substr(0, 4000);
+    EXPECT_EQ(countOf(out, far ? "(caches far apart: a cache line's round trip between processes took "
+                               : "(caches near: a cache line's round trip between processes took "),
+              2u)
+        << out.substr(0, 4000);
+    EXPECT_EQ(linesWith(out, "AllReduce: opCount", "direct (single copy)") > 0, far) << (far ? "far" : "near");
+    EXPECT_GT(linesWith(out, "AllGather: opCount", "direct (single copy)"), 0u) << (far ? "far" : "near");
+    EXPECT_EQ(countOf(out, "checks passed"), 2u);
+  }
+  for (const std::string& name : shmSegments())
+    EXPECT_EQ(name.find("-cache-"), std::string::npos) << name << " left behind";
+}
+
 // Sums the first number after `what` on every line that has it.
 uint64_t sumAfter(const std::string& text, const std::string& what) {
   uint64_t sum = 0;

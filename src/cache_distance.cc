@@ -1,0 +1,128 @@
+// A cache line's round trip between a host's processes (cache_distance.h).
+#include "cache_distance.h"
+
+#include <unistd.h>
+
+#include <sys/mman.h>
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "exec_model.h"
+#include "misc/debug.h"
+#include "misc/param.h"
+#include "shm/shm_segment.h"
+
+namespace baton {
+namespace {
+
+constexpr int kRounds = 2000;               // 0.1-1 ms per peer on the machines measured
+constexpr uint64_t kBudgetNs = 20'000'000;  // per peer: one that is not running by then is far
+constexpr int64_t kFarDefaultNs = 200;      // between the 60-120 and 370-400 ns measured
+struct alignas(64) Line {
+  std::atomic<uint64_t> v;
+};
+struct Lines {
+  Line ping, pong;  // written by the leader, by the peer
+};
+struct Verdict {
+  double roundTripNs;
+  int32_t far;
+};
+
+void relax() {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Waits until line holds want, or the deadline passes.
+bool waitFor(const Line& line, uint64_t want, uint64_t deadline) {
+  for (uint32_t i = 0; line.v.load(std::memory_order_acquire) != want; ++i) {
+    relax();
+    if ((i & 1023) == 0 && nowNs() > deadline) return false;
+  }
+  return true;
+}
+
+// The leader's side with one peer: the mean round trip in ns, or kBudgetNs if the peer missed it.
+double pingPeer(Lines& l) {
+  const uint64_t start = nowNs(), deadline = start + kBudgetNs;
+  for (uint64_t i = 1; i <= kRounds; ++i) {
+    l.ping.v.store(i, std::memory_order_release);
+    if (!waitFor(l.pong, i, deadline)) return (double)kBudgetNs;
+  }
+  return double(nowNs() - start) / kRounds;
+}
+
+void answerLeader(Lines& l, uint64_t deadline) {
+  for (uint64_t i = 1; i <= kRounds; ++i) {
+    if (!waitFor(l.ping, i, deadline)) return;
+    l.pong.v.store(i, std::memory_order_release);
+  }
+}
+
+}  // namespace
+
+ncclResult_t measureCacheDistance(ncclComm* comm) {
+  const int n = comm->nRanks, me = comm->rank;
+  const PeerInfo& self = comm->peers[me];
+  // This host's processes, each by its lowest rank; the lowest of those leads.
+  std::vector<int> reps;
+  for (int r = 0; r < n; ++r) {
+    const PeerInfo& p = comm->peers[r];
+    if (p.hostHash != self.hostHash || p.pidNs != self.pidNs) continue;
+    bool first = true;
+    for (int q : reps) first &= comm->peers[q].pidHash != p.pidHash;
+    if (first) reps.push_back(r);
+  }
+  const int leader = reps.front();
+  const bool isLeader = me == leader;
+  const bool isPeer = !isLeader && std::find(reps.begin(), reps.end(), me) != reps.end();
+  const size_t bytes = sizeof(Lines) * (size_t)n;
+
+  // The leader's segment, named to every rank (others leave their name empty).
+  std::vector<char> names((size_t)n * 64, 0);
+  Lines* lines = nullptr;
+  if (isLeader && reps.size() > 1) {
+    std::snprintf(&names[(size_t)me * 64], 64, "/%s%d-cache-%d-%llu", kShmPrefix, (int)getpid(), me,
+                  (unsigned long long)nowNs());
+    void* base = nullptr;
+    if (shmCreate(&names[(size_t)me * 64], bytes, &base) == ncclSuccess) {
+      lines = static_cast<Lines*>(base);
+    } else {  // peers see no name and skip; the verdict keeps the default (single copies)
+      BATON_INFO(kSubInit, "cache distance not measured: %s", lastError());
+      names[(size_t)me * 64] = 0;
+    }
+  }
+  BATON_CHECK(comm->bootstrap->allGather(names.data(), 64));
+  const char* name = &names[(size_t)leader * 64];
+  if (isPeer && name[0]) {
+    void* base = nullptr;
+    if (shmOpen(name, bytes, &base) == ncclSuccess) lines = static_cast<Lines*>(base);
+  }
+
+  Verdict v{0, 1};  // not measured: single copies, as before the measurement existed
+  if (isLeader && lines) {
+    for (int r : reps)
+      if (r != me) v.roundTripNs = std::max(v.roundTripNs, pingPeer(lines[r]));
+    v.far = v.roundTripNs >= (double)envInt("BATON_SINGLE_COPY_FAR_NS", kFarDefaultNs);
+  } else if (isPeer && lines) {
+    // The leader serves the host's processes one after another.
+    answerLeader(lines[me], nowNs() + kBudgetNs * (uint64_t)reps.size() + kBudgetNs);
+  }
+  std::vector<Verdict> all((size_t)n);
+  all[(size_t)me] = v;
+  const ncclResult_t gathered = comm->bootstrap->allGather(all.data(), sizeof(Verdict));
+  if (lines) munmap(lines, bytes);
+  if (isLeader && name[0]) shm_unlink(name);
+  BATON_CHECK(gathered);
+  comm->cacheRoundTripNs = all[(size_t)leader].roundTripNs;
+  comm->cachesFar = all[(size_t)leader].far != 0;
+  return ncclSuccess;
+}
+
+}  // namespace baton
