@@ -31,6 +31,7 @@ struct Lines {
 struct Verdict {
   double roundTripNs;
   int32_t far;
+  int32_t pad;  // every byte set: the struct goes through the all-gather
 };
 
 void relax() {
@@ -48,14 +49,15 @@ bool waitFor(const Line& line, uint64_t want, uint64_t deadline) {
   return true;
 }
 
-// The leader's side with one peer: the mean round trip in ns, or kBudgetNs if the peer missed it.
-double pingPeer(Lines& l) {
+// The leader's side with one peer: the mean round trip in ns; false if the peer missed the budget.
+bool pingPeer(Lines& l, double* ns) {
   const uint64_t start = nowNs(), deadline = start + kBudgetNs;
   for (uint64_t i = 1; i <= kRounds; ++i) {
     l.ping.v.store(i, std::memory_order_release);
-    if (!waitFor(l.pong, i, deadline)) return (double)kBudgetNs;
+    if (!waitFor(l.pong, i, deadline)) return *ns = (double)kBudgetNs, false;
   }
-  return double(nowNs() - start) / kRounds;
+  *ns = double(nowNs() - start) / kRounds;
+  return true;
 }
 
 void answerLeader(Lines& l, uint64_t deadline) {
@@ -98,18 +100,26 @@ ncclResult_t measureCacheDistance(ncclComm* comm) {
       names[(size_t)me * 64] = 0;
     }
   }
-  BATON_CHECK(comm->bootstrap->allGather(names.data(), 64));
+  const ncclResult_t named = comm->bootstrap->allGather(names.data(), 64);
   const char* name = &names[(size_t)leader * 64];
+  if (named != ncclSuccess) {
+    if (lines) munmap(lines, bytes), shm_unlink(&names[(size_t)me * 64]);
+    return named;
+  }
   if (isPeer && name[0]) {
     void* base = nullptr;
     if (shmOpen(name, bytes, &base) == ncclSuccess) lines = static_cast<Lines*>(base);
   }
 
-  Verdict v{0, 1};  // not measured: single copies, as before the measurement existed
+  Verdict v{0, 1, 0};  // not measured: single copies, as before the measurement existed
   if (isLeader && lines) {
-    for (int r : reps)
-      if (r != me) v.roundTripNs = std::max(v.roundTripNs, pingPeer(lines[r]));
-    v.far = v.roundTripNs >= (double)envInt("BATON_SINGLE_COPY_FAR_NS", kFarDefaultNs);
+    bool answered = true;
+    for (int r : reps) {
+      double ns = 0;
+      if (r != me) answered &= pingPeer(lines[r], &ns), v.roundTripNs = std::max(v.roundTripNs, ns);
+    }
+    // A peer that did not answer in time is far whatever the threshold says.
+    v.far = !answered || v.roundTripNs >= (double)envInt("BATON_SINGLE_COPY_FAR_NS", kFarDefaultNs);
   } else if (isPeer && lines) {
     // The leader serves the host's processes one after another.
     answerLeader(lines[me], nowNs() + kBudgetNs * (uint64_t)reps.size() + kBudgetNs);

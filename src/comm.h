@@ -143,7 +143,7 @@ struct ncclComm {
   // trip measured at init (0: not measured), and whether that is far enough for single copies to
   // beat the FIFO for AllReduce (alike on every rank of a host).
   double cacheRoundTripNs = 0;
-  bool cachesFar = false;
+  bool cachesFar = true;  // not measured: single copies, as before the measurement
   baton::PeerCopy peerCopy{};
   bool allInProcess = false;    // every rank is a thread of this process (direct paths possible)
   bool oversubscribed = false;  // more ranks on this host than cores (rank 0's view, shared)

@@ -121,10 +121,13 @@ ncclResult_t agreeOnSingleCopy(ncclComm* comm) {
   int reached = 0;
   for (int r = 0; r < n; ++r) reached += mine[r] && allowed[(size_t)r * n + comm->rank];
   comm->singleCopyAll = reached == n - 1;
-  comm->cachesFar = true;
   // Whether the FIFO beats single copies for AllReduce here depends on how near the processes'
-  // caches are (cache_distance.h); measured only where the default would use single copies.
-  const bool measure = comm->tun.singleCopy < 0 && !comm->oversubscribed;
+  // caches are (cache_distance.h); measured only where the default would use single copies: every
+  // pair allowed both ways (which every rank reads alike from the gathered matrix).
+  bool allPairs = true;
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b) allPairs &= a == b || allowed[(size_t)a * n + b];
+  const bool measure = comm->tun.singleCopy < 0 && !comm->oversubscribed && allPairs;
   if (measure) BATON_CHECK(measureCacheDistance(comm));
   const bool unused = comm->tun.singleCopy < 0 && comm->oversubscribed;
   char distance[160] = "";

@@ -31,7 +31,7 @@ size_t alltoallBruckBytes(const ncclComm* comm, const char** source) {
 size_t builtInBruckBytes(int nRanks) {
   if (nRanks < 3) return 0;
   int rounds = 0;
-  while ((1 << rounds) < nRanks) ++rounds;
+  while ((size_t(1) << rounds) < (size_t)nRanks) ++rounds;
   const double balance = double(size_t(128) << 10) * (nRanks - 1 - rounds) / rounds;  // 64 KiB at 4 ranks
   if (balance <= 0) return 0;
   size_t bytes = 1;
@@ -58,7 +58,7 @@ int chooseAlltoAll(const ncclComm* comm, size_t blockBytes, bool sizeAgreed, All
   if (comm->nNodes == 1)
     return *why = "one host: direct's n-1 transfers overlap, fastest or level measured", kAlltoAllDirect;
   if (comm->nRanks <= 2) return *why = "2 ranks: one exchange whichever the schedule", kAlltoAllDirect;
-  if (blockBytes * comm->nRanks <= alltoallBruckBytes(comm))
+  if (const size_t bruck = alltoallBruckBytes(comm); bruck > 0 && blockBytes * comm->nRanks <= bruck)
     return *why = "across hosts, buffer <= the Bruck threshold: log2 n NET messages instead of n-1", kAlltoAllBruck;
   return *why = "across hosts, buffer > the Bruck threshold: Bruck's extra copies cost more", kAlltoAllDirect;
 }
