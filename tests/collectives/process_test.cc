@@ -168,7 +168,7 @@ TEST(ProcessSingleCopy, AllReducesFollowTheMeasuredCacheDistance) {
   if (!executable(run) || !executable(worker)) GTEST_SKIP() << run << " or " << worker << " is not built";
   const std::string env =
       "env -u BATON_SINGLE_COPY BATON_TEST_MEMORY=plain NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL "
-      "BATON_SINGLE_COPY_BYTES=0 ";
+      "BATON_SINGLE_COPY_BYTES=0 NCCL_PROTO=Simple ";  // whatever the suite forces: the direct ring is Simple's
   for (const bool far : {true, false}) {
     std::string out;
     const int status = runCommand(env + "BATON_SINGLE_COPY_FAR_NS=" + (far ? "0" : "1000000000") +
