@@ -178,16 +178,18 @@ int main(int argc, char** argv) {
   const int me = job.rank;
   for (int r = 0; r < n; ++r) job.ids.push_back(r);
   job.count = count;
-  if (registered && !registerBuffers(job, n)) {
-    printf("registration failed: %s\n", ncclGetLastError(job.comm));
-    return 1;
-  }
-  printf("rank %d: initialized\n", me);  // scripts that cut a link wait for every rank's line
-  fflush(stdout);
   std::string wrong;
   int s = 0;
   ncclResult_t res = ncclSuccess;
-  for (; s < 100000; ++s) {
+  const char* failedIn = nullptr;
+  // A victim killed at step 0 can die while a slower rank still registers; that rank's communicator
+  // is then in error and refuses the registration. It is the trial's fault seen before step 0, so
+  // it recovers like a failed step (a registration that fails without a fault still fails the
+  // trial: the agreement would name no failed rank).
+  if (registered && !registerBuffers(job, n)) res = ncclRemoteError, failedIn = "Registration";
+  printf("rank %d: initialized\n", me);  // scripts that cut a link wait for every rank's line
+  fflush(stdout);
+  for (; res == ncclSuccess && s < 100000; ++s) {
     if (me == victim && s == at) {
       std::thread([&] {
         if (delayUs) usleep(delayUs);
@@ -200,8 +202,8 @@ int main(int argc, char** argv) {
     if (!wrong.empty()) printf("rank %d: WRONG %s\n", me, wrong.c_str()), fflush(stdout);
     if (res != ncclSuccess) break;
   }
-  printf("rank %d: failed at step %d (%s) at %llu ns: %s\n", me, s, kNames[s % 6], (unsigned long long)monoNs(),
-         ncclGetLastError(job.comm));
+  printf("rank %d: failed at step %d (%s) at %llu ns: %s\n", me, s, failedIn ? failedIn : kNames[s % 6],
+         (unsigned long long)monoNs(), ncclGetLastError(job.comm));
   fflush(stdout);
   if (me == victim) return 3;  // a stopped victim that is let go again (it should not be)
 
