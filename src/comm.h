@@ -201,6 +201,9 @@ struct ncclComm {
   // The CUDA backend (src/cuda/gpu_comm.h): set when every rank drives a device; else why not.
   std::shared_ptr<baton::GpuComm> gpu;
   std::string gpuWhy;
+  // `gpu` while its kernels may run, for commSetError (guarded by firstErrorMu): a failure the
+  // watchdog or a NET proxy sees stops them at once, not at BATON_WAIT_TIMEOUT.
+  baton::GpuComm* gpuStop = nullptr;
 };
 
 namespace baton {
@@ -232,6 +235,9 @@ ncclResult_t connectTree(ncclComm* comm, Channel& ch);
 ncclResult_t commBuildGraph(ncclComm* comm);
 // A FIFO layout with the buffers of every protocol, as the communicator's knobs size them.
 FifoLayout collFifoLayout(const ncclComm* comm);
+// What a transport is told about a connection of this rank to `peer` on `channel` (its proxy,
+// abort flag, the peer's rank); the GPU communicator's NET FIFOs use it too (src/cuda/gpu_fifo.cc).
+ConnSetup connSetupFor(ncclComm* comm, int peer, int channel);
 void commFree(ncclComm* comm);  // stops workers, releases connections and segments
 
 }  // namespace baton

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "comm.h"
+#include "cuda/gpu_comm.h"
 
 namespace baton {
 
@@ -29,6 +30,7 @@ void commSetError(ncclComm* comm, ncclResult_t err, const char* message) {
     std::lock_guard<std::mutex> lock(comm->firstErrorMu);
     int expected = ncclSuccess;
     if (comm->asyncError.compare_exchange_strong(expected, err)) comm->firstError = message ? message : "";
+    if (comm->gpuStop) comm->gpuStop->abort();  // its kernels' waits read their own (pinned) flag
   }
   // Let this rank's other channels drain instead of waiting for a peer that will not come, and
   // tell the ring neighbours, whose waits would otherwise last until BATON_WAIT_TIMEOUT.

@@ -19,16 +19,6 @@ constexpr uint64_t kTagPeer = 2u << 16;      // a peer connector (send/recv)
 constexpr uint64_t kTagTreeUp = 3u << 16;    // + channel: child -> parent FIFO (parent receives)
 constexpr uint64_t kTagTreeDown = 4u << 16;  // + channel: parent -> child FIFO (child receives)
 
-ConnSetup setupFor(ncclComm* comm, int peer, int channel) {
-  ConnSetup s;
-  s.proxy = comm->proxy.get();
-  s.abortFlag = &comm->abortFlag;
-  s.rank = comm->rank;
-  s.peer = peer;
-  s.channel = channel;
-  return s;
-}
-
 // The receiving half: create the FIFO for data from `peer`, send it the connect info.
 ncclResult_t connectRecvSide(ncclComm* comm, int peer, int channel, uint64_t tag, const FifoLayout& layout,
                              std::unique_ptr<Connection>* conn) {
@@ -36,7 +26,7 @@ ncclResult_t connectRecvSide(ncclComm* comm, int peer, int channel, uint64_t tag
   ConnectInfo info{};
   BATON_CHECK(
       selectTransport(comm->peers[comm->rank], comm->peers[peer], comm->tun.p2pDisable, comm->tun.shmDisable, &tr));
-  BATON_CHECK(transports()[tr]->createRecv(setupFor(comm, peer, channel), layout, &info, conn));
+  BATON_CHECK(transports()[tr]->createRecv(connSetupFor(comm, peer, channel), layout, &info, conn));
   info.transport = tr;
   return comm->bootstrap->send(peer, tag, &info, sizeof info);
 }
@@ -50,10 +40,20 @@ ncclResult_t connectSendSide(ncclComm* comm, int peer, int channel, uint64_t tag
     return batonError(ncclInternalError, "connect info from rank %d (tag 0x%llx) names transport %d", peer,
                       (unsigned long long)tag, info.transport);
   *transport = info.transport;
-  return transports()[info.transport]->connectSend(setupFor(comm, peer, channel), info, conn);
+  return transports()[info.transport]->connectSend(connSetupFor(comm, peer, channel), info, conn);
 }
 
 }  // namespace
+
+ConnSetup connSetupFor(ncclComm* comm, int peer, int channel) {
+  ConnSetup s;
+  s.proxy = comm->proxy.get();
+  s.abortFlag = &comm->abortFlag;
+  s.rank = comm->rank;
+  s.peer = peer;
+  s.channel = channel;
+  return s;
+}
 
 FifoLayout collFifoLayout(const ncclComm* comm) {
   FifoLayout layout;

@@ -178,7 +178,12 @@ ncclResult_t buildChannels(ncclComm* comm) {
 // The CUDA backend (src/cuda/gpu_comm.h): device rings when every rank drives a device on this host.
 ncclResult_t initGpu(ncclComm* comm) {
   BATON_CHECK(GpuComm::create(comm, &comm->gpu, &comm->gpuWhy));
-  if (comm->gpu) return ncclSuccess;
+  if (comm->gpu) {
+    std::lock_guard<std::mutex> lock(comm->firstErrorMu);
+    comm->gpuStop = comm->gpu.get();
+    if (comm->asyncError.load() != ncclSuccess) comm->gpu->abort();  // failed before we were listening
+    return ncclSuccess;
+  }
   if (comm->gpuDev < 0) comm->gpuWhy = cudaBackendStatus();  // this rank's own reason says more
   BATON_INFO(kSubInit, "rank %d: not a GPU communicator (collectives on host buffers only): %s", comm->rank,
              comm->gpuWhy.c_str());
@@ -236,6 +241,10 @@ void commFree(ncclComm* comm) {
   if (comm->gpu) {  // kernels first: they use the rings' device FIFOs
     if (__atomic_load_n(&comm->abortFlag, __ATOMIC_ACQUIRE)) comm->gpu->abort();
     if (comm->gpu->drain() != ncclSuccess) BATON_WARN("%s", lastError());
+    {
+      std::lock_guard<std::mutex> lock(comm->firstErrorMu);
+      comm->gpuStop = nullptr;  // a failure from now on finds no GpuComm to stop
+    }
     comm->gpu.reset();
   }
   comm->watchdog.reset();  // says goodbye: the peers do not take this rank's leaving for a failure

@@ -85,7 +85,7 @@ static void hotWait(uint32_t idle) {
 void Proxy::run() {
   std::vector<std::shared_ptr<ProxyTask>> mine;
   std::vector<bool> dead;
-  uint64_t seen = ~0ull;
+  uint64_t seen = ~0ull, launchesSeen = 0;
   uint32_t idle = 0;
   while (!stop_.load(std::memory_order_relaxed)) {
     if (version_.load(std::memory_order_acquire) != seen) {
@@ -119,18 +119,20 @@ void Proxy::run() {
       severed_ = true;
       for (size_t i = 0; i < mine.size(); ++i) mine[i]->sever(), dead[i] = true;
     }
-    idle = any ? 0 : idle + 1;
+    const uint64_t launches = kernelLaunches_.load(std::memory_order_relaxed);
+    idle = any || launches != launchesSeen ? 0 : idle + 1;
+    launchesSeen = launches;
     if (any) continue;
-    if (idle < 2048 || comm_->inflight.load() > 0 || drainAsked_.load() != drainDone_.load() ||
-        anyPending(mine, dead)) {
+    if (idle < 2048 || comm_->inflight.load() > 0 || awakeHolds_.load() > 0 ||
+        drainAsked_.load() != drainDone_.load() || anyPending(mine, dead)) {
       hotWait(idle);
       continue;
     }
     // Nothing in flight: sleep until kicked, or until a connection's socket has news (data, a
     // goodbye, a crash). Announce the sleep first, then look again, so a kick is never lost.
     sleeping_.store(true);
-    if (comm_->inflight.load() == 0 && drainAsked_.load() == drainDone_.load() && !stop_.load() &&
-        version_.load() == seen) {  // a connection added meanwhile: re-read the list first
+    if (comm_->inflight.load() == 0 && awakeHolds_.load() == 0 && drainAsked_.load() == drainDone_.load() &&
+        !stop_.load() && version_.load() == seen) {  // a connection added meanwhile: re-read the list first
       std::vector<pollfd> fds{{wakeFd_, POLLIN, 0}};
       for (size_t i = 0; i < mine.size(); ++i)
         if (!dead[i] && mine[i]->pollFd() >= 0) fds.push_back({mine[i]->pollFd(), POLLIN, 0});

@@ -46,6 +46,11 @@ class Proxy {
   ~Proxy();
   // An operation was launched: wake the thread if it sleeps. Cheap when it is awake.
   void kick();
+  // A GPU communicator's kernels stage NET steps without telling the host (src/cuda/gpu_fifo.cc):
+  // while such a hold exists (+1 / -1) the thread never sleeps, only naps between idle passes, and
+  // each launch of such a kernel ends the naps (kernelLaunched).
+  void holdAwake(int delta) { awakeHolds_.fetch_add(delta); }
+  void kernelLaunched() { kernelLaunches_.fetch_add(1, std::memory_order_relaxed); }
   // Registers a task; the thread starts with the first one.
   void add(std::shared_ptr<ProxyTask> task);
   // Waits (at most `timeoutNs`) until no task has pending work: a rank's send completes once
@@ -65,8 +70,10 @@ class Proxy {
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> drainAsked_{0}, drainDone_{0};  // drain() requests, and the last one seen quiet
   std::atomic<bool> sleeping_{false};
-  bool severed_ = false;  // the proxy thread's: connections ended after the communicator failed
-  int wakeFd_ = -1;       // eventfd: kick(), drain() and stop() write it
+  std::atomic<int> awakeHolds_{0};
+  std::atomic<uint64_t> kernelLaunches_{0};  // a change restarts the thread's idle backoff
+  bool severed_ = false;                     // the proxy thread's: connections ended after the communicator failed
+  int wakeFd_ = -1;                          // eventfd: kick(), drain() and stop() write it
   std::thread thread_;
 };
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The CUDA backend on a GPU, in one command: builds it, runs the collective check on device
-# buffers (1, 2 and 4 thread ranks and 2 processes, every protocol; with NCCL_ALGO=Tree; and with
-# FIFOs in host memory, NCCL_P2P_DISABLE=1), the send/recv check (ncclSend,
+# buffers (1, 2 and 4 thread ranks and 2 processes, every protocol; with NCCL_ALGO=Tree; with
+# FIFOs in host memory, NCCL_P2P_DISABLE=1; over the NET transport, NCCL_P2P_DISABLE=1
+# NCCL_SHM_DISABLE=1, as between hosts), the send/recv check (ncclSend,
 # ncclRecv, AlltoAll, Gather, Scatter on 1, 2 and 4 thread ranks and 2 processes) and its sweep,
 # the CUDA graph check (collectives and send/recv captured, launched 20 times between eager calls),
 # sweeps per protocol and per
@@ -77,6 +78,17 @@ run check-threads-2-hostfifo 150 env NCCL_P2P_DISABLE=1 "$T" check -n 2
 run check-procs-2-hostfifo 150 env NCCL_P2P_DISABLE=1 "$BUILD/bin/baton-run" -n 2 "$T" check --procs
 run sendrecv-threads-2-hostfifo 120 env NCCL_P2P_DISABLE=1 "$P2P" check -n 2
 run sendrecv-procs-2-hostfifo 120 env NCCL_P2P_DISABLE=1 "$BUILD/bin/baton-run" -n 2 "$P2P" check --procs
+# The NET path (as between hosts: staging FIFOs in pinned host memory, the proxies moving steps
+# over TCP on loopback), on one GPU: NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1, every protocol.
+NET=(env NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=lo)
+echo "== where the FIFOs lie with NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 (expect NET connections)"
+LD_LIBRARY_PATH=$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "${NET[@]}" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT \
+  timeout 60 "$T" sweep -n 2 -e 64 2>&1 | grep -E "GPU communicator" | head -4
+run check-threads-2-net 200 "${NET[@]}" "$T" check -n 2
+run check-procs-2-net 200 "${NET[@]}" "$BUILD/bin/baton-run" -n 2 "$T" check --procs
+run check-procs-2-net-tree 200 "${NET[@]}" NCCL_ALGO=allreduce:Tree "$BUILD/bin/baton-run" -n 2 "$T" check --procs
+run sendrecv-procs-2-net 150 "${NET[@]}" "$BUILD/bin/baton-run" -n 2 "$P2P" check --procs
+run sweep-threads-2-net 150 "${NET[@]}" "$T" sweep -n 2 -e 16777216
 for n in 1 2 4; do run "sendrecv-threads-$n" 120 "$P2P" check -n $n; done
 run sendrecv-procs-2 120 "$BUILD/bin/baton-run" -n 2 "$P2P" check --procs
 for n in 1 2 4; do run "graph-threads-$n" 120 "$GRAPH" check -n $n; done

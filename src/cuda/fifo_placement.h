@@ -11,12 +11,21 @@
 
 namespace baton {
 
-enum class FifoPlace { kDevice, kPinned, kShared };
+enum class FifoPlace { kDevice, kPinned, kShared, kNet };
 
-// The receiver's device memory when the sender can store there; else host memory: pinned when
-// the sender is a thread of the receiver's process, a shared-memory segment when it is not.
-inline FifoPlace placeFifo(const std::vector<uint8_t>& reach, int n, int sender, int receiver, bool sameProcess) {
-  if (sender == receiver || reach[(size_t)sender * n + receiver]) return FifoPlace::kDevice;
+// Where the FIFO that `sender` writes for `receiver` lies, as NCCL picks its transports for GPUs
+// (P2P, then SHM, then NET):
+//   - the receiver's device memory when the sender's device can store there (P2P);
+//   - else host memory on this host (SHM): pinned when the sender is a thread of the receiver's
+//     process, a shared-memory segment when it is not;
+//   - else, for a sender on another host or with NCCL_SHM_DISABLE (`shmOff`), NET: a FIFO in
+//     pinned host memory at each end and the proxies moving the steps between them (lesson 08).
+inline FifoPlace placeFifo(const std::vector<uint8_t>& reach, int n, int sender, int receiver, bool sameProcess,
+                           bool otherHost, bool shmOff) {
+  if (sender == receiver) return FifoPlace::kDevice;
+  if (otherHost) return FifoPlace::kNet;  // reach says nothing about another host's bus ids
+  if (reach[(size_t)sender * n + receiver]) return FifoPlace::kDevice;
+  if (shmOff) return FifoPlace::kNet;
   return sameProcess ? FifoPlace::kPinned : FifoPlace::kShared;
 }
 

@@ -31,10 +31,6 @@ ncclResult_t GpuComm::create(ncclComm* comm, std::shared_ptr<GpuComm>* out, std:
       *why = "rank " + std::to_string(p.rank) + " has no CUDA device";
       return ncclSuccess;
     }
-    if (p.hostHash != me.hostHash) {
-      *why = "rank " + std::to_string(p.rank) + " is on another host (the GPU NET path is not built yet)";
-      return ncclSuccess;
-    }
   }
   const CudaBackend* b = cudaBackend();
   if (!b)
@@ -48,9 +44,10 @@ ncclResult_t GpuComm::create(ncclComm* comm, std::shared_ptr<GpuComm>* out, std:
   // device must be resident at once: at most one block per SM (512 threads, up to 128 registers
   // each) shared among them. Processes take turns on a device and need no such bound. Every rank
   // takes the smallest count any rank can afford.
-  // Where the FIFOs go (gpu_fifo.cc). Rings through host memory cross PCIe, which two channels
-  // fill (NCCL's searches give PCIe rings about as few), and each channel's FIFO (about 9 MB)
-  // would otherwise be pinned 64 times over, in /dev/shm between processes.
+  // Where the FIFOs go (gpu_fifo.cc). Rings through host memory (SHM or NET) cross PCIe, which two
+  // channels fill (NCCL's searches give PCIe rings about as few; a NET ring is bound by its NIC),
+  // and each channel's FIFO (about 9 MB) would otherwise be pinned 64 times over, in /dev/shm
+  // between processes.
   bool ringsInHost = false;
   if (comm->nRanks > 1) BATON_CHECK(g->findReach(comm, &ringsInHost));
   int sms = 0;
@@ -81,14 +78,15 @@ ncclResult_t GpuComm::create(ncclComm* comm, std::shared_ptr<GpuComm>* out, std:
     std::copy(ring.ringUserRanks.begin(), ring.ringUserRanks.end(), userRanks.begin() + (size_t)c * n);
     chans[c].ringIndex = ring.ringIndex;
     // One rank's FIFO is its own (nothing to send or take).
-    BATON_CHECK(g->offerFifo(comm, prev, kTagGpuRing + c, layout, fifoBytes, &g->fifos_, &chans[c].recv));
-    if (n > 1) BATON_CHECK(g->takeFifo(comm, next, kTagGpuRing + c, layout, fifoBytes, &chans[c].send, &ipc));
+    BATON_CHECK(g->offerFifo(comm, prev, kTagGpuRing + c, layout, c, &g->fifos_, &chans[c].recv));
+    if (n > 1) BATON_CHECK(g->takeFifo(comm, next, kTagGpuRing + c, layout, c, &chans[c].send, &ipc));
   }
+  const bool ringsNet = g->netFifos_ > 0;
   GPU_CALL(b->deviceAlloc(g->dev_, &g->userRanksDev_, userRanks.size() * sizeof(int)), "ring orders");
   GPU_CALL(b->copyToDevice(g->dev_, g->userRanksDev_, userRanks.data(), userRanks.size() * sizeof(int)), "ring orders");
   for (int c = 0; c < nch; ++c) chans[c].userRanks = static_cast<const int*>(g->userRanksDev_) + (size_t)c * n;
   GPU_CALL(b->deviceAlloc(g->dev_, &g->channelsDev_, nch * sizeof(GpuChannelDev)), "channels");
-  if (gpuTreeWanted(comm)) BATON_CHECK(g->connectTrees(comm, chans, layout, fifoBytes));
+  if (gpuTreeWanted(comm)) BATON_CHECK(g->connectTrees(comm, chans, layout));
   GPU_CALL(b->copyToDevice(g->dev_, g->channelsDev_, chans.data(), nch * sizeof(GpuChannelDev)), "channels");
   void* host = nullptr;
   void* view = nullptr;
@@ -102,9 +100,12 @@ ncclResult_t GpuComm::create(ncclComm* comm, std::shared_ptr<GpuComm>* out, std:
   // Recorded once, so a first launch inside a CUDA graph waits for a recorded event.
   GPU_CALL(b->eventRecord(g->dev_, g->lastWork_, nullptr, 0), "event");
   BATON_CHECK(g->connectPeers(comm));
+  if (g->netFifos_) (g->proxy_ = comm->proxy.get())->holdAwake(1);  // see Proxy::holdAwake
   BATON_INFO(kSubInit, "GPU communicator: rank %d on CUDA device %d, %d channels, ring FIFOs of %zu bytes %s",
              comm->rank, g->dev_, nch, fifoBytes,
              n == 1        ? "in device memory (one rank)"
+             : ringsNet    ? "in pinned host memory at both ends of NET connections (another host, or "
+                             "NCCL_SHM_DISABLE where P2P does not reach), else as the devices reach each other"
              : ringsInHost ? "in pinned or shared host memory where the sending device cannot store into the "
                              "receiving one's (or NCCL_P2P_DISABLE), else in device memory"
              : ipc         ? "in device memory, reached through CUDA IPC handles"
@@ -149,6 +150,7 @@ ncclResult_t GpuComm::takeFailure(ncclComm* comm) {
 GpuComm::~GpuComm() {
   if (!b_) return;
   if (launched_) b_->eventSynchronize(lastWork_);
+  if (proxy_) proxy_->holdAwake(-1);
   for (void* p : opened_) b_->ipcClose(dev_, p);
   for (const FifoMem& f : mapped_) freeFifo(f);
   for (const FifoMem& f : fifos_) freeFifo(f);

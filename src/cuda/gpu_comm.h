@@ -1,9 +1,10 @@
 // A GPU communicator: the part of a communicator that drives a CUDA device (README's CUDA backend).
 //
-// When every rank had a CUDA device current at init and all are processes or threads of one host,
-// each channel's ring gets a FIFO in device memory, and so does every pair of ranks for send/recv:
-// a peer thread of this process reaches it by its pointer (peer access between devices), a peer
-// process through a CUDA IPC handle. Collectives and sends/receives on device buffers then run as
+// When every rank had a CUDA device current at init, each channel's ring gets a FIFO, and so does
+// every pair of ranks for send/recv, where its sender can store (gpu_fifo.cc): in device memory,
+// reached by pointer from a peer thread of this process (peer access between devices) or through
+// a CUDA IPC handle from a peer process; in host memory between devices that cannot reach each
+// other; at both ends of a NET connection for a peer on another host. Collectives and sends/receives on device buffers then run as
 // kernels on the caller's stream (gpu_launch.cc, gpu_sendrecv.cc), in the order the communicator's
 // calls were made; host buffers keep the CPU backend.
 #pragma once
@@ -14,6 +15,7 @@
 
 #include "cuda/cuda_backend.h"
 #include "nccl.h"
+#include "transport.h"
 
 struct ncclComm;
 
@@ -45,13 +47,14 @@ class GpuComm {
 
  private:
   // A FIFO this rank made, or a peer's it mapped: where it lies (gpu_fifo.cc).
-  enum FifoWhere : int32_t { kFifoDevice = 0, kFifoPinned = 1, kFifoShared = 2 };
+  enum FifoWhere : int32_t { kFifoDevice = 0, kFifoPinned = 1, kFifoShared = 2, kFifoNet = 3 };
   struct FifoMem {
     void* view = nullptr;  // the address kernels use
-    void* base = nullptr;  // what to free or unmap
+    void* base = nullptr;  // what to free or unmap (kFifoNet: to unregister; the connection frees it)
     size_t bytes = 0;
     int32_t where = kFifoDevice;
-    std::string shmName;  // kFifoShared that we created: unlinked at free (the sender may never have)
+    std::string shmName;              // kFifoShared that we created: unlinked at free (the sender may never have)
+    std::shared_ptr<Connection> net;  // kFifoNet: this end of a NET connection (its proxy task holds it too)
   };
   // What a receiver tells the rank that sends to it about the FIFO it made.
   struct FifoInfo {
@@ -63,29 +66,36 @@ class GpuComm {
     int32_t hasHandle;
     unsigned char handle[kIpcHandleBytes];  // device memory of another process: its CUDA IPC handle
     char shmName[64];                       // kFifoShared: the segment to map
+    ConnectInfo net;                        // kFifoNet: what the sender's NET transport connects to
   };
   // Which ranks' devices can store into which ranks' device memory (all-gathered at init;
   // NCCL_P2P_DISABLE: none but their own), so each FIFO goes where its sender can write it, and
   // whether some ring then runs through host memory (gpu_fifo.cc).
   ncclResult_t findReach(ncclComm* comm, bool* ringsInHost);
-  // A FIFO of `bytes` that `sender` will write: in our device memory if its device reaches ours,
-  // else in pinned host memory (shared memory for another process), as NCCL's SHM transport.
-  ncclResult_t makeFifo(ncclComm* comm, int sender, size_t bytes, FifoMem* out, FifoInfo* info);
-  // The sender's view of `peer`'s FIFO: its pointer, a CUDA IPC mapping or a shared-memory mapping.
-  // `bytes` is this rank's size for it: a peer that laid it out otherwise is refused.
-  ncclResult_t openFifo(ncclComm* comm, const FifoInfo& theirs, int peer, size_t bytes, void** fifo, bool* ipc);
+  // A FIFO laid out as `layout` that `sender` will write: in our device memory if its device
+  // reaches ours, else in pinned host memory (shared memory for another process), as NCCL's SHM
+  // transport, else (another host, NCCL_SHM_DISABLE) the receiving end of a NET connection on
+  // `channel`'s NIC.
+  ncclResult_t makeFifo(ncclComm* comm, int sender, const FifoLayout& layout, int channel, FifoMem* out,
+                        FifoInfo* info);
+  // The sender's view of `peer`'s FIFO: its pointer, a CUDA IPC mapping, a shared-memory mapping or
+  // our end of a NET connection to it. `layout` is this rank's for it: a peer that laid it out
+  // otherwise is refused.
+  ncclResult_t openFifo(ncclComm* comm, const FifoInfo& theirs, int peer, const FifoLayout& layout, int channel,
+                        void** fifo, bool* ipc);
+  // One end of a NET connection, its host FIFO pinned and mapped for our device.
+  ncclResult_t pinNetFifo(ncclComm* comm, std::unique_ptr<Connection> conn, FifoMem* out);
   void freeFifo(const FifoMem& f);
   // The two halves of one connection at init. The receiver makes the FIFO `sender` will write,
   // keeps it in `keep` and sends its description on `tag`; the sender takes it on `tag` and opens
   // it. *conn is that side's connector (both with the communicator's FIFO depth).
-  ncclResult_t offerFifo(ncclComm* comm, int sender, uint64_t tag, const FifoLayout& layout, size_t bytes,
+  ncclResult_t offerFifo(ncclComm* comm, int sender, uint64_t tag, const FifoLayout& layout, int channel,
                          std::vector<FifoMem>* keep, ConnDev* conn);
-  ncclResult_t takeFifo(ncclComm* comm, int receiver, uint64_t tag, const FifoLayout& layout, size_t bytes,
+  ncclResult_t takeFifo(ncclComm* comm, int receiver, uint64_t tag, const FifoLayout& layout, int channel,
                         ConnDev* conn, bool* ipc);
   // Tree AllReduce's FIFOs on the first treeChannels_ channels, their connectors aimed at
   // channelsDev_ (allocated, filled from `chans` afterwards), gpu_tree.cc.
-  ncclResult_t connectTrees(ncclComm* comm, std::vector<GpuChannelDev>& chans, const FifoLayout& layout,
-                            size_t fifoBytes);
+  ncclResult_t connectTrees(ncclComm* comm, std::vector<GpuChannelDev>& chans, const FifoLayout& layout);
   // A FIFO from and to every other rank for send/recv (at init: a group driven by one thread could
   // not connect on first use, since a send's connection waits for its receiver's), gpu_sendrecv.cc.
   ncclResult_t connectPeers(ncclComm* comm);
@@ -112,6 +122,8 @@ class GpuComm {
   int treeChannels_ = 0;              // channels with a tree (0: AllReduce takes the ring)
   std::vector<uint8_t> reach_;        // [r * n + q]: rank r's device can store into rank q's
   int hostFifos_ = 0;                 // of ours, how many are in host memory (INFO)
+  Proxy* proxy_ = nullptr;            // the communicator's, held awake while we have NET FIFOs
+  int netFifos_ = 0;                  // ours and our ends of peers': how many are NET connections (INFO)
   void* peerConnsDev_ = nullptr;      // ConnDev[2 * nRanks]: the send to rank p at p, the receive from p at nRanks + p
   std::vector<std::string> peerWhy_;  // per connector as peerConnsDev_: why it has no FIFO (empty: it has one)
   void* channelsDev_ = nullptr;       // GpuChannelDev[nChannels_]

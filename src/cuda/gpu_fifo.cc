@@ -6,9 +6,15 @@
 //   - otherwise in host memory both devices reach over PCIe, as NCCL's SHM transport does when P2P
 //     is not possible (consumer cards without P2P, some cloud VMs) or NCCL_P2P_DISABLE=1 asks for it:
 //     pinned memory for a sender in the same process, a shared-memory segment both processes pin
-//     and map (cudaHostRegister) for one in another.
+//     and map (cudaHostRegister) for one in another;
+//   - for a sender on another host (or with NCCL_SHM_DISABLE=1 where P2P does not reach), as NCCL's
+//     NET transport without GPUDirect RDMA: the CPU backend's NET connection (transports/net/), its
+//     two staging FIFOs in host memory, pinned and mapped for each end's device. The sender's
+//     kernel writes steps into its staging FIFO, its proxy thread sends them, the receiver's proxy
+//     writes them into the receiver's FIFO and its kernel reads them there (lesson 08).
 // The protocols need nothing else: their flags and counters are system-scope atomics, which host
-// memory mapped into both devices serves (slower than device memory, and correct).
+// memory mapped into both devices serves (slower than device memory, and correct); a proxy reads
+// and writes the same words with the host's acquire loads and release stores.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -22,6 +28,7 @@
 #include "cuda/gpu_comm.h"
 #include "misc/debug.h"
 #include "shm/shm_segment.h"
+#include "transport.h"
 
 namespace baton {
 
@@ -39,7 +46,10 @@ ncclResult_t GpuComm::findReach(ncclComm* comm, bool* ringsInHost) {
   reach_.assign((size_t)n * n, 0);
   for (int p = 0; p < n; ++p) {
     int can = 0;
-    if (!comm->tun.p2pDisable || p == me) GPU_CALL(b->canReach(dev_, bus[p].id, &can), "peer access between devices");
+    // Another host's bus ids name devices there (the same id may exist here): never reachable.
+    const bool here = comm->peers[p].hostHash == comm->peers[me].hostHash;
+    if (here && (!comm->tun.p2pDisable || p == me))
+      GPU_CALL(b->canReach(dev_, bus[p].id, &can), "peer access between devices");
     reach_[(size_t)me * n + p] = (uint8_t)can;
   }
   BATON_CHECK(comm->bootstrap->allGather(reach_.data(), (size_t)n));
@@ -50,18 +60,28 @@ ncclResult_t GpuComm::findReach(ncclComm* comm, bool* ringsInHost) {
   return ncclSuccess;
 }
 
-ncclResult_t GpuComm::makeFifo(ncclComm* comm, int sender, size_t bytes, FifoMem* out, FifoInfo* info) {
+ncclResult_t GpuComm::makeFifo(ncclComm* comm, int sender, const FifoLayout& layout, int channel, FifoMem* out,
+                               FifoInfo* info) {
   const CudaBackend* b = b_;
+  const size_t bytes = fifoBytes(layout);
   *out = FifoMem{};
   *info = FifoInfo{};
   const uint64_t myPid = comm->peers[comm->rank].pidHash;
   const bool sameProcess = comm->peers[sender].pidHash == myPid;
-  const FifoPlace place = placeFifo(reach_, comm->nRanks, sender, comm->rank, sameProcess);
+  const bool otherHost = comm->peers[sender].hostHash != comm->peers[comm->rank].hostHash;
+  const FifoPlace place =
+      placeFifo(reach_, comm->nRanks, sender, comm->rank, sameProcess, otherHost, comm->tun.shmDisable);
   info->pidHash = myPid;
   info->bytes = bytes;
   info->dev = dev_;
   out->bytes = bytes;
-  if (place == FifoPlace::kDevice) {
+  if (place == FifoPlace::kNet) {
+    std::unique_ptr<Connection> conn;
+    BATON_CHECK(
+        transports()[kTransportNet]->createRecv(connSetupFor(comm, sender, channel), layout, &info->net, &conn));
+    info->net.transport = kTransportNet;
+    BATON_CHECK(pinNetFifo(comm, std::move(conn), out));
+  } else if (place == FifoPlace::kDevice) {
     GPU_CALL(b->deviceAlloc(dev_, &out->base, bytes), "a FIFO in device memory");
     out->view = out->base, out->where = kFifoDevice;
     if (!sameProcess) {
@@ -93,14 +113,38 @@ ncclResult_t GpuComm::makeFifo(ncclComm* comm, int sender, size_t bytes, FifoMem
   return ncclSuccess;
 }
 
-ncclResult_t GpuComm::openFifo(ncclComm* comm, const FifoInfo& theirs, int peer, size_t bytes, void** fifo, bool* ipc) {
+ncclResult_t GpuComm::pinNetFifo(ncclComm* comm, std::unique_ptr<Connection> conn, FifoMem* out) {
   const CudaBackend* b = b_;
+  out->where = kFifoNet;
+  out->bytes = (fifoBytes(conn->layout) + 4095) / 4096 * 4096;  // the HostFifo's whole pages
+  void* base = conn->fifo;
+  out->net = std::move(conn);
+  GPU_CALL(b->hostRegister(dev_, base, out->bytes, &out->view), "pinning a NET staging FIFO (cudaHostRegister)");
+  out->base = base;  // registered: freeFifo unregisters it
+  ++netFifos_;
+  return ncclSuccess;
+}
+
+ncclResult_t GpuComm::openFifo(ncclComm* comm, const FifoInfo& theirs, int peer, const FifoLayout& layout, int channel,
+                               void** fifo, bool* ipc) {
+  const CudaBackend* b = b_;
+  const size_t bytes = fifoBytes(layout);
   const bool sameProcess = theirs.pidHash == comm->peers[comm->rank].pidHash;
   if (theirs.bytes != bytes)
     return batonError(ncclInvalidUsage,
                       "rank %d: rank %d's FIFO is %llu bytes but this rank lays it out in %zu (do NCCL_BUFFSIZE or "
                       "NCCL_P2P_CHUNKSIZE differ between ranks?)",
                       comm->rank, peer, (unsigned long long)theirs.bytes, bytes);
+  if (theirs.where == kFifoNet) {  // our end of the connection: a staging FIFO our proxy sends from
+    std::unique_ptr<Connection> conn;
+    BATON_CHECK(transports()[kTransportNet]->connectSend(connSetupFor(comm, peer, channel), theirs.net, &conn));
+    FifoMem m;
+    const ncclResult_t res = pinNetFifo(comm, std::move(conn), &m);
+    mapped_.push_back(m);  // released with the communicator, also after a failure
+    BATON_CHECK(res);
+    *fifo = m.view;
+    return ncclSuccess;
+  }
   if (theirs.where == kFifoPinned) {  // pinned and mapped for every device of its process
     if (!sameProcess)
       return batonError(ncclInternalError, "rank %d: rank %d offered pinned memory of another process", rank_, peer);
@@ -136,23 +180,23 @@ ncclResult_t GpuComm::openFifo(ncclComm* comm, const FifoInfo& theirs, int peer,
   return ncclSuccess;
 }
 
-ncclResult_t GpuComm::offerFifo(ncclComm* comm, int sender, uint64_t tag, const FifoLayout& layout, size_t bytes,
+ncclResult_t GpuComm::offerFifo(ncclComm* comm, int sender, uint64_t tag, const FifoLayout& layout, int channel,
                                 std::vector<FifoMem>* keep, ConnDev* conn) {
   FifoMem mem;
   FifoInfo info;
-  const ncclResult_t res = makeFifo(comm, sender, bytes, &mem, &info);
+  const ncclResult_t res = makeFifo(comm, sender, layout, channel, &mem, &info);
   keep->push_back(mem);  // freed with the communicator, also after a failure
   BATON_CHECK(res);
   *conn = makeConnDev(static_cast<ConnFifo*>(mem.view), layout, sender, comm->tun.fifoDepth);
   return sender == comm->rank ? ncclSuccess : comm->bootstrap->send(sender, tag, &info, sizeof info);
 }
 
-ncclResult_t GpuComm::takeFifo(ncclComm* comm, int receiver, uint64_t tag, const FifoLayout& layout, size_t bytes,
+ncclResult_t GpuComm::takeFifo(ncclComm* comm, int receiver, uint64_t tag, const FifoLayout& layout, int channel,
                                ConnDev* conn, bool* ipc) {
   FifoInfo theirs{};
   BATON_CHECK(comm->bootstrap->recv(receiver, tag, &theirs, sizeof theirs));
   void* fifo = nullptr;
-  BATON_CHECK(openFifo(comm, theirs, receiver, bytes, &fifo, ipc));
+  BATON_CHECK(openFifo(comm, theirs, receiver, layout, channel, &fifo, ipc));
   *conn = makeConnDev(static_cast<ConnFifo*>(fifo), layout, receiver, comm->tun.fifoDepth);
   return ncclSuccess;
 }
@@ -162,6 +206,7 @@ void GpuComm::freeFifo(const FifoMem& f) {
   switch (f.where) {
     case kFifoDevice: b_->deviceFree(dev_, f.base); break;
     case kFifoPinned: b_->hostFree(f.base); break;
+    case kFifoNet: b_->hostUnregister(f.base); break;  // the memory is the connection's
     default:
       b_->hostUnregister(f.base);
       munmap(f.base, f.bytes);

@@ -52,6 +52,7 @@ ncclResult_t GpuComm::afterLaunch(ncclComm* comm, cudaStream_t stream, const Lau
   const CudaBackend* b = b_;
   GPU_CALL(b->eventRecord(dev_, lastWork_, stream, o.captured ? 1 : 0), "recording the kernel's completion");
   launched_ = true;
+  if (netFifos_) comm->proxy->kernelLaunched();  // its NET steps come soon: the proxy stops napping
   if (!o.captured) return ncclSuccess;
   // This capture's slot, or the least recently used one (its capture has most likely ended).
   CaptureTail* slot = &captures_[0];

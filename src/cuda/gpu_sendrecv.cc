@@ -35,7 +35,7 @@ ncclResult_t GpuComm::connectPeers(ncclComm* comm) {
   const size_t fifoBytes = sizeof(ConnFifo) + layout.totalSlotBytes();
   std::vector<ConnDev> conns(2 * (size_t)n);
   peerFifos_.assign(n, FifoMem{});
-  const int hostBefore = hostFifos_;
+  const int hostBefore = hostFifos_, netBefore = netFifos_;
   // Receivers first: a bootstrap send does not wait for its receiver, so every rank can describe
   // all of its FIFOs before it collects its peers'. Each lies where its sender's device can store
   // (gpu_fifo.cc: host memory between devices without peer access). A FIFO that still cannot be
@@ -45,7 +45,7 @@ ncclResult_t GpuComm::connectPeers(ncclComm* comm) {
   for (int p = 0; p < n; ++p) {
     if (p == me) continue;
     FifoInfo info{};
-    if (makeFifo(comm, p, fifoBytes, &peerFifos_[p], &info) != ncclSuccess) {
+    if (makeFifo(comm, p, layout, 0, &peerFifos_[p], &info) != ncclSuccess) {
       freeFifo(peerFifos_[p]);
       peerFifos_[p] = FifoMem{}, info = FifoInfo{}, peerWhy_[n + p] = std::string("its FIFO: ") + lastError();
     } else {
@@ -62,7 +62,7 @@ ncclResult_t GpuComm::connectPeers(ncclComm* comm) {
     void* fifo = nullptr;
     if (!theirs.ptr) {
       peerWhy_[p] = "rank " + std::to_string(p) + " could not make or share its FIFO";
-    } else if (openFifo(comm, theirs, p, fifoBytes, &fifo, &ipc) != ncclSuccess) {
+    } else if (openFifo(comm, theirs, p, layout, 0, &fifo, &ipc) != ncclSuccess) {
       peerWhy_[p] = lastError();
     } else {
       conns[p] = makeConnDev(static_cast<ConnFifo*>(fifo), layout, p, comm->tun.fifoDepth);
@@ -89,8 +89,8 @@ ncclResult_t GpuComm::connectPeers(ncclComm* comm) {
   GPU_CALL(b->copyToDevice(dev_, peerConnsDev_, conns.data(), conns.size() * sizeof(ConnDev)), "send/recv connectors");
   BATON_INFO(kSubInit,
              "GPU communicator: rank %d: send/recv FIFOs of %zu bytes from each of %d peers (%d of them in host "
-             "memory); sends reach %d of them %s",
-             me, fifoBytes, n - 1, hostFifos_ - hostBefore, reached,
+             "memory, %d NET connection ends); sends reach %d of them %s",
+             me, fifoBytes, n - 1, hostFifos_ - hostBefore, netFifos_ - netBefore, reached,
              ipc ? "(some through CUDA IPC handles)" : "by pointer or through host memory");
   return ncclSuccess;
 }

@@ -27,8 +27,7 @@ bool gpuTreeWanted(const ncclComm* comm) {
   return comm->nRanks > 1 && allowed[kAlgoTree] && !allowed[kAlgoRing];
 }
 
-ncclResult_t GpuComm::connectTrees(ncclComm* comm, std::vector<GpuChannelDev>& chans, const FifoLayout& layout,
-                                   size_t fifoBytes) {
+ncclResult_t GpuComm::connectTrees(ncclComm* comm, std::vector<GpuChannelDev>& chans, const FifoLayout& layout) {
   treeChannels_ = std::min(nChannels_, kGpuTreeChannels);
   // The device address of channel c's k-th tree connector (channelsDev_ is allocated, not yet filled).
   auto at = [&](int c, int k) {
@@ -44,26 +43,25 @@ ncclResult_t GpuComm::connectTrees(ncclComm* comm, std::vector<GpuChannelDev>& c
     td.nDown = t.nDown;
     for (int d = 0; d < t.nDown; ++d) {
       td.down[d] = t.down[d];
-      BATON_CHECK(offerFifo(comm, t.down[d], kTagGpuTreeUp + c, layout, fifoBytes, &treeFifos_,
+      BATON_CHECK(offerFifo(comm, t.down[d], kTagGpuTreeUp + c, layout, c, &treeFifos_,
                             &chans[c].treeConns[kGpuTreeUpRecv + d]));
       td.upRecv[d] = at(c, kGpuTreeUpRecv + d);
     }
     if (t.up >= 0) {
-      BATON_CHECK(offerFifo(comm, t.up, kTagGpuTreeDown + c, layout, fifoBytes, &treeFifos_,
-                            &chans[c].treeConns[kGpuTreeDownRecv]));
+      BATON_CHECK(
+          offerFifo(comm, t.up, kTagGpuTreeDown + c, layout, c, &treeFifos_, &chans[c].treeConns[kGpuTreeDownRecv]));
       td.downRecv = at(c, kGpuTreeDownRecv);
     }
   }
   for (int c = 0; c < treeChannels_; ++c) {
     TreeDev& td = chans[c].tree;
     if (td.up >= 0) {
-      BATON_CHECK(
-          takeFifo(comm, td.up, kTagGpuTreeUp + c, layout, fifoBytes, &chans[c].treeConns[kGpuTreeUpSend], &ipc));
+      BATON_CHECK(takeFifo(comm, td.up, kTagGpuTreeUp + c, layout, c, &chans[c].treeConns[kGpuTreeUpSend], &ipc));
       td.upSend = at(c, kGpuTreeUpSend);
     }
     for (int d = 0; d < td.nDown; ++d) {
-      BATON_CHECK(takeFifo(comm, td.down[d], kTagGpuTreeDown + c, layout, fifoBytes,
-                           &chans[c].treeConns[kGpuTreeDownSend + d], &ipc));
+      BATON_CHECK(
+          takeFifo(comm, td.down[d], kTagGpuTreeDown + c, layout, c, &chans[c].treeConns[kGpuTreeDownSend + d], &ipc));
       td.downSend[d] = at(c, kGpuTreeDownSend + d);
     }
   }
