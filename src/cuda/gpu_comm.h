@@ -4,9 +4,9 @@
 // every pair of ranks for send/recv, where its sender can store (gpu_fifo.cc): in device memory,
 // reached by pointer from a peer thread of this process (peer access between devices) or through
 // a CUDA IPC handle from a peer process; in host memory between devices that cannot reach each
-// other; at both ends of a NET connection for a peer on another host. Collectives and sends/receives on device buffers then run as
-// kernels on the caller's stream (gpu_launch.cc, gpu_sendrecv.cc), in the order the communicator's
-// calls were made; host buffers keep the CPU backend.
+// other; at both ends of a NET connection for a peer on another host. Collectives and sends/receives on device buffers
+// then run as kernels on the caller's stream (gpu_launch.cc, gpu_sendrecv.cc), in the order the communicator's calls
+// were made; host buffers keep the CPU backend.
 #pragma once
 
 #include <memory>
