@@ -48,8 +48,11 @@ class Proxy {
   void kick();
   // A GPU communicator's kernels stage NET steps without telling the host (src/cuda/gpu_fifo.cc):
   // while such a hold exists (+1 / -1) the thread never sleeps, only naps between idle passes, and
-  // each launch of such a kernel ends the naps (kernelLaunched).
-  void holdAwake(int delta) { awakeHolds_.fetch_add(delta); }
+  // each eager launch of such a kernel ends the naps (kernelLaunched; a CUDA graph's replays do not).
+  void holdAwake(int delta) {
+    awakeHolds_.fetch_add(delta);
+    kick();  // a thread that went to sleep just before would otherwise wait out its poll (100 ms)
+  }
   void kernelLaunched() { kernelLaunches_.fetch_add(1, std::memory_order_relaxed); }
   // Registers a task; the thread starts with the first one.
   void add(std::shared_ptr<ProxyTask> task);

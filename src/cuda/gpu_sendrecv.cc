@@ -42,10 +42,12 @@ ncclResult_t GpuComm::connectPeers(ncclComm* comm) {
   // made or reached costs only the device send/recv between that pair,
   // which then fails with the reason; the communicator's collectives do not need it. A FIFO
   // described with ptr 0 tells the sender there is none.
+  // A NET FIFO's NIC is chosen by the sender's rank (the "channel" both ends pass), so a rank's
+  // connections spread over the NICs.
   for (int p = 0; p < n; ++p) {
     if (p == me) continue;
     FifoInfo info{};
-    if (makeFifo(comm, p, layout, 0, &peerFifos_[p], &info) != ncclSuccess) {
+    if (makeFifo(comm, p, layout, p, &peerFifos_[p], &info) != ncclSuccess) {
       freeFifo(peerFifos_[p]);
       peerFifos_[p] = FifoMem{}, info = FifoInfo{}, peerWhy_[n + p] = std::string("its FIFO: ") + lastError();
     } else {
@@ -62,7 +64,7 @@ ncclResult_t GpuComm::connectPeers(ncclComm* comm) {
     void* fifo = nullptr;
     if (!theirs.ptr) {
       peerWhy_[p] = "rank " + std::to_string(p) + " could not make or share its FIFO";
-    } else if (openFifo(comm, theirs, p, layout, 0, &fifo, &ipc) != ncclSuccess) {
+    } else if (openFifo(comm, theirs, p, layout, me, &fifo, &ipc) != ncclSuccess) {
       peerWhy_[p] = lastError();
     } else {
       conns[p] = makeConnDev(static_cast<ConnFifo*>(fifo), layout, p, comm->tun.fifoDepth);
