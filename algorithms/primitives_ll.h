@@ -57,6 +57,8 @@ class Primitives<T, Op, ProtoLL> : public PrimitivesApi<Primitives<T, Op, ProtoL
     if (ctx_.failed) return;
     constexpr int P = kProtoLL;
     constexpr size_t E = 8 / sizeof(T);  // elements per line
+    constexpr bool kCopy =
+        !(M.recv && M.src) && !(M.src && M.preSrc && !Op::kPreIdentity) && !(M.post && !Op::kPostIdentity);
     const size_t sliceElems = ProtoLL::payloadBytes(send_ ? send_->stepBytes[P] : recv_->stepBytes[P]) / sizeof(T);
     for (size_t off = 0; off < n; off += sliceElems) {
       const size_t cnt = minSize(sliceElems, n - off);
@@ -99,6 +101,19 @@ class Primitives<T, Op, ProtoLL> : public PrimitivesApi<Primitives<T, Op, ProtoL
         }
         const size_t base = off + l * E;
         const size_t valid = minSize(E, n - base);
+#if !defined(__CUDA_ARCH__)
+        // A whole line that is only copied (AllGather, Broadcast, forwarding steps) moves as one
+        // 8-byte word: byte-sized carriers' element loop ran a byte at a time.
+        if constexpr (kCopy) {
+          if (valid == E) {
+            if constexpr (M.recv) out.u = in.u;
+            else memcpy(&out.u, src + base, 8);
+            if constexpr (M.dst) memcpy(dst + base, &out.u, 8);
+            if constexpr (M.send) storeLL(sendLines + l, out.u, sendFlag);
+            continue;
+          }
+        }
+#endif
         for (size_t e = 0; e < valid; ++e) {
           const T v = reduceElem<T, Op, M>(op_, in.t[e], M.src ? src[base + e] : T{});
           out.t[e] = v;

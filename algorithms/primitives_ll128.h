@@ -107,6 +107,18 @@ class Primitives<T, Op, ProtoLL128> : public PrimitivesApi<Primitives<T, Op, Pro
   // One line's elements; each thread owns whole lines (a GPU warp would share one).
   template <Moves M>
   BATON_HD void line(const T* in, const T* src, T* out, T* dst, size_t cnt) {
+#if !defined(__CUDA_ARCH__)
+    // A copy (AllGather, Broadcast and every forwarding step): memcpy, which keeps the bits as the
+    // loop does but is not held back by the pointers possibly aliasing, as byte-sized carriers'
+    // pointers do (AllGather and Broadcast move bytes: the element loop ran a byte at a time).
+    constexpr bool kPre = M.src && M.preSrc && !Op::kPreIdentity, kPost = M.post && !Op::kPostIdentity;
+    if constexpr (!(M.recv && M.src) && !kPre && !kPost) {
+      const T* from = M.recv ? in : src;
+      if constexpr (M.send) memcpy(out, from, cnt * sizeof(T));
+      if constexpr (M.dst) memcpy(dst, from, cnt * sizeof(T));
+      return;
+    }
+#endif
     for (size_t e = 0; e < cnt; ++e) {
       const T v = reduceElem<T, Op, M>(op_, M.recv ? in[e] : T{}, M.src ? src[e] : T{});
       if constexpr (M.send) out[e] = v;
