@@ -57,8 +57,6 @@ class Primitives<T, Op, ProtoLL> : public PrimitivesApi<Primitives<T, Op, ProtoL
     if (ctx_.failed) return;
     constexpr int P = kProtoLL;
     constexpr size_t E = 8 / sizeof(T);  // elements per line
-    constexpr bool kCopy =
-        !(M.recv && M.src) && !(M.src && M.preSrc && !Op::kPreIdentity) && !(M.post && !Op::kPostIdentity);
     const size_t sliceElems = ProtoLL::payloadBytes(send_ ? send_->stepBytes[P] : recv_->stepBytes[P]) / sizeof(T);
     for (size_t off = 0; off < n; off += sliceElems) {
       const size_t cnt = minSize(sliceElems, n - off);
@@ -104,6 +102,8 @@ class Primitives<T, Op, ProtoLL> : public PrimitivesApi<Primitives<T, Op, ProtoL
 #if !defined(__CUDA_ARCH__)
         // A whole line that is only copied (AllGather, Broadcast, forwarding steps) moves as one
         // 8-byte word: byte-sized carriers' element loop ran a byte at a time.
+        constexpr bool kCopy =
+            !(M.recv && M.src) && !(M.src && M.preSrc && !Op::kPreIdentity) && !(M.post && !Op::kPostIdentity);
         if constexpr (kCopy) {
           if (valid == E) {
             if constexpr (M.recv) out.u = in.u;
