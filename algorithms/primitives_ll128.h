@@ -115,7 +115,8 @@ class Primitives<T, Op, ProtoLL128> : public PrimitivesApi<Primitives<T, Op, Pro
     if constexpr (!(M.recv && M.src) && !kPre && !kPost) {
       const T* from = M.recv ? in : src;
       if constexpr (M.send) memcpy(out, from, cnt * sizeof(T));
-      if constexpr (M.dst) memcpy(dst, from, cnt * sizeof(T));
+      if constexpr (M.dst)
+        if (dst != from) memcpy(dst, from, cnt * sizeof(T));  // in place, dst is the source: nothing to move
       return;
     }
 #endif
