@@ -19,10 +19,12 @@
 namespace baton {
 namespace {
 
-constexpr int kRounds = 2000;               // 0.1-1 ms per peer on the machines measured
-constexpr int kBatches = 20;                // timed separately: the median batch is the answer
-constexpr uint64_t kBudgetNs = 20'000'000;  // per peer: one that is not running by then is far
-constexpr int64_t kFarDefaultNs = 200;      // between the 60-120 and 370-400 ns measured
+constexpr int kRounds = 2000;                 // 0.1-1 ms per peer on the machines measured
+constexpr int kBatches = 20;                  // timed separately: the median batch is the answer
+constexpr uint64_t kReadyNs = 2'000'000'000;  // for a peer to reach the probe (init may be slow under load)
+constexpr uint64_t kBudgetNs = 200'000'000;   // per peer, once it is there: one that stalls longer is far
+constexpr uint64_t kReady = 1ull << 62;       // the peer's first pong: listening (no round count reaches it)
+constexpr int64_t kFarDefaultNs = 200;        // between the 60-120 and 370-400 ns measured
 struct alignas(64) Line {
   std::atomic<uint64_t> v;
 };
@@ -55,6 +57,9 @@ bool waitFor(const Line& line, uint64_t want, uint64_t deadline) {
 // cores share them with the launcher and the other threads) does not make near caches look far;
 // false if the peer missed the budget.
 bool pingPeer(Lines& l, double* ns) {
+  // The rounds are timed only once the peer listens: a peer process still on its way to the probe
+  // (a loaded machine) is not a far one.
+  if (!waitFor(l.pong, kReady, nowNs() + kReadyNs)) return *ns = (double)kBudgetNs, false;
   const uint64_t deadline = nowNs() + kBudgetNs;
   double batchNs[kBatches];
   uint64_t i = 1;
@@ -72,6 +77,7 @@ bool pingPeer(Lines& l, double* ns) {
 }
 
 void answerLeader(Lines& l, uint64_t deadline) {
+  l.pong.v.store(kReady, std::memory_order_release);
   for (uint64_t i = 1; i <= kRounds; ++i) {
     if (!waitFor(l.ping, i, deadline)) return;
     l.pong.v.store(i, std::memory_order_release);
@@ -133,7 +139,7 @@ ncclResult_t measureCacheDistance(ncclComm* comm) {
     v.far = !answered || v.roundTripNs >= (double)envInt("BATON_SINGLE_COPY_FAR_NS", kFarDefaultNs);
   } else if (isPeer && lines) {
     // The leader serves the host's processes one after another.
-    answerLeader(lines[me], nowNs() + kBudgetNs * (uint64_t)reps.size() + kBudgetNs);
+    answerLeader(lines[me], nowNs() + (kReadyNs + kBudgetNs) * (uint64_t)reps.size());
   }
   std::vector<Verdict> all((size_t)n);
   all[(size_t)me] = v;
