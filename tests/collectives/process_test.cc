@@ -182,7 +182,7 @@ TEST(ProcessSingleCopy, AllReducesFollowTheMeasuredCacheDistance) {
                                : "(caches near: a cache line's round trip between processes took "),
               2u)
         << out.substr(0, 4000);
-    // The probe answered: a round trip, not the 20 ms budget a silent peer is charged.
+    // The probe answered: a round trip, not the 200 ms budget a silent peer is charged.
     const std::string took = "round trip between processes took ";
     const size_t at = out.find(took);
     ASSERT_NE(at, std::string::npos);
