@@ -73,6 +73,10 @@ export BATON_RUN_TEST_INHERITED=kept
 run -n 4 sh -c 'echo "$NCCL_COMM_ID $BATON_RANK $BATON_NRANKS $BATON_LOCAL_RANK $BATON_LOCAL_NRANKS $BATON_RUN_TEST_INHERITED"'
 ids=$(sed -n 's/^\[[0-9]*\] \([^ ]*\) .*/\1/p' "$TMP/out" | sort -u)
 check "NCCL_COMM_ID is 127.0.0.1:<port>, same for all ranks" eval '[[ $ids =~ ^127\.0\.0\.1:[0-9]+$ ]]'
+# Rank 0 binds that port only later: a port from the kernel's ephemeral range could meanwhile go to
+# another socket (bind(0), connect()) and fail rank 0 with "Address already in use".
+low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range)
+check "the port lies below the kernel's ephemeral range ($low)" eval '(( ${ids##*:} < low ))'
 env_ok() { local r; for r in 0 1 2 3; do grep -qx "\[$r\] [^ ]* $r 4 $r 4 kept" "$TMP/out" || return 1; done; }
 check "BATON_RANK/NRANKS/LOCAL_* set, env inherited" env_ok
 BATON_RUN_HOST=127.0.0.2 run -n 1 sh -c 'echo "$NCCL_COMM_ID"'

@@ -49,9 +49,10 @@ void writeStr(int fd, const std::string& s);
 // "SIGSEGV" etc., or "signal N" for ones not in the table.
 std::string signalName(int sig);
 
-// Binds port 0 on host (an IPv4/IPv6 literal; anything else, or a failed
-// bind, falls back to the wildcard address), reads the port back, closes.
-// Returns the port, or 0 with *err set.
+// A port on host (an IPv4/IPv6 literal; anything else, or a failed bind,
+// falls back to the wildcard address) that binds now: a random one below the
+// kernel's ephemeral range, else what bind(port 0) gives. Returns the port,
+// or 0 with *err set.
 int pickFreePort(const std::string& host, std::string* err);
 
 // Forks a watchdog that leads the process group all ranks join. It holds

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 
 namespace batonrun {
 
@@ -89,6 +90,35 @@ int setupProcess(int nranks) {
   return p[0];
 }
 
+namespace {
+
+// The first port of the kernel's ephemeral range (ports it hands to bind(port 0) and connect()).
+int ephemeralLow() {
+  int lo = 32768, hi = 60999;
+  if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (std::fscanf(f, "%d %d", &lo, &hi) != 2) lo = 32768;
+    std::fclose(f);
+  }
+  return lo;
+}
+
+// Binds port (0: the kernel picks) on ss; returns the port bound, or 0.
+int tryBind(sockaddr_storage* ss, socklen_t len, int port) {
+  auto* v4 = reinterpret_cast<sockaddr_in*>(ss);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(ss);
+  (ss->ss_family == AF_INET6 ? v6->sin6_port : v4->sin_port) = htons((uint16_t)port);
+  int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  int got = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(ss), len) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(ss), &len) == 0)
+    got = ntohs(ss->ss_family == AF_INET6 ? v6->sin6_port : v4->sin_port);
+  close(fd);
+  return got;
+}
+
+}  // namespace
+
 int pickFreePort(const std::string& host, std::string* err) {
   sockaddr_storage ss{};
   socklen_t len = 0;
@@ -103,15 +133,16 @@ int pickFreePort(const std::string& host, std::string* err) {
       v4->sin_addr.s_addr = htonl(INADDR_ANY);  // a host name: any address
     len = sizeof(*v4);
   }
+  // The port is free now, but rank 0 binds it only later. A port from the ephemeral range could
+  // meanwhile go to any socket's bind(0) or connect() on this host (the ranks' own included), and
+  // rank 0 would fail with "Address already in use"; below that range only an explicit bind takes it.
+  const int low = ephemeralLow();
+  std::random_device rd;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) break;
-    if (bind(fd, reinterpret_cast<sockaddr*>(&ss), len) == 0 &&
-        getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
-      close(fd);
-      return ntohs(ss.ss_family == AF_INET6 ? v6->sin6_port : v4->sin_port);
-    }
-    close(fd);
+    if (low > 2048)
+      for (int i = 0; i < 64; ++i)
+        if (int port = tryBind(&ss, len, low / 2 + (int)(rd() % (unsigned)(low - low / 2))); port) return port;
+    if (int port = tryBind(&ss, len, 0); port) return port;
     // The literal is not a local address (or IPv6 is off): use the wildcard.
     if (ss.ss_family == AF_INET6) v6->sin6_addr = in6addr_any;
     else v4->sin_addr.s_addr = htonl(INADDR_ANY);
