@@ -34,8 +34,9 @@ void replyAll(const std::vector<int>& fds, ncclResult_t status, const std::strin
   }
 }
 
-void rootThread(int listenFd, uint64_t magic) {
-  const uint64_t deadline = bootstrapDeadline();
+// The deadline comes from the starting thread: this one must not read the environment, which the
+// application may be changing meanwhile (setenv racing getenv can crash in glibc).
+void rootThread(int listenFd, uint64_t magic, uint64_t deadline) {
   Rendezvous rv;
   std::vector<int> fds;  // by rank; a failing check-in's connection is appended to hear why
   std::string failure;
@@ -97,7 +98,7 @@ ncclResult_t bootstrapStartRoot(BootstrapHandle* handle, RootBind bind) {
   int fd = -1;
   BATON_CHECK(socketListen(&addr, &fd));
   handle->addr = addr;
-  std::thread(rootThread, fd, handle->magic).detach();
+  std::thread(rootThread, fd, handle->magic, bootstrapDeadline()).detach();
   BATON_INFO(kSubBootstrap, "bootstrap root listening on %s", addressToString(addr).c_str());
   return ncclSuccess;
 }

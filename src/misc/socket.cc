@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -21,11 +22,18 @@
 
 namespace baton {
 
+namespace {
+std::atomic<uint64_t> gLastTimeoutSec{120};
+}
+
 // Read on every bootstrap operation (tests change it at run time), so without envInt's INFO line.
 uint64_t bootstrapTimeoutSec() {
   const int64_t v = envInt("BATON_BOOTSTRAP_TIMEOUT", 120, EnvLog::kQuiet);
-  return v > 0 ? (uint64_t)v : 120;
+  const uint64_t sec = v > 0 ? (uint64_t)v : 120;
+  gLastTimeoutSec.store(sec, std::memory_order_relaxed);
+  return sec;
 }
+uint64_t bootstrapTimeoutSecUsed() { return gLastTimeoutSec.load(std::memory_order_relaxed); }
 uint64_t bootstrapDeadline() { return nowNs() + bootstrapTimeoutSec() * 1000000000ull; }
 
 std::string addressToString(const SocketAddress& a) {
@@ -195,7 +203,7 @@ ncclResult_t socketSendAll(int fd, const void* buf, size_t n, uint64_t deadlineN
       return batonError(ncclRemoteError, "bootstrap send failed: %s", strerror(errno));
     if (deadlineNs && nowNs() >= deadlineNs)
       return batonError(ncclRemoteError, "bootstrap send timed out after %llus (BATON_BOOTSTRAP_TIMEOUT)",
-                        (unsigned long long)bootstrapTimeoutSec());
+                        (unsigned long long)bootstrapTimeoutSecUsed());
     pollfd pfd{fd, POLLOUT, 0};
     poll(&pfd, 1, remainingMs(deadlineNs));
   }
@@ -218,7 +226,7 @@ ncclResult_t socketRecvAll(int fd, void* buf, size_t n, uint64_t deadlineNs, con
       return batonError(ncclInvalidUsage, "bootstrap recv interrupted: communicator aborted");
     if (deadlineNs && nowNs() >= deadlineNs)
       return batonError(ncclRemoteError, "bootstrap recv timed out after %llus (BATON_BOOTSTRAP_TIMEOUT)",
-                        (unsigned long long)bootstrapTimeoutSec());
+                        (unsigned long long)bootstrapTimeoutSecUsed());
     pollfd pfd{fd, POLLIN, 0};
     poll(&pfd, 1, remainingMs(deadlineNs));
   }
@@ -263,7 +271,7 @@ ncclResult_t socketConnect(const SocketAddress& addr, uint64_t magic, uint32_t t
       return batonError(ncclSystemError,
                         "cannot connect to bootstrap peer %s: %s for %llus (BATON_BOOTSTRAP_TIMEOUT); is the process "
                         "that created the unique id alive and reachable?",
-                        addressToString(addr).c_str(), strerror(e), (unsigned long long)bootstrapTimeoutSec());
+                        addressToString(addr).c_str(), strerror(e), (unsigned long long)bootstrapTimeoutSecUsed());
     usleep(delayMs * 1000);
     delayMs = delayMs < 100 ? delayMs * 2 : 100;
   }
@@ -304,7 +312,7 @@ ncclResult_t socketAccept(int listenFd, uint64_t deadlineNs, const volatile int*
         return batonError(ncclInvalidUsage, "bootstrap accept interrupted: communicator aborted");
       case SocketWait::kDeadline:
         return batonError(ncclSystemError, "bootstrap: no peer connected within %llus (BATON_BOOTSTRAP_TIMEOUT)",
-                          (unsigned long long)bootstrapTimeoutSec());
+                          (unsigned long long)bootstrapTimeoutSecUsed());
       default: break;
     }
     int s = accept4(listenFd, nullptr, nullptr, SOCK_CLOEXEC);

@@ -86,5 +86,8 @@ void socketClose(int& fd);
 // BATON_BOOTSTRAP_TIMEOUT seconds (default 120) as an absolute monotonic deadline from now.
 uint64_t bootstrapDeadline();
 uint64_t bootstrapTimeoutSec();
+// The value the last of those read, for timeout messages: it never reads the environment, so the
+// library's own threads (the bootstrap root's) may call it while the application runs setenv.
+uint64_t bootstrapTimeoutSecUsed();
 
 }  // namespace baton

@@ -183,8 +183,10 @@ int main(int argc, char** argv) {
     unsetenv("NCCL_COMM_ID");  // from here on, ncclGetUniqueId makes fresh ids
     std::vector<std::vector<Row>> perStage;
     for (const Stage& stage : opt.stages) {
-      const ncclUniqueId sid = stageId(ctrl, w);
+      // The environment changes while no library thread of ours may read it (setenv racing a
+      // getenv can crash): before stageId starts this stage's bootstrap root.
       applyStageEnv(opt.stages, stage);
+      const ncclUniqueId sid = stageId(ctrl, w);
       std::vector<ncclComm_t> comms(w.nthreads);
       initComms(&comms, sid, w, opt);
       Options so = opt;

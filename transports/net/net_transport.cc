@@ -97,7 +97,7 @@ class NetTransport : public Transport {
         return batonError(ncclInvalidUsage, "NET: connect to rank %d aborted", ni.rank);
       if (nowNs() > deadline)
         return batonError(ncclRemoteError, "NET: rank %d could not connect to rank %d within %llus", setup.rank,
-                          ni.rank, (unsigned long long)bootstrapTimeoutSec());
+                          ni.rank, (unsigned long long)bootstrapTimeoutSecUsed());
       usleep(1000);
     }
     SocketAddress peerAddr;
