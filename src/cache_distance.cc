@@ -53,9 +53,9 @@ bool waitFor(const Line& line, uint64_t want, uint64_t deadline) {
 }
 
 // The leader's side with one peer: the round trip in ns, as the median of kBatches batches, so a
-// batch in which the peer was not yet listening or lost its CPU for a moment (two processes on two
-// cores share them with the launcher and the other threads) does not make near caches look far;
-// false if the peer missed the budget.
+// batch in which the peer lost its CPU for a moment (two processes on two cores share them with the
+// launcher and the other threads) does not make near caches look far; false if the peer missed the
+// budget.
 bool pingPeer(Lines& l, double* ns) {
   // The rounds are timed only once the peer listens: a peer process still on its way to the probe
   // (a loaded machine) is not a far one.
@@ -127,13 +127,22 @@ ncclResult_t measureCacheDistance(ncclComm* comm) {
     void* base = nullptr;
     if (shmOpen(name, bytes, &base) == ncclSuccess) lines = static_cast<Lines*>(base);
   }
+  // Who opened the segment: the leader does not wait out kReadyNs for a peer that never will.
+  std::vector<char> opened((size_t)n, 0);
+  opened[(size_t)me] = lines != nullptr;
+  if (const ncclResult_t res = comm->bootstrap->allGather(opened.data(), 1); res != ncclSuccess) {
+    if (lines) munmap(lines, bytes);
+    if (isLeader && name[0]) shm_unlink(name);
+    return res;
+  }
 
   Verdict v{0, 1, 0};  // not measured: single copies, as before the measurement existed
   if (isLeader && lines) {
     bool answered = true;
     for (int r : reps) {
       double ns = 0;
-      if (r != me) answered &= pingPeer(lines[r], &ns), v.roundTripNs = std::max(v.roundTripNs, ns);
+      if (r != me && !opened[(size_t)r]) answered = false;  // far: it could not open the lines
+      else if (r != me) answered &= pingPeer(lines[r], &ns), v.roundTripNs = std::max(v.roundTripNs, ns);
     }
     // A peer that did not answer in time is far whatever the threshold says.
     v.far = !answered || v.roundTripNs >= (double)envInt("BATON_SINGLE_COPY_FAR_NS", kFarDefaultNs);
