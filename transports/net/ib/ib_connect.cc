@@ -158,7 +158,8 @@ static ncclResult_t recvSome(Comm* c, void* buf, size_t n, bool* done) {
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       if (nowNs() < c->deadlineNs) return ncclSuccess;
       return batonError(ncclRemoteError, "IB %s: peer %s sent nothing for %llus (BATON_BOOTSTRAP_TIMEOUT)",
-                        c->isSend ? "connect" : "accept", c->peer.c_str(), (unsigned long long)bootstrapTimeoutSecUsed());
+                        c->isSend ? "connect" : "accept", c->peer.c_str(),
+                        (unsigned long long)bootstrapTimeoutSecUsed());
     }
     return batonError(ncclRemoteError, "IB %s: connection to peer %s %s during setup", c->isSend ? "connect" : "accept",
                       c->peer.c_str(), r == 0 ? "closed" : strerror(errno));
