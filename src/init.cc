@@ -51,6 +51,7 @@ ncclResult_t exchangePeerInfo(ncclComm* comm) {
       comm->livenessPids[p.rank] = p.pid;
   comm->peerMaps->setPeerPids(comm->livenessPids.data());
   comm->peerMaps->setAbortFlag(&comm->abortFlag);
+  comm->peerMaps->setCudaDevice(comm->gpuDev);
   comm->allInProcess = !comm->tun.p2pDisable;  // NCCL_P2P_DISABLE also turns direct paths off
   for (const PeerInfo& p : comm->peers) comm->allInProcess &= p.pidHash == me.pidHash;
   return ncclSuccess;

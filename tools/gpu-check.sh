@@ -5,6 +5,7 @@
 # NCCL_SHM_DISABLE=1, as between hosts), the send/recv check (ncclSend,
 # ncclRecv, AlltoAll, Gather, Scatter on 1, 2 and 4 thread ranks and 2 processes) and its sweep,
 # the CUDA graph check (collectives and send/recv captured, launched 20 times between eager calls),
+# the window check (ncclMemAlloc's cuMem memory in symmetric windows, threads and processes),
 # sweeps per protocol and per
 # collective against the device's copy bandwidth, and the AllReduce sweep with NVIDIA's
 # libnccl.so.2 in the same run (one rank each: NVIDIA's library refuses two ranks on one GPU),
@@ -33,14 +34,15 @@ nvidia-smi --query-gpu=driver_version,memory.total --format=csv,noheader
 if [ -z "${BATON_GPU_CHECK_NO_BUILD:-}" ]; then
   echo "== build"
   make -j"$(nproc)" BUILD="$BUILD" lib device "$BUILD/tests/gpu_collectives" "$BUILD/tests/gpu_sendrecv" \
-    "$BUILD/tests/gpu_graph" "$BUILD/bin/baton-run" >"$OUT/build.log" 2>&1 ||
+    "$BUILD/tests/gpu_graph" "$BUILD/tests/gpu_window" "$BUILD/bin/baton-run" >"$OUT/build.log" 2>&1 ||
     { tail -30 "$OUT/build.log"; echo "gpu-check: build failed ($OUT/build.log)"; exit 1; }
 fi
 LIB=$BUILD/lib
 T=$BUILD/tests/gpu_collectives
 P2P=$BUILD/tests/gpu_sendrecv
 GRAPH=$BUILD/tests/gpu_graph
-for f in "$LIB/libnccl.so.2" "$LIB/libbaton-cuda.so" "$T" "$P2P" "$GRAPH" "$BUILD/bin/baton-run"; do
+WIN=$BUILD/tests/gpu_window
+for f in "$LIB/libnccl.so.2" "$LIB/libbaton-cuda.so" "$T" "$P2P" "$GRAPH" "$WIN" "$BUILD/bin/baton-run"; do
   [ -e "$f" ] || { echo "gpu-check: $f is missing"; exit 1; }
 done
 export BATON_WAIT_TIMEOUT=${BATON_WAIT_TIMEOUT:-30}  # a hung kernel gives up instead of holding the GPU
@@ -92,6 +94,29 @@ run sweep-threads-2-net 150 "${NET[@]}" "$T" sweep -n 2 -e 16777216
 for n in 1 2 4; do run "sendrecv-threads-$n" 120 "$P2P" check -n $n; done
 run sendrecv-procs-2 120 "$BUILD/bin/baton-run" -n 2 "$P2P" check --procs
 for n in 1 2 4; do run "graph-threads-$n" 120 "$GRAPH" check -n $n; done
+# ncclMemAlloc's cuMem memory in windows: threads share pointers; processes import each other's
+# exported descriptors (expect "cuMem" and "mapped into this rank's CUDA device").
+# The INFO lines show the imports worked (a failed import only makes a window unusable for the
+# symmetric kernel, and the ring would still pass the check), so they are counted (2 processes x 2
+# windows: each imports the other's 2).
+echo "== ncclMemAlloc and windows on device memory (expect cuMem allocations and imported windows)"
+LD_LIBRARY_PATH=$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=ALLOC timeout 60 \
+  "$BUILD/bin/baton-run" -n 2 "$WIN" check --procs >"$OUT/window-info.log" 2>&1
+grep -E "cuMem|imported|CUDA device|cannot map|check" "$OUT/window-info.log" | head -12
+imported=$(grep -c "imported process" "$OUT/window-info.log")
+mapped=$(grep -c "mapped into this rank's CUDA device" "$OUT/window-info.log")
+if [ "$imported" -lt 4 ] || [ "$mapped" -lt 4 ] || grep -q "cannot map" "$OUT/window-info.log"; then
+  echo "gpu-check: windows on device memory: $imported imports and $mapped mapped windows (expected 4 each)"
+  status=1
+fi
+# The small AllReduces between windows must take the symmetric kernel (a ring would pass the check too).
+LD_LIBRARY_PATH=$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL timeout 60 \
+  "$WIN" check -n 2 >"$OUT/window-coll.log" 2>&1
+sym=$(grep -c "algorithm SymOneShot" "$OUT/window-coll.log")
+echo "symmetric one-shot launches in the 2-thread window check: $sym (expected 102: 51 per rank)"
+[ "$sym" -ge 102 ] || { echo "gpu-check: the small AllReduces between windows did not take the symmetric kernel"; status=1; }
+for n in 1 2 4; do run "window-threads-$n" 120 "$WIN" check -n $n; done
+run window-procs-2 120 "$BUILD/bin/baton-run" -n 2 "$WIN" check --procs
 run graph-threads-2-global 120 "$GRAPH" check -n 2 --global
 run sendrecv-sweep-2ranks 90 "$P2P" sweep -n 2 -e "$MAXB"
 for p in Simple LL128 LL; do

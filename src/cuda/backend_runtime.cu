@@ -46,6 +46,20 @@ class DeviceScope {
   cudaError_t err_ = cudaSuccess;
 };
 
+}  // namespace
+
+// fail() for the plugin's other files (backend_vmm.cu).
+int backendFail(cudaError_t e, const char* fmt, ...) {
+  char what[384];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  return fail(e, "%s", what);
+}
+
+namespace {
+
 #define SCOPED(dev, what)  \
   DeviceScope scope_(dev); \
   if (scope_.error() != cudaSuccess) return fail(scope_.error(), "%s: cudaSetDevice(%d)", what, dev)
@@ -128,10 +142,18 @@ int hostFree(void* host) {
   return e == cudaSuccess ? 0 : fail(e, "cudaFreeHost(%p)", host);
 }
 
+// On a stream of its own, waited for: cudaMemcpy from pageable memory may return before the data
+// lands, and the kernels that read it run on the user's (possibly non-blocking) streams. Waiting
+// for this stream alone never waits for another rank's kernel on the same device.
 int copyToDevice(int dev, void* dst, const void* src, size_t bytes) {
-  SCOPED(dev, "cudaMemcpy");
-  const cudaError_t e = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
-  return e == cudaSuccess ? 0 : fail(e, "cudaMemcpy(%zu bytes to device %d)", bytes, dev);
+  SCOPED(dev, "cudaMemcpyAsync");
+  cudaStream_t s = nullptr;
+  cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  if (e != cudaSuccess) return fail(e, "cudaStreamCreateWithFlags on device %d", dev);
+  e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+  cudaStreamDestroy(s);
+  return e == cudaSuccess ? 0 : fail(e, "cudaMemcpyAsync(%zu bytes to device %d)", bytes, dev);
 }
 
 int ipcHandle(int dev, void* p, unsigned char handle[kIpcHandleBytes]) {
@@ -273,6 +295,11 @@ int copyAsync(int dev, void* dst, const void* src, size_t bytes, void* stream) {
 
 void setLaunchError(cudaError_t e, const char* what) { fail(e, "%s", what); }
 
+// backend_vmm.cu
+int vmmAlloc(int dev, size_t bytes, void** p, size_t* mapped, int* fd);
+int vmmImport(int dev, int fd, size_t bytes, void** p);
+int vmmFree(void* p, size_t bytes);
+
 }  // namespace baton
 
 extern "C" __attribute__((visibility("default"))) const baton::CudaBackend* batonCudaBackend(void) {
@@ -312,6 +339,9 @@ extern "C" __attribute__((visibility("default"))) const baton::CudaBackend* bato
                                     launchP2p,
                                     copyAsync,
                                     releaseGraphTables,
+                                    vmmAlloc,
+                                    vmmImport,
+                                    vmmFree,
                                     lastError};
   return &table;
 }

@@ -19,7 +19,7 @@
 
 namespace baton {
 
-constexpr int kCudaBackendVersion = 4;
+constexpr int kCudaBackendVersion = 5;
 constexpr int kGpuMaxThreads = 512;     // threads of a collective's block (NCCL_NTHREADS' default)
 constexpr size_t kIpcHandleBytes = 64;  // cudaIpcMemHandle_t
 // A channel's tree connectors in GpuChannelDev::treeConns: to the parent, from it, from each
@@ -64,6 +64,14 @@ struct GpuCollLaunch {
   int divisor = 1;                  // SumPostDiv (ncclAvg)
   ExecCtx ctx;                      // rank, abort flag (device-visible), timeout
   GpuStatus* status = nullptr;      // device-visible pointer to the communicator's status
+  // The symmetric kernel (base.algo kAlgoSymOneShot: both buffers in windows of device memory):
+  // every rank's window base as this device reaches it (device memory, by rank), the buffers'
+  // offsets in their windows, every rank's pad (device memory, by rank) and this launch's epoch.
+  char* const* symSendBases = nullptr;
+  char* const* symRecvBases = nullptr;
+  size_t symSendOffset = 0, symRecvOffset = 0;
+  SymPad* const* symPads = nullptr;
+  uint64_t symEpoch = 0;
 };
 
 // A group's device sends and receives for one communicator, as one kernel (sendrecv_kernel.cu).
@@ -141,6 +149,14 @@ struct CudaBackend {
   // Frees the captured tables of graphs destroyed since the last call (CUDA runs a graph's
   // destructor callbacks on a thread that may not call CUDA, so they only queue the memory).
   void (*releaseGraphMemory)();
+  // ncclMemAlloc's device memory as NCCL makes it (cuMem): `bytes` rounded up to the device's
+  // granularity (*mapped), zeroed, readable and writable by `dev` and every device with peer access
+  // to it, and exported as a POSIX descriptor (*fd, the caller's to close) that peers import. Fails
+  // where the driver cannot export cuMem memory as descriptors (the caller then takes deviceAlloc's).
+  int (*vmmAlloc)(int dev, size_t bytes, void** p, size_t* mapped, int* fd);
+  // Maps another process's exported allocation (its descriptor, its mapped size) for `dev`.
+  int (*vmmImport)(int dev, int fd, size_t mapped, void** p);
+  int (*vmmFree)(void* p, size_t mapped);  // unmaps either (the memory goes with its last mapping)
   const char* (*lastError)();
 };
 

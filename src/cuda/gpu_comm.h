@@ -106,6 +106,8 @@ class GpuComm {
     unsigned long long id = 0;  // the capture's
   };
   ncclResult_t beforeLaunch(ncclComm* comm, cudaStream_t stream, LaunchOrder* o);
+  // Turns `l` into the symmetric kernel's launch when `t` can take it (gpu_launch.cc).
+  bool planSymmetric(ncclComm* comm, const Task& t, size_t bytes, bool captured, GpuCollLaunch* l);
   ncclResult_t afterLaunch(ncclComm* comm, cudaStream_t stream, const LaunchOrder& o);
   // A group's streams must all be outside any capture or all in the same one (as NCCL requires).
   ncclResult_t sameCapture(ncclComm* comm, cudaStream_t first, const std::vector<cudaStream_t>& others);
@@ -120,6 +122,7 @@ class GpuComm {
   std::vector<FifoMem> peerFifos_;    // ours: one send/recv FIFO from each peer
   std::vector<FifoMem> treeFifos_;    // ours: the trees' receive FIFOs
   int treeChannels_ = 0;              // channels with a tree (0: AllReduce takes the ring)
+  uint64_t symEpoch_ = 0;             // symmetric kernels launched (their barriers' epoch)
   std::vector<uint8_t> reach_;        // [r * n + q]: rank r's device can store into rank q's
   int hostFifos_ = 0;                 // of ours, how many are in host memory (INFO)
   Proxy* proxy_ = nullptr;            // the communicator's, held awake while we have NET FIFOs

@@ -4,8 +4,9 @@
 // Computes: block c is channel c's share of one collective (AllReduce, Reduce, ReduceScatter on
 // elements of T with operator OpT; AllGather and Broadcast on bytes), through the connectors the
 // GPU communicator keeps in device memory (GpuChannelDev): the ring's, or for AllReduce the tree's
-// when the launch says Tree. Introduced by the CUDA backend (README's feature table); the bodies
-// are lessons 02-04's and 07's.
+// when the launch says Tree; or a small AllReduce read straight from the peers' windows of device
+// memory (the one-shot symmetric kernel, algorithms/symmetric.h's contract). Introduced by the CUDA
+// backend (README's feature table); the bodies are lessons 02-04's, 07's and 09's.
 // Memory-ordering contract: the protocols' files state it (primitives_simple.h, primitives_ll.h,
 // primitives_ll128.h); cuda::atomic_ref at system scope gives their release/acquire pairs, and the
 // Simple protocol's block barrier before thread 0's release store makes every thread's payload
@@ -24,6 +25,7 @@
 #include "ring_broadcast.h"
 #include "ring_reduce.h"
 #include "ring_reduce_scatter.h"
+#include "symmetric.h"
 #include "tree_allreduce.h"
 
 namespace baton {
@@ -113,6 +115,46 @@ __global__ void __launch_bounds__(kGpuMaxThreads) gpuReduceKernel(const GpuCollL
   gpuReportFailure(*ctx, l.status);
 }
 
+// One-shot AllReduce on windows of device memory [AGxLD], symmetric.h's runSymAllReduceOneShot with
+// each thread folding its own elements (the CPU's version stages tiles a single thread owns). Every
+// rank folds every rank's input in rank order, as the CPU does, so every rank gets the same bits.
+// The arrive barrier says every peer's input is ready; the block barrier before the depart makes
+// every thread's loads and stores part of what thread 0's depart releases. In place, the result
+// waits in this rank's pad until the depart barrier says no peer reads our input any more.
+template <typename T, template <typename> class OpT>
+__global__ void __launch_bounds__(kGpuMaxThreads) gpuSymAllReduceKernel(const GpuCollLaunch l) {
+  ExecCtx* ctx = gpuBlockCtx(l);
+  CollArgs a = l.base;
+  a.channel = blockIdx.x;
+  a.sym.pads = l.symPads;
+  a.sym.epoch = l.symEpoch;
+  const OpT<T> op = gpuOp<T, OpT>(l);
+  __shared__ const T* ins[kMaxSymRanks];
+  for (int r = threadIdx.x; r < a.nRanks; r += blockDim.x)
+    ins[r] = reinterpret_cast<const T*>(l.symSendBases[r] + l.symSendOffset);
+  __syncthreads();
+  size_t lo, n;
+  symRange<T>(a, a.count, &lo, &n);
+  T* dst = static_cast<T*>(a.recvbuff) + lo;
+  const char* sb = static_cast<const char*>(a.sendbuff);
+  const char* rb = static_cast<const char*>(a.recvbuff);
+  const size_t bytes = a.count * sizeof(T);
+  const bool inPlace = sb < rb + bytes && rb < sb + bytes;
+  T* out = inPlace ? reinterpret_cast<T*>(l.symPads[a.rank]->scratch) + lo : dst;
+  const int last = a.nRanks - 1;  // nRanks >= 2 (one rank copies, gpu_launch.cc)
+  if (symBarrier(*ctx, a, false)) {
+    for (size_t i = lo + threadIdx.x; i < lo + n; i += blockDim.x) {
+      T v = reduceElem<T, OpT<T>, Moves{.src = true, .preSrc = true}>(op, T{}, ins[0][i]);
+      for (int r = 1; r < last; ++r) v = reduceElem<T, OpT<T>, Moves{.recv = true, .src = true, .preSrc = true}>(op, v, ins[r][i]);
+      out[i - lo] = reduceElem<T, OpT<T>, Moves{.recv = true, .src = true, .preSrc = true, .post = true}>(op, v, ins[last][i]);
+    }
+    __syncthreads();
+    if (symBarrier(*ctx, a, true) && inPlace)
+      for (size_t i = threadIdx.x; i < n; i += blockDim.x) dst[i] = out[i];
+  }
+  gpuReportFailure(*ctx, l.status);
+}
+
 // AllGather and Broadcast move bytes, whatever the datatype.
 template <typename P>
 __device__ __forceinline__ void gpuMoving(ExecCtx& ctx, const CollArgs& a) {
@@ -121,23 +163,28 @@ __device__ __forceinline__ void gpuMoving(ExecCtx& ctx, const CollArgs& a) {
   else runRingBroadcast<uint8_t, P>(ctx, a, none);
 }
 
-// The kernel for one reducing (type, operator): instantiated in gpu_kernels_*.cu.
+// The kernel for one reducing (type, operator), the ring/tree one or the symmetric one:
+// instantiated in gpu_kernels_*.cu.
+template <typename T, template <typename> class OpT>
+GpuKernelFn gpuKernelOf(bool sym) {
+  return sym ? gpuSymAllReduceKernel<T, OpT> : gpuReduceKernel<T, OpT>;
+}
 template <typename T>
-GpuKernelFn gpuReduceKernelFor(int opKind) {
+GpuKernelFn gpuReduceKernelFor(int opKind, bool sym) {
   switch (opKind) {
-    case kOpSum: return gpuReduceKernel<T, OpSum>;
-    case kOpProd: return gpuReduceKernel<T, OpProd>;
-    case kOpMax: return gpuReduceKernel<T, OpMax>;
-    case kOpMin: return gpuReduceKernel<T, OpMin>;
-    case kOpPreMulSum: return gpuReduceKernel<T, OpPreMulSum>;
-    case kOpSumPostDiv: return gpuReduceKernel<T, OpSumPostDiv>;
+    case kOpSum: return gpuKernelOf<T, OpSum>(sym);
+    case kOpProd: return gpuKernelOf<T, OpProd>(sym);
+    case kOpMax: return gpuKernelOf<T, OpMax>(sym);
+    case kOpMin: return gpuKernelOf<T, OpMin>(sym);
+    case kOpPreMulSum: return gpuKernelOf<T, OpPreMulSum>(sym);
+    case kOpSumPostDiv: return gpuKernelOf<T, OpSumPostDiv>(sym);
     default: return nullptr;
   }
 }
 
 // Per instantiation file: the kernel for (ncclDataType_t, RedOpKind), or nullptr if not its types.
-GpuKernelFn gpuKernelsInt(int dtype, int opKind);
-GpuKernelFn gpuKernelsFloat(int dtype, int opKind);
-GpuKernelFn gpuKernelsLowp(int dtype, int opKind);
+GpuKernelFn gpuKernelsInt(int dtype, int opKind, bool sym);
+GpuKernelFn gpuKernelsFloat(int dtype, int opKind, bool sym);
+GpuKernelFn gpuKernelsLowp(int dtype, int opKind, bool sym);
 
 }  // namespace baton

@@ -3,10 +3,10 @@
 #include "nccl.h"
 
 namespace baton {
-GpuKernelFn gpuKernelsFloat(int dtype, int opKind) {
+GpuKernelFn gpuKernelsFloat(int dtype, int opKind, bool sym) {
   switch (dtype) {
-    case ncclFloat32: return gpuReduceKernelFor<float>(opKind);
-    case ncclFloat64: return gpuReduceKernelFor<double>(opKind);
+    case ncclFloat32: return gpuReduceKernelFor<float>(opKind, sym);
+    case ncclFloat64: return gpuReduceKernelFor<double>(opKind, sym);
     default: return nullptr;
   }
 }

@@ -24,9 +24,10 @@ void setLaunchError(cudaError_t e, const char* what);  // backend_runtime.cu
 int launchCollKernel(const GpuCollLaunch* l, void* stream) {
   GpuKernelFn fn = nullptr;
   if (countsBytes(l->base.func)) fn = gpuCopyKernel;
-  if (!fn) fn = gpuKernelsInt(l->dtype, l->opKind);
-  if (!fn) fn = gpuKernelsFloat(l->dtype, l->opKind);
-  if (!fn) fn = gpuKernelsLowp(l->dtype, l->opKind);
+  const bool sym = l->base.algo == kAlgoSymOneShot;
+  if (!fn) fn = gpuKernelsInt(l->dtype, l->opKind, sym);
+  if (!fn) fn = gpuKernelsFloat(l->dtype, l->opKind, sym);
+  if (!fn) fn = gpuKernelsLowp(l->dtype, l->opKind, sym);
   if (!fn) {
     setLaunchError(cudaErrorInvalidDeviceFunction, "no kernel for this datatype and operator");
     return (int)cudaErrorInvalidDeviceFunction;

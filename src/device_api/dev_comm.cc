@@ -139,6 +139,13 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonDevWindowGet
   auto* st = static_cast<DevCommState*>(devComm->internal);
   if ((int)win->peerBase.size() != devComm->nRanks || win->comm != st->win->comm)
     return batonError(ncclInvalidArgument, "%s: window %p belongs to another communicator", fn, (void*)win);
+  // The device API runs on the CPU here (its puts and signals are host code): a window of device
+  // memory holds pointers only kernels may use.
+  if (win->device)
+    return batonError(ncclInvalidUsage,
+                      "%s: window %p is device memory; the device API runs on the CPU and takes windows of host "
+                      "memory",
+                      fn, (void*)win);
   batonDevWindow w{};
   w.size = win->size;
   w.serial = win->serial;

@@ -26,7 +26,7 @@ struct Request {
 struct Reply {
   uint64_t magic;
   int32_t ok;
-  int32_t pad;
+  int32_t device;  // MemAllocation::device
   uint64_t base;
   uint64_t size;
 };
@@ -48,7 +48,7 @@ void answer(int c) {
   if (recv(c, &req, sizeof req, MSG_WAITALL) != (ssize_t)sizeof req || req.magic != kIpcMagic) return;
   MemAllocation a;
   Reply rep{kIpcMagic, 0, 0, 0, 0};
-  if (memFindById(req.id, &a)) rep = {kIpcMagic, 1, 0, (uint64_t)(uintptr_t)a.base, a.size};
+  if (memFindById(req.id, &a)) rep = {kIpcMagic, 1, a.device, (uint64_t)(uintptr_t)a.base, a.size};
   iovec iov{&rep, sizeof rep};
   msghdr msg{};
   msg.msg_iov = &iov;
@@ -64,6 +64,7 @@ void answer(int c) {
     memcpy(CMSG_DATA(cm), &a.fd, sizeof(int));
   }
   (void)sendmsg(c, &msg, MSG_NOSIGNAL);
+  if (rep.ok) close(a.fd);  // memFindById's duplicate: the asker holds its own now
 }
 
 void serve(int s) {
@@ -100,7 +101,7 @@ ncclResult_t ipcServerStart() {
 }
 
 ncclResult_t ipcRequestAllocation(int pid, uint64_t id, const volatile int* abortFlag, int* fd, uint64_t* ownerBase,
-                                  uint64_t* size) {
+                                  uint64_t* size, int* device) {
   *fd = -1;
   const int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s < 0) return batonError(ncclSystemError, "IPC: socket: %s", strerror(errno));
@@ -150,6 +151,7 @@ ncclResult_t ipcRequestAllocation(int pid, uint64_t id, const volatile int* abor
   memcpy(fd, CMSG_DATA(cm), sizeof(int));
   *ownerBase = rep.base;
   *size = rep.size;
+  *device = rep.device;
   return ncclSuccess;
 }
 

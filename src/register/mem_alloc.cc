@@ -1,6 +1,7 @@
 // The allocation table behind ncclMemAlloc / ncclMemFree (mem_alloc.h).
 #include "register/mem_alloc.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -36,10 +37,10 @@ std::map<uintptr_t, Entry>::iterator findLocked(const void* p) {
 }
 
 // The CUDA backend (docs/cuda-backend.md): with a device current, ncclMemAlloc returns device
-// memory on it, as NCCL's does (NCCL maps it with cuMem; baton takes cudaMalloc's, which its
-// GPU communicators use in place: registration and windows on devices are not built yet).
+// memory on it, as NCCL's does: cuMem memory in gTable (with its exported descriptor, so windows
+// can map it into peers), or, where the driver cannot export it, cudaMalloc memory here.
 std::mutex gDevMu;
-std::map<void*, int> gDevice;  // device allocations -> their device
+std::map<void*, int> gDevice;  // cudaMalloc'd allocations -> their device
 
 }  // namespace
 
@@ -53,10 +54,34 @@ static ncclResult_t checkAllocArgs(void** ptr, size_t size) {
   return ncclSuccess;
 }
 
+ncclResult_t memAllocExportable(int dev, void** ptr, size_t size) {
+  BATON_CHECK(checkAllocArgs(ptr, size));
+  size_t mapped = 0;
+  int fd = -1;
+  if (!cudaBackend() || cudaBackend()->vmmAlloc(dev, size, ptr, &mapped, &fd) != 0)
+    return batonError(ncclUnhandledCudaError, "no cuMem memory on CUDA device %d: %s", dev,
+                      cudaBackend() ? cudaBackend()->lastError() : cudaBackendStatus());
+  if (ncclResult_t res = ipcServerStart(); res != ncclSuccess) {
+    cudaBackend()->vmmFree(*ptr, mapped);
+    close(fd);
+    *ptr = nullptr;
+    return res;
+  }
+  std::lock_guard<std::mutex> lock(gMu);
+  Entry e;
+  e.a = {gNextId++, static_cast<char*>(*ptr), mapped, fd, dev};
+  gTable[reinterpret_cast<uintptr_t>(*ptr)] = e;
+  BATON_INFO(kSubAlloc, "ncclMemAlloc: %zu bytes at %p on CUDA device %d (cuMem, %zu mapped, exported as fd %d)", size,
+             *ptr, dev, mapped, fd);
+  return ncclSuccess;
+}
+
 ncclResult_t memAlloc(void** ptr, size_t size) {
   BATON_CHECK(checkAllocArgs(ptr, size));
   char desc[256];
   if (const int dev = currentCudaDevice(desc, sizeof desc); dev >= 0) {
+    if (memAllocExportable(dev, ptr, size) == ncclSuccess) return ncclSuccess;
+    BATON_INFO(kSubAlloc, "ncclMemAlloc: %s: cudaMalloc, which windows cannot map into peers", lastError());
     if (cudaBackend()->deviceAlloc(dev, ptr, size) != 0)
       return batonError(ncclUnhandledCudaError, "ncclMemAlloc: %s", cudaBackend()->lastError());
     std::lock_guard<std::mutex> lock(gDevMu);
@@ -99,7 +124,7 @@ static ncclResult_t mapShared(void** ptr, size_t size) {
   {
     std::lock_guard<std::mutex> lock(gMu);
     Entry e;
-    e.a = {gNextId++, static_cast<char*>(p), bytes, fd};
+    e.a = {gNextId++, static_cast<char*>(p), bytes, fd, -1};
     gTable[reinterpret_cast<uintptr_t>(p)] = e;
   }
   BATON_INFO(kSubAlloc, "ncclMemAlloc: %zu bytes at %p (memfd %d, %zu mapped)", size, p, fd, bytes);
@@ -138,6 +163,12 @@ ncclResult_t memFree(void* ptr) {
     a = it->second.a;
     gTable.erase(it);
   }
+  if (a.device >= 0) {
+    close(a.fd);
+    if (cudaBackend()->vmmFree(a.base, a.size) != 0)
+      return batonError(ncclUnhandledCudaError, "ncclMemFree: %s", cudaBackend()->lastError());
+    return ncclSuccess;
+  }
   munmap(a.base, a.size);
   close(a.fd);
   return ncclSuccess;
@@ -158,7 +189,10 @@ bool memFindById(uint64_t id, MemAllocation* out) {
   for (auto& [base, e] : gTable)
     if (e.a.id == id) {
       *out = e.a;
-      return true;
+      // A descriptor of its own, taken under the lock: ncclMemFree may close the table's meanwhile
+      // (and the number be reused for another file).
+      out->fd = fcntl(e.a.fd, F_DUPFD_CLOEXEC, 0);
+      return out->fd >= 0;
     }
   return false;
 }

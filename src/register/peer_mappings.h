@@ -24,26 +24,33 @@ class PeerMappings {
   PeerMappings& operator=(const PeerMappings&) = delete;
 
   // Where [ownerPtr, ownerPtr + bytes) of process `pid`'s allocation `allocId` is in this process,
-  // mapping it on first use. nullptr on failure (lastError says why).
-  ncclResult_t translate(int pid, uint64_t allocId, uint64_t ownerPtr, size_t bytes, void** out);
+  // mapping it on first use. nullptr on failure (lastError says why). `device`: the caller wants
+  // device memory (cuMem, imported for this communicator's CUDA device) rather than host memory;
+  // an allocation of the other kind is refused, so the CPU never gets a device pointer.
+  ncclResult_t translate(int pid, uint64_t allocId, uint64_t ownerPtr, size_t bytes, void** out, bool device = false);
   size_t mappedCount() const;
   // For device code: `map` calls translate; peers' pids come from the communicator.
   const PeerAddressMap* deviceMap() const { return &dev_; }
   void setPeerPids(const int32_t* pids) { pids_ = pids; }
   // The communicator's abort flag: a request to a peer that does not answer ends with it.
   void setAbortFlag(const volatile int* flag) { abortFlag_ = flag; }
+  // The communicator's CUDA device (-1: none): peers' device allocations are imported for it.
+  void setCudaDevice(int dev) { cudaDev_ = dev; }
 
  private:
   struct Mapping {
     char* local;
     uint64_t ownerBase;
     uint64_t size;
+    bool device;  // cuMem memory imported for cudaDev_ (vmmFree), else a host mmap (munmap)
   };
+  ncclResult_t mapLocked(int pid, uint64_t allocId, int fd, uint64_t base, uint64_t size, int ownerDev);
   static void* mapForDevice(const void* self, int peer, uint64_t allocId, uint64_t ownerPtr, uint64_t bytes);
   mutable std::mutex mu_;
   std::map<std::pair<int, uint64_t>, Mapping> maps_;  // (pid, allocation id)
   const int32_t* pids_ = nullptr;                     // by rank
   const volatile int* abortFlag_ = nullptr;
+  int cudaDev_ = -1;
   PeerAddressMap dev_;
 };
 

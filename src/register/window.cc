@@ -25,14 +25,33 @@ struct WinClaim {
   int32_t flags;
   int32_t bad;  // this rank's own arguments are wrong (it says why itself)
   uint64_t padPtr, padAlloc;
+  int32_t device;                   // the window is device memory (every rank's is, or none: checked)
+  int32_t pad;                      // every byte set: the struct goes through the all-gather
+  uint64_t devPadPtr, devPadAlloc;  // the rank's pad in device memory (a GPU communicator's), or 0
 };
 
-// Where rank r's memory at (ptr, alloc) is in this process, or nullptr.
-char* reach(ncclComm* comm, int r, uint64_t ptr, uint64_t alloc, size_t bytes) {
+// A table of n pointers in device memory on `dev` (what a kernel indexes by rank), or nullptr.
+void* deviceTable(int dev, const std::vector<char*>& ptrs) {
+  void* t = nullptr;
+  const CudaBackend* b = cudaBackend();
+  if (!b || b->deviceAlloc(dev, &t, ptrs.size() * sizeof(char*)) != 0) return nullptr;
+  if (b->copyToDevice(dev, t, ptrs.data(), ptrs.size() * sizeof(char*)) != 0) {
+    b->deviceFree(dev, t);
+    return nullptr;
+  }
+  return t;
+}
+void freeDeviceTable(int dev, void* t) {
+  if (t && cudaBackend()) cudaBackend()->deviceFree(dev, t);
+}
+
+// Where rank r's memory at (ptr, alloc) is in this process (for this rank's device when `device`),
+// or nullptr.
+char* reach(ncclComm* comm, int r, uint64_t ptr, uint64_t alloc, size_t bytes, bool device = false) {
   if (r == comm->rank || comm->peers[r].pidHash == comm->peers[comm->rank].pidHash) return reinterpret_cast<char*>(ptr);
   if (!comm->livenessPids[r] || !alloc) return nullptr;
   void* p = nullptr;
-  if (comm->peerMaps->translate(comm->livenessPids[r], alloc, ptr, bytes, &p) != ncclSuccess) {
+  if (comm->peerMaps->translate(comm->livenessPids[r], alloc, ptr, bytes, &p, device) != ncclSuccess) {
     BATON_WARN("rank %d: cannot map rank %d's window memory: %s", comm->rank, r, lastError());
     return nullptr;
   }
@@ -45,7 +64,7 @@ const ncclWindow_vidmem* WindowTable::findSymmetric(const void* p, size_t bytes)
   std::lock_guard<std::mutex> lock(mu_);
   const char* c = static_cast<const char*>(p);
   for (const auto& w : wins_)
-    if ((w->flags & NCCL_WIN_COLL_SYMMETRIC) && w->allReachable && c >= w->base && bytes <= w->size &&
+    if ((w->flags & NCCL_WIN_COLL_SYMMETRIC) && w->allReachable && !w->device && c >= w->base && bytes <= w->size &&
         (size_t)(c - w->base) <= w->size - bytes)
       return w.get();
   return nullptr;
@@ -54,23 +73,42 @@ const ncclWindow_vidmem* WindowTable::findSymmetric(const void* p, size_t bytes)
 const ncclWindow_vidmem* WindowTable::anySymmetric() const {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& w : wins_)
-    if ((w->flags & NCCL_WIN_COLL_SYMMETRIC) && w->allReachable) return w.get();
+    if ((w->flags & NCCL_WIN_COLL_SYMMETRIC) && w->allReachable && !w->device) return w.get();
+  return nullptr;
+}
+
+const ncclWindow_vidmem* WindowTable::findSymmetricDevice(const void* p, size_t bytes) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!devPadsDev) return nullptr;
+  const char* c = static_cast<const char*>(p);
+  for (const auto& w : wins_)
+    if ((w->flags & NCCL_WIN_COLL_SYMMETRIC) && w->device && w->allReachable && w->peerBaseDev && c >= w->base &&
+        bytes <= w->size && (size_t)(c - w->base) <= w->size - bytes)
+      return w.get();
   return nullptr;
 }
 
 void WindowTable::clear() {
   std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& w : wins_) freeDeviceTable(cudaDev_, w->peerBaseDev);
+  for (void* p : retired_) freeDeviceTable(cudaDev_, p);
+  retired_.clear();
   wins_.clear();
   count_ = 0;
   if (myPad_) memFree(myPad_);
   myPad_ = nullptr;
   pads.clear();
+  freeDeviceTable(cudaDev_, devPadsDev);
+  devPadsDev = nullptr;
+  if (myDevPad_) memFree(myDevPad_);
+  myDevPad_ = nullptr;
+  devPads.clear();
 }
 
 bool WindowTable::findSerial(uint64_t serial, char** base, size_t* size) const {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& w : wins_)
-    if (w->serial == serial) {
+    if (w->serial == serial && !w->device) {
       *base = w->base;
       *size = w->size;
       return true;
@@ -86,10 +124,16 @@ ncclResult_t windowRegister(ncclComm* comm, void* buff, size_t size, ncclWindow_
   ncclResult_t whyCode = ncclInvalidArgument;
   MemAllocation a;
   const bool fromMemAlloc = buff && size && memFind(buff, size, &a);
+  const bool device = buff && isDeviceMemory(buff);
   if (!buff) why = "buff is NULL";
   else if (size == 0) why = "size is 0";
-  else if (isDeviceMemory(buff))
-    why = "buff is device memory: windows on GPUs (cuMem mappings into peers' devices) are not built yet",
+  else if (device && !comm->gpu)
+    why = "buff is device memory, but this is not a GPU communicator (" + comm->gpuWhy + ")",
+    whyCode = ncclInvalidUsage;
+  else if (device && (!fromMemAlloc || a.device < 0))
+    why =
+        "buff is device memory that is not ncclMemAlloc's cuMem memory (cudaMalloc's, or a driver that cannot export "
+        "cuMem memory): peers cannot map it",
     whyCode = ncclInvalidUsage;
   else if (flags != NCCL_WIN_DEFAULT && flags != NCCL_WIN_COLL_SYMMETRIC)
     why = "winFlags " + std::to_string(flags) + " is neither NCCL_WIN_DEFAULT (0) nor NCCL_WIN_COLL_SYMMETRIC (1)";
@@ -106,11 +150,28 @@ ncclResult_t windowRegister(ncclComm* comm, void* buff, size_t size, ncclWindow_
     BATON_CHECK(memAllocHost(&pad, sizeof(SymPad)));  // the CPU writes it, also on a GPU machine
     t.myPad_ = static_cast<SymPad*>(pad);
   }
-  MemAllocation padAlloc;
+  MemAllocation padAlloc, devPadAlloc;
   memFind(t.myPad_, sizeof(SymPad), &padAlloc);
+  if (device && why.empty() && !t.myDevPad_) {
+    // The kernels' pad: on this rank's device, exported like its windows so peers import it.
+    void* pad = nullptr;
+    t.cudaDev_ = comm->gpuDev;
+    if (memAllocExportable(comm->gpuDev, &pad, sizeof(SymPad)) == ncclSuccess) t.myDevPad_ = static_cast<SymPad*>(pad);
+    else BATON_WARN("rank %d: no pad in device memory, so no symmetric kernel: %s", comm->rank, lastError());
+  }
+  if (t.myDevPad_) memFind(t.myDevPad_, sizeof(SymPad), &devPadAlloc);
   std::vector<WinClaim> claims(n);
-  claims[comm->rank] = {reinterpret_cast<uint64_t>(buff),     size,       fromMemAlloc ? a.id : 0, flags, !why.empty(),
-                        reinterpret_cast<uint64_t>(t.myPad_), padAlloc.id};
+  claims[comm->rank] = {reinterpret_cast<uint64_t>(buff),
+                        size,
+                        fromMemAlloc ? a.id : 0,
+                        flags,
+                        !why.empty(),
+                        reinterpret_cast<uint64_t>(t.myPad_),
+                        padAlloc.id,
+                        device,
+                        0,
+                        reinterpret_cast<uint64_t>(t.myDevPad_),
+                        t.myDevPad_ ? devPadAlloc.id : 0};
   BATON_CHECK(comm->bootstrap->allGather(claims.data(), sizeof(WinClaim)));
   if (!why.empty())
     return batonError(whyCode, "ncclCommWindowRegister: %s (buff %p size %zu)", why.c_str(), buff, size);
@@ -126,6 +187,11 @@ ncclResult_t windowRegister(ncclComm* comm, void* buff, size_t size, ncclWindow_
                         "ncclCommWindowRegister: winFlags differ: rank %d passed %d, rank %d passed %d; every rank "
                         "must pass the same",
                         comm->rank, flags, r, c.flags);
+    if (c.device != (int32_t)device)
+      return batonError(ncclInvalidArgument,
+                        "ncclCommWindowRegister: rank %d's window is %s memory and rank %d's is %s; every rank "
+                        "registers device memory or every rank host memory",
+                        comm->rank, device ? "device" : "host", r, c.device ? "device" : "host");
     if ((flags & NCCL_WIN_COLL_SYMMETRIC) && c.size != size)
       return batonError(ncclInvalidArgument,
                         "ncclCommWindowRegister: a symmetric window has the same size on every rank: rank %d passed "
@@ -138,6 +204,18 @@ ncclResult_t windowRegister(ncclComm* comm, void* buff, size_t size, ncclWindow_
       t.pads[r] = reinterpret_cast<SymPad*>(reach(comm, r, claims[r].padPtr, claims[r].padAlloc, sizeof(SymPad)));
     t.epochs.assign(kSymMaxChannels, 0);
   }
+  if (device && t.devPads.empty()) {
+    t.devPads.assign(n, nullptr);
+    std::vector<char*> table(n, nullptr);
+    bool all = true;
+    for (int r = 0; r < n; ++r) {
+      const WinClaim& c = claims[r];
+      if (c.devPadPtr) table[r] = reach(comm, r, c.devPadPtr, c.devPadAlloc, sizeof(SymPad), true);
+      t.devPads[r] = reinterpret_cast<SymPad*>(table[r]);
+      all &= table[r] != nullptr;
+    }
+    if (all) t.devPadsDev = deviceTable(comm->gpuDev, table);
+  }
   auto w = std::make_unique<ncclWindow_vidmem>();
   w->comm = comm;
   w->base = static_cast<char*>(buff);
@@ -145,15 +223,28 @@ ncclResult_t windowRegister(ncclComm* comm, void* buff, size_t size, ncclWindow_
   w->flags = flags;
   w->peerBase.assign(n, nullptr);
   w->allReachable = n <= kMaxSymRanks && comm->nNodes == 1;
+  w->device = device;
   for (int r = 0; r < n; ++r) {
-    w->peerBase[r] = reach(comm, r, claims[r].ptr, claims[r].allocId, claims[r].size);
+    w->peerBase[r] = reach(comm, r, claims[r].ptr, claims[r].allocId, claims[r].size, device);
     w->allReachable &= w->peerBase[r] != nullptr && t.pads[r] != nullptr;
   }
-  BATON_CHECK(comm->reg->add(buff, size, &w->regHandle));
+  if (device && w->allReachable) w->peerBaseDev = deviceTable(comm->gpuDev, w->peerBase);
+  // Every rank decides alike whether the symmetric kernels may use this window (a mapping that
+  // failed on one rank only would otherwise leave the others waiting in its barriers).
+  std::vector<int32_t> usable(n, 0);
+  usable[comm->rank] = w->allReachable && (!device || (w->peerBaseDev && t.devPadsDev));
+  ncclResult_t res = comm->bootstrap->allGather(usable.data(), sizeof(int32_t));
+  for (int r = 0; r < n; ++r) w->allReachable &= usable[r] != 0;
+  if (res == ncclSuccess) res = comm->reg->add(buff, size, &w->regHandle);
+  if (res != ncclSuccess) {
+    freeDeviceTable(comm->gpuDev, w->peerBaseDev);
+    return res;
+  }
   BATON_INFO(kSubAlloc, "ncclCommWindowRegister: comm %p rank %d buff %p size %zu flags %d: %s", (void*)comm,
              comm->rank, buff, size, flags,
-             w->allReachable ? "every rank's window reachable by loads and stores"
-                             : "some rank's window is not reachable here (another host, or not ncclMemAlloc memory)");
+             !w->allReachable ? "some rank's window is not reachable here (another host, or not ncclMemAlloc memory)"
+             : device         ? "every rank's window mapped into this rank's CUDA device (kernels' loads and stores)"
+                              : "every rank's window reachable by loads and stores");
   *win = w.get();
   w->serial = ++t.lastSerial_;
   t.wins_.push_back(std::move(w));
@@ -171,6 +262,7 @@ ncclResult_t windowDeregister(ncclComm* comm, ncclWindow_vidmem* win) {
                       "already, or another communicator's)",
                       (void*)win, (void*)comm);
   BATON_CHECK(comm->reg->remove(win->regHandle));
+  if (win->peerBaseDev) t.retired_.push_back(win->peerBaseDev);
   t.wins_.erase(it);
   t.count_ = t.wins_.size();
   return ncclSuccess;

@@ -5,7 +5,8 @@
 // the ncclMemAlloc allocation) in one all-gather, so a mismatch fails on every rank with the same
 // message. Then each rank reaches each peer's buffer: the same pointer for a thread of this process,
 // a mapping of the peer's allocation for another process of this host (peer_mappings.h), none
-// across hosts. A window is also a local registration, as in NCCL.
+// across hosts. A window is also a local registration, as in NCCL. On a GPU communicator a window
+// on ncclMemAlloc's device memory maps every peer's window into this rank's device (cuMem import).
 #pragma once
 
 #include <atomic>
@@ -31,6 +32,10 @@ struct ncclWindow_vidmem {
   bool allReachable = false;    // every rank's window has a pointer here
   void* regHandle = nullptr;    // the local registration the window implies
   uint64_t serial = 0;          // the communicator's n-th window (the same n on every rank: registration is collective)
+  // Device memory (ncclMemAlloc's cuMem on a GPU communicator): peerBase holds device pointers,
+  // for kernels only, so the CPU's symmetric, AlltoAll and fused paths never take this window.
+  bool device = false;
+  void* peerBaseDev = nullptr;  // device windows: peerBase in device memory, for the symmetric kernel
 };
 
 namespace baton {
@@ -42,6 +47,9 @@ class WindowTable {
   const ncclWindow_vidmem* findSymmetric(const void* p, size_t bytes) const;
   // The first window with NCCL_WIN_COLL_SYMMETRIC reachable from every rank, or nullptr.
   const ncclWindow_vidmem* anySymmetric() const;
+  // As findSymmetric, among the windows of device memory whose peers' bases and pads the device
+  // reaches (gpu_launch.cc's symmetric kernel), or nullptr.
+  const ncclWindow_vidmem* findSymmetricDevice(const void* p, size_t bytes) const;
   // The live window whose serial is `serial`: its base and size here. False: none.
   bool findSerial(uint64_t serial, char** base, size_t* size) const;
   void clear();
@@ -50,6 +58,11 @@ class WindowTable {
   // Every rank's pad (nullptr until the first window), and the planner's epochs per channel.
   std::vector<SymPad*> pads;
   std::vector<uint64_t> epochs;
+  // A GPU communicator's pads for its kernels: every rank's in device memory as this rank's device
+  // reaches it (empty until the first window of device memory; nullptr where unreachable), and
+  // that table in device memory. The kernels' epochs are GpuComm's.
+  std::vector<SymPad*> devPads;
+  void* devPadsDev = nullptr;
 
  private:
   friend ncclResult_t windowRegister(ncclComm*, void*, size_t, ncclWindow_vidmem**, int);
@@ -57,6 +70,11 @@ class WindowTable {
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<ncclWindow_vidmem>> wins_;
   SymPad* myPad_ = nullptr;
+  SymPad* myDevPad_ = nullptr;
+  int cudaDev_ = -1;  // where devPadsDev and the windows' peerBaseDev lie
+  // Deregistered windows' peerBaseDev, freed in clear(): cudaFree waits for the whole device, where
+  // another thread rank's kernel may wait for this rank's next call.
+  std::vector<void*> retired_;
   uint64_t lastSerial_ = 0;
   std::atomic<size_t> count_{0};
 };

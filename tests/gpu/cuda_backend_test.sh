@@ -63,6 +63,11 @@ if [ -x "$BUILD/tests/gpu_graph" ]; then
   rc=$?
   check "gpu_graph (collectives and send/recv captured into CUDA graphs) links and exits 77 without a GPU (got $rc)" test "$rc" -eq 77
 fi
+if [ -x "$BUILD/tests/gpu_window" ]; then
+  LD_LIBRARY_PATH=$LIB "$BUILD/tests/gpu_window" check -n 2 >/dev/null 2>&1
+  rc=$?
+  check "gpu_window (ncclMemAlloc's cuMem memory in windows, the symmetric kernel) links and exits 77 without a GPU (got $rc)" test "$rc" -eq 77
+fi
 tools/gpu-check.sh >/tmp/gpu-check-skip.$$ 2>&1
 rc=$?
 check "tools/gpu-check.sh exits 77 without a GPU (got $rc): $(head -1 /tmp/gpu-check-skip.$$)" test "$rc" -eq 77

@@ -238,8 +238,8 @@ void verify(std::vector<Rank>& ranks, const Pattern& p, Buffers& B) {
 }
 
 // What only baton promises: clear errors for buffers of both kinds, an in-place AlltoAll on device
-// memory, overlapping send-to-self buffers, and a window on device memory (not built yet). Each is refused on every
-// rank alike, so no kernel waits for a peer that was refused.
+// memory, overlapping send-to-self buffers, and a window on cudaMalloc memory (peers cannot map it; ncclMemAlloc's
+// cuMem memory they can). Each is refused on every rank alike, so no kernel waits for a peer that was refused.
 void expectError(ncclResult_t got, ncclResult_t want, const char* what, const char* mention) {
   const std::string why = ncclGetLastError(nullptr);
   ++gRuns;

@@ -12,6 +12,9 @@
 #include <vector>
 
 #include "nccl.h"
+#include "register/ipc_socket.h"
+#include "register/mem_alloc.h"
+#include "register/peer_mappings.h"
 #include "unit/unit_helpers.h"
 
 namespace {
@@ -278,6 +281,38 @@ TEST(Register, ProcessesMapPeersAndDestroyUnmaps) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   // The IPC server's listening socket stays for the process's life; nothing else may.
   EXPECT_LE(openFds(), fdsBefore + 1);
+}
+
+// The owner's IPC answer names what an allocation is (a memfd here; a CUDA device's cuMem memory on
+// a GPU), and a mapping is handed out only as the kind its caller asked for: a window of device
+// memory never gives the CPU a pointer into host memory it took for a device's, nor the reverse.
+TEST(PeerMappings, AnAllocationIsHandedOutOnlyAsItsOwnKind) {
+  void* buf = nullptr;
+  ASSERT_NCCL_OK(baton::memAllocHost(&buf, 8192));
+  baton::MemAllocation a;
+  ASSERT_TRUE(baton::memFind(buf, 8192, &a));
+  EXPECT_EQ(a.device, -1);
+  int fd = -1, device = 7;
+  uint64_t base = 0, size = 0;
+  ASSERT_NCCL_OK(baton::ipcRequestAllocation(getpid(), a.id, nullptr, &fd, &base, &size, &device));
+  EXPECT_EQ(device, -1);
+  EXPECT_EQ(base, reinterpret_cast<uint64_t>(buf));
+  EXPECT_EQ(size, a.size);
+  close(fd);
+  {
+    baton::PeerMappings maps;
+    void* p = buf;
+    EXPECT_NCCL_ERR(maps.translate(getpid(), a.id, base + 64, 128, &p, /*device=*/true), ncclInvalidUsage,
+                    "host memory, where device memory was expected");
+    EXPECT_EQ(p, nullptr);
+    ASSERT_NCCL_OK(maps.translate(getpid(), a.id, base + 64, 128, &p, /*device=*/false));
+    ASSERT_NE(p, nullptr);
+    EXPECT_NE(p, static_cast<char*>(buf) + 64);  // a second mapping of the same pages
+    *static_cast<volatile int32_t*>(p) = 12345;
+    EXPECT_EQ(*reinterpret_cast<volatile int32_t*>(static_cast<char*>(buf) + 64), 12345);
+    EXPECT_EQ(maps.mappedCount(), 1u);
+  }
+  ASSERT_NCCL_OK(baton::memFree(buf));
 }
 
 }  // namespace

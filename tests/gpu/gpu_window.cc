@@ -1,0 +1,196 @@
+// ncclMemAlloc and windows on GPUs: device memory from ncclMemAlloc (cuMem, exported so peers can
+// import it), registered as a symmetric window on every rank, then collectives on the windows'
+// memory, exact: an AllGather, small AllReduces (baton runs them as the one-shot symmetric kernel,
+// loading from the peers' windows; "algorithm SymOneShot" with NCCL_DEBUG_SUBSYS=COLL), out of
+// place and in place, and an in-place AllReduce of a whole window; then the windows deregistered
+// and the memory freed. Uses only NCCL's API and the CUDA
+// runtime. tools/gpu-check.sh runs it; it needs a GPU.
+//
+//   gpu_window check [-n ranks] [--procs]
+//
+// Threads (one thread drives every rank with groups; windows registered in a group, as NCCL
+// allows) or processes (--procs, under baton-run: each process imports its peers' memory through
+// the descriptors their ncclMemAlloc exported). With NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=ALLOC the
+// library says where each allocation and window went ("cuMem", "mapped into this rank's CUDA
+// device"). With baton, ncclMemFree of a buffer still in a window is ncclInvalidUsage.
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <nccl.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "gpu_check.h"
+
+namespace {
+
+constexpr size_t kCount = (4u << 20) / sizeof(int32_t);  // 4 MiB: a multiple of any cuMem granularity seen (2 MiB)
+constexpr size_t kSmall = 1027;         // int32s: within the one-shot size, not a multiple of a 16-byte grain
+constexpr size_t kSmallInPlace = 4096;  // where the in-place one lies in the window (every rank alike)
+constexpr int kSmallRepeats = 50;
+
+int32_t val(int r, size_t i) { return (r + 1) * 100 + (int32_t)(i % 1009); }
+
+struct Rank {
+  int id = 0, dev = 0;
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+  int32_t *buf = nullptr, *all = nullptr;  // ncclMemAlloc: the AllReduce's (in place) and the AllGather's
+  ncclWindow_t win = nullptr, winAll = nullptr;
+};
+
+int gFailures = 0;
+
+void expectEq(const Rank& R, const int32_t* dev, size_t count, const char* what, int32_t (*want)(size_t, int),
+              int n) {
+  std::vector<int32_t> host(count);
+  CUDA(cudaSetDevice(R.dev));
+  CUDA(cudaMemcpy(host.data(), dev, count * sizeof(int32_t), cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < count; ++i)
+    if (host[i] != want(i, n)) {
+      fprintf(stderr, "FAIL rank %d: %s[%zu] = %d, expected %d\n", R.id, what, i, host[i], want(i, n));
+      ++gFailures;
+      return;
+    }
+}
+
+int32_t sumAt(size_t i, int n) {
+  int32_t s = 0;
+  for (int q = 0; q < n; ++q) s += val(q, i);
+  return s;
+}
+int32_t gatheredAt(size_t i, int) { return val((int)(i / kCount), i % kCount); }
+int32_t sumAtInPlace(size_t i, int n) { return sumAt(kSmallInPlace + i, n); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]) != "check") {
+    fprintf(stderr, "usage: %s check [-n ranks] [--procs]\n", argv[0]);
+    return 2;
+  }
+  int n = 2;
+  bool procs = false;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "-n" && i + 1 < argc) n = atoi(argv[++i]);
+    else if (a == "--procs") procs = true;
+  }
+  const int nd = ndevices();
+  if (nd == 0) {
+    fprintf(stderr, "no CUDA device\n");
+    return 77;
+  }
+  std::vector<Rank> ranks;
+  if (procs) {
+    const char* rs = getenv("BATON_RANK");
+    const char* ns = getenv("BATON_NRANKS");
+    if (!rs || !ns) {
+      fprintf(stderr, "check --procs: run under baton-run (BATON_RANK, BATON_NRANKS unset)\n");
+      return 2;
+    }
+    n = atoi(ns);
+    Rank R;
+    R.id = atoi(rs), R.dev = R.id % nd;
+    ncclUniqueId id;
+    NCCL(ncclGetUniqueId(&id));
+    CUDA(cudaSetDevice(R.dev));
+    NCCL(ncclCommInitRank(&R.comm, n, id, R.id));
+    ranks.push_back(R);
+  } else {
+    std::vector<int> devs(n);
+    std::vector<ncclComm_t> comms(n);
+    for (int r = 0; r < n; ++r) devs[r] = r % nd;
+    NCCL(ncclCommInitAll(comms.data(), n, devs.data()));
+    for (int r = 0; r < n; ++r) {
+      Rank R;
+      R.id = r, R.dev = devs[r], R.comm = comms[r];
+      ranks.push_back(R);
+    }
+  }
+  for (Rank& R : ranks) {
+    CUDA(cudaSetDevice(R.dev));  // ncclMemAlloc allocates on the current device
+    CUDA(cudaStreamCreateWithFlags(&R.stream, cudaStreamNonBlocking));
+    NCCL(ncclMemAlloc((void**)&R.buf, kCount * sizeof(int32_t)));
+    NCCL(ncclMemAlloc((void**)&R.all, kCount * sizeof(int32_t) * n));
+    std::vector<int32_t> host(kCount);
+    for (size_t i = 0; i < kCount; ++i) host[i] = val(R.id, i);
+    CUDA(cudaMemcpy(R.buf, host.data(), kCount * sizeof(int32_t), cudaMemcpyHostToDevice));
+    CUDA(cudaDeviceSynchronize());  // a copy from pageable memory may return early; R.stream does not wait for it
+  }
+  // Collective: every rank registers at once (a group, for the thread that drives them all).
+  NCCL(ncclGroupStart());
+  for (Rank& R : ranks) {
+    NCCL(ncclCommWindowRegister(R.comm, R.buf, kCount * sizeof(int32_t), &R.win, NCCL_WIN_COLL_SYMMETRIC));
+    NCCL(ncclCommWindowRegister(R.comm, R.all, kCount * sizeof(int32_t) * n, &R.winAll, NCCL_WIN_COLL_SYMMETRIC));
+  }
+  NCCL(ncclGroupEnd());
+  auto sync = [&] {
+    for (Rank& R : ranks) {
+      CUDA(cudaSetDevice(R.dev));
+      CUDA(cudaStreamSynchronize(R.stream));
+    }
+  };
+  NCCL(ncclGroupStart());
+  for (Rank& R : ranks) NCCL(ncclAllGather(R.buf, R.all, kCount, ncclInt32, R.comm, R.stream));
+  NCCL(ncclGroupEnd());
+  sync();
+  for (Rank& R : ranks) expectEq(R, R.all, kCount * n, "AllGather into a window", gatheredAt, n);
+  // Small AllReduces between windows (baton: the one-shot symmetric kernel, reading the peers'
+  // windows), many back to back so the barriers' epochs advance, then one in place.
+  for (int it = 0; it < kSmallRepeats; ++it) {
+    NCCL(ncclGroupStart());
+    for (Rank& R : ranks) NCCL(ncclAllReduce(R.buf, R.all, kSmall, ncclInt32, ncclSum, R.comm, R.stream));
+    NCCL(ncclGroupEnd());
+  }
+  NCCL(ncclGroupStart());
+  for (Rank& R : ranks)
+    NCCL(ncclAllReduce(R.buf + kSmallInPlace, R.buf + kSmallInPlace, kSmall, ncclInt32, ncclSum, R.comm, R.stream));
+  NCCL(ncclGroupEnd());
+  sync();
+  for (Rank& R : ranks) {
+    expectEq(R, R.all, kSmall, "small AllReduce between windows", sumAt, n);
+    expectEq(R, R.buf + kSmallInPlace, kSmall, "small in-place AllReduce in a window", sumAtInPlace, n);
+  }
+  // The whole window in place (the ring), from the original input.
+  for (Rank& R : ranks) {
+    std::vector<int32_t> host(kCount);
+    for (size_t i = 0; i < kCount; ++i) host[i] = val(R.id, i);
+    CUDA(cudaSetDevice(R.dev));
+    CUDA(cudaMemcpy(R.buf, host.data(), kCount * sizeof(int32_t), cudaMemcpyHostToDevice));
+    CUDA(cudaDeviceSynchronize());
+  }
+  NCCL(ncclGroupStart());
+  for (Rank& R : ranks) NCCL(ncclAllReduce(R.buf, R.buf, kCount, ncclInt32, ncclSum, R.comm, R.stream));
+  NCCL(ncclGroupEnd());
+  sync();
+  for (Rank& R : ranks) expectEq(R, R.buf, kCount, "in-place AllReduce of a whole window", sumAt, n);
+  const bool baton = dlsym(RTLD_DEFAULT, "batonAlltoAllv") != nullptr;
+  if (baton) {  // NCCL leaves freeing registered memory undefined; baton refuses it
+    const ncclResult_t r = ncclMemFree(ranks[0].buf);
+    const std::string why = ncclGetLastError(nullptr);
+    if (r != ncclInvalidUsage || why.find("registered") == std::string::npos)
+      fprintf(stderr, "FAIL: ncclMemFree of a window's memory returned %d (%s)\n", r, why.c_str()), ++gFailures;
+  }
+  NCCL(ncclGroupStart());  // in case deregistration is collective (one thread drives every rank)
+  for (Rank& R : ranks) {
+    NCCL(ncclCommWindowDeregister(R.comm, R.win));
+    NCCL(ncclCommWindowDeregister(R.comm, R.winAll));
+  }
+  NCCL(ncclGroupEnd());
+  for (Rank& R : ranks) {
+    NCCL(ncclCommDestroy(R.comm));
+    CUDA(cudaSetDevice(R.dev));
+    NCCL(ncclMemFree(R.buf));
+    NCCL(ncclMemFree(R.all));
+    CUDA(cudaStreamDestroy(R.stream));
+  }
+  printf("window check%s: %d ranks (%s), ncclMemAlloc device memory in symmetric windows, AllGather and in-place "
+         "AllReduce: %s\n",
+         procs ? (", rank " + std::to_string(ranks[0].id)).c_str() : "", n, procs ? "processes" : "threads",
+         gFailures ? "FAILED" : "exact");
+  return gFailures ? 1 : 0;
+}
