@@ -12,11 +12,12 @@
 #include <cstring>
 
 #include "cuda_backend.h"
+#include "plugin_calls.cuh"
 
 namespace baton {
 namespace {
-
 thread_local char tError[512];
+}  // namespace
 
 int fail(cudaError_t e, const char* fmt, ...) {
   char what[384];
@@ -29,40 +30,7 @@ int fail(cudaError_t e, const char* fmt, ...) {
   return (int)e;
 }
 
-// Makes `dev` current for one call's lifetime and puts the caller's device back.
-class DeviceScope {
- public:
-  explicit DeviceScope(int dev) {
-    if (cudaGetDevice(&saved_) != cudaSuccess) saved_ = -1;
-    if (saved_ != dev) err_ = cudaSetDevice(dev);
-  }
-  ~DeviceScope() {
-    if (saved_ >= 0) cudaSetDevice(saved_);
-  }
-  cudaError_t error() const { return err_; }
-
- private:
-  int saved_ = -1;
-  cudaError_t err_ = cudaSuccess;
-};
-
-}  // namespace
-
-// fail() for the plugin's other files (backend_vmm.cu).
-int backendFail(cudaError_t e, const char* fmt, ...) {
-  char what[384];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(what, sizeof what, fmt, ap);
-  va_end(ap);
-  return fail(e, "%s", what);
-}
-
 namespace {
-
-#define SCOPED(dev, what)  \
-  DeviceScope scope_(dev); \
-  if (scope_.error() != cudaSuccess) return fail(scope_.error(), "%s: cudaSetDevice(%d)", what, dev)
 
 int probe(int* dev, char* desc, size_t descBytes) {
   int n = 0;

@@ -6,8 +6,8 @@
 // cudaGetDriverEntryPointByVersion, so the plugin still links no libcuda at build time.
 // Memory-ordering contract: none here (a window's users synchronise through its pads, symmetric.h).
 #include <cuda.h>
-#include <cuda_runtime.h>
 #include <cudaTypedefs.h>
+#include <cuda_runtime.h>
 #include <unistd.h>
 
 #include <cstdarg>
@@ -16,10 +16,9 @@
 #include <mutex>
 
 #include "cuda_backend.h"
+#include "plugin_calls.cuh"
 
 namespace baton {
-
-int backendFail(cudaError_t e, const char* fmt, ...);  // backend_runtime.cu
 
 namespace {
 
@@ -70,30 +69,11 @@ const Vmm& vmm() {
   return v;
 }
 
-// Makes `dev` current (its primary context, which the driver's calls act in) for one call and
-// puts the caller's device back, as backend_runtime.cu's calls do.
-class OnDevice {
- public:
-  explicit OnDevice(int dev) {
-    if (cudaGetDevice(&saved_) != cudaSuccess) saved_ = -1;
-    ok_ = cudaSetDevice(dev) == cudaSuccess;
-    cudaGetLastError();
-  }
-  ~OnDevice() {
-    if (saved_ >= 0) cudaSetDevice(saved_);
-  }
-  bool ok() const { return ok_; }
-
- private:
-  int saved_ = -1;
-  bool ok_ = false;
-};
-
 // Never 0: a call that "succeeded" with an unusable answer (a zero granularity) is a failure too.
 int driverFail(CUresult r, const char* what, int dev) {
   if (r == CUDA_SUCCESS) r = CUDA_ERROR_INVALID_VALUE;
   // Only the message uses the runtime's name for the code (the two enumerations mostly agree).
-  return backendFail(static_cast<cudaError_t>(r), "%s on device %d (CUresult %d)", what, dev, (int)r);
+  return fail(static_cast<cudaError_t>(r), "%s on device %d (CUresult %d)", what, dev, (int)r);
 }
 
 // The driver's device for a runtime ordinal (cuMem locations name driver devices).
@@ -110,8 +90,8 @@ CUmemAllocationProp propFor(CUdevice cu) {
 
 // Maps `h` at a fresh address range of `bytes` and lets the driver devices `devs` load and store
 // there. The handle is released once mapped: the mapping keeps the memory until it is unmapped.
-int mapHandle(const Vmm& v, CUmemGenericAllocationHandle h, size_t bytes, size_t align, const CUdevice* devs,
-              int nDevs, void** p) {
+int mapHandle(const Vmm& v, CUmemGenericAllocationHandle h, size_t bytes, size_t align, const CUdevice* devs, int nDevs,
+              void** p) {
   CUdeviceptr va = 0;
   CUresult r = v.reserve(&va, bytes, align, 0, 0);
   if (r == CUDA_SUCCESS && (r = v.map(va, bytes, 0, h, 0)) != CUDA_SUCCESS) v.addressFree(va, bytes), va = 0;
@@ -141,15 +121,15 @@ int vmmAlloc(int dev, size_t bytes, void** p, size_t* mapped, int* fd) {
   *p = nullptr;
   *fd = -1;
   const Vmm& v = vmm();
-  if (!v.ok) return backendFail(cudaErrorNotSupported, "the driver has no cuMem entry points (cuMemCreate)");
-  OnDevice on(dev);
-  if (!on.ok()) return backendFail(cudaErrorInvalidDevice, "cudaSetDevice(%d) for cuMem memory", dev);
+  if (!v.ok) return fail(cudaErrorNotSupported, "the driver has no cuMem entry points (cuMemCreate)");
+  SCOPED(dev, "cuMem memory");
+  cudaFree(nullptr);  // the device's primary context current (the driver's calls act in it)
   CUdevice cu = 0;
   int posixFd = 0;
   if (!driverDevice(v, dev, &cu) ||
       v.attribute(&posixFd, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, cu) != CUDA_SUCCESS ||
       !posixFd)
-    return backendFail(cudaErrorNotSupported, "device %d exports no cuMem memory as file descriptors", dev);
+    return fail(cudaErrorNotSupported, "device %d exports no cuMem memory as file descriptors", dev);
   const CUmemAllocationProp prop = propFor(cu);
   size_t gran = 0;
   CUresult r = v.granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
@@ -181,7 +161,7 @@ int vmmAlloc(int dev, size_t bytes, void** p, size_t* mapped, int* fd) {
     cudaError_t z = cudaMemset(*p, 0, *mapped);
     if (z == cudaSuccess) z = cudaDeviceSynchronize();
     if (z == cudaSuccess) return 0;
-    e = backendFail(z, "zeroing %zu bytes of cuMem memory on device %d", *mapped, dev);
+    e = fail(z, "zeroing %zu bytes of cuMem memory on device %d", *mapped, dev);
     vmmFree(*p, *mapped);
     *p = nullptr;
   }
@@ -193,16 +173,16 @@ int vmmAlloc(int dev, size_t bytes, void** p, size_t* mapped, int* fd) {
 int vmmImport(int dev, int fd, size_t bytes, void** p) {
   *p = nullptr;
   const Vmm& v = vmm();
-  if (!v.ok) return backendFail(cudaErrorNotSupported, "the driver has no cuMem entry points (cuMemImport)");
-  OnDevice on(dev);
-  if (!on.ok()) return backendFail(cudaErrorInvalidDevice, "cudaSetDevice(%d) to import cuMem memory", dev);
+  if (!v.ok) return fail(cudaErrorNotSupported, "the driver has no cuMem entry points (cuMemImport)");
+  SCOPED(dev, "importing cuMem memory");
+  cudaFree(nullptr);
   CUmemGenericAllocationHandle h = 0;
   CUresult r = v.importHandle(&h, reinterpret_cast<void*>((uintptr_t)fd), CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
   if (r != CUDA_SUCCESS) return driverFail(r, "cuMemImportFromShareableHandle", dev);
   CUdevice cu = 0;
   if (!driverDevice(v, dev, &cu)) {
     v.release(h);
-    return backendFail(cudaErrorInvalidDevice, "cuDeviceGet(%d) failed", dev);
+    return fail(cudaErrorInvalidDevice, "cuDeviceGet(%d) failed", dev);
   }
   // The owner rounded the size up to its device's granularity, which is a multiple of the minimum.
   const CUmemAllocationProp prop = propFor(cu);
@@ -216,7 +196,7 @@ int vmmImport(int dev, int fd, size_t bytes, void** p) {
 
 int vmmFree(void* p, size_t bytes) {
   const Vmm& v = vmm();
-  if (!v.ok) return backendFail(cudaErrorNotSupported, "the driver has no cuMem entry points (cuMemUnmap)");
+  if (!v.ok) return fail(cudaErrorNotSupported, "the driver has no cuMem entry points (cuMemUnmap)");
   const CUdeviceptr va = reinterpret_cast<CUdeviceptr>(p);
   CUresult r = v.unmap(va, bytes);
   if (r == CUDA_SUCCESS) r = v.addressFree(va, bytes);

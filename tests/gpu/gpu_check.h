@@ -1,5 +1,6 @@
-// What the CUDA backend's check programs share (gpu_collectives.cc, gpu_sendrecv.cc): exit on a
-// failed CUDA or NCCL call with its message, the device count, and the device's copy bandwidth.
+// What the CUDA backend's check programs share (gpu_collectives.cc, gpu_sendrecv.cc, ...): exit on a
+// failed CUDA or NCCL call with its message, the device count, the ranks of a check, and the
+// device's copy bandwidth.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -7,6 +8,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #define CUDA(call)                                                                           \
   do {                                                                                       \
@@ -31,6 +33,43 @@ inline int ndevices() {
   const cudaError_t e = cudaGetDeviceCount(&d);
   if (e != cudaSuccess) fprintf(stderr, "cudaGetDeviceCount: %s\n", cudaGetErrorString(e));
   return e == cudaSuccess ? d : 0;
+}
+
+// A rank this process drives.
+struct RankComm {
+  int id = 0, dev = 0;
+  ncclComm_t comm = nullptr;
+};
+
+// The ranks of a check: `*n` thread ranks of this process (ncclCommInitAll, rank r on device
+// r % devices), or with `procs` this process's one rank of a job baton-run started (BATON_RANK,
+// BATON_NRANKS; NCCL_COMM_ID meets the others), *n then the job's size. Exits 2 outside baton-run.
+inline std::vector<RankComm> initRanks(int* n, bool procs) {
+  const int nd = ndevices();
+  std::vector<RankComm> ranks;
+  if (procs) {
+    const char* rs = getenv("BATON_RANK");
+    const char* ns = getenv("BATON_NRANKS");
+    if (!rs || !ns) {
+      fprintf(stderr, "check --procs: run under baton-run (BATON_RANK, BATON_NRANKS unset)\n");
+      exit(2);
+    }
+    *n = atoi(ns);
+    RankComm R;
+    R.id = atoi(rs), R.dev = R.id % nd;
+    ncclUniqueId id;
+    NCCL(ncclGetUniqueId(&id));
+    CUDA(cudaSetDevice(R.dev));
+    NCCL(ncclCommInitRank(&R.comm, *n, id, R.id));
+    ranks.push_back(R);
+  } else {
+    std::vector<int> devs(*n);
+    std::vector<ncclComm_t> comms(*n);
+    for (int r = 0; r < *n; ++r) devs[r] = r % nd;
+    NCCL(ncclCommInitAll(comms.data(), *n, devs.data()));
+    for (int r = 0; r < *n; ++r) ranks.push_back({r, devs[r], comms[r]});
+  }
+  return ranks;
 }
 
 // Bytes copied per second (GB/s), device to device, `bytes` at a time from src to dst on `dev`.

@@ -301,28 +301,7 @@ void runAll(std::vector<Rank>& ranks, int n, bool procs) {
 int check(int n, bool procs) {
   const int nd = ndevices();
   std::vector<Rank> ranks;
-  if (procs) {
-    const char* rs = getenv("BATON_RANK");
-    const char* ns = getenv("BATON_NRANKS");
-    if (!rs || !ns) {
-      fprintf(stderr, "check --procs: run under baton-run (BATON_RANK, BATON_NRANKS unset)\n");
-      return 2;
-    }
-    n = atoi(ns);
-    Rank R;
-    R.id = atoi(rs), R.dev = R.id % nd;
-    ncclUniqueId id;
-    NCCL(ncclGetUniqueId(&id));
-    CUDA(cudaSetDevice(R.dev));
-    NCCL(ncclCommInitRank(&R.comm, n, id, R.id));
-    ranks.push_back(R);
-  } else {
-    std::vector<int> devs(n);
-    std::vector<ncclComm_t> comms(n);
-    for (int r = 0; r < n; ++r) devs[r] = r % nd;
-    NCCL(ncclCommInitAll(comms.data(), n, devs.data()));
-    for (int r = 0; r < n; ++r) ranks.push_back({r, devs[r], comms[r]});
-  }
+  for (const RankComm& rc : initRanks(&n, procs)) ranks.push_back({rc.id, rc.dev, rc.comm});
   if (!procs || ranks[0].id == 0)
     printf("sendrecv check: %d ranks (%s) on %d device(s), device buffers\n", n, procs ? "processes" : "threads", nd);
   for (Rank& R : ranks) {

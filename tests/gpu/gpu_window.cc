@@ -44,8 +44,7 @@ struct Rank {
 
 int gFailures = 0;
 
-void expectEq(const Rank& R, const int32_t* dev, size_t count, const char* what, int32_t (*want)(size_t, int),
-              int n) {
+void expectEq(const Rank& R, const int32_t* dev, size_t count, const char* what, int32_t (*want)(size_t, int), int n) {
   std::vector<int32_t> host(count);
   CUDA(cudaSetDevice(R.dev));
   CUDA(cudaMemcpy(host.data(), dev, count * sizeof(int32_t), cudaMemcpyDeviceToHost));
@@ -85,31 +84,10 @@ int main(int argc, char** argv) {
     return 77;
   }
   std::vector<Rank> ranks;
-  if (procs) {
-    const char* rs = getenv("BATON_RANK");
-    const char* ns = getenv("BATON_NRANKS");
-    if (!rs || !ns) {
-      fprintf(stderr, "check --procs: run under baton-run (BATON_RANK, BATON_NRANKS unset)\n");
-      return 2;
-    }
-    n = atoi(ns);
+  for (const RankComm& rc : initRanks(&n, procs)) {
     Rank R;
-    R.id = atoi(rs), R.dev = R.id % nd;
-    ncclUniqueId id;
-    NCCL(ncclGetUniqueId(&id));
-    CUDA(cudaSetDevice(R.dev));
-    NCCL(ncclCommInitRank(&R.comm, n, id, R.id));
+    R.id = rc.id, R.dev = rc.dev, R.comm = rc.comm;
     ranks.push_back(R);
-  } else {
-    std::vector<int> devs(n);
-    std::vector<ncclComm_t> comms(n);
-    for (int r = 0; r < n; ++r) devs[r] = r % nd;
-    NCCL(ncclCommInitAll(comms.data(), n, devs.data()));
-    for (int r = 0; r < n; ++r) {
-      Rank R;
-      R.id = r, R.dev = devs[r], R.comm = comms[r];
-      ranks.push_back(R);
-    }
   }
   for (Rank& R : ranks) {
     CUDA(cudaSetDevice(R.dev));  // ncclMemAlloc allocates on the current device
@@ -188,9 +166,10 @@ int main(int argc, char** argv) {
     NCCL(ncclMemFree(R.all));
     CUDA(cudaStreamDestroy(R.stream));
   }
-  printf("window check%s: %d ranks (%s), ncclMemAlloc device memory in symmetric windows, AllGather and in-place "
-         "AllReduce: %s\n",
-         procs ? (", rank " + std::to_string(ranks[0].id)).c_str() : "", n, procs ? "processes" : "threads",
-         gFailures ? "FAILED" : "exact");
+  printf(
+      "window check%s: %d ranks (%s), ncclMemAlloc device memory in symmetric windows, AllGather and in-place "
+      "AllReduce: %s\n",
+      procs ? (", rank " + std::to_string(ranks[0].id)).c_str() : "", n, procs ? "processes" : "threads",
+      gFailures ? "FAILED" : "exact");
   return gFailures ? 1 : 0;
 }
