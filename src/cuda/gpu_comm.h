@@ -124,6 +124,7 @@ class GpuComm {
   int treeChannels_ = 0;              // channels with a tree (0: AllReduce takes the ring)
   uint64_t symEpoch_ = 0;             // symmetric kernels launched (their barriers' epoch)
   std::vector<uint8_t> reach_;        // [r * n + q]: rank r's device can store into rank q's
+  bool allReach_ = false;             // every entry of reach_ (the symmetric kernel's condition)
   int hostFifos_ = 0;                 // of ours, how many are in host memory (INFO)
   Proxy* proxy_ = nullptr;            // the communicator's, held awake while we have NET FIFOs
   int netFifos_ = 0;                  // ours and our ends of peers': how many are NET connections (INFO)

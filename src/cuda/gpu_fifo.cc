@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <random>
@@ -53,6 +54,7 @@ ncclResult_t GpuComm::findReach(ncclComm* comm, bool* ringsInHost) {
     reach_[(size_t)me * n + p] = (uint8_t)can;
   }
   BATON_CHECK(comm->bootstrap->allGather(reach_.data(), (size_t)n));
+  allReach_ = std::all_of(reach_.begin(), reach_.end(), [](uint8_t c) { return c != 0; });
   // Every rank sees the same matrix and rings, so all reach the same answer without a message.
   std::vector<std::vector<int>> rings;
   for (int c = 0; c < comm->nChannels; ++c) rings.push_back(comm->channels[c]->ringUserRanks);

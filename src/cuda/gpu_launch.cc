@@ -66,11 +66,10 @@ ncclResult_t gpuClassify(ncclComm* comm, const Task& t, const char* fn, bool* on
 // epoch counts this communicator's symmetric launches, which run in call order like all its kernels.
 bool GpuComm::planSymmetric(ncclComm* comm, const Task& t, size_t bytes, bool captured, GpuCollLaunch* l) {
   const int n = comm->nRanks;
+  // allReach_: the whole table, which every rank holds alike.
   if (t.func != kFuncAllReduce || n < 2 || n > kMaxSymRanks || comm->nNodes != 1 || !comm->tun.symmetric ||
-      bytes > comm->tun.symOneShotBytes || captured || comm->windows.empty())
+      bytes > comm->tun.symOneShotBytes || captured || !allReach_ || comm->windows.empty())
     return false;
-  for (size_t i = 0; i < (size_t)n * n; ++i)  // the whole table, which every rank holds alike
-    if (!reach_[i]) return false;
   const ncclWindow_vidmem* ws = comm->windows.findSymmetricDevice(t.sendbuff, bytes);
   const ncclWindow_vidmem* wr = ws ? comm->windows.findSymmetricDevice(t.recvbuff, bytes) : nullptr;
   if (!wr) return false;

@@ -60,14 +60,18 @@ char* reach(ncclComm* comm, int r, uint64_t ptr, uint64_t alloc, size_t bytes, b
 
 }  // namespace
 
-const ncclWindow_vidmem* WindowTable::findSymmetric(const void* p, size_t bytes) const {
-  std::lock_guard<std::mutex> lock(mu_);
+const ncclWindow_vidmem* WindowTable::findLocked(const void* p, size_t bytes, bool device) const {
   const char* c = static_cast<const char*>(p);
   for (const auto& w : wins_)
-    if ((w->flags & NCCL_WIN_COLL_SYMMETRIC) && w->allReachable && !w->device && c >= w->base && bytes <= w->size &&
-        (size_t)(c - w->base) <= w->size - bytes)
+    if ((w->flags & NCCL_WIN_COLL_SYMMETRIC) && w->allReachable && w->device == device && c >= w->base &&
+        bytes <= w->size && (size_t)(c - w->base) <= w->size - bytes)
       return w.get();
   return nullptr;
+}
+
+const ncclWindow_vidmem* WindowTable::findSymmetric(const void* p, size_t bytes) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return findLocked(p, bytes, false);
 }
 
 const ncclWindow_vidmem* WindowTable::anySymmetric() const {
@@ -79,13 +83,8 @@ const ncclWindow_vidmem* WindowTable::anySymmetric() const {
 
 const ncclWindow_vidmem* WindowTable::findSymmetricDevice(const void* p, size_t bytes) const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!devPadsDev) return nullptr;
-  const char* c = static_cast<const char*>(p);
-  for (const auto& w : wins_)
-    if ((w->flags & NCCL_WIN_COLL_SYMMETRIC) && w->device && w->allReachable && w->peerBaseDev && c >= w->base &&
-        bytes <= w->size && (size_t)(c - w->base) <= w->size - bytes)
-      return w.get();
-  return nullptr;
+  const ncclWindow_vidmem* w = devPadsDev ? findLocked(p, bytes, true) : nullptr;
+  return w && w->peerBaseDev ? w : nullptr;
 }
 
 void WindowTable::clear() {
@@ -102,7 +101,6 @@ void WindowTable::clear() {
   devPadsDev = nullptr;
   if (myDevPad_) memFree(myDevPad_);
   myDevPad_ = nullptr;
-  devPads.clear();
 }
 
 bool WindowTable::findSerial(uint64_t serial, char** base, size_t* size) const {
@@ -204,14 +202,12 @@ ncclResult_t windowRegister(ncclComm* comm, void* buff, size_t size, ncclWindow_
       t.pads[r] = reinterpret_cast<SymPad*>(reach(comm, r, claims[r].padPtr, claims[r].padAlloc, sizeof(SymPad)));
     t.epochs.assign(kSymMaxChannels, 0);
   }
-  if (device && t.devPads.empty()) {
-    t.devPads.assign(n, nullptr);
+  if (device && !t.devPadsDev) {
     std::vector<char*> table(n, nullptr);
     bool all = true;
     for (int r = 0; r < n; ++r) {
       const WinClaim& c = claims[r];
       if (c.devPadPtr) table[r] = reach(comm, r, c.devPadPtr, c.devPadAlloc, sizeof(SymPad), true);
-      t.devPads[r] = reinterpret_cast<SymPad*>(table[r]);
       all &= table[r] != nullptr;
     }
     if (all) t.devPadsDev = deviceTable(comm->gpuDev, table);

@@ -59,14 +59,15 @@ class WindowTable {
   std::vector<SymPad*> pads;
   std::vector<uint64_t> epochs;
   // A GPU communicator's pads for its kernels: every rank's in device memory as this rank's device
-  // reaches it (empty until the first window of device memory; nullptr where unreachable), and
-  // that table in device memory. The kernels' epochs are GpuComm's.
-  std::vector<SymPad*> devPads;
+  // reaches it, a table in device memory (nullptr until a window of device memory found them all).
+  // The kernels' epochs are GpuComm's.
   void* devPadsDev = nullptr;
 
  private:
   friend ncclResult_t windowRegister(ncclComm*, void*, size_t, ncclWindow_vidmem**, int);
   friend ncclResult_t windowDeregister(ncclComm*, ncclWindow_vidmem*);
+  // The symmetric window holding [p, p + bytes), of device memory or of host memory (caller holds mu_).
+  const ncclWindow_vidmem* findLocked(const void* p, size_t bytes, bool device) const;
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<ncclWindow_vidmem>> wins_;
   SymPad* myPad_ = nullptr;
