@@ -92,7 +92,7 @@ struct SharedTunables {
   AlgoProtoMask mask;        // NCCL_ALGO / NCCL_PROTO
   bool symmetric;            // BATON_SYMMETRIC: symmetric kernels on symmetric windows (off when NCCL_ALGO is set)
   size_t symOneShotBytes;    // BATON_SYM_ONESHOT_BYTES: symmetric AllReduce up to this size is one-shot
-  bool symTwoShot;           // BATON_SYM_TWOSHOT: above it, two-shot (else the direct ring, faster on CPUs)
+  int symTwoShot;            // BATON_SYM_TWOSHOT: above it, two-shot (1), not (0), -1: on a GPU only (symmetric_plan.h)
   int singleCopy;            // BATON_SINGLE_COPY: 0 off, 1 on where permitted, -1 auto (on unless oversubscribed)
   size_t singleCopyBytes;    // BATON_SINGLE_COPY_BYTES: AllReduces from this size take it
   int alltoallAlgo;          // BATON_ALLTOALL_ALGO: an AlltoAllAlgo (algorithms/alltoall.h); auto = the tuner's

@@ -48,7 +48,7 @@ ncclResult_t readTunables(const ncclConfig_t& cfg, int rank, Tunables* t) {
   BATON_CHECK(parseAlgoProtoEnv(envStr("NCCL_ALGO").c_str(), envStr("NCCL_PROTO").c_str(), &t->mask));
   t->symmetric = envInt("BATON_SYMMETRIC", envSet("NCCL_ALGO") ? 0 : 1) != 0;
   t->symOneShotBytes = (size_t)std::clamp<int64_t>(envInt("BATON_SYM_ONESHOT_BYTES", 64 << 10), 0, kSymScratchBytes);
-  t->symTwoShot = envInt("BATON_SYM_TWOSHOT", 0) != 0;
+  t->symTwoShot = (int)std::clamp<int64_t>(envInt("BATON_SYM_TWOSHOT", -1), -1, 1);
   t->singleCopy = (int)std::clamp<int64_t>(envInt("BATON_SINGLE_COPY", -1), -1, 1);
   t->singleCopyBytes = (size_t)std::max<int64_t>(envInt("BATON_SINGLE_COPY_BYTES", 64 << 10), 0);
   const std::string a2a = envStr("BATON_ALLTOALL_ALGO", "auto");

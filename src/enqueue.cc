@@ -22,6 +22,7 @@
 #include "misc/trace.h"
 #include "oneshot_allreduce.h"
 #include "register/mem_alloc.h"
+#include "register/symmetric_plan.h"
 
 namespace baton {
 
@@ -159,39 +160,18 @@ struct CollPlan {
   std::vector<uint64_t> symEpochs;
 };
 
-// The bytes of an operation's input and output on one rank.
-static void bufferBytes(const Task& t, int nRanks, size_t* send, size_t* recv) {
-  const size_t b = t.count * typeSize(t.type);
-  *send = t.func == kFuncReduceScatter ? b * nRanks : b;
-  *recv = t.func == kFuncAllGather ? b * nRanks : b;
-}
-
 // Both buffers in symmetric windows every rank reaches: the symmetric kernel for this operation
-// and every rank's buffers in `plan`; false when they are not.
-static bool planSymmetric(ncclComm* comm, const Task& t, size_t totalBytes, CollPlan* plan, CollAlgo* algo) {
-  if (comm->windows.empty() || !comm->tun.symmetric || comm->nRanks < 2 || comm->nRanks > kMaxSymRanks ||
-      comm->nNodes != 1)
-    return false;
-  if (t.func != kFuncAllReduce && t.func != kFuncAllGather && t.func != kFuncReduceScatter) return false;
-  size_t sb, rb;
-  bufferBytes(t, comm->nRanks, &sb, &rb);
-  const ncclWindow_vidmem* ws = comm->windows.findSymmetric(t.sendbuff, sb);
-  const ncclWindow_vidmem* wr = ws ? comm->windows.findSymmetric(t.recvbuff, rb) : nullptr;
-  if (!wr) return false;
-  // Above the one-shot size the direct ring (windows are registered buffers too) beats two-shot
-  // on a CPU: it streams its stores; two-shot stays selectable with BATON_SYM_TWOSHOT=1.
-  if (t.func == kFuncAllReduce && totalBytes > comm->tun.symOneShotBytes && !comm->tun.symTwoShot) return false;
-  // NCCL_WIN_COLL_SYMMETRIC: every rank uses the same offsets in its windows.
-  const size_t so = static_cast<const char*>(t.sendbuff) - ws->base, ro = static_cast<char*>(t.recvbuff) - wr->base;
+// (symmetric_plan.h) and every rank's buffers in `plan`; false when they are not.
+static bool planSymmetric(ncclComm* comm, const Task& t, CollPlan* plan, CollAlgo* algo) {
+  SymmetricPlan sp;
+  if (!planSymmetricWindows(comm, t, false, &sp)) return false;
   plan->symSend.resize(comm->nRanks);
   plan->symRecv.resize(comm->nRanks);
   for (int r = 0; r < comm->nRanks; ++r) {
-    plan->symSend[r] = ws->peerBase[r] + so;
-    plan->symRecv[r] = wr->peerBase[r] + ro;
+    plan->symSend[r] = sp.send->peerBase[r] + sp.sendOffset;
+    plan->symRecv[r] = sp.recv->peerBase[r] + sp.recvOffset;
   }
-  if (t.func == kFuncAllGather) *algo = kAlgoSymStore;
-  else if (t.func == kFuncReduceScatter) *algo = kAlgoSymLoad;
-  else *algo = totalBytes <= comm->tun.symOneShotBytes ? kAlgoSymOneShot : kAlgoSymTwoShot;
+  *algo = sp.algo;
   return true;
 }
 
@@ -213,7 +193,7 @@ static bool directRingWorthIt(const ncclComm* comm, const Task& t, size_t totalB
 static bool opBuffersRegistered(ncclComm* comm, const Task& t) {
   if (comm->reg->empty()) return false;
   size_t sb, rb;
-  bufferBytes(t, comm->nRanks, &sb, &rb);
+  opBufferBytes(t, comm->nRanks, &sb, &rb);
   const bool root = t.root == comm->rank;
   const bool usesSend = t.func != kFuncBroadcast || root, usesRecv = t.func != kFuncReduce || root;
   return (!usesSend || comm->reg->covers(t.sendbuff, sb)) && (!usesRecv || comm->reg->covers(t.recvbuff, rb));
@@ -287,7 +267,7 @@ static ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool
   // The smallest AllReduces take the LL one-shot even on windows (NCCL's AGxLL does the same: one
   // hop with the data, instead of the load kernels' two barriers).
   else if (useOneShot(comm, t, totalBytes)) choice = {kAlgoOneShot, kProtoLL, 0.0};
-  else if (t.count && planSymmetric(comm, t, totalBytes, plan, &symAlgo)) choice = {symAlgo, kProtoSimple, 0.0};
+  else if (planSymmetric(comm, t, plan, &symAlgo)) choice = {symAlgo, kProtoSimple, 0.0};
   else
     BATON_CHECK(chooseAlgoProto(comm->tun.model, tuningPathOf(comm, zeroCopy || singleCopy), comm->tun.mask, t.func,
                                 comm->nRanks, comm->nNodes, totalBytes, &choice));
@@ -324,7 +304,7 @@ static ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool
     // where allowed, else by value.
     MemAllocation m;
     size_t sb, rb;
-    bufferBytes(t, comm->nRanks, &sb, &rb);
+    opBufferBytes(t, comm->nRanks, &sb, &rb);
     b.peerMap = comm->peerMaps->deviceMap();
     b.sendAlloc = memFind(t.sendbuff, sb, &m) ? m.id : 0;
     b.recvAlloc = memFind(t.recvbuff, rb, &m) ? m.id : 0;

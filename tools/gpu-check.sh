@@ -109,12 +109,17 @@ if [ "$imported" -lt 4 ] || [ "$mapped" -lt 4 ] || grep -q "cannot map" "$OUT/wi
   echo "gpu-check: windows on device memory: $imported imports and $mapped mapped windows (expected 4 each)"
   status=1
 fi
-# The small AllReduces between windows must take the symmetric kernel (a ring would pass the check too).
+# Every collective between windows must take its symmetric kernel (a ring would pass the check
+# too). Per rank the check runs 2 AllGathers (SymStore), 3 ReduceScatters (SymLoad), 52 small
+# AllReduces (SymOneShot) and 2 larger ones (SymTwoShot).
 LD_LIBRARY_PATH=$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL timeout 60 \
   "$WIN" check -n 2 >"$OUT/window-coll.log" 2>&1
-sym=$(grep -c "algorithm SymOneShot" "$OUT/window-coll.log")
-echo "symmetric one-shot launches in the 2-thread window check: $sym (expected 102: 51 per rank)"
-[ "$sym" -ge 102 ] || { echo "gpu-check: the small AllReduces between windows did not take the symmetric kernel"; status=1; }
+for kernel_want in SymStore:4 SymLoad:6 SymOneShot:104 SymTwoShot:4; do
+  kernel=${kernel_want%:*} want=${kernel_want#*:}
+  got=$(grep -c "algorithm $kernel " "$OUT/window-coll.log")
+  echo "$kernel launches in the 2-thread window check: $got (expected $want)"
+  [ "$got" -ge "$want" ] || { echo "gpu-check: collectives between windows did not take $kernel"; status=1; }
+done
 for n in 1 2 4; do run "window-threads-$n" 120 "$WIN" check -n $n; done
 run window-procs-2 120 "$BUILD/bin/baton-run" -n 2 "$WIN" check --procs
 run graph-threads-2-global 120 "$GRAPH" check -n 2 --global

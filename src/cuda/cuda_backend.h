@@ -64,7 +64,7 @@ struct GpuCollLaunch {
   int divisor = 1;                  // SumPostDiv (ncclAvg)
   ExecCtx ctx;                      // rank, abort flag (device-visible), timeout
   GpuStatus* status = nullptr;      // device-visible pointer to the communicator's status
-  // The symmetric kernel (base.algo kAlgoSymOneShot: both buffers in windows of device memory):
+  // The symmetric kernels (isSymmetric(base.algo): both buffers in windows of device memory):
   // every rank's window base as this device reaches it (device memory, by rank), the buffers'
   // offsets in their windows, every rank's pad (device memory, by rank) and this launch's epoch.
   char* const* symSendBases = nullptr;

@@ -107,7 +107,7 @@ class GpuComm {
   };
   ncclResult_t beforeLaunch(ncclComm* comm, cudaStream_t stream, LaunchOrder* o);
   // Turns `l` into the symmetric kernel's launch when `t` can take it (gpu_launch.cc).
-  bool planSymmetric(ncclComm* comm, const Task& t, size_t bytes, bool captured, GpuCollLaunch* l);
+  bool planSymmetric(ncclComm* comm, const Task& t, bool captured, GpuCollLaunch* l);
   ncclResult_t afterLaunch(ncclComm* comm, cudaStream_t stream, const LaunchOrder& o);
   // A group's streams must all be outside any capture or all in the same one (as NCCL requires).
   ncclResult_t sameCapture(ncclComm* comm, cudaStream_t first, const std::vector<cudaStream_t>& others);

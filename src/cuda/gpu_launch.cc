@@ -6,7 +6,7 @@
 // launch waits for an event recorded after the previous one), because they share the rings'
 // step counters; captured into a CUDA graph too (gpu_graph.cc). The algorithm is the ring (its
 // three protocols), or for AllReduce the tree when NCCL_ALGO excludes the ring (gpu_tree.cc), or
-// for a small AllReduce between windows of device memory the one-shot symmetric kernel; the
+// between windows of device memory NCCL's symmetric kernels (symmetric_plan.h); the
 // protocol is Simple unless NCCL_PROTO excludes it (then LL128, then LL): on an H200, 2 ranks on
 // one GPU, Simple was as fast as LL at 8 B and faster from 2 KiB up (docs/cuda-backend.md), so
 // size plays no part yet.
@@ -17,6 +17,7 @@
 #include "cuda/gpu_backend.h"
 #include "cuda/gpu_comm.h"
 #include "misc/debug.h"
+#include "register/symmetric_plan.h"
 #include "register/window.h"
 #include "symmetric.h"
 #include "task.h"
@@ -60,26 +61,21 @@ ncclResult_t gpuClassify(ncclComm* comm, const Task& t, const char* fn, bool* on
   return ncclSuccess;
 }
 
-// NCCL's symmetric kernels, one-shot AllReduce: both buffers in windows of device memory that
-// every rank's device reaches, the message small enough for one shot (BATON_SYM_ONESHOT_BYTES, as
-// on the CPU), not in a CUDA graph capture (a replay would reuse the launch's barrier epoch). The
-// epoch counts this communicator's symmetric launches, which run in call order like all its kernels.
-bool GpuComm::planSymmetric(ncclComm* comm, const Task& t, size_t bytes, bool captured, GpuCollLaunch* l) {
-  const int n = comm->nRanks;
+// NCCL's symmetric kernels (symmetric_plan.h says which): both buffers in windows of device memory
+// that every rank's device reaches, not in a CUDA graph capture (a replay would reuse the launch's
+// barrier epoch). The epoch counts this communicator's symmetric launches, which run in call order
+// like all its kernels.
+bool GpuComm::planSymmetric(ncclComm* comm, const Task& t, bool captured, GpuCollLaunch* l) {
+  SymmetricPlan sp;
   // allReach_: the whole table, which every rank holds alike.
-  if (t.func != kFuncAllReduce || n < 2 || n > kMaxSymRanks || comm->nNodes != 1 || !comm->tun.symmetric ||
-      bytes > comm->tun.symOneShotBytes || captured || !allReach_ || comm->windows.empty())
-    return false;
-  const ncclWindow_vidmem* ws = comm->windows.findSymmetricDevice(t.sendbuff, bytes);
-  const ncclWindow_vidmem* wr = ws ? comm->windows.findSymmetricDevice(t.recvbuff, bytes) : nullptr;
-  if (!wr) return false;
+  if (captured || !allReach_ || !planSymmetricWindows(comm, t, true, &sp)) return false;
   const int nch = std::min(l->base.nChannels, kSymMaxChannels);
   const CollOp op{t.func, t.sendbuff, t.recvbuff, t.count, typeSize(t.type), t.root};
-  l->base = collArgsFor(op, kAlgoSymOneShot, kProtoSimple, comm->rank, n, nch, comm->tun.chunkSteps);
-  l->symSendBases = static_cast<char* const*>(ws->peerBaseDev);
-  l->symRecvBases = static_cast<char* const*>(wr->peerBaseDev);
-  l->symSendOffset = static_cast<const char*>(t.sendbuff) - ws->base;
-  l->symRecvOffset = static_cast<const char*>(t.recvbuff) - wr->base;
+  l->base = collArgsFor(op, sp.algo, kProtoSimple, comm->rank, comm->nRanks, nch, comm->tun.chunkSteps);
+  l->symSendBases = static_cast<char* const*>(sp.send->peerBaseDev);
+  l->symRecvBases = static_cast<char* const*>(sp.recv->peerBaseDev);
+  l->symSendOffset = sp.sendOffset;
+  l->symRecvOffset = sp.recvOffset;
   l->symPads = static_cast<SymPad* const*>(comm->windows.devPadsDev);
   l->symEpoch = symEpoch_ + 1;  // counted once launched: a launch that failed ran no barrier
   return true;
@@ -117,16 +113,13 @@ ncclResult_t GpuComm::launch(ncclComm* comm, const Task& t) {
   l.status = statusDev_;
   LaunchOrder order;
   BATON_CHECK(beforeLaunch(comm, t.stream, &order));
-  const bool sym = planSymmetric(comm, t, bytes, order.captured, &l);
+  const bool sym = planSymmetric(comm, t, order.captured, &l);
   BATON_INFO(kSubColl,
              "%s: opCount %llx sendbuff %p recvbuff %p count %zu datatype %s op %s root %d comm %p [nranks=%d] "
              "stream %p algorithm %s protocol %s channels %d (CUDA device %d)",
              funcName(t.func), (unsigned long long)comm->opCount++, t.sendbuff, t.recvbuff, t.count, typeName(t.type),
              opName(t.op.kind), t.root, (void*)comm, comm->nRanks, t.stream,
-             comm->nRanks == 1 && t.op.kind != kOpPreMulSum ? "Copy"
-             : sym                                          ? "SymOneShot"
-             : tree                                         ? "Tree"
-                                                            : "Ring",
+             comm->nRanks == 1 && t.op.kind != kOpPreMulSum ? "Copy" : algoName(l.base.algo),
              sym ? "-" : protoName(proto), l.base.nChannels, dev_);
   // One rank: every collective but PreMulSum leaves its input as it is (Avg divides by 1), so it
   // is a copy, or nothing in place; the copy engine moves it at the device's copy bandwidth, as

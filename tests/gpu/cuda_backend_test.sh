@@ -66,7 +66,7 @@ fi
 if [ -x "$BUILD/tests/gpu_window" ]; then
   LD_LIBRARY_PATH=$LIB "$BUILD/tests/gpu_window" check -n 2 >/dev/null 2>&1
   rc=$?
-  check "gpu_window (ncclMemAlloc's cuMem memory in windows, the symmetric kernel) links and exits 77 without a GPU (got $rc)" test "$rc" -eq 77
+  check "gpu_window (ncclMemAlloc's cuMem memory in windows, the symmetric kernels) links and exits 77 without a GPU (got $rc)" test "$rc" -eq 77
 fi
 tools/gpu-check.sh >/tmp/gpu-check-skip.$$ 2>&1
 rc=$?

@@ -1,10 +1,11 @@
 // ncclMemAlloc and windows on GPUs: device memory from ncclMemAlloc (cuMem, exported so peers can
 // import it), registered as a symmetric window on every rank, then collectives on the windows'
-// memory, exact: an AllGather, small AllReduces (baton runs them as the one-shot symmetric kernel,
-// loading from the peers' windows; "algorithm SymOneShot" with NCCL_DEBUG_SUBSYS=COLL), out of
-// place and in place, and an in-place AllReduce of a whole window; then the windows deregistered
-// and the memory freed. Uses only NCCL's API and the CUDA
-// runtime. tools/gpu-check.sh runs it; it needs a GPU.
+// memory, exact, each of them one of NCCL's symmetric kernels in baton ("algorithm Sym..." with
+// NCCL_DEBUG_SUBSYS=COLL): an AllGather (stores into the peers' windows, SymStore), ReduceScatters
+// (loads from them, SymLoad), small AllReduces (SymOneShot) and larger ones (SymTwoShot), out of
+// place and in place, at offsets 16-byte vectors suit and at ones that they do not; then the windows
+// deregistered and the memory freed. Uses only NCCL's API and the CUDA runtime.
+// tools/gpu-check.sh runs it; it needs a GPU.
 //
 //   gpu_window check [-n ranks] [--procs]
 //
@@ -31,6 +32,7 @@ constexpr size_t kCount = (4u << 20) / sizeof(int32_t);  // 4 MiB: a multiple of
 constexpr size_t kSmall = 1027;         // int32s: within the one-shot size, not a multiple of a 16-byte grain
 constexpr size_t kSmallInPlace = 4096;  // where the in-place one lies in the window (every rank alike)
 constexpr int kSmallRepeats = 50;
+constexpr size_t kMedium = kCount / 2 + 5;  // int32s: above the one-shot size, not a multiple of a grain
 
 int32_t val(int r, size_t i) { return (r + 1) * 100 + (int32_t)(i % 1009); }
 
@@ -63,6 +65,16 @@ int32_t sumAt(size_t i, int n) {
 }
 int32_t gatheredAt(size_t i, int) { return val((int)(i / kCount), i % kCount); }
 int32_t sumAtInPlace(size_t i, int n) { return sumAt(kSmallInPlace + i, n); }
+int32_t sumAtNext(size_t i, int n) { return sumAt(i + 1, n); }
+int32_t scaledGatheredAt(size_t i, int n) { return n * gatheredAt(i, n); }
+
+void fill(const Rank& R, int32_t* dev) {
+  std::vector<int32_t> host(kCount);
+  for (size_t i = 0; i < kCount; ++i) host[i] = val(R.id, i);
+  CUDA(cudaSetDevice(R.dev));
+  CUDA(cudaMemcpy(dev, host.data(), kCount * sizeof(int32_t), cudaMemcpyHostToDevice));
+  CUDA(cudaDeviceSynchronize());  // a copy from pageable memory may return early; R.stream does not wait for it
+}
 
 }  // namespace
 
@@ -94,10 +106,7 @@ int main(int argc, char** argv) {
     CUDA(cudaStreamCreateWithFlags(&R.stream, cudaStreamNonBlocking));
     NCCL(ncclMemAlloc((void**)&R.buf, kCount * sizeof(int32_t)));
     NCCL(ncclMemAlloc((void**)&R.all, kCount * sizeof(int32_t) * n));
-    std::vector<int32_t> host(kCount);
-    for (size_t i = 0; i < kCount; ++i) host[i] = val(R.id, i);
-    CUDA(cudaMemcpy(R.buf, host.data(), kCount * sizeof(int32_t), cudaMemcpyHostToDevice));
-    CUDA(cudaDeviceSynchronize());  // a copy from pageable memory may return early; R.stream does not wait for it
+    fill(R, R.buf);
   }
   // Collective: every rank registers at once (a group, for the thread that drives them all).
   NCCL(ncclGroupStart());
@@ -117,8 +126,48 @@ int main(int argc, char** argv) {
   NCCL(ncclGroupEnd());
   sync();
   for (Rank& R : ranks) expectEq(R, R.all, kCount * n, "AllGather into a window", gatheredAt, n);
+  // ReduceScatters of the gathered windows (baton: loads from the peers' windows): rank q's block
+  // of every rank's input is val(q, .), so the result is n * val(q, .). Then one whose output and
+  // (but rank 0's) blocks are not 16-byte aligned (1027 int32s, output one element in), then one
+  // in place, then an AllGather in place of what it left: every block q becomes n * val(q, .).
+  NCCL(ncclGroupStart());
+  for (Rank& R : ranks) NCCL(ncclReduceScatter(R.all, R.buf, kCount, ncclInt32, ncclSum, R.comm, R.stream));
+  NCCL(ncclGroupEnd());
+  NCCL(ncclGroupStart());
+  for (Rank& R : ranks)
+    NCCL(ncclReduceScatter(R.all, R.buf + kCount / 2 + 1, kSmall, ncclInt32, ncclSum, R.comm, R.stream));
+  NCCL(ncclGroupEnd());
+  NCCL(ncclGroupStart());
+  for (Rank& R : ranks)
+    NCCL(ncclReduceScatter(R.all, R.all + R.id * kCount, kCount, ncclInt32, ncclSum, R.comm, R.stream));
+  NCCL(ncclGroupEnd());
+  NCCL(ncclGroupStart());
+  for (Rank& R : ranks) NCCL(ncclAllGather(R.all + R.id * kCount, R.all, kCount, ncclInt32, R.comm, R.stream));
+  NCCL(ncclGroupEnd());
+  sync();
+  for (Rank& R : ranks) {
+    std::vector<int32_t> host(kCount), all(kCount);
+    CUDA(cudaSetDevice(R.dev));
+    CUDA(cudaMemcpy(host.data(), R.buf, kCount * sizeof(int32_t), cudaMemcpyDeviceToHost));
+    CUDA(cudaMemcpy(all.data(), R.all + R.id * kCount, kCount * sizeof(int32_t), cudaMemcpyDeviceToHost));
+    expectEq(R, R.all, kCount * n, "in-place AllGather of in-place ReduceScatters", scaledGatheredAt, n);
+    for (size_t i = 0; i < kCount; ++i) {
+      // The unaligned one overwrote kSmall elements from kCount / 2 + 1 with n * gathered[id * kSmall + i].
+      const size_t u = i - (kCount / 2 + 1);
+      const int32_t want = u < kSmall ? n * gatheredAt(R.id * kSmall + u, n) : n * val(R.id, i);
+      if (host[i] != want || all[i] != n * val(R.id, i)) {
+        fprintf(stderr, "FAIL rank %d: ReduceScatter[%zu] = %d (in place %d), expected %d (in place %d)\n", R.id, i,
+                host[i], all[i], want, n * val(R.id, i));
+        ++gFailures;
+        break;
+      }
+    }
+  }
+  for (Rank& R : ranks) fill(R, R.buf);
   // Small AllReduces between windows (baton: the one-shot symmetric kernel, reading the peers'
-  // windows), many back to back so the barriers' epochs advance, then one in place.
+  // windows), many back to back so the barriers' epochs advance, then one at an offset 16-byte
+  // vectors do not suit; one above the one-shot size (baton: two-shot, each rank folding its piece
+  // and storing it into every rank's output), also unaligned; then a small one in place.
   for (int it = 0; it < kSmallRepeats; ++it) {
     NCCL(ncclGroupStart());
     for (Rank& R : ranks) NCCL(ncclAllReduce(R.buf, R.all, kSmall, ncclInt32, ncclSum, R.comm, R.stream));
@@ -126,21 +175,25 @@ int main(int argc, char** argv) {
   }
   NCCL(ncclGroupStart());
   for (Rank& R : ranks)
+    NCCL(ncclAllReduce(R.buf + 1, R.all + kSmall + 1, kSmall, ncclInt32, ncclSum, R.comm, R.stream));
+  NCCL(ncclGroupEnd());
+  NCCL(ncclGroupStart());
+  for (Rank& R : ranks)
+    NCCL(ncclAllReduce(R.buf + 1, R.all + kCount / 4 + 1, kMedium, ncclInt32, ncclSum, R.comm, R.stream));
+  NCCL(ncclGroupEnd());
+  NCCL(ncclGroupStart());
+  for (Rank& R : ranks)
     NCCL(ncclAllReduce(R.buf + kSmallInPlace, R.buf + kSmallInPlace, kSmall, ncclInt32, ncclSum, R.comm, R.stream));
   NCCL(ncclGroupEnd());
   sync();
   for (Rank& R : ranks) {
     expectEq(R, R.all, kSmall, "small AllReduce between windows", sumAt, n);
+    expectEq(R, R.all + kSmall + 1, kSmall, "small AllReduce at an unaligned offset", sumAtNext, n);
+    expectEq(R, R.all + kCount / 4 + 1, kMedium, "two-shot AllReduce at an unaligned offset", sumAtNext, n);
     expectEq(R, R.buf + kSmallInPlace, kSmall, "small in-place AllReduce in a window", sumAtInPlace, n);
   }
-  // The whole window in place (the ring), from the original input.
-  for (Rank& R : ranks) {
-    std::vector<int32_t> host(kCount);
-    for (size_t i = 0; i < kCount; ++i) host[i] = val(R.id, i);
-    CUDA(cudaSetDevice(R.dev));
-    CUDA(cudaMemcpy(R.buf, host.data(), kCount * sizeof(int32_t), cudaMemcpyHostToDevice));
-    CUDA(cudaDeviceSynchronize());
-  }
+  // The whole window in place (baton: two-shot, 16-byte vectors), from the original input.
+  for (Rank& R : ranks) fill(R, R.buf);
   NCCL(ncclGroupStart());
   for (Rank& R : ranks) NCCL(ncclAllReduce(R.buf, R.buf, kCount, ncclInt32, ncclSum, R.comm, R.stream));
   NCCL(ncclGroupEnd());
@@ -167,8 +220,8 @@ int main(int argc, char** argv) {
     CUDA(cudaStreamDestroy(R.stream));
   }
   printf(
-      "window check%s: %d ranks (%s), ncclMemAlloc device memory in symmetric windows, AllGather and in-place "
-      "AllReduce: %s\n",
+      "window check%s: %d ranks (%s), ncclMemAlloc device memory in symmetric windows, AllGather, ReduceScatter "
+      "and AllReduce: %s\n",
       procs ? (", rank " + std::to_string(ranks[0].id)).c_str() : "", n, procs ? "processes" : "threads",
       gFailures ? "FAILED" : "exact");
   return gFailures ? 1 : 0;

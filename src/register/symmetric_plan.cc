@@ -1,0 +1,47 @@
+// The symmetric kernels' shared choice (symmetric_plan.h).
+#include "register/symmetric_plan.h"
+
+#include "comm.h"
+#include "register/window.h"
+
+namespace baton {
+
+void opBufferBytes(const Task& t, int nRanks, size_t* send, size_t* recv) {
+  const size_t b = t.count * typeSize(t.type);
+  *send = t.func == kFuncReduceScatter ? b * nRanks : b;
+  *recv = t.func == kFuncAllGather ? b * nRanks : b;
+}
+
+bool symmetricAlgo(CollFunc func, size_t totalBytes, size_t oneShotBytes, bool twoShot, CollAlgo* algo) {
+  switch (func) {
+    case kFuncAllGather: *algo = kAlgoSymStore; return true;
+    case kFuncReduceScatter: *algo = kAlgoSymLoad; return true;
+    case kFuncAllReduce:
+      if (totalBytes <= oneShotBytes) return *algo = kAlgoSymOneShot, true;
+      if (twoShot) return *algo = kAlgoSymTwoShot, true;
+      return false;
+    default: return false;
+  }
+}
+
+bool planSymmetricWindows(const ncclComm* comm, const Task& t, bool device, SymmetricPlan* out) {
+  if (t.count == 0 || comm->windows.empty() || !comm->tun.symmetric || comm->nRanks < 2 ||
+      comm->nRanks > kMaxSymRanks || comm->nNodes != 1)
+    return false;
+  const bool twoShot = comm->tun.symTwoShot < 0 ? device : comm->tun.symTwoShot != 0;
+  const size_t totalBytes = collBytes(t.func, t.count, typeSize(t.type), comm->nRanks);
+  if (!symmetricAlgo(t.func, totalBytes, comm->tun.symOneShotBytes, twoShot, &out->algo)) return false;
+  size_t sb, rb;
+  opBufferBytes(t, comm->nRanks, &sb, &rb);
+  auto find = [&](const void* p, size_t bytes) {
+    return device ? comm->windows.findSymmetricDevice(p, bytes) : comm->windows.findSymmetric(p, bytes);
+  };
+  out->send = find(t.sendbuff, sb);
+  out->recv = out->send ? find(t.recvbuff, rb) : nullptr;
+  if (!out->recv) return false;
+  out->sendOffset = static_cast<const char*>(t.sendbuff) - out->send->base;
+  out->recvOffset = static_cast<const char*>(t.recvbuff) - out->recv->base;
+  return true;
+}
+
+}  // namespace baton

@@ -1,0 +1,42 @@
+// Which of NCCL's symmetric kernels (lesson 09) takes a collective whose buffers both lie in
+// NCCL_WIN_COLL_SYMMETRIC windows that every rank reaches: the one decision the CPU's planner
+// (src/enqueue.cc) and the CUDA backend's launch (src/cuda/gpu_launch.cc) share.
+//
+// AllGather takes the store kernel [ST], ReduceScatter the load kernel [LD], AllReduce one-shot
+// [AGxLD] up to BATON_SYM_ONESHOT_BYTES and two-shot [RSxLD_AGxST] above it where
+// BATON_SYM_TWOSHOT allows: by default on a GPU (peers' memory is loaded and stored over NVLink
+// or PCIe, as NCCL's kernels do) and not on a CPU, where the direct ring streams its stores and is
+// faster (lesson 09).
+#pragma once
+
+#include <cstddef>
+
+#include "coll_args.h"
+#include "task.h"
+
+struct ncclComm;
+struct ncclWindow_vidmem;
+
+namespace baton {
+
+// The bytes of an operation's input and output on one rank.
+void opBufferBytes(const Task& t, int nRanks, size_t* send, size_t* recv);
+
+// The symmetric kernel for `func` at `totalBytes` (collBytes), or false when none takes it.
+bool symmetricAlgo(CollFunc func, size_t totalBytes, size_t oneShotBytes, bool twoShot, CollAlgo* algo);
+
+struct SymmetricPlan {
+  CollAlgo algo = kAlgoRing;
+  const ncclWindow_vidmem* send = nullptr;  // the windows the buffers lie in
+  const ncclWindow_vidmem* recv = nullptr;
+  // This rank's buffers in those windows: every rank's alike (NCCL_WIN_COLL_SYMMETRIC), except the
+  // in-place AllGather's input and ReduceScatter's output, which lie at rank x block; the kernels
+  // reach those through this rank's own pointer, never a peer's.
+  size_t sendOffset = 0, recvOffset = 0;
+};
+
+// The plan for `t` among this communicator's windows of device memory (`device`, for the GPU's
+// kernels) or of host memory; false when no symmetric kernel takes it.
+bool planSymmetricWindows(const ncclComm* comm, const Task& t, bool device, SymmetricPlan* out);
+
+}  // namespace baton
