@@ -26,13 +26,14 @@ enum CollAlgo : int {
   kAlgoNaive = kNcclNumAlgos,  // lesson 01's stage 0: every rank sends to rank 0, rank 0 sends back
   // Lesson 09: one hop for small messages over the FIFOs (oneshot_allreduce.h), and on symmetric
   // windows (symmetric.h), NCCL 2.27+'s symmetric kernels.
-  kAlgoOneShot,     // AllReduce: every rank sends its input to every peer and folds them all
-  kAlgoSymOneShot,  // AllReduce: every rank folds every input [AGxLD]
-  kAlgoSymTwoShot,  // AllReduce: reduce-scatter by loads, all-gather by stores [RSxLD_AGxST]
-  kAlgoSymStore,    // AllGather by stores [ST]
-  kAlgoSymLoad,     // ReduceScatter by loads [LD]
+  kAlgoOneShot,      // AllReduce: every rank sends its input to every peer and folds them all
+  kAlgoSymOneShot,   // AllReduce: every rank folds every input [AGxLD]
+  kAlgoSymTwoShot,   // AllReduce: reduce-scatter by loads, all-gather by stores [RSxLD_AGxST]
+  kAlgoSymStore,     // AllGather by stores [ST]
+  kAlgoSymLoad,      // ReduceScatter by loads [LD]
+  kAlgoSymAlltoAll,  // AlltoAll by stores (the CUDA backend's; the CPU's is a round task, alltoall_window.h)
 };
-BATON_HD constexpr bool isSymmetric(CollAlgo a) { return a >= kAlgoSymOneShot && a <= kAlgoSymLoad; }
+BATON_HD constexpr bool isSymmetric(CollAlgo a) { return a >= kAlgoSymOneShot && a <= kAlgoSymAlltoAll; }
 // The algorithms the tuner models: the ids below this (Tree and Ring).
 constexpr int kNumTunedAlgos = 2;
 
@@ -46,6 +47,7 @@ BATON_HD const char* algoName(CollAlgo algo) {
     case kAlgoSymTwoShot: return "SymTwoShot";
     case kAlgoSymStore: return "SymStore";
     case kAlgoSymLoad: return "SymLoad";
+    case kAlgoSymAlltoAll: return "SymAlltoAll";
     default: return "?";
   }
 }

@@ -455,8 +455,12 @@ ncclResult_t runTasksNow(ncclComm* comm, std::vector<Task> tasks) {
 
 ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_ptr<Completion>* out, bool callerRuns) {
   std::vector<CollPlan> plans;
-  std::vector<Task> p2p, deviceP2p;
+  std::vector<Task> p2p, deviceP2p, deviceAlltoAll;
   for (const Task& t : tasks) {
+    if (t.onDevice && t.kind == Task::kAlltoAll) {  // by stores into windows
+      deviceAlltoAll.push_back(t);
+      continue;
+    }
     if (t.onDevice && t.kind != Task::kColl) {
       deviceP2p.push_back(t);
       continue;
@@ -474,7 +478,10 @@ ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_p
     BATON_CHECK(planColl(comm, t, &plan, &skip));
     if (!skip) plans.push_back(std::move(plan));
   }
-  // A group's device sends and receives: one kernel after its device collectives, on every rank.
+  // A group's device AlltoAlls by stores, then its sends and receives as one kernel, after its
+  // device collectives on every rank, as the CPU runs a group's point-to-point work after its
+  // collectives: so the order of a group's calls of different kinds may differ between ranks.
+  for (const Task& t : deviceAlltoAll) BATON_CHECK(comm->gpu->launchAlltoAll(comm, t));
   if (!deviceP2p.empty()) BATON_CHECK(comm->gpu->launchSendRecv(comm, deviceP2p));
   // Channel 0 runs the point-to-point batch after this launch's collectives, so its AlltoAlls by
   // stores take their epochs after those the collectives took.

@@ -20,13 +20,21 @@ namespace {
 
 using Layout = std::vector<size_t>;  // sendBytes[n], sendOffset[n], recvBytes[n], recvOffset[n] (task.h)
 
-// Device buffers (the CUDA backend): the direct algorithm's sends and receives, as one kernel.
+// Device buffers (the CUDA backend): ncclAlltoAll into a window of device memory by stores into
+// the peers' windows (gpu_alltoall.cc), otherwise the direct algorithm's sends and receives, as
+// one kernel.
 ncclResult_t submitDeviceAlltoAll(ncclComm* comm, const char* fn, const void* sendbuff, void* recvbuff,
                                   std::shared_ptr<const Layout> layout, bool uniform, cudaStream_t stream) {
+  const size_t total = (*layout)[2 * comm->nRanks] * comm->nRanks;  // uniform: every block alike
+  std::vector<Task> tasks = alltoallTasks(comm, kAlltoAllDirect, sendbuff, recvbuff, layout, uniform);
+  ARGCHECK(gpuClassifyP2p(comm, tasks, stream, fn));
+  if (uniform && !tasks.empty() && tasks[0].onDevice && comm->gpu->alltoallByWindow(comm, recvbuff, total)) {
+    tasks = alltoallTasks(comm, kAlltoAllWindow, sendbuff, recvbuff, std::move(layout), uniform);
+    tasks[0].onDevice = true, tasks[0].stream = stream;
+    return submit(comm, tasks);  // its INFO line comes at the launch
+  }
   BATON_INFO(kSubColl, "%s: sendbuff %p recvbuff %p comm %p [nranks=%d] algorithm direct (device buffers) stream %p",
              fn, sendbuff, recvbuff, (void*)comm, comm->nRanks, (void*)stream);
-  std::vector<Task> tasks = alltoallTasks(comm, kAlltoAllDirect, sendbuff, recvbuff, std::move(layout), uniform);
-  ARGCHECK(gpuClassifyP2p(comm, tasks, stream, fn));
   return submit(comm, tasks);
 }
 

@@ -19,7 +19,7 @@
 
 namespace baton {
 
-constexpr int kCudaBackendVersion = 5;
+constexpr int kCudaBackendVersion = 6;
 constexpr int kGpuMaxThreads = 512;     // threads of a collective's block (NCCL_NTHREADS' default)
 constexpr size_t kIpcHandleBytes = 64;  // cudaIpcMemHandle_t
 // A channel's tree connectors in GpuChannelDev::treeConns: to the parent, from it, from each

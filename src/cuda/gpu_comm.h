@@ -35,6 +35,12 @@ class GpuComm {
   // Enqueues a group's sends and receives on device buffers as one kernel (so pairs that wait for
   // each other progress together) on the first task's stream; the other tasks' streams join it.
   ncclResult_t launchSendRecv(ncclComm* comm, const std::vector<Task>& tasks);
+  // ncclAlltoAll between device buffers whose output lies in a window of device memory: whether it
+  // can take the store kernel (every device reaches every other, one host, BATON_ALLTOALL_ALGO
+  // auto or window), and its launch, which falls back to the direct algorithm when the stream is
+  // being captured (gpu_alltoall.cc).
+  bool alltoallByWindow(ncclComm* comm, const void* recvbuff, size_t bytes);
+  ncclResult_t launchAlltoAll(ncclComm* comm, const Task& t);
   // Raises the kernels' abort flag (ncclCommAbort): their waits give up.
   void abort();
   // Waits for every kernel launched so far (ncclCommDestroy, ncclCommAbort).
@@ -106,6 +112,8 @@ class GpuComm {
     unsigned long long id = 0;  // the capture's
   };
   ncclResult_t beforeLaunch(ncclComm* comm, cudaStream_t stream, LaunchOrder* o);
+  // What every collective launch of this communicator shares: channels, device, abort flag, status.
+  void fillLaunch(const ncclComm* comm, GpuCollLaunch* l) const;
   // Turns `l` into the symmetric kernel's launch when `t` can take it (gpu_launch.cc).
   bool planSymmetric(ncclComm* comm, const Task& t, bool captured, GpuCollLaunch* l);
   ncclResult_t afterLaunch(ncclComm* comm, cudaStream_t stream, const LaunchOrder& o);

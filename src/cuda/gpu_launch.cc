@@ -81,6 +81,16 @@ bool GpuComm::planSymmetric(ncclComm* comm, const Task& t, bool captured, GpuCol
   return true;
 }
 
+void GpuComm::fillLaunch(const ncclComm* comm, GpuCollLaunch* l) const {
+  l->channels = static_cast<GpuChannelDev*>(channelsDev_);
+  l->device = dev_;
+  l->threads = kGpuMaxThreads;
+  l->ctx.rank = comm->rank;
+  l->ctx.abortFlag = abortDev_;
+  l->ctx.timeoutNs = comm->tun.waitTimeoutNs;
+  l->status = statusDev_;
+}
+
 ncclResult_t GpuComm::launch(ncclComm* comm, const Task& t) {
   const size_t typeBytes = typeSize(t.type);
   const size_t bytes = collBytes(t.func, t.count, typeBytes, comm->nRanks);
@@ -98,26 +108,21 @@ ncclResult_t GpuComm::launch(ncclComm* comm, const Task& t) {
   const CollOp op{t.func, t.sendbuff, t.recvbuff, t.count, typeBytes, t.root};
   GpuCollLaunch l;
   l.base = collArgsFor(op, tree ? kAlgoTree : kAlgoRing, proto, comm->rank, comm->nRanks, nch, comm->tun.chunkSteps);
-  l.channels = static_cast<GpuChannelDev*>(channelsDev_);
-  l.device = dev_;
-  l.threads = kGpuMaxThreads;
+  fillLaunch(comm, &l);
   l.depth = planFifoDepth(t.func, comm->tun.fifoDepth, comm->tun.chunkSteps);
   l.dtype = t.type;
   l.opKind = t.op.kind;
   memcpy(l.scalar, t.op.scalar, sizeof l.scalar);
   l.scalarPtr = t.op.scalarPtr;
   l.divisor = t.op.nRanks;
-  l.ctx.rank = comm->rank;
-  l.ctx.abortFlag = abortDev_;
-  l.ctx.timeoutNs = comm->tun.waitTimeoutNs;
-  l.status = statusDev_;
   LaunchOrder order;
   BATON_CHECK(beforeLaunch(comm, t.stream, &order));
   const bool sym = planSymmetric(comm, t, order.captured, &l);
+  const uint64_t opCount = comm->opCount++;  // counted whether or not INFO is on
   BATON_INFO(kSubColl,
              "%s: opCount %llx sendbuff %p recvbuff %p count %zu datatype %s op %s root %d comm %p [nranks=%d] "
              "stream %p algorithm %s protocol %s channels %d (CUDA device %d)",
-             funcName(t.func), (unsigned long long)comm->opCount++, t.sendbuff, t.recvbuff, t.count, typeName(t.type),
+             funcName(t.func), (unsigned long long)opCount, t.sendbuff, t.recvbuff, t.count, typeName(t.type),
              opName(t.op.kind), t.root, (void*)comm, comm->nRanks, t.stream,
              comm->nRanks == 1 && t.op.kind != kOpPreMulSum ? "Copy" : algoName(l.base.algo),
              sym ? "-" : protoName(proto), l.base.nChannels, dev_);

@@ -1,8 +1,9 @@
 // Launching one collective on the caller's stream: the kernel for its (collective, type, operator),
 // one block per channel, the launch parameters passed by value as NCCL passes its work descriptor.
 //
-// Computes: AllGather and Broadcast's kernel (bytes, any protocol), AllGather's symmetric kernel,
-// and the run-time choice of the others' (gpu_kernels_*.cu). Memory-ordering contract: gpu_kernels.cuh.
+// Computes: AllGather and Broadcast's kernel (bytes, any protocol), the store kernel of AllGather
+// and AlltoAll between windows, and the run-time choice of the others' (gpu_kernels_*.cu).
+// Memory-ordering contract: gpu_kernels.cuh and gpu_sym_kernels.cuh.
 #include "gpu_kernels.cuh"
 #include "nccl.h"
 
@@ -19,19 +20,22 @@ __global__ void __launch_bounds__(kGpuMaxThreads) gpuCopyKernel(const GpuCollLau
   gpuReportFailure(*ctx, l.status);
 }
 
-// AllGather [ST] between windows of device memory: this rank's input stored into every rank's
-// output, peers' first from the next rank on, between symmetric.h's arrive and depart barriers
-// (gpu_sym_kernels.cuh states the contract). Bytes, whatever the datatype.
-__global__ void __launch_bounds__(kGpuMaxThreads) gpuSymAllGatherKernel(const GpuCollLaunch l) {
+// The store kernels between windows of device memory, bytes whatever the datatype (count is one
+// block): AllGather [ST] stores this rank's input, and ncclAlltoAll (gpu_alltoall.cc) its block
+// for peer r, at this rank's block of every rank r's output, peers first from the next rank on,
+// between symmetric.h's arrive and depart barriers (gpu_sym_kernels.cuh states the contract).
+__global__ void __launch_bounds__(kGpuMaxThreads) gpuSymStoreKernel(const GpuCollLaunch l) {
   ExecCtx* ctx = gpuBlockCtx(l);
   const CollArgs a = gpuSymArgs(l);
+  const bool perPeer = a.algo == kAlgoSymAlltoAll;
   size_t lo, n;
   channelRange(a.count, a.channel, a.nChannels, 16, &lo, &n);
   const char* src = static_cast<const char*>(a.sendbuff) + lo;
   if (symBarrier(*ctx, a, false)) {
     for (int i = 1; i <= a.nRanks; ++i) {
       const int r = (a.rank + i) % a.nRanks;
-      copyBytes(*ctx, l.symRecvBases[r] + l.symRecvOffset + (size_t)a.rank * a.count + lo, src, n);
+      copyBytes(*ctx, l.symRecvBases[r] + l.symRecvOffset + (size_t)a.rank * a.count + lo,
+                src + (perPeer ? (size_t)r * a.count : 0), n);
     }
     __syncthreads();
     symBarrier(*ctx, a, true);
@@ -44,7 +48,7 @@ void setLaunchError(cudaError_t e, const char* what);  // backend_runtime.cu
 int launchCollKernel(const GpuCollLaunch* l, void* stream) {
   GpuKernelFn fn = nullptr;
   const bool sym = isSymmetric(l->base.algo);
-  if (countsBytes(l->base.func)) fn = sym ? gpuSymAllGatherKernel : gpuCopyKernel;
+  if (countsBytes(l->base.func)) fn = sym ? gpuSymStoreKernel : gpuCopyKernel;  // AlltoAll's launch says AllGather
   if (!fn) fn = gpuKernelsInt(l->dtype, l->opKind, sym);
   if (!fn) fn = gpuKernelsFloat(l->dtype, l->opKind, sym);
   if (!fn) fn = gpuKernelsLowp(l->dtype, l->opKind, sym);

@@ -2,9 +2,9 @@
 // import it), registered as a symmetric window on every rank, then collectives on the windows'
 // memory, exact, each of them one of NCCL's symmetric kernels in baton ("algorithm Sym..." with
 // NCCL_DEBUG_SUBSYS=COLL): an AllGather (stores into the peers' windows, SymStore), ReduceScatters
-// (loads from them, SymLoad), small AllReduces (SymOneShot) and larger ones (SymTwoShot), out of
-// place and in place, at offsets 16-byte vectors suit and at ones that they do not; then the windows
-// deregistered and the memory freed. Uses only NCCL's API and the CUDA runtime.
+// (loads from them, SymLoad), an AlltoAll (SymAlltoAll), small AllReduces (SymOneShot) and larger
+// ones (SymTwoShot), out of place and in place, at offsets 16-byte vectors suit and at ones that
+// they do not; then the windows deregistered and the memory freed. Uses only NCCL's API and the CUDA runtime.
 // tools/gpu-check.sh runs it; it needs a GPU.
 //
 //   gpu_window check [-n ranks] [--procs]
@@ -164,6 +164,27 @@ int main(int argc, char** argv) {
     }
   }
   for (Rank& R : ranks) fill(R, R.buf);
+  // An AlltoAll into a window (baton: stores into the peers' windows): block q of rank r's output
+  // is block r of rank q's input.
+  const size_t block = kCount / n;
+  NCCL(ncclGroupStart());
+  for (Rank& R : ranks) NCCL(ncclAlltoAll(R.buf, R.all, block, ncclInt32, R.comm, R.stream));
+  NCCL(ncclGroupEnd());
+  sync();
+  for (Rank& R : ranks) {
+    std::vector<int32_t> host(kCount);
+    CUDA(cudaSetDevice(R.dev));
+    CUDA(cudaMemcpy(host.data(), R.all, kCount * sizeof(int32_t), cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < kCount; ++i) {
+      const int q = (int)(i / block);
+      if (host[i] != val(q, R.id * block + i % block)) {
+        fprintf(stderr, "FAIL rank %d: AlltoAll into a window [%zu] = %d, expected %d\n", R.id, i, host[i],
+                val(q, R.id * block + i % block));
+        ++gFailures;
+        break;
+      }
+    }
+  }
   // Small AllReduces between windows (baton: the one-shot symmetric kernel, reading the peers'
   // windows), many back to back so the barriers' epochs advance, then one at an offset 16-byte
   // vectors do not suit; one above the one-shot size (baton: two-shot, each rank folding its piece
@@ -220,8 +241,8 @@ int main(int argc, char** argv) {
     CUDA(cudaStreamDestroy(R.stream));
   }
   printf(
-      "window check%s: %d ranks (%s), ncclMemAlloc device memory in symmetric windows, AllGather, ReduceScatter "
-      "and AllReduce: %s\n",
+      "window check%s: %d ranks (%s), ncclMemAlloc device memory in symmetric windows, AllGather, ReduceScatter, "
+      "AlltoAll and AllReduce: %s\n",
       procs ? (", rank " + std::to_string(ranks[0].id)).c_str() : "", n, procs ? "processes" : "threads",
       gFailures ? "FAILED" : "exact");
   return gFailures ? 1 : 0;
