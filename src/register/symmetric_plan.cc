@@ -12,6 +12,8 @@ void opBufferBytes(const Task& t, int nRanks, size_t* send, size_t* recv) {
   *recv = t.func == kFuncAllGather ? b * nRanks : b;
 }
 
+bool symTwoShotAllowed(int setting, bool device) { return setting < 0 ? device : setting != 0; }
+
 bool symmetricAlgo(CollFunc func, size_t totalBytes, size_t oneShotBytes, bool twoShot, CollAlgo* algo) {
   switch (func) {
     case kFuncAllGather: *algo = kAlgoSymStore; return true;
@@ -28,7 +30,7 @@ bool planSymmetricWindows(const ncclComm* comm, const Task& t, bool device, Symm
   if (t.count == 0 || comm->windows.empty() || !comm->tun.symmetric || comm->nRanks < 2 ||
       comm->nRanks > kMaxSymRanks || comm->nNodes != 1)
     return false;
-  const bool twoShot = comm->tun.symTwoShot < 0 ? device : comm->tun.symTwoShot != 0;
+  const bool twoShot = symTwoShotAllowed(comm->tun.symTwoShot, device);
   const size_t totalBytes = collBytes(t.func, t.count, typeSize(t.type), comm->nRanks);
   if (!symmetricAlgo(t.func, totalBytes, comm->tun.symOneShotBytes, twoShot, &out->algo)) return false;
   size_t sb, rb;

@@ -22,6 +22,10 @@ namespace baton {
 // The bytes of an operation's input and output on one rank.
 void opBufferBytes(const Task& t, int nRanks, size_t* send, size_t* recv);
 
+// Whether two-shot may take the AllReduces above the one-shot size: BATON_SYM_TWOSHOT's `setting`
+// (1 yes, 0 no, below 0 the default: on a GPU only).
+bool symTwoShotAllowed(int setting, bool device);
+
 // The symmetric kernel for `func` at `totalBytes` (collBytes), or false when none takes it.
 bool symmetricAlgo(CollFunc func, size_t totalBytes, size_t oneShotBytes, bool twoShot, CollAlgo* algo);
 
