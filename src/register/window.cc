@@ -14,6 +14,7 @@
 #include "group.h"
 #include "misc/debug.h"
 #include "register/mem_alloc.h"
+#include "register/pad_group.h"
 #include "symmetric.h"
 
 namespace baton {
@@ -94,13 +95,15 @@ void WindowTable::clear() {
   retired_.clear();
   wins_.clear();
   count_ = 0;
-  if (myPad_) memFree(myPad_);
-  myPad_ = nullptr;
   pads.clear();
   freeDeviceTable(cudaDev_, devPadsDev);
   devPadsDev = nullptr;
-  if (myDevPad_) memFree(myDevPad_);
+  // Peer threads' barriers may still read our pads: the last of this process's ranks frees them.
+  if (myPad_ || myDevPad_) releasePads(padGroup_, padGroupSize_, myPad_, myDevPad_);
+  myPad_ = nullptr;
   myDevPad_ = nullptr;
+  padGroup_ = nullptr;
+  padGroupSize_ = 1;
 }
 
 bool WindowTable::findSerial(uint64_t serial, char** base, size_t* size) const {
@@ -201,6 +204,13 @@ ncclResult_t windowRegister(ncclComm* comm, void* buff, size_t size, ncclWindow_
     for (int r = 0; r < n; ++r)
       t.pads[r] = reinterpret_cast<SymPad*>(reach(comm, r, claims[r].padPtr, claims[r].padAlloc, sizeof(SymPad)));
     t.epochs.assign(kSymMaxChannels, 0);
+    // This process's ranks: named alike in each by the first one's pad (pad_group.h).
+    t.padGroup_ = nullptr, t.padGroupSize_ = 0;
+    for (int r = 0; r < n; ++r)
+      if (comm->peers[r].pidHash == comm->peers[comm->rank].pidHash) {
+        if (!t.padGroup_) t.padGroup_ = reinterpret_cast<const void*>(claims[r].padPtr);
+        ++t.padGroupSize_;
+      }
   }
   if (device && !t.devPadsDev) {
     std::vector<char*> table(n, nullptr);

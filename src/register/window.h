@@ -72,6 +72,10 @@ class WindowTable {
   std::vector<std::unique_ptr<ncclWindow_vidmem>> wins_;
   SymPad* myPad_ = nullptr;
   SymPad* myDevPad_ = nullptr;
+  // This process's ranks of the communicator, which free their pads together (pad_group.h): the
+  // first one's pad names them, and how many they are (1: this rank alone, or no window yet).
+  const void* padGroup_ = nullptr;
+  int padGroupSize_ = 1;
   int cudaDev_ = -1;  // where devPadsDev and the windows' peerBaseDev lie
   // Deregistered windows' peerBaseDev, freed in clear(): cudaFree waits for the whole device, where
   // another thread rank's kernel may wait for this rank's next call.

@@ -11,10 +11,13 @@
 #include <thread>
 #include <vector>
 
+#include "comm.h"
 #include "nccl.h"
 #include "register/ipc_socket.h"
 #include "register/mem_alloc.h"
 #include "register/peer_mappings.h"
+#include "register/window.h"
+#include "symmetric.h"
 #include "unit/unit_helpers.h"
 
 namespace {
@@ -241,6 +244,32 @@ TEST(Window, SymmetricAllReduceAndMismatchesFailOnEveryRank) {
 
 // Two processes: a registered AllReduce maps the peer's ncclMemAlloc buffer through the IPC socket,
 // and destroying the communicator unmaps it (no mapping or descriptor left behind).
+// A thread rank leaves the symmetric barriers as soon as it has seen every peer arrive, while a
+// peer thread may still poll its pad; so its pad outlives its communicator until the last rank of
+// this process frees its own (register/pad_group.h).
+TEST(Window, AThreadRanksPadLivesUntilTheProcesssLastRankIsDestroyed) {
+  constexpr int n = 3;
+  std::vector<ncclComm_t> c(n);
+  ASSERT_EQ(ncclCommInitAll(c.data(), n, nullptr), ncclSuccess) << lastError();
+  std::vector<void*> mem(n);
+  std::vector<ncclWindow_t> win(n);
+  for (int r = 0; r < n; ++r) ASSERT_NCCL_OK(ncclMemAlloc(&mem[r], 1 << 16));
+  ASSERT_NCCL_OK(ncclGroupStart());
+  for (int r = 0; r < n; ++r)
+    ASSERT_NCCL_OK(ncclCommWindowRegister(c[r], mem[r], 1 << 16, &win[r], NCCL_WIN_COLL_SYMMETRIC));
+  ASSERT_NCCL_OK(ncclGroupEnd());
+  const std::vector<baton::SymPad*> pads = c[2]->windows.pads;
+  ASSERT_EQ(pads.size(), (size_t)n);
+  baton::MemAllocation m;
+  for (int r = 0; r < n; ++r) {
+    ASSERT_NCCL_OK(ncclCommDestroy(c[r]));
+    for (int q = 0; q < n; ++q)
+      EXPECT_EQ(memFind(pads[q], sizeof(baton::SymPad), &m), r < n - 1)
+          << "rank " << q << "'s pad after destroying ranks 0.." << r;
+  }
+  for (int r = 0; r < n; ++r) ASSERT_NCCL_OK(ncclMemFree(mem[r]));
+}
+
 TEST(Register, ProcessesMapPeersAndDestroyUnmaps) {
   ncclUniqueId id;
   ASSERT_NCCL_OK(ncclGetUniqueId(&id));
