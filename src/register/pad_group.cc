@@ -11,19 +11,19 @@ namespace baton {
 namespace {
 
 struct Held {
-  int left = 0;              // members that have not handed their pads over yet
+  int left = 0;             // members that have not handed their pads over yet
   std::vector<void*> pads;  // those handed over, freed with the last
 };
 std::mutex gMu;
-std::map<const void*, Held> gGroups;
+std::map<uint64_t, Held> gGroups;
 
 }  // namespace
 
-void releasePads(const void* group, int members, void* hostPad, void* devicePad) {
+void releasePads(uint64_t group, int members, void* hostPad, void* devicePad) {
   std::vector<void*> freeNow;
   {
     std::lock_guard<std::mutex> lock(gMu);
-    if (members <= 1 || !group) {
+    if (members <= 1 || group == 0) {
       freeNow = {hostPad, devicePad};
     } else {
       auto [it, fresh] = gGroups.try_emplace(group);

@@ -8,11 +8,14 @@
 // one process share when the last of them is reclaimed (commReclaim, NCCL's src/init.cc).
 #pragma once
 
+#include <cstdint>
+
 namespace baton {
 
 // Hands this rank's pads (`hostPad`, and `devicePad` or nullptr, both from ncclMemAlloc's table)
-// to the group named `group` (alike on each of its `members` ranks in this process); the last
-// member to hand its pads over frees every member's. One member: freed now.
-void releasePads(const void* group, int members, void* hostPad, void* devicePad);
+// to the group named `group` (alike on each of its `members` ranks in this process: the first
+// one's pad allocation id, which this process never reuses); the last member to hand its pads
+// over frees every member's. One member, or group 0: freed now.
+void releasePads(uint64_t group, int members, void* hostPad, void* devicePad);
 
 }  // namespace baton

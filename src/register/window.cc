@@ -102,7 +102,7 @@ void WindowTable::clear() {
   if (myPad_ || myDevPad_) releasePads(padGroup_, padGroupSize_, myPad_, myDevPad_);
   myPad_ = nullptr;
   myDevPad_ = nullptr;
-  padGroup_ = nullptr;
+  padGroup_ = 0;
   padGroupSize_ = 1;
 }
 
@@ -204,11 +204,11 @@ ncclResult_t windowRegister(ncclComm* comm, void* buff, size_t size, ncclWindow_
     for (int r = 0; r < n; ++r)
       t.pads[r] = reinterpret_cast<SymPad*>(reach(comm, r, claims[r].padPtr, claims[r].padAlloc, sizeof(SymPad)));
     t.epochs.assign(kSymMaxChannels, 0);
-    // This process's ranks: named alike in each by the first one's pad (pad_group.h).
-    t.padGroup_ = nullptr, t.padGroupSize_ = 0;
+    // This process's ranks: named alike in each by the first one's pad allocation (pad_group.h).
+    t.padGroup_ = 0, t.padGroupSize_ = 0;
     for (int r = 0; r < n; ++r)
       if (comm->peers[r].pidHash == comm->peers[comm->rank].pidHash) {
-        if (!t.padGroup_) t.padGroup_ = reinterpret_cast<const void*>(claims[r].padPtr);
+        if (!t.padGroup_) t.padGroup_ = claims[r].padAlloc;
         ++t.padGroupSize_;
       }
   }

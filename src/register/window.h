@@ -73,8 +73,8 @@ class WindowTable {
   SymPad* myPad_ = nullptr;
   SymPad* myDevPad_ = nullptr;
   // This process's ranks of the communicator, which free their pads together (pad_group.h): the
-  // first one's pad names them, and how many they are (1: this rank alone, or no window yet).
-  const void* padGroup_ = nullptr;
+  // first one's pad allocation id names them (0: none yet), and how many they are.
+  uint64_t padGroup_ = 0;
   int padGroupSize_ = 1;
   int cudaDev_ = -1;  // where devPadsDev and the windows' peerBaseDev lie
   // Deregistered windows' peerBaseDev, freed in clear(): cudaFree waits for the whole device, where

@@ -242,8 +242,6 @@ TEST(Window, SymmetricAllReduceAndMismatchesFailOnEveryRank) {
   destroy(c);
 }
 
-// Two processes: a registered AllReduce maps the peer's ncclMemAlloc buffer through the IPC socket,
-// and destroying the communicator unmaps it (no mapping or descriptor left behind).
 // A thread rank leaves the symmetric barriers as soon as it has seen every peer arrive, while a
 // peer thread may still poll its pad; so its pad outlives its communicator until the last rank of
 // this process frees its own (register/pad_group.h).
@@ -270,6 +268,8 @@ TEST(Window, AThreadRanksPadLivesUntilTheProcesssLastRankIsDestroyed) {
   for (int r = 0; r < n; ++r) ASSERT_NCCL_OK(ncclMemFree(mem[r]));
 }
 
+// Two processes: a registered AllReduce maps the peer's ncclMemAlloc buffer through the IPC socket,
+// and destroying the communicator unmaps it (no mapping or descriptor left behind).
 TEST(Register, ProcessesMapPeersAndDestroyUnmaps) {
   ncclUniqueId id;
   ASSERT_NCCL_OK(ncclGetUniqueId(&id));
