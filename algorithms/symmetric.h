@@ -46,6 +46,9 @@ struct SymPad {
   };
   Line arrive[kSymMaxChannels];
   Line depart[kSymMaxChannels];
+  // The CUDA backend's own count of symmetric kernels per channel, which only this rank's kernels
+  // read and advance: in device memory, so the replays of a CUDA graph advance it too.
+  uint64_t kernelEpochs[kSymMaxChannels];
   alignas(128) SymAlltoAllPost alltoall;  // written on channel 0 only, before its arrive
   alignas(4096) char scratch[kSymScratchBytes];
 };

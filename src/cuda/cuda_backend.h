@@ -19,7 +19,7 @@
 
 namespace baton {
 
-constexpr int kCudaBackendVersion = 6;
+constexpr int kCudaBackendVersion = 7;
 constexpr int kGpuMaxThreads = 512;     // threads of a collective's block (NCCL_NTHREADS' default)
 constexpr size_t kIpcHandleBytes = 64;  // cudaIpcMemHandle_t
 // A channel's tree connectors in GpuChannelDev::treeConns: to the parent, from it, from each
@@ -66,12 +66,12 @@ struct GpuCollLaunch {
   GpuStatus* status = nullptr;      // device-visible pointer to the communicator's status
   // The symmetric kernels (isSymmetric(base.algo): both buffers in windows of device memory):
   // every rank's window base as this device reaches it (device memory, by rank), the buffers'
-  // offsets in their windows, every rank's pad (device memory, by rank) and this launch's epoch.
+  // offsets in their windows, and every rank's pad (device memory, by rank), where the kernels
+  // also count their epochs (gpu_sym_kernels.cuh).
   char* const* symSendBases = nullptr;
   char* const* symRecvBases = nullptr;
   size_t symSendOffset = 0, symRecvOffset = 0;
   SymPad* const* symPads = nullptr;
-  uint64_t symEpoch = 0;
 };
 
 // A group's device sends and receives for one communicator, as one kernel (sendrecv_kernel.cu).

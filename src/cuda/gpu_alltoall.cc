@@ -7,8 +7,8 @@
 // Only ncclAlltoAll (every block the same size, so every rank knows where its block lands in every
 // peer's output: NCCL_WIN_COLL_SYMMETRIC puts every rank's recvbuff at the same offset of its
 // window, which, unlike the CPU's window algorithm, the kernel takes on trust); batonAlltoAllv on
-// device buffers keeps the direct algorithm. A call inside a CUDA graph capture keeps it too: a
-// replay would repeat the barriers' epoch.
+// device buffers keeps the direct algorithm. Inside a CUDA graph capture too: the kernel counts
+// its barriers' epochs in device memory (gpu_sym_kernels.cuh).
 #include <algorithm>
 
 #include "alltoall.h"
@@ -36,15 +36,13 @@ ncclResult_t GpuComm::launchAlltoAll(ncclComm* comm, const Task& t) {
   const int n = comm->nRanks;
   const size_t block = (*t.layout)[0];  // ncclAlltoAll: every block alike
   const ncclWindow_vidmem* wr = comm->windows.findSymmetricDevice(t.recvbuff, block * n);
-  int capturing = 0;
-  unsigned long long captureId = 0;
-  const CudaBackend* b = b_;
-  GPU_CALL(b->streamCapture(dev_, t.stream, &capturing, &captureId), "asking whether the stream is being captured");
-  if (!wr || capturing) {
-    // The window went away before the group ended, or the stream is being captured (a replay would
-    // repeat the barriers' epoch): the direct algorithm's sends and receives, as their own kernel.
-    BATON_INFO(kSubColl, "ncclAlltoAll: recvbuff %p comm %p: algorithm direct (device buffers): %s", t.recvbuff,
-               (void*)comm, wr ? "the stream is being captured" : "recvbuff is no longer in a window");
+  if (!wr) {
+    // The window went away before the group ended: the direct algorithm's sends and receives, as
+    // their own kernel.
+    BATON_INFO(kSubColl,
+               "ncclAlltoAll: recvbuff %p comm %p: algorithm direct (device buffers): recvbuff is no "
+               "longer in a window",
+               t.recvbuff, (void*)comm);
     std::vector<Task> direct = alltoallTasks(comm, kAlltoAllDirect, t.sendbuff, t.recvbuff, t.layout, true);
     for (Task& d : direct) d.onDevice = true, d.stream = t.stream;
     return launchSendRecv(comm, direct);
@@ -58,7 +56,6 @@ ncclResult_t GpuComm::launchAlltoAll(ncclComm* comm, const Task& t) {
   l.symRecvBases = static_cast<char* const*>(wr->peerBaseDev);
   l.symRecvOffset = static_cast<const char*>(t.recvbuff) - wr->base;
   l.symPads = static_cast<SymPad* const*>(comm->windows.devPadsDev);
-  l.symEpoch = symEpoch_ + 1;
   const uint64_t opCount = comm->opCount++;  // counted whether or not INFO is on
   BATON_INFO(kSubColl,
              "ncclAlltoAll: opCount %llx sendbuff %p recvbuff %p block %zu bytes comm %p [nranks=%d] stream %p "
@@ -68,7 +65,6 @@ ncclResult_t GpuComm::launchAlltoAll(ncclComm* comm, const Task& t) {
   BATON_CHECK(beforeLaunch(comm, t.stream, &order));
   if (b_->launchColl(&l, t.stream) != 0)
     return batonError(ncclUnhandledCudaError, "rank %d: ncclAlltoAll launch: %s", comm->rank, b_->lastError());
-  ++symEpoch_;
   return afterLaunch(comm, t.stream, order);
 }
 

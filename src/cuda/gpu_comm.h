@@ -37,8 +37,7 @@ class GpuComm {
   ncclResult_t launchSendRecv(ncclComm* comm, const std::vector<Task>& tasks);
   // ncclAlltoAll between device buffers whose output lies in a window of device memory: whether it
   // can take the store kernel (every device reaches every other, one host, BATON_ALLTOALL_ALGO
-  // auto or window), and its launch, which falls back to the direct algorithm when the stream is
-  // being captured (gpu_alltoall.cc).
+  // auto or window), and its launch (gpu_alltoall.cc).
   bool alltoallByWindow(ncclComm* comm, const void* recvbuff, size_t bytes);
   ncclResult_t launchAlltoAll(ncclComm* comm, const Task& t);
   // Raises the kernels' abort flag (ncclCommAbort): their waits give up.
@@ -115,7 +114,7 @@ class GpuComm {
   // What every collective launch of this communicator shares: channels, device, abort flag, status.
   void fillLaunch(const ncclComm* comm, GpuCollLaunch* l) const;
   // Turns `l` into the symmetric kernel's launch when `t` can take it (gpu_launch.cc).
-  bool planSymmetric(ncclComm* comm, const Task& t, bool captured, GpuCollLaunch* l);
+  bool planSymmetric(ncclComm* comm, const Task& t, GpuCollLaunch* l);
   ncclResult_t afterLaunch(ncclComm* comm, cudaStream_t stream, const LaunchOrder& o);
   // A group's streams must all be outside any capture or all in the same one (as NCCL requires).
   ncclResult_t sameCapture(ncclComm* comm, cudaStream_t first, const std::vector<cudaStream_t>& others);
@@ -130,7 +129,6 @@ class GpuComm {
   std::vector<FifoMem> peerFifos_;    // ours: one send/recv FIFO from each peer
   std::vector<FifoMem> treeFifos_;    // ours: the trees' receive FIFOs
   int treeChannels_ = 0;              // channels with a tree (0: AllReduce takes the ring)
-  uint64_t symEpoch_ = 0;             // symmetric kernels launched (their barriers' epoch)
   std::vector<uint8_t> reach_;        // [r * n + q]: rank r's device can store into rank q's
   bool allReach_ = false;             // every entry of reach_ (the symmetric kernel's condition)
   int hostFifos_ = 0;                 // of ours, how many are in host memory (INFO)

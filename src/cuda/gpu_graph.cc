@@ -15,8 +15,10 @@
 //   - an edge from the previous captured launch of the same capture (through an event recorded
 //     inside that capture, one per capture in progress): two calls captured on different streams
 //     of one graph still run one after the other, in call order.
-// The kernels keep their step counters in device memory, so a replay continues from where the
-// previous kernel left them, as an eager launch does.
+// The kernels keep their step counters, and the symmetric kernels their barrier epochs (in the
+// ranks' pads), in device memory, so a replay continues from where the previous kernel left them,
+// as an eager launch does. As in NCCL, a graph holding a symmetric kernel needs its windows
+// registered and their memory allocated for as long as it is launched.
 #include "comm.h"
 #include "cuda/gpu_backend.h"
 #include "cuda/gpu_comm.h"

@@ -62,13 +62,12 @@ ncclResult_t gpuClassify(ncclComm* comm, const Task& t, const char* fn, bool* on
 }
 
 // NCCL's symmetric kernels (symmetric_plan.h says which): both buffers in windows of device memory
-// that every rank's device reaches, not in a CUDA graph capture (a replay would reuse the launch's
-// barrier epoch). The epoch counts this communicator's symmetric launches, which run in call order
-// like all its kernels.
-bool GpuComm::planSymmetric(ncclComm* comm, const Task& t, bool captured, GpuCollLaunch* l) {
+// that every rank's device reaches. Inside a CUDA graph capture too: the kernels count their
+// barriers' epochs in device memory, so each replay takes the next.
+bool GpuComm::planSymmetric(ncclComm* comm, const Task& t, GpuCollLaunch* l) {
   SymmetricPlan sp;
   // allReach_: the whole table, which every rank holds alike.
-  if (captured || !allReach_ || !planSymmetricWindows(comm, t, true, &sp)) return false;
+  if (!allReach_ || !planSymmetricWindows(comm, t, true, &sp)) return false;
   const int nch = std::min(l->base.nChannels, kSymMaxChannels);
   const CollOp op{t.func, t.sendbuff, t.recvbuff, t.count, typeSize(t.type), t.root};
   l->base = collArgsFor(op, sp.algo, kProtoSimple, comm->rank, comm->nRanks, nch, comm->tun.chunkSteps);
@@ -77,7 +76,6 @@ bool GpuComm::planSymmetric(ncclComm* comm, const Task& t, bool captured, GpuCol
   l->symSendOffset = sp.sendOffset;
   l->symRecvOffset = sp.recvOffset;
   l->symPads = static_cast<SymPad* const*>(comm->windows.devPadsDev);
-  l->symEpoch = symEpoch_ + 1;  // counted once launched: a launch that failed ran no barrier
   return true;
 }
 
@@ -117,7 +115,7 @@ ncclResult_t GpuComm::launch(ncclComm* comm, const Task& t) {
   l.divisor = t.op.nRanks;
   LaunchOrder order;
   BATON_CHECK(beforeLaunch(comm, t.stream, &order));
-  const bool sym = planSymmetric(comm, t, order.captured, &l);
+  const bool sym = planSymmetric(comm, t, &l);
   const uint64_t opCount = comm->opCount++;  // counted whether or not INFO is on
   BATON_INFO(kSubColl,
              "%s: opCount %llx sendbuff %p recvbuff %p count %zu datatype %s op %s root %d comm %p [nranks=%d] "
@@ -135,8 +133,6 @@ ncclResult_t GpuComm::launch(ncclComm* comm, const Task& t) {
                         b_->lastError());
   } else if (b_->launchColl(&l, t.stream) != 0) {
     return batonError(ncclUnhandledCudaError, "rank %d: %s launch: %s", comm->rank, funcName(t.func), b_->lastError());
-  } else if (sym) {
-    ++symEpoch_;
   }
   return afterLaunch(comm, t.stream, order);
 }

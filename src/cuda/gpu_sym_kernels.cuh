@@ -15,7 +15,9 @@
 // per-thread accumulator, which on a GPU would be a per-thread array in local memory.)
 // Introduced in lesson 09 (docs/lessons/09-buffer-registration.md, "On a GPU").
 //
-// Memory-ordering contract: symmetric.h's two barriers in the ranks' pads. The arrive barrier's
+// Memory-ordering contract: symmetric.h's two barriers in the ranks' pads, at an epoch each rank
+// counts in its own pad per channel (kernelEpochs: device memory, so a CUDA graph's replays count
+// too). The arrive barrier's
 // acquire says every peer has entered the operation (its input is ready, its output no longer
 // read); the block barrier (__syncthreads) before the depart makes every thread's loads and
 // stores part of what thread 0's system-scope release publishes; the depart's acquire says no peer
@@ -68,13 +70,23 @@ __device__ __forceinline__ void gpuSymFold(const Op& op, const T* const* ins, in
   }
 }
 
-// This block's arguments for a symmetric kernel: no ring, the pads and the launch's epoch.
+// This block's arguments for a symmetric kernel: no ring, the pads, and the epoch: one more than
+// this channel's kernels so far, counted in our own pad (the same on every rank, since every rank
+// runs the communicator's symmetric kernels in the same order, each on the same channels).
 __device__ __forceinline__ CollArgs gpuSymArgs(const GpuCollLaunch& l) {
   CollArgs a = l.base;
   a.channel = blockIdx.x;
   a.sym.pads = l.symPads;
-  a.sym.epoch = l.symEpoch;
+  a.sym.epoch = l.symPads[a.rank]->kernelEpochs[blockIdx.x] + 1;
   return a;
+}
+
+// Counts this kernel on the block's channel, once every thread has read the count (gpuSymArgs),
+// whether or not it succeeded, so every launch advances it exactly once, as on every peer. The
+// next kernel of the communicator starts after this one has finished, so it reads the new count.
+__device__ __forceinline__ void gpuSymDone(const GpuCollLaunch& l, const CollArgs& a) {
+  __syncthreads();
+  if (threadIdx.x == 0) l.symPads[a.rank]->kernelEpochs[blockIdx.x] = a.sym.epoch;
 }
 
 // Every rank's buffer at `offset` in its window, as this device reaches it, into `out` (shared).
@@ -131,6 +143,7 @@ __global__ void __launch_bounds__(kGpuMaxThreads) gpuSymReduceKernel(const GpuCo
       symBarrier(*ctx, a, true);
     }
   }
+  gpuSymDone(l, a);
   gpuReportFailure(*ctx, l.status);
 }
 

@@ -40,6 +40,7 @@ __global__ void __launch_bounds__(kGpuMaxThreads) gpuSymStoreKernel(const GpuCol
     __syncthreads();
     symBarrier(*ctx, a, true);
   }
+  gpuSymDone(l, a);
   gpuReportFailure(*ctx, l.status);
 }
 

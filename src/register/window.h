@@ -60,7 +60,7 @@ class WindowTable {
   std::vector<uint64_t> epochs;
   // A GPU communicator's pads for its kernels: every rank's in device memory as this rank's device
   // reaches it, a table in device memory (nullptr until a window of device memory found them all).
-  // The kernels' epochs are GpuComm's.
+  // The kernels count their epochs in their own pad (SymPad::kernelEpochs).
   void* devPadsDev = nullptr;
 
  private:

@@ -4,7 +4,8 @@
 // NCCL_DEBUG_SUBSYS=COLL): an AllGather (stores into the peers' windows, SymStore), ReduceScatters
 // (loads from them, SymLoad), an AlltoAll (SymAlltoAll), small AllReduces (SymOneShot) and larger
 // ones (SymTwoShot), out of place and in place, at offsets 16-byte vectors suit and at ones that
-// they do not; then the windows deregistered and the memory freed. Uses only NCCL's API and the CUDA runtime.
+// they do not, and one captured into a CUDA graph and launched repeatedly; then the windows
+// deregistered and the memory freed. Uses only NCCL's API and the CUDA runtime.
 // tools/gpu-check.sh runs it; it needs a GPU.
 //
 //   gpu_window check [-n ranks] [--procs]
@@ -33,6 +34,8 @@ constexpr size_t kSmall = 1027;         // int32s: within the one-shot size, not
 constexpr size_t kSmallInPlace = 4096;  // where the in-place one lies in the window (every rank alike)
 constexpr int kSmallRepeats = 50;
 constexpr size_t kMedium = kCount / 2 + 5;  // int32s: above the one-shot size, not a multiple of a grain
+constexpr size_t kGraphAt = 8192;           // where the AllReduce captured into a CUDA graph lies in the window
+constexpr int kGraphLaunches = 4;
 
 int32_t val(int r, size_t i) { return (r + 1) * 100 + (int32_t)(i % 1009); }
 
@@ -67,6 +70,12 @@ int32_t gatheredAt(size_t i, int) { return val((int)(i / kCount), i % kCount); }
 int32_t sumAtInPlace(size_t i, int n) { return sumAt(kSmallInPlace + i, n); }
 int32_t sumAtNext(size_t i, int n) { return sumAt(i + 1, n); }
 int32_t scaledGatheredAt(size_t i, int n) { return n * gatheredAt(i, n); }
+// After k launches of an in-place AllReduce: the sum, then times n for every launch after the first.
+int32_t graphAt(size_t i, int n) {
+  int32_t v = sumAt(kGraphAt + i, n);
+  for (int k = 1; k < kGraphLaunches; ++k) v *= n;
+  return v;
+}
 
 void fill(const Rank& R, int32_t* dev) {
   std::vector<int32_t> host(kCount);
@@ -212,6 +221,44 @@ int main(int argc, char** argv) {
     expectEq(R, R.all + kSmall + 1, kSmall, "small AllReduce at an unaligned offset", sumAtNext, n);
     expectEq(R, R.all + kCount / 4 + 1, kMedium, "two-shot AllReduce at an unaligned offset", sumAtNext, n);
     expectEq(R, R.buf + kSmallInPlace, kSmall, "small in-place AllReduce in a window", sumAtInPlace, n);
+  }
+  // A small in-place AllReduce between windows captured into a CUDA graph on every rank, the graph
+  // launched kGraphLaunches times with an eager one between launches: each launch takes the next
+  // barrier epoch (baton's kernels count them in device memory), so each multiplies by n.
+  std::vector<cudaGraphExec_t> execs(ranks.size());
+  for (Rank& R : ranks) {
+    CUDA(cudaSetDevice(R.dev));
+    CUDA(cudaMemset(R.all + kGraphAt, 0, kSmall * sizeof(int32_t)));  // where the eager ones land
+    CUDA(cudaDeviceSynchronize());
+    CUDA(cudaStreamBeginCapture(R.stream, cudaStreamCaptureModeThreadLocal));
+  }
+  NCCL(ncclGroupStart());
+  for (Rank& R : ranks)
+    NCCL(ncclAllReduce(R.buf + kGraphAt, R.buf + kGraphAt, kSmall, ncclInt32, ncclSum, R.comm, R.stream));
+  NCCL(ncclGroupEnd());
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    cudaGraph_t g;
+    CUDA(cudaSetDevice(ranks[i].dev));
+    CUDA(cudaStreamEndCapture(ranks[i].stream, &g));
+    CUDA(cudaGraphInstantiate(&execs[i], g, 0));
+    CUDA(cudaGraphDestroy(g));
+  }
+  for (int it = 0; it < kGraphLaunches; ++it) {
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      CUDA(cudaSetDevice(ranks[i].dev));
+      CUDA(cudaGraphLaunch(execs[i], ranks[i].stream));
+    }
+    NCCL(ncclGroupStart());
+    for (Rank& R : ranks) NCCL(ncclAllReduce(R.buf, R.all + kGraphAt, kSmall, ncclInt32, ncclSum, R.comm, R.stream));
+    NCCL(ncclGroupEnd());
+  }
+  sync();
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    Rank& R = ranks[i];
+    expectEq(R, R.buf + kGraphAt, kSmall, "AllReduce between windows in a CUDA graph, launched repeatedly", graphAt, n);
+    expectEq(R, R.all + kGraphAt, kSmall, "small AllReduce between the graph's launches", sumAt, n);
+    CUDA(cudaSetDevice(R.dev));
+    CUDA(cudaGraphExecDestroy(execs[i]));
   }
   // The whole window in place (baton: two-shot, 16-byte vectors), from the original input.
   for (Rank& R : ranks) fill(R, R.buf);
