@@ -4,7 +4,7 @@
 // NCCL_DEBUG_SUBSYS=COLL): an AllGather (stores into the peers' windows, SymStore), ReduceScatters
 // (loads from them, SymLoad), an AlltoAll (SymAlltoAll), small AllReduces (SymOneShot) and larger
 // ones (SymTwoShot), out of place and in place, at offsets 16-byte vectors suit and at ones that
-// they do not, and one captured into a CUDA graph and launched repeatedly; then the windows
+// they do not, and two captured into a CUDA graph and launched repeatedly; then the windows
 // deregistered and the memory freed. Uses only NCCL's API and the CUDA runtime.
 // tools/gpu-check.sh runs it; it needs a GPU.
 //
@@ -74,6 +74,12 @@ int32_t scaledGatheredAt(size_t i, int n) { return n * gatheredAt(i, n); }
 int32_t graphAt(size_t i, int n) {
   int32_t v = sumAt(kGraphAt + i, n);
   for (int k = 1; k < kGraphLaunches; ++k) v *= n;
+  return v;
+}
+// The two-shot output (the sum from one element in), times n for each of k launches.
+int32_t graphMediumAt(size_t i, int n) {
+  int32_t v = sumAtNext(i, n);
+  for (int k = 0; k < kGraphLaunches; ++k) v *= n;
   return v;
 }
 
@@ -222,9 +228,10 @@ int main(int argc, char** argv) {
     expectEq(R, R.all + kCount / 4 + 1, kMedium, "two-shot AllReduce at an unaligned offset", sumAtNext, n);
     expectEq(R, R.buf + kSmallInPlace, kSmall, "small in-place AllReduce in a window", sumAtInPlace, n);
   }
-  // A small in-place AllReduce between windows captured into a CUDA graph on every rank, the graph
-  // launched kGraphLaunches times with an eager one between launches: each launch takes the next
-  // barrier epoch (baton's kernels count them in device memory), so each multiplies by n.
+  // Two in-place AllReduces between windows captured into a CUDA graph on every rank, a small one
+  // and the two-shot one's output (many channels), the graph launched kGraphLaunches times with an
+  // eager one between launches: each launch takes the next barrier epoch on each of its channels
+  // (baton's kernels count them in device memory), so each multiplies by n.
   std::vector<cudaGraphExec_t> execs(ranks.size());
   for (Rank& R : ranks) {
     CUDA(cudaSetDevice(R.dev));
@@ -235,6 +242,12 @@ int main(int argc, char** argv) {
   NCCL(ncclGroupStart());
   for (Rank& R : ranks)
     NCCL(ncclAllReduce(R.buf + kGraphAt, R.buf + kGraphAt, kSmall, ncclInt32, ncclSum, R.comm, R.stream));
+  NCCL(ncclGroupEnd());
+  NCCL(ncclGroupStart());
+  for (Rank& R : ranks) {
+    int32_t* medium = R.all + kCount / 4 + 1;
+    NCCL(ncclAllReduce(medium, medium, kMedium, ncclInt32, ncclSum, R.comm, R.stream));
+  }
   NCCL(ncclGroupEnd());
   for (size_t i = 0; i < ranks.size(); ++i) {
     cudaGraph_t g;
@@ -256,6 +269,8 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < ranks.size(); ++i) {
     Rank& R = ranks[i];
     expectEq(R, R.buf + kGraphAt, kSmall, "AllReduce between windows in a CUDA graph, launched repeatedly", graphAt, n);
+    expectEq(R, R.all + kCount / 4 + 1, kMedium, "two-shot AllReduce in a CUDA graph, launched repeatedly",
+             graphMediumAt, n);
     expectEq(R, R.all + kGraphAt, kSmall, "small AllReduce between the graph's launches", sumAt, n);
     CUDA(cudaSetDevice(R.dev));
     CUDA(cudaGraphExecDestroy(execs[i]));
