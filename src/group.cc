@@ -1,5 +1,6 @@
 #include "group.h"
 
+#include <map>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -90,11 +91,17 @@ ncclResult_t groupEnd() {
   if (!jobs.empty()) {
     std::vector<ncclResult_t> res(jobs.size(), ncclSuccess);
     std::vector<std::thread> threads;
+    // A communicator's collective calls (window registrations) run on one thread, in call order, as
+    // its peers' do: two of them at once would pair one rank's first call with a peer's second.
+    std::map<ncclComm*, std::vector<size_t>> callsOf;
+    for (size_t i = 0; i < jobs.size(); ++i)
+      if (!jobs[i].init) callsOf[jobs[i].comm].push_back(i);
+    for (auto& [comm, calls] : callsOf)
+      threads.emplace_back([&, calls = calls] {
+        for (size_t i : calls) res[i] = jobs[i].job();
+      });
     for (size_t i = 0; i < jobs.size(); ++i) {
-      if (!jobs[i].init) {
-        threads.emplace_back([&, i] { res[i] = jobs[i].job(); });
-        continue;
-      }
+      if (!jobs[i].init) continue;
       if (!jobs[i].comm->blocking) {
         res[i] = runInitJob(jobs[i].comm, jobs[i].job);
         continue;

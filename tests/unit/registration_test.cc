@@ -268,6 +268,38 @@ TEST(Window, AThreadRanksPadLivesUntilTheProcesssLastRankIsDestroyed) {
   for (int r = 0; r < n; ++r) ASSERT_NCCL_OK(ncclMemFree(mem[r]));
 }
 
+// One thread registering six windows of different sizes on each of 4 ranks in one group: each
+// rank's registrations run in call order, so rank r's k-th pairs with every peer's k-th (run at
+// once, a rank's k-th could meet a peer's j-th and see sizes that differ).
+TEST(Window, AGroupsRegistrationsPairInCallOrder) {
+  constexpr int n = 4, k = 6;
+  auto bytes = [](int w) { return (size_t)4096 << w; };
+  std::vector<ncclComm_t> c = comms(n);
+  std::vector<std::vector<void*>> mem(n, std::vector<void*>(k));
+  std::vector<std::vector<ncclWindow_t>> win(n, std::vector<ncclWindow_t>(k));
+  for (int r = 0; r < n; ++r)
+    for (int w = 0; w < k; ++w) ASSERT_NCCL_OK(ncclMemAlloc(&mem[r][w], bytes(w)));
+  for (int round = 0; round < 5; ++round) {
+    ASSERT_NCCL_OK(ncclGroupStart());
+    for (int r = 0; r < n; ++r)
+      for (int w = 0; w < k; ++w)
+        ASSERT_NCCL_OK(ncclCommWindowRegister(c[r], mem[r][w], bytes(w), &win[r][w], NCCL_WIN_COLL_SYMMETRIC));
+    ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << "round " << round << ": " << lastError();
+    for (int r = 0; r < n; ++r)
+      for (int w = 0; w < k; ++w) {
+        EXPECT_EQ(win[r][w]->size, bytes(w)) << "rank " << r << " window " << w;
+        EXPECT_EQ(win[r][w]->serial, win[r][0]->serial + w) << "rank " << r << " window " << w;
+      }
+    ASSERT_NCCL_OK(ncclGroupStart());
+    for (int r = 0; r < n; ++r)
+      for (int w = 0; w < k; ++w) ASSERT_NCCL_OK(ncclCommWindowDeregister(c[r], win[r][w]));
+    ASSERT_NCCL_OK(ncclGroupEnd());
+  }
+  destroy(c);
+  for (int r = 0; r < n; ++r)
+    for (int w = 0; w < k; ++w) ASSERT_NCCL_OK(ncclMemFree(mem[r][w]));
+}
+
 // Two processes: a registered AllReduce maps the peer's ncclMemAlloc buffer through the IPC socket,
 // and destroying the communicator unmaps it (no mapping or descriptor left behind).
 TEST(Register, ProcessesMapPeersAndDestroyUnmaps) {
