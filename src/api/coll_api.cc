@@ -43,8 +43,8 @@ ncclResult_t collective(CollFunc func, const char* fn, const void* sendbuff, voi
   if (!rootOnlySend) ARGCHECK(checkCollPtr(sendbuff, count, fn, oneBuffer ? "buff" : "sendbuff"));
   if (!rootOnlyRecv) ARGCHECK(checkCollPtr(recvbuff, count, fn, oneBuffer ? "buff" : "recvbuff"));
   // Device buffers: a kernel on `stream` (the CUDA backend); host buffers: the CPU backend.
+  t.stream = stream;  // gpuClassify refuses host buffers on a stream being captured
   ARGCHECK(gpuClassify(comm, t, fn, &t.onDevice));
-  t.stream = stream;
   if (t.onDevice) return submit(comm, {t});
   auto run = [comm, &t]() -> ncclResult_t {
     if (!inGroup()) {  // the latency path: no group bookkeeping, no allocation
