@@ -173,7 +173,7 @@ TEST_BINS := $(TESTDIR)/unit_tests $(TESTDIR)/collective_tests $(TESTDIR)/rank_w
 # The CUDA backend's check (tools/gpu-check.sh runs it on a GPU): device pointers and streams,
 # compiled against NVIDIA's nccl.h when the toolkit has one, linked to baton's libnccl.so.2.
 GPU_TEST := $(if $(NVCC),$(TESTDIR)/gpu_collectives $(TESTDIR)/gpu_sendrecv $(TESTDIR)/gpu_graph \
-              $(TESTDIR)/gpu_window,)
+              $(TESTDIR)/gpu_window $(TESTDIR)/gpu_window_sweep,)
 tests: $(TEST_BINS) tools examples $(ABI_TEST) $(GPU_TEST) fuzz-replay
 
 $(OBJ)/tests/%.o: CPPFLAGS += -Itests

@@ -68,6 +68,11 @@ if [ -x "$BUILD/tests/gpu_window" ]; then
   rc=$?
   check "gpu_window (ncclMemAlloc's cuMem memory in windows, the symmetric kernels) links and exits 77 without a GPU (got $rc)" test "$rc" -eq 77
 fi
+if [ -x "$BUILD/tests/gpu_window_sweep" ]; then
+  LD_LIBRARY_PATH=$LIB "$BUILD/tests/gpu_window_sweep" -n 2 >/dev/null 2>&1
+  rc=$?
+  check "gpu_window_sweep (windows beside cudaMalloc buffers, per size) links and exits 77 without a GPU (got $rc)" test "$rc" -eq 77
+fi
 tools/gpu-check.sh >/tmp/gpu-check-skip.$$ 2>&1
 rc=$?
 check "tools/gpu-check.sh exits 77 without a GPU (got $rc): $(head -1 /tmp/gpu-check-skip.$$)" test "$rc" -eq 77

@@ -79,14 +79,20 @@ void capture(std::vector<Rank>& ranks, cudaStreamCaptureMode mode) {
   NCCL(ncclGroupStart());
   for (Rank& R : ranks) NCCL(ncclBroadcast(R.in, R.bcast, kCount, ncclInt32, 0, R.comm, R.c));
   NCCL(ncclGroupEnd());
-  for (Rank& R : ranks) {
+  // Every capture ends before any graph is instantiated: this thread may not instantiate while a
+  // stream it captures is still capturing.
+  std::vector<cudaGraph_t> graphs(ranks.size());
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    Rank& R = ranks[i];
     CUDA(cudaSetDevice(R.dev));
     CUDA(cudaEventRecord(R.join, R.c));
     CUDA(cudaStreamWaitEvent(R.a, R.join, 0));
-    cudaGraph_t g;
-    CUDA(cudaStreamEndCapture(R.a, &g));
-    CUDA(cudaGraphInstantiate(&R.exec, g, 0));
-    CUDA(cudaGraphDestroy(g));
+    CUDA(cudaStreamEndCapture(R.a, &graphs[i]));
+  }
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    CUDA(cudaSetDevice(ranks[i].dev));
+    CUDA(cudaGraphInstantiate(&ranks[i].exec, graphs[i], 0));
+    CUDA(cudaGraphDestroy(graphs[i]));
   }
 }
 

@@ -237,6 +237,9 @@ int main(int argc, char** argv) {
     CUDA(cudaSetDevice(R.dev));
     CUDA(cudaMemset(R.all + kGraphAt, 0, kSmall * sizeof(int32_t)));  // where the eager ones land
     CUDA(cudaDeviceSynchronize());
+  }
+  for (Rank& R : ranks) {  // no synchronizing call may follow while this thread captures
+    CUDA(cudaSetDevice(R.dev));
     CUDA(cudaStreamBeginCapture(R.stream, cudaStreamCaptureModeThreadLocal));
   }
   NCCL(ncclGroupStart());
@@ -249,12 +252,15 @@ int main(int argc, char** argv) {
     NCCL(ncclAllReduce(medium, medium, kMedium, ncclInt32, ncclSum, R.comm, R.stream));
   }
   NCCL(ncclGroupEnd());
+  std::vector<cudaGraph_t> graphs(ranks.size());
   for (size_t i = 0; i < ranks.size(); ++i) {
-    cudaGraph_t g;
     CUDA(cudaSetDevice(ranks[i].dev));
-    CUDA(cudaStreamEndCapture(ranks[i].stream, &g));
-    CUDA(cudaGraphInstantiate(&execs[i], g, 0));
-    CUDA(cudaGraphDestroy(g));
+    CUDA(cudaStreamEndCapture(ranks[i].stream, &graphs[i]));
+  }
+  for (size_t i = 0; i < ranks.size(); ++i) {  // once no stream of this thread captures
+    CUDA(cudaSetDevice(ranks[i].dev));
+    CUDA(cudaGraphInstantiate(&execs[i], graphs[i], 0));
+    CUDA(cudaGraphDestroy(graphs[i]));
   }
   for (int it = 0; it < kGraphLaunches; ++it) {
     for (size_t i = 0; i < ranks.size(); ++i) {
