@@ -5,6 +5,8 @@
 // current and restores the caller's afterwards, as NCCL does, so a thread that drives ranks on
 // several devices keeps its own current device.
 // Memory-ordering contract: none here (the kernels' files state theirs).
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
 #include <cstdarg>
@@ -124,21 +126,49 @@ int copyToDevice(int dev, void* dst, const void* src, size_t bytes) {
   return e == cudaSuccess ? 0 : fail(e, "cudaMemcpyAsync(%zu bytes to device %d)", bytes, dev);
 }
 
-int ipcHandle(int dev, void* p, unsigned char handle[kIpcHandleBytes]) {
+// The driver's cuMemGetAddressRange (since CUDA 3.2), taken through the runtime so the plugin
+// links no libcuda: the one call that says where p's allocation starts.
+PFN_cuMemGetAddressRange_v3020 addressRange() {
+  static PFN_cuMemGetAddressRange_v3020 f = [] {
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    void* p = nullptr;
+    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &p, 3020, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      cudaGetLastError();
+      p = nullptr;
+    }
+    return reinterpret_cast<PFN_cuMemGetAddressRange_v3020>(p);
+  }();
+  return f;
+}
+
+// The handle of p's whole allocation and p's offset in it: cudaMalloc may sub-allocate p from a
+// larger block, whose start is where cudaIpcOpenMemHandle maps it in the other process (CUDA C++
+// Programming Guide, "Interprocess Communication").
+int ipcHandle(int dev, void* p, unsigned char handle[kIpcHandleBytes], uint64_t* offset) {
   static_assert(sizeof(cudaIpcMemHandle_t) == kIpcHandleBytes, "cudaIpcMemHandle_t is 64 bytes");
   SCOPED(dev, "cudaIpcGetMemHandle");
+  const PFN_cuMemGetAddressRange_v3020 range = addressRange();
+  if (!range) return fail(cudaErrorNotSupported, "the driver has no cuMemGetAddressRange entry point");
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  const CUresult r = range(&base, &size, reinterpret_cast<CUdeviceptr>(p));
+  if (r != CUDA_SUCCESS)
+    return fail(cudaErrorInvalidValue, "cuMemGetAddressRange(%p) on device %d: error %d", p, dev, (int)r);
   cudaIpcMemHandle_t h;
-  const cudaError_t e = cudaIpcGetMemHandle(&h, p);
-  if (e != cudaSuccess) return fail(e, "cudaIpcGetMemHandle(%p) on device %d", p, dev);
+  const cudaError_t e = cudaIpcGetMemHandle(&h, reinterpret_cast<void*>(base));
+  if (e != cudaSuccess)
+    return fail(e, "cudaIpcGetMemHandle(%p, the allocation of %p) on device %d", (void*)base, p, dev);
   memcpy(handle, &h, sizeof h);
+  *offset = reinterpret_cast<uint64_t>(p) - base;
   return 0;
 }
 
-int ipcOpen(int dev, const unsigned char handle[kIpcHandleBytes], void** p) {
+int ipcOpen(int dev, const unsigned char handle[kIpcHandleBytes], void** base) {
   SCOPED(dev, "cudaIpcOpenMemHandle");
   cudaIpcMemHandle_t h;
   memcpy(&h, handle, sizeof h);
-  const cudaError_t e = cudaIpcOpenMemHandle(p, h, cudaIpcMemLazyEnablePeerAccess);
+  const cudaError_t e = cudaIpcOpenMemHandle(base, h, cudaIpcMemLazyEnablePeerAccess);
   return e == cudaSuccess ? 0 : fail(e, "cudaIpcOpenMemHandle on device %d", dev);
 }
 

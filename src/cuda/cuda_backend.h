@@ -19,7 +19,7 @@
 
 namespace baton {
 
-constexpr int kCudaBackendVersion = 7;
+constexpr int kCudaBackendVersion = 8;
 constexpr int kGpuMaxThreads = 512;     // threads of a collective's block (NCCL_NTHREADS' default)
 constexpr size_t kIpcHandleBytes = 64;  // cudaIpcMemHandle_t
 // A channel's tree connectors in GpuChannelDev::treeConns: to the parent, from it, from each
@@ -119,8 +119,10 @@ struct CudaBackend {
   int (*hostAlloc)(void** host, void** devView, size_t bytes);  // pinned, mapped, zeroed
   int (*hostFree)(void* host);
   int (*copyToDevice)(int dev, void* dst, const void* src, size_t bytes);  // synchronous
-  int (*ipcHandle)(int dev, void* p, unsigned char handle[kIpcHandleBytes]);
-  int (*ipcOpen)(int dev, const unsigned char handle[kIpcHandleBytes], void** p);
+  // A CUDA IPC handle names the whole allocation that holds p (cudaMalloc may sub-allocate from a
+  // larger block, and the handle then opens at that block's start): *offset is p's place in it.
+  int (*ipcHandle)(int dev, void* p, unsigned char handle[kIpcHandleBytes], uint64_t* offset);
+  int (*ipcOpen)(int dev, const unsigned char handle[kIpcHandleBytes], void** base);  // the allocation's start
   int (*ipcClose)(int dev, void* p);
   int (*enablePeerAccess)(int dev, int peerDev);     // 0 also when already enabled or the same device
   int (*pciBusId)(int dev, char* id, size_t bytes);  // "0000:3b:00.0"

@@ -101,6 +101,9 @@ ncclResult_t GpuComm::create(ncclComm* comm, std::shared_ptr<GpuComm>* out, std:
   GPU_CALL(b->eventRecord(g->dev_, g->lastWork_, nullptr, 0), "event");
   BATON_CHECK(g->connectPeers(comm));
   if (g->netFifos_) (g->proxy_ = comm->proxy.get())->holdAwake(1);  // see Proxy::holdAwake
+  if (g->ipcInside_)  // their handles open at the allocation's start in the peer: the offset goes along
+    BATON_INFO(kSubInit, "rank %d: %d FIFOs exported through CUDA IPC lie inside a larger allocation", comm->rank,
+               g->ipcInside_);
   BATON_INFO(kSubInit, "GPU communicator: rank %d on CUDA device %d, %d channels, ring FIFOs of %zu bytes %s",
              comm->rank, g->dev_, nch, fifoBytes,
              n == 1        ? "in device memory (one rank)"

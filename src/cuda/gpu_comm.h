@@ -69,7 +69,8 @@ class GpuComm {
     int32_t dev;
     int32_t where;  // FifoWhere
     int32_t hasHandle;
-    unsigned char handle[kIpcHandleBytes];  // device memory of another process: its CUDA IPC handle
+    unsigned char handle[kIpcHandleBytes];  // device memory of another process: its allocation's CUDA IPC handle
+    uint64_t ipcOffset;                     // and where the FIFO lies in that allocation
     char shmName[64];                       // kFifoShared: the segment to map
     ConnectInfo net;                        // kFifoNet: what the sender's NET transport connects to
   };
@@ -123,18 +124,19 @@ class GpuComm {
   int dev_ = 0;
   int nChannels_ = 0;
   int rank_ = 0;
-  std::vector<FifoMem> fifos_;        // ours: one receive FIFO per channel
-  std::vector<void*> opened_;         // peers' FIFOs opened through CUDA IPC
-  std::vector<FifoMem> mapped_;       // peers' FIFOs in shared memory that we mapped
-  std::vector<FifoMem> peerFifos_;    // ours: one send/recv FIFO from each peer
-  std::vector<FifoMem> treeFifos_;    // ours: the trees' receive FIFOs
-  int treeChannels_ = 0;              // channels with a tree (0: AllReduce takes the ring)
-  std::vector<uint8_t> reach_;        // [r * n + q]: rank r's device can store into rank q's
-  bool allReach_ = false;             // every entry of reach_ (the symmetric kernel's condition)
-  int hostFifos_ = 0;                 // of ours, how many are in host memory (INFO)
-  Proxy* proxy_ = nullptr;            // the communicator's, held awake while we have NET FIFOs
-  int netFifos_ = 0;                  // ours and our ends of peers': how many are NET connections (INFO)
-  void* peerConnsDev_ = nullptr;      // ConnDev[2 * nRanks]: the send to rank p at p, the receive from p at nRanks + p
+  std::vector<FifoMem> fifos_;      // ours: one receive FIFO per channel
+  std::vector<void*> opened_;       // peers' allocations opened through CUDA IPC (their FIFOs lie inside)
+  std::vector<FifoMem> mapped_;     // peers' FIFOs in shared memory that we mapped
+  std::vector<FifoMem> peerFifos_;  // ours: one send/recv FIFO from each peer
+  std::vector<FifoMem> treeFifos_;  // ours: the trees' receive FIFOs
+  int treeChannels_ = 0;            // channels with a tree (0: AllReduce takes the ring)
+  std::vector<uint8_t> reach_;      // [r * n + q]: rank r's device can store into rank q's
+  bool allReach_ = false;           // every entry of reach_ (the symmetric kernel's condition)
+  int hostFifos_ = 0;               // of ours, how many are in host memory (INFO)
+  int ipcInside_ = 0;               // of ours exported through CUDA IPC, how many lie inside a larger allocation (INFO)
+  Proxy* proxy_ = nullptr;          // the communicator's, held awake while we have NET FIFOs
+  int netFifos_ = 0;                // ours and our ends of peers': how many are NET connections (INFO)
+  void* peerConnsDev_ = nullptr;    // ConnDev[2 * nRanks]: the send to rank p at p, the receive from p at nRanks + p
   std::vector<std::string> peerWhy_;  // per connector as peerConnsDev_: why it has no FIFO (empty: it has one)
   void* channelsDev_ = nullptr;       // GpuChannelDev[nChannels_]
   void* userRanksDev_ = nullptr;      // int[nChannels_][nRanks]

@@ -87,8 +87,9 @@ ncclResult_t GpuComm::makeFifo(ncclComm* comm, int sender, const FifoLayout& lay
     GPU_CALL(b->deviceAlloc(dev_, &out->base, bytes), "a FIFO in device memory");
     out->view = out->base, out->where = kFifoDevice;
     if (!sameProcess) {
-      GPU_CALL(b->ipcHandle(dev_, out->base, info->handle), "cudaIpcGetMemHandle of a FIFO");
+      GPU_CALL(b->ipcHandle(dev_, out->base, info->handle, &info->ipcOffset), "cudaIpcGetMemHandle of a FIFO");
       info->hasHandle = 1;
+      ipcInside_ += info->ipcOffset != 0;
     }
   } else if (place == FifoPlace::kPinned) {
     out->where = kFifoPinned;
@@ -176,8 +177,10 @@ ncclResult_t GpuComm::openFifo(ncclComm* comm, const FifoInfo& theirs, int peer,
     return ncclSuccess;
   }
   if (!theirs.hasHandle) return batonError(ncclInternalError, "rank %d: rank %d sent no CUDA IPC handle", rank_, peer);
-  GPU_CALL(b->ipcOpen(dev_, theirs.handle, fifo), "cudaIpcOpenMemHandle of another rank's FIFO");
-  opened_.push_back(*fifo);
+  void* base = nullptr;
+  GPU_CALL(b->ipcOpen(dev_, theirs.handle, &base), "cudaIpcOpenMemHandle of another rank's FIFO");
+  opened_.push_back(base);
+  *fifo = static_cast<char*>(base) + theirs.ipcOffset;
   *ipc = true;
   return ncclSuccess;
 }
