@@ -17,6 +17,7 @@
 #include "cuda/gpu_backend.h"
 #include "cuda/gpu_comm.h"
 #include "misc/debug.h"
+#include "register/symmetric_plan.h"
 #include "register/window.h"
 #include "symmetric.h"
 #include "task.h"
@@ -25,10 +26,8 @@
 namespace baton {
 
 bool GpuComm::alltoallByWindow(ncclComm* comm, const void* recvbuff, size_t bytes) {
-  const int n = comm->nRanks;
   const int forced = comm->tun.alltoallAlgo;
-  return n >= 2 && n <= kMaxSymRanks && comm->nNodes == 1 && comm->tun.symmetric && allReach_ &&
-         (forced == kAlltoAllAuto || forced == kAlltoAllWindow) && !comm->windows.empty() &&
+  return symmetricEligible(comm) && allReach_ && (forced == kAlltoAllAuto || forced == kAlltoAllWindow) &&
          comm->windows.findSymmetricDevice(recvbuff, bytes);
 }
 

@@ -26,10 +26,13 @@ bool symmetricAlgo(CollFunc func, size_t totalBytes, size_t oneShotBytes, bool t
   }
 }
 
+bool symmetricEligible(const ncclComm* comm) {
+  return !comm->windows.empty() && comm->tun.symmetric && comm->nRanks >= 2 && comm->nRanks <= kMaxSymRanks &&
+         comm->nNodes == 1;
+}
+
 bool planSymmetricWindows(const ncclComm* comm, const Task& t, bool device, SymmetricPlan* out) {
-  if (t.count == 0 || comm->windows.empty() || !comm->tun.symmetric || comm->nRanks < 2 ||
-      comm->nRanks > kMaxSymRanks || comm->nNodes != 1)
-    return false;
+  if (t.count == 0 || !symmetricEligible(comm)) return false;
   const bool twoShot = symTwoShotAllowed(comm->tun.symTwoShot, device);
   const size_t totalBytes = collBytes(t.func, t.count, typeSize(t.type), comm->nRanks);
   if (!symmetricAlgo(t.func, totalBytes, comm->tun.symOneShotBytes, twoShot, &out->algo)) return false;

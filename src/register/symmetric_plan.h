@@ -19,6 +19,11 @@ struct ncclWindow_vidmem;
 
 namespace baton {
 
+// Whether this communicator may run symmetric kernels at all: windows registered, BATON_SYMMETRIC
+// on, 2 to kMaxSymRanks ranks, one host (the pads are shared memory). The collective planner and
+// the GPU's AlltoAll by stores ask the same.
+bool symmetricEligible(const ncclComm* comm);
+
 // The bytes of an operation's input and output on one rank.
 void opBufferBytes(const Task& t, int nRanks, size_t* send, size_t* recv);
 
