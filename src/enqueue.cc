@@ -457,7 +457,7 @@ ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_p
   std::vector<CollPlan> plans;
   std::vector<Task> p2p, deviceP2p, deviceAlltoAll;
   for (const Task& t : tasks) {
-    if (t.onDevice && t.kind == Task::kAlltoAll) {  // by stores into windows
+    if (t.onDevice && t.kind == Task::kAlltoAll) {  // by stores into windows, or as steps (gpu_alltoall.cc)
       deviceAlltoAll.push_back(t);
       continue;
     }

@@ -21,21 +21,33 @@ namespace {
 using Layout = std::vector<size_t>;  // sendBytes[n], sendOffset[n], recvBytes[n], recvOffset[n] (task.h)
 
 // Device buffers (the CUDA backend): ncclAlltoAll into a window of device memory by stores into
-// the peers' windows (gpu_alltoall.cc), otherwise the direct algorithm's sends and receives, as
-// one kernel.
+// the peers' windows, anything else as copies and send/recv kernels (alltoall_steps.h): the direct
+// algorithm, or pairwise or Bruck when BATON_ALLTOALL_ALGO forces them (Bruck needs blocks of one
+// size: a forced Bruck runs an AlltoAllv pairwise). Both are one task, launched before the group's
+// sends and receives on every rank (gpu_alltoall.cc). In place, every rank must be (as nccl-tests
+// calls it): an in-place rank sends from a copy and never takes the window kernel.
 ncclResult_t submitDeviceAlltoAll(ncclComm* comm, const char* fn, const void* sendbuff, void* recvbuff,
                                   std::shared_ptr<const Layout> layout, bool uniform, cudaStream_t stream) {
   const size_t total = (*layout)[2 * comm->nRanks] * comm->nRanks;  // uniform: every block alike
+  const bool inPlace = sendbuff && sendbuff == recvbuff;
   std::vector<Task> tasks = alltoallTasks(comm, kAlltoAllDirect, sendbuff, recvbuff, layout, uniform);
   ARGCHECK(gpuClassifyP2p(comm, tasks, stream, fn));
-  if (uniform && !tasks.empty() && tasks[0].onDevice && comm->gpu->alltoallByWindow(comm, recvbuff, total)) {
+  if (tasks.empty() || !tasks[0].onDevice) return submit(comm, tasks);  // not a GPU call after all
+  if (uniform && !inPlace && comm->gpu->alltoallByWindow(comm, recvbuff, total)) {
     tasks = alltoallTasks(comm, kAlltoAllWindow, sendbuff, recvbuff, std::move(layout), uniform);
     tasks[0].onDevice = true, tasks[0].stream = stream;
     return submit(comm, tasks);  // its INFO line comes at the launch
   }
-  BATON_INFO(kSubColl, "%s: sendbuff %p recvbuff %p comm %p [nranks=%d] algorithm direct (device buffers) stream %p",
-             fn, sendbuff, recvbuff, (void*)comm, comm->nRanks, (void*)stream);
-  return submit(comm, tasks);
+  int algo = comm->tun.alltoallAlgo;
+  const char* why = "forced by BATON_ALLTOALL_ALGO";
+  if (algo == kAlltoAllBruck && !uniform) algo = kAlltoAllPairwise, why = "Bruck forced, but block sizes differ";
+  if (algo != kAlltoAllPairwise && algo != kAlltoAllBruck) algo = kAlltoAllDirect, why = "default on device buffers";
+  Task t = sendRecvTask(Task::kAlltoAll, sendbuff, recvbuff, 0, ncclInt8, -1);
+  t.alltoallAlgo = algo, t.layout = std::move(layout), t.uniform = uniform;
+  t.onDevice = true, t.stream = stream;
+  BATON_INFO(kSubColl, "%s: comm %p [nranks=%d] algorithm %s (%s) on device buffers", fn, (void*)comm, comm->nRanks,
+             alltoallAlgoName(algo), why);
+  return submit(comm, {t});  // its steps' INFO line comes at the launch
 }
 
 bool anyDeviceMemory(const void* a, const void* b) { return isDeviceMemory(a) || isDeviceMemory(b); }
@@ -99,14 +111,10 @@ ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, n
   const size_t block = count * typeSize(datatype);
   const char* src = static_cast<const char*>(sendbuff);
   const bool onDevice = count > 0 && anyDeviceMemory(sendbuff, recvbuff);
-  if (onDevice && sendbuff == recvbuff)
-    return groupRecordError(batonError(ncclInvalidUsage,
-                                       "%s: in-place AlltoAll (sendbuff == recvbuff) on device memory is not built in "
-                                       "the CUDA backend; pass two buffers",
-                                       fn));
-  if (sendbuff == recvbuff && block) {
+  if (!onDevice && sendbuff == recvbuff && block) {
     // In place: every block is both read and overwritten, so send from a snapshot, which must
-    // outlive the operation: hence only for calls that complete before returning.
+    // outlive the operation: hence only for calls that complete before returning. On device
+    // buffers the stream orders a copy into scratch first (submitDeviceAlltoAll).
     if (!comm->blocking || inGroup())
       return groupRecordError(batonError(ncclInvalidUsage,
                                          "%s: in-place AlltoAll (sendbuff == recvbuff) is supported only outside a "

@@ -291,6 +291,22 @@ int copyAsync(int dev, void* dst, const void* src, size_t bytes, void* stream) {
   return e == cudaSuccess ? 0 : fail(e, "cudaMemcpyAsync(%zu bytes, device %d, stream %p)", bytes, dev, stream);
 }
 
+cudaError_t rankSafePool(int dev, bool keep, cudaMemPool_t* out);  // sendrecv_kernel.cu
+
+int allocAsync(int dev, void** p, size_t bytes, void* stream) {
+  SCOPED(dev, "cudaMallocFromPoolAsync");
+  cudaMemPool_t pool;
+  cudaError_t e = rankSafePool(dev, /*keep=*/false, &pool);
+  if (e == cudaSuccess) e = cudaMallocFromPoolAsync(p, bytes, pool, static_cast<cudaStream_t>(stream));
+  return e == cudaSuccess ? 0 : fail(e, "cudaMallocFromPoolAsync(%zu bytes, device %d, stream %p)", bytes, dev, stream);
+}
+
+int freeAsync(int dev, void* p, void* stream) {
+  SCOPED(dev, "cudaFreeAsync");
+  const cudaError_t e = cudaFreeAsync(p, static_cast<cudaStream_t>(stream));
+  return e == cudaSuccess ? 0 : fail(e, "cudaFreeAsync(%p, device %d, stream %p)", p, dev, stream);
+}
+
 void setLaunchError(cudaError_t e, const char* what) { fail(e, "%s", what); }
 
 // backend_vmm.cu
@@ -336,6 +352,8 @@ extern "C" __attribute__((visibility("default"))) const baton::CudaBackend* bato
                                     launchColl,
                                     launchP2p,
                                     copyAsync,
+                                    allocAsync,
+                                    freeAsync,
                                     releaseGraphTables,
                                     vmmAlloc,
                                     vmmImport,

@@ -19,7 +19,7 @@
 
 namespace baton {
 
-constexpr int kCudaBackendVersion = 8;
+constexpr int kCudaBackendVersion = 9;
 constexpr int kGpuMaxThreads = 512;     // threads of a collective's block (NCCL_NTHREADS' default)
 constexpr size_t kIpcHandleBytes = 64;  // cudaIpcMemHandle_t
 // A channel's tree connectors in GpuChannelDev::treeConns: to the parent, from it, from each
@@ -148,6 +148,11 @@ struct CudaBackend {
   // (in a capture: the graph keeps it, see GpuP2pLaunch::captured).
   int (*launchP2p)(const GpuP2pLaunch* launch, void* stream);
   int (*copyAsync)(int dev, void* dst, const void* src, size_t bytes, void* stream);  // device to device
+  // Stream-ordered scratch on `stream` (cudaMallocFromPoolAsync / cudaFreeAsync), from a pool that
+  // never makes one stream wait for another's pending free: no wait on other work, which thread
+  // ranks sharing a device could deadlock on (sendrecv_kernel.cu's rankSafePool).
+  int (*allocAsync)(int dev, void** p, size_t bytes, void* stream);
+  int (*freeAsync)(int dev, void* p, void* stream);
   // Frees the captured tables of graphs destroyed since the last call (CUDA runs a graph's
   // destructor callbacks on a thread that may not call CUDA, so they only queue the memory).
   void (*releaseGraphMemory)();

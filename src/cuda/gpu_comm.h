@@ -37,7 +37,8 @@ class GpuComm {
   ncclResult_t launchSendRecv(ncclComm* comm, const std::vector<Task>& tasks);
   // ncclAlltoAll between device buffers whose output lies in a window of device memory: whether it
   // can take the store kernel (every device reaches every other, one host, BATON_ALLTOALL_ALGO
-  // auto or window), and its launch (gpu_alltoall.cc).
+  // auto or window). launchAlltoAll runs a Task::kAlltoAll: by stores into the windows, or as the
+  // copies and send/recv kernels of alltoall_steps.h (pairwise, Bruck, in place; gpu_alltoall.cc).
   bool alltoallByWindow(ncclComm* comm, const void* recvbuff, size_t bytes);
   ncclResult_t launchAlltoAll(ncclComm* comm, const Task& t);
   // Raises the kernels' abort flag (ncclCommAbort): their waits give up.
@@ -116,6 +117,7 @@ class GpuComm {
   void fillLaunch(const ncclComm* comm, GpuCollLaunch* l) const;
   // Turns `l` into the symmetric kernel's launch when `t` can take it (gpu_launch.cc).
   bool planSymmetric(ncclComm* comm, const Task& t, GpuCollLaunch* l);
+  ncclResult_t launchAlltoAllSteps(ncclComm* comm, const Task& t);
   ncclResult_t afterLaunch(ncclComm* comm, cudaStream_t stream, const LaunchOrder& o);
   // A group's streams must all be outside any capture or all in the same one (as NCCL requires).
   ncclResult_t sameCapture(ncclComm* comm, cudaStream_t first, const std::vector<cudaStream_t>& others);

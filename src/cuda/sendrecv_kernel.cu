@@ -43,16 +43,18 @@ __global__ void __launch_bounds__(kGpuMaxThreads) gpuSendRecvKernel(const GpuP2p
 
 void setLaunchError(cudaError_t e, const char* what);  // backend_runtime.cu
 
-// The tables' memory pool on `dev`, made once. Not the device's default pool: ranks that are
-// threads of one process share a device's pools, and a pool that may reuse memory by making the
-// allocating stream wait for another stream's pending free (cudaMemPoolReuseAllowInternalDependencies)
-// could make one rank's kernel wait for another rank's, which waits for the first: so that is off,
-// and freed tables stay mapped for the next launch (release threshold: never).
-cudaError_t tablePool(int dev, cudaMemPool_t* out) {
+// A memory pool on `dev` for stream-ordered allocations of ranks that may share the device, made
+// once per (dev, keep). Not the device's default pool: ranks that are threads of one process share
+// a device's pools, and a pool that may reuse memory by making the allocating stream wait for
+// another stream's pending free (cudaMemPoolReuseAllowInternalDependencies) could make one rank's
+// kernel wait for another rank's, which waits for the first: so that is off. keep: freed memory
+// stays mapped for the next allocation (the send/recv tables, small and frequent); otherwise it
+// goes back to the device at the next synchronization (AlltoAll scratch, as large as a buffer).
+cudaError_t rankSafePool(int dev, bool keep, cudaMemPool_t* out) {
   static std::mutex mu;
-  static std::map<int, cudaMemPool_t> pools;
+  static std::map<std::pair<int, bool>, cudaMemPool_t> pools;
   std::lock_guard<std::mutex> lock(mu);
-  if (auto it = pools.find(dev); it != pools.end()) return *out = it->second, cudaSuccess;
+  if (auto it = pools.find({dev, keep}); it != pools.end()) return *out = it->second, cudaSuccess;
   cudaMemPoolProps props{};
   props.allocType = cudaMemAllocationTypePinned;
   props.location.type = cudaMemLocationTypeDevice;
@@ -60,11 +62,11 @@ cudaError_t tablePool(int dev, cudaMemPool_t* out) {
   cudaMemPool_t pool;
   cudaError_t e = cudaMemPoolCreate(&pool, &props);
   int no = 0;
-  uint64_t keep = UINT64_MAX;
+  uint64_t threshold = keep ? UINT64_MAX : 0;
   if (e == cudaSuccess) e = cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &no);
-  if (e == cudaSuccess) e = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+  if (e == cudaSuccess) e = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold);
   if (e != cudaSuccess) return e;
-  pools[dev] = pool;
+  pools[{dev, keep}] = pool;
   *out = pool;
   return cudaSuccess;
 }
@@ -170,7 +172,7 @@ int launchP2pKernel(const GpuP2pLaunch* l, void* stream) {
   releaseGraphTables();
   void* table = nullptr;
   cudaMemPool_t pool;
-  cudaError_t e = tablePool(l->device, &pool);
+  cudaError_t e = rankSafePool(l->device, /*keep=*/true, &pool);
   if (e == cudaSuccess) e = cudaMallocFromPoolAsync(&table, l->tableBytes, pool, s);
   if (e != cudaSuccess) {
     setLaunchError(e, "allocating the send/recv table (cudaMallocFromPoolAsync)");

@@ -14,7 +14,7 @@
 // Patterns: shifts by 0 (to itself), 1 and n/2 ranks at 1 B .. 16 MiB (past one FIFO's 8 steps),
 // every pair at once with a different size per pair, two transfers to one peer in one group (they
 // arrive in issue order), 40 small ones to one peer in one group, receives on a second stream,
-// AlltoAll, (with baton) AlltoAllv where one rank moves nothing, Gather and Scatter; no kernel
+// AlltoAll, (with baton) AlltoAllv where one rank moves nothing and AlltoAll in place, Gather and Scatter; no kernel
 // reporting an error (ncclCommGetAsyncError); two groups queued back to back before the host waits; send
 // buffers unchanged after every pattern.
 #include <cuda_runtime.h>
@@ -36,7 +36,7 @@ namespace {
 
 constexpr size_t kGap = 64;  // untouched bytes after every received region
 
-enum Api { kP2p, kAlltoAll, kGather, kScatter, kAlltoAllv };
+enum Api { kP2p, kAlltoAll, kGather, kScatter, kAlltoAllv, kAlltoAllInPlace };
 
 // baton's AlltoAllv (include/baton/alltoallv.h), looked up so the program still runs on NVIDIA's library.
 using AlltoAllvFn = ncclResult_t (*)(const void*, const size_t[], const size_t[], void*, const size_t[], const size_t[],
@@ -114,6 +114,10 @@ std::vector<Pattern> patterns(int n) {
       for (int d = 0; d < n; ++d) v.push_back({src, d, src && d ? 500 * (size_t)src + 7 * (size_t)d : 0, 0, 0});
     ps.push_back(p2p("AlltoAllv, rank 0 moves nothing", n, v));
     ps.back().api = kAlltoAllv;
+    // In place: NCCL leaves it undefined (a group may not write a buffer it also reads); baton
+    // sets the input aside on the stream first.
+    Pattern ip{"AlltoAll in place, 70001 B blocks", kAlltoAllInPlace, 0, block, a.xs};
+    ps.push_back(ip);
   }
   const int root = 1 % n;
   Pattern g{"Gather to rank " + std::to_string(root), kGather, root, block, {}};
@@ -162,6 +166,7 @@ Buffers prepare(std::vector<Rank>& ranks, const Pattern& p) {
     CUDA(cudaMalloc(&recv, recvBytes));
     CUDA(cudaMemcpyAsync(send, in.data(), in.size(), cudaMemcpyHostToDevice, R.stream));
     CUDA(cudaMemsetAsync(recv, 0xA5, recvBytes, R.stream));
+    if (p.api == kAlltoAllInPlace) CUDA(cudaMemcpyAsync(recv, in.data(), sendBytes, cudaMemcpyHostToDevice, R.stream));
     CUDA(cudaStreamSynchronize(R.stream));
     B.send.push_back(send), B.recv.push_back(recv), B.in.push_back(std::move(in)), B.recvBytes.push_back(recvBytes);
   }
@@ -177,6 +182,7 @@ void issue(std::vector<Rank>& ranks, int n, const Pattern& p, const Buffers& B) 
     unsigned char* recv = B.recv[k];
     switch (p.api) {
       case kAlltoAll: NCCL(ncclAlltoAll(send, recv, p.count, ncclInt8, R.comm, R.stream)); break;
+      case kAlltoAllInPlace: NCCL(ncclAlltoAll(recv, recv, p.count, ncclInt8, R.comm, R.stream)); break;
       case kGather: NCCL(ncclGather(send, recv, p.count, ncclInt8, p.root, R.comm, R.stream)); break;
       case kScatter: NCCL(ncclScatter(send, recv, p.count, ncclInt8, p.root, R.comm, R.stream)); break;
       case kAlltoAllv: {
@@ -237,9 +243,9 @@ void verify(std::vector<Rank>& ranks, const Pattern& p, Buffers& B) {
   }
 }
 
-// What only baton promises: clear errors for buffers of both kinds, an in-place AlltoAll on device
-// memory, overlapping send-to-self buffers, and a window on cudaMalloc memory (peers cannot map it; ncclMemAlloc's
-// cuMem memory they can). Each is refused on every rank alike, so no kernel waits for a peer that was refused.
+// What only baton promises: clear errors for buffers of both kinds, overlapping send-to-self buffers, and a window on
+// cudaMalloc memory (peers cannot map it; ncclMemAlloc's cuMem memory they can). Each is refused on every rank alike,
+// so no kernel waits for a peer that was refused.
 void expectError(ncclResult_t got, ncclResult_t want, const char* what, const char* mention) {
   const std::string why = ncclGetLastError(nullptr);
   ++gRuns;
@@ -257,8 +263,6 @@ void badInput(std::vector<Rank>& ranks, int n) {
   CUDA(cudaMalloc(&dev, 128 * (size_t)n));
   expectError(ncclAlltoAll(dev, host.data(), 64, ncclInt8, R.comm, R.stream), ncclInvalidArgument,
               "AlltoAll from device to host memory", "host memory");
-  expectError(ncclAlltoAll(dev, dev, 64, ncclInt8, R.comm, R.stream), ncclInvalidUsage, "in-place AlltoAll on device",
-              "in-place");
   NCCL(ncclGroupStart());
   NCCL(ncclSend(dev, 64, ncclInt8, R.id, R.comm, R.stream));
   NCCL(ncclRecv(dev + 32, 64, ncclInt8, R.id, R.comm, R.stream));
