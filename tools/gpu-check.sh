@@ -3,13 +3,14 @@
 # buffers (1, 2 and 4 thread ranks and 2 processes, every protocol; with NCCL_ALGO=Tree; with
 # FIFOs in host memory, NCCL_P2P_DISABLE=1; over the NET transport, NCCL_P2P_DISABLE=1
 # NCCL_SHM_DISABLE=1, as between hosts), the send/recv check (ncclSend,
-# ncclRecv, AlltoAll, Gather, Scatter on 1, 2 and 4 thread ranks and 2 processes) and its sweep,
+# ncclRecv, AlltoAll, Gather, Scatter on 1, 2 and 4 thread ranks and 2 processes; AlltoAll
+# pairwise and Bruck too) and its sweep,
 # the CUDA graph check (collectives and send/recv captured, launched 20 times between eager calls),
 # the window check (ncclMemAlloc's cuMem memory in symmetric windows, threads and processes) and
 # its sweep (the symmetric kernels beside the ring, per size), sweeps per protocol and per
 # collective against the device's copy bandwidth, and the AllReduce sweep with NVIDIA's
 # libnccl.so.2 in the same run (one rank each: NVIDIA's library refuses two ranks on one GPU),
-# printed as one table.
+# printed as one table; last, the tuner's 'gpu' table measured here and what it then chooses.
 #
 #   tools/gpu-check.sh                  build with make, then check
 #   BATON_GPU_CHECK_NO_BUILD=1 ...      use what $BUILD already holds (a build carried to the GPU)
@@ -121,6 +122,16 @@ if want info-ipc; then
 fi
 for n in 1 2 4; do run "sendrecv-threads-$n" 120 "$P2P" check -n $n; done
 run sendrecv-procs-2 120 "$BUILD/bin/baton-run" -n 2 "$P2P" check --procs
+# AlltoAll as copies and send/recv kernels (src/alltoall_steps.h): pairwise rounds and Bruck (on 4
+# ranks slot 3 passes through scratch); the in-place pattern takes steps whatever the algorithm.
+for a in pairwise bruck; do run "sendrecv-threads-4-$a" 120 env BATON_ALLTOALL_ALGO=$a "$P2P" check -n 4; done
+run sendrecv-threads-8-bruck 180 env BATON_ALLTOALL_ALGO=bruck "$P2P" check -n 8  # slot 7 uses both scratch homes
+if want alltoall-steps-info; then
+  echo "== AlltoAll steps on 4 thread ranks, Bruck forced (expect bruck, bruck in place, and pairwise for AlltoAllv)"
+  LD_LIBRARY_PATH=$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL \
+    BATON_ALLTOALL_ALGO=bruck timeout 60 "$P2P" check -n 4 2>&1 | grep -oE "algorithm [a-z]+( in place)? \(device buffers: [^;]*" |
+    sort | uniq -c
+fi
 for n in 1 2 4; do run "graph-threads-$n" 120 "$GRAPH" check -n $n; done
 # ncclMemAlloc's cuMem memory in windows: threads share pointers; processes import each other's
 # exported descriptors (expect "cuMem" and "mapped into this rank's CUDA device").
@@ -170,6 +181,16 @@ for c in allgather reducescatter broadcast reduce; do
   run "sweep-2ranks-$c" 90 "$T" sweep -n 2 -e "$MAXB" -c $c
 done
 run sweep-1rank-baton 90 "$T" sweep -n 1 -e "$MAXB"
+# The GPU tuning model: the 'gpu' table measured here (into $OUT, not the user's tuning file), then
+# what it makes the tuner choose per size (each AllReduce launch's INFO line).
+run calibrate-2ranks 300 "$T" calibrate -n 2 -e "$MAXB" -o "$OUT/tuning-gpu.txt"
+if want tuned-choice && [ -s "$OUT/tuning-gpu.txt" ]; then
+  echo "== AllReduce on 2 ranks with the measured 'gpu' table: algorithm and protocol from each size on"
+  LD_LIBRARY_PATH=$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} BATON_TUNING_FILE=$OUT/tuning-gpu.txt NCCL_DEBUG=INFO \
+    NCCL_DEBUG_SUBSYS=COLL timeout 90 "$T" sweep -n 2 -e "$MAXB" 2>&1 |
+    awk '/AllReduce: opCount/ { for (i = 1; i < NF; i++) { if ($i == "count") c = $(i + 1); if ($i == "algorithm") a = $(i + 1); if ($i == "protocol") p = $(i + 1) }
+         if (a " " p != last) { print "  from count " c ": " a " " p; last = a " " p } }'
+fi
 
 # NVIDIA's library, the same program and sweep, one rank (it refuses two on one GPU).
 VLIB=${NVIDIA_NCCL_LIB:-}

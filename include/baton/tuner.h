@@ -53,14 +53,14 @@ int batonTunerSteps(ncclComm_t comm, const char* collective, int algorithm);
 const char* batonAlgorithmName(int algorithm);
 /* "built-in" or the path of the tuning file the communicator's model came from. */
 const char* batonTunerModelSource(ncclComm_t comm);
-/* The table the communicator uses: "direct" (every rank a thread of this process, direct paths on),
- * "shm" (ranks reach each other through FIFO copies) or "oversub" (the same, with more ranks on the
- * host than cores). */
+/* The table the communicator uses for host buffers: "direct" (every rank a thread of this process,
+ * direct paths on), "shm" (ranks reach each other through FIFO copies) or "oversub" (the same, with
+ * more ranks on the host than cores). Collectives on device buffers use the "gpu" table. */
 const char* batonTunerPathName(ncclComm_t comm);
 const char* batonProtocolName(int protocol);
 /* Where the library looks for the tuning file: BATON_TUNING_FILE, else ~/.cache/baton/tuning.txt. */
 const char* batonTuningFilePath(void);
-/* Writes the Ring algorithm's entries for one table (`pathKind`: "shm", "direct" or "oversub") into a tuning
+/* Writes the Ring algorithm's entries for one table (`pathKind`: "shm", "direct", "oversub" or "gpu") into a tuning
  * file, keeping the other table's entries if the file exists: per protocol, a fixed cost, a cost
  * per ring step, the bus bandwidth, and (corr, may be NULL: all 1) a measured/model factor per size
  * bucket. `comment` (may be NULL) is written as comment lines. */
@@ -74,6 +74,12 @@ ncclResult_t batonTunerWriteFileAlgo(const char* path, const char* pathKind, int
                                      const double corr[BATON_NUM_PROTOCOLS][BATON_TUNER_BUCKETS], const char* comment);
 /* The correction bucket of a size (what the corr rows of the tuning file are indexed by). */
 int batonTunerBucket(size_t bytes);
+/* Fits time = latency + bytes / bandwidth to `n` measured points (bytes[i], us[i] microseconds;
+ * points with us <= 0 are skipped) by least squares on the relative error, so the small sizes count
+ * as much as the large ones, with both terms kept non-negative: *latencyUs and *algBwGBs (GB/s),
+ * what a calibration turns into a tuning file's entries. Fewer than 2 usable points:
+ * ncclInvalidArgument. */
+ncclResult_t batonTunerFitLine(const size_t* bytes, const double* us, int n, double* latencyUs, double* algBwGBs);
 
 #ifdef __cplusplus
 }

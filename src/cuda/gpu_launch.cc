@@ -6,10 +6,12 @@
 // launch waits for an event recorded after the previous one), because they share the rings'
 // step counters; captured into a CUDA graph too (gpu_graph.cc). The algorithm is the ring (its
 // three protocols), or for AllReduce the tree when NCCL_ALGO excludes the ring (gpu_tree.cc), or
-// between windows of device memory NCCL's symmetric kernels (symmetric_plan.h); the
-// protocol is Simple unless NCCL_PROTO excludes it (then LL128, then LL): on an H200, 2 ranks on
-// one GPU, Simple was as fast as LL at 8 B and faster from 2 KiB up (docs/cuda-backend.md), so
-// size plays no part yet.
+// between windows of device memory NCCL's symmetric kernels (symmetric_plan.h). Ring or tree,
+// and the protocol, are the tuner's choice per size from its 'gpu' table (tuner.h), among what
+// NCCL_ALGO / NCCL_PROTO leave and the communicator connected (trees only when forced,
+// gpu_tree.cc): built in, that table is an H200's, where Simple was as fast as LL at 8 B and
+// faster from 2 KiB up (docs/cuda-backend.md), so Simple wins everywhere until
+// `gpu_collectives calibrate` measures another machine.
 #include <algorithm>
 #include <cstring>
 
@@ -21,20 +23,9 @@
 #include "register/window.h"
 #include "symmetric.h"
 #include "task.h"
+#include "tuner/tuner.h"
 
 namespace baton {
-namespace {
-
-// Simple first, then LL128, then LL, as NCCL_PROTO allows; false when it allows none.
-bool gpuProto(const ncclComm* comm, CollFunc func, Proto* out) {
-  const uint8_t* allowed = comm->tun.mask.proto[func];
-  for (Proto p : {kProtoSimple, kProtoLL128, kProtoLL})
-    if (allowed[p]) return *out = p, true;
-  return false;
-}
-
-}  // namespace
-
 ncclResult_t gpuClassify(ncclComm* comm, const Task& t, const char* fn, bool* onDevice) {
   *onDevice = false;
   if (!cudaBackend()) return ncclSuccess;
@@ -93,15 +84,13 @@ ncclResult_t GpuComm::launch(ncclComm* comm, const Task& t) {
   const size_t typeBytes = typeSize(t.type);
   const size_t bytes = collBytes(t.func, t.count, typeBytes, comm->nRanks);
   if (t.count == 0) return ncclSuccess;
-  const bool tree = t.func == kFuncAllReduce && treeChannels_ > 0;
-  Proto proto = kProtoSimple;
+  AlgoProtoChoice choice;  // one rank: a copy (below), whatever the tables say
   // As the CPU tuner: NCCL_ALGO / NCCL_PROTO that leave a collective nothing make it fail.
-  if (comm->nRanks > 1 && ((!tree && !comm->tun.mask.algo[t.func][kAlgoRing]) || !gpuProto(comm, t.func, &proto)))
-    return batonError(ncclInvalidUsage,
-                      "%s: no algorithm/protocol available: NCCL_ALGO / NCCL_PROTO leave no usable pair (on the GPU "
-                      "baton implements Ring with LL, LL128 and Simple for every collective, and Tree for AllReduce: "
-                      "force trees with allreduce:Tree)",
-                      funcName(t.func));
+  if (comm->nRanks > 1)
+    BATON_CHECK(chooseGpuAlgoProto(comm->tun.model, comm->tun.mask, treeChannels_ > 0, t.func, comm->nRanks,
+                                   comm->nNodes, bytes, &choice));
+  const bool tree = choice.algo == kAlgoTree;
+  const Proto proto = choice.proto;
   const int nch = channelsForBytes(tree ? treeChannels_ : nChannels_, comm->tun.minChannelBytes, bytes);
   const CollOp op{t.func, t.sendbuff, t.recvbuff, t.count, typeBytes, t.root};
   GpuCollLaunch l;

@@ -1,5 +1,9 @@
 // Tree AllReduce on a GPU communicator: the trees' FIFOs, made at init when NCCL_ALGO leaves
 // AllReduce to Tree (NCCL_ALGO=Tree, or allreduce:Tree), as the CPU backend connects its trees.
+// NCCL connects trees always and its tuner weighs them against the ring; baton's GPU tuner
+// (tuner.h's 'gpu' table) weighs only what is connected, so it takes Tree only when forced: GPU
+// trees across hosts have not run, and their FIFOs (about 9 MB per edge, direction and channel)
+// would cost every multi-host job.
 //
 // Each tree channel follows the communicator's tree of the same index (modulo its trees): chains
 // within a host (lesson 07). Every edge has a FIFO each way, at its receiver and placed where the

@@ -64,6 +64,17 @@ TuningModel defaultTuningModel() {
   };
   // clang-format on
   for (const auto& e : kMeasured) m.cost[e.path][kAlgoRing][e.proto] = e.cost;
+  // The GPU table: ring AllReduce between 2 ranks on one H200, 64 channels (tools/gpu-check.sh,
+  // docs/cuda-backend.md). Simple, the run of 2026-11-28: 12.5 us at 8 B, split as NCCL's Simple
+  // base latency (8.4 us, its src/graph/tuning.cc) plus 2 steps of 2.05 us, and 378 GB/s busbw at
+  // 256 MiB. LL and LL128, the run of 2026-11-27: as fast as Simple at 8 B, 63 and 48 GB/s busbw
+  // at 256 MiB. So Simple wins at every size there; a calibration on another machine
+  // (`gpu_collectives calibrate`) replaces these.
+  const float gpuBusBw[kNumProtos] = {63.0f, 48.0f, 378.0f};  // LL, LL128, Simple
+  for (int p = 0; p < kNumProtos; ++p) {
+    AlgoProtoCost& c = m.cost[kPathGpu][kAlgoRing][p];
+    c.baseUs = 8.4f, c.hopUs = 2.05f, c.busBwGBs = gpuBusBw[p];
+  }
   for (int p = 0; p < kNumProtos; ++p)  // a table without measurements starts from the other one
     for (int k = 0; k < kNumPaths; ++k)
       if (m.cost[k][kAlgoRing][p].busBwGBs <= 0) m.cost[k][kAlgoRing][p] = m.cost[kPathShm][kAlgoRing][p];
@@ -110,6 +121,7 @@ const char* tuningPathName(int path) {
   switch (path) {
     case kPathDirect: return "direct";
     case kPathOversub: return "oversub";
+    case kPathGpu: return "gpu";
     default: return "shm";
   }
 }
@@ -159,6 +171,14 @@ ncclResult_t chooseAlgoProto(const TuningModel& m, int path, const AlgoProtoMask
                       "implements Ring with LL, LL128 and Simple for every collective, and Tree for AllReduce)",
                       funcName(func));
   return ncclSuccess;
+}
+
+ncclResult_t chooseGpuAlgoProto(const TuningModel& m, const AlgoProtoMask& mask, bool haveTrees, CollFunc func,
+                                int nRanks, int nNodes, size_t bytes, AlgoProtoChoice* out) {
+  AlgoProtoMask have = mask;
+  if (!haveTrees)
+    for (int f = 0; f < kFuncCount; ++f) have.algo[f][kAlgoTree] = 0;
+  return chooseAlgoProto(m, kPathGpu, have, func, nRanks, nNodes, bytes, out);
 }
 
 }  // namespace baton

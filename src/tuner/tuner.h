@@ -35,9 +35,10 @@ struct AlgoProtoCost {
 
 // How the ranks of a communicator run and reach each other: through FIFO copies in shared memory
 // (also ranks of one process with BATON_DIRECT=0), the same with more ranks on the host than cores
-// (every hand-off may wait for a context switch), or through each other's buffers (direct paths).
-// They behave so differently that each has its own table.
-enum TuningPath : int { kPathShm = 0, kPathDirect = 1, kPathOversub = 2, kNumPaths = 3 };
+// (every hand-off may wait for a context switch), through each other's buffers (direct paths), or
+// as CUDA kernels on device buffers (the CUDA backend: one block per channel, FIFOs in device or
+// pinned memory). They behave so differently that each has its own table.
+enum TuningPath : int { kPathShm = 0, kPathDirect = 1, kPathOversub = 2, kPathGpu = 3, kNumPaths = 4 };
 const char* tuningPathName(int path);
 
 // AlltoAll across hosts, measured by `baton-perf alltoall --calibrate` (lesson 12): for nRanks
@@ -107,6 +108,10 @@ struct AlgoProtoChoice {
 // The fastest enabled pair, or ncclInvalidUsage naming NCCL_ALGO / NCCL_PROTO when none is left.
 ncclResult_t chooseAlgoProto(const TuningModel& m, int path, const AlgoProtoMask& mask, CollFunc func, int nRanks,
                              int nNodes, size_t bytes, AlgoProtoChoice* out);
+// The CUDA backend's choice for a collective on device buffers: the 'gpu' table, among what the
+// GPU communicator has (Tree only when its trees were connected at init; src/cuda/gpu_tree.cc).
+ncclResult_t chooseGpuAlgoProto(const TuningModel& m, const AlgoProtoMask& mask, bool haveTrees, CollFunc func,
+                                int nRanks, int nNodes, size_t bytes, AlgoProtoChoice* out);
 
 // Channels an operation of `bytes` uses: one per minChannelBytes, at most the communicator's
 // (the planner, and the simulator's schedule, cut the same way).

@@ -134,7 +134,7 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerWriteFi
   for (int k = 0; k < kNumPaths; ++k)
     if (pathKind && strcmp(pathKind, tuningPathName(k)) == 0) kind = k;
   if (kind < 0)
-    return batonError(ncclInvalidArgument, "batonTunerWriteFile: pathKind '%s' (expected shm, direct or oversub)",
+    return batonError(ncclInvalidArgument, "batonTunerWriteFile: pathKind '%s' (expected shm, direct, oversub or gpu)",
                       pathKind ? pathKind : "(null)");
   // Keep what the file already says about the other path (a calibration measures one).
   TuningModel m = tuningModelToRewrite(path);
@@ -157,3 +157,29 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerWriteFi
 }
 
 extern "C" __attribute__((visibility("default"))) int batonTunerBucket(size_t bytes) { return corrBucket(bytes); }
+
+extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerFitLine(const size_t* bytes, const double* us,
+                                                                                 int n, double* latencyUs,
+                                                                                 double* algBwGBs) {
+  if (n < 2) return batonError(ncclInvalidArgument, "batonTunerFitLine: n = %d points (need 2 or more)", n);
+  if (!bytes || !us || !latencyUs || !algBwGBs)
+    return batonError(ncclInvalidArgument, "batonTunerFitLine: a pointer argument is NULL");
+  // Minimise sum(((lat + bytes * x) / t - 1)^2), x = 1 / bandwidth: a linear least-squares problem
+  // in u = 1/t and v = bytes/t.
+  double suu = 0, suv = 0, svv = 0, su = 0, sv = 0;
+  int used = 0;
+  for (int i = 0; i < n; ++i) {
+    if (!(us[i] > 0)) continue;
+    const double u = 1.0 / us[i], v = double(bytes[i]) / us[i];
+    suu += u * u, suv += u * v, svv += v * v, su += u, sv += v, ++used;
+  }
+  if (used < 2)
+    return batonError(ncclInvalidArgument, "batonTunerFitLine: %d usable points of %d (need 2 with us > 0)", used, n);
+  const double det = suu * svv - suv * suv;
+  double lat = det != 0 ? (su * svv - sv * suv) / det : 0, x = det != 0 ? (suu * sv - suv * su) / det : 0;
+  if (lat < 0) lat = 0, x = svv > 0 ? sv / svv : 0;  // constrained fits: both terms non-negative
+  if (x <= 0) x = 1e-9, lat = suu > 0 ? (su - x * suv) / suu : 0;
+  *latencyUs = lat;
+  *algBwGBs = 1.0 / (1e3 * x);
+  return ncclSuccess;
+}

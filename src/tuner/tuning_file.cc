@@ -9,8 +9,9 @@
 //   shm Ring LL corr 1.02 0.97 ...
 //   # alltoall nranks bruck_bytes bytes     (baton-perf alltoall --calibrate, lesson 12)
 //   alltoall 8 bruck_bytes 65536
-// path: shm (ranks reach each other through FIFO copies) or direct (ranks of one process reading
-// and writing each other's buffers). Entries the file does not name keep their built-in values.
+// path: shm (ranks reach each other through FIFO copies), direct (ranks of one process reading
+// and writing each other's buffers), oversub (FIFO copies with more ranks than cores) or gpu (CUDA
+// kernels on device buffers). Entries the file does not name keep their built-in values.
 #include <strings.h>
 
 #include <sys/stat.h>
@@ -79,8 +80,8 @@ ncclResult_t parseTuningText(const std::string& text, const std::string& path, T
       if (strcasecmp(pathWord.c_str(), tuningPathName(k)) == 0) kind = k;
     if (kind < 0)
       return batonError(ncclInvalidArgument,
-                        "tuning file %s line %d: unknown path '%s' (expected shm, direct or oversub)", path.c_str(),
-                        lineNo, pathWord.c_str());
+                        "tuning file %s line %d: unknown path '%s' (expected shm, direct, oversub or gpu)",
+                        path.c_str(), lineNo, pathWord.c_str());
     if (!(ss >> algo))
       return batonError(ncclInvalidArgument, "tuning file %s line %d: expected an algorithm after '%s'", path.c_str(),
                         lineNo, pathWord.c_str());

@@ -10,7 +10,13 @@
 //                                      busbw per size (float sum; nccl-tests' sizes and bus factors),
 //                                      and the device's copy bandwidth (cudaMemcpy device to device)
 //                                      in the same run
+//   gpu_collectives calibrate [-n ranks] [-e maxbytes] [-o file]
+//                                      (baton only) the AllReduce sweep per protocol, ring and tree,
+//                                      fitted to latency + bytes / bandwidth and written as the tuning
+//                                      file's 'gpu' table (default: where the library reads it), which
+//                                      the tuner then chooses from per size on device buffers
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <nccl.h>
 #include <unistd.h>
 
@@ -361,7 +367,14 @@ int checkProcesses() {
   return gFailures ? 1 : 0;
 }
 
-int sweep(int n, size_t maxBytes, const char* proto, Func f) {
+struct Point {
+  size_t bytes;
+  double us;
+};
+
+// One sweep: prints its table, returns each size's time.
+std::vector<Point> sweepPoints(int n, size_t maxBytes, const char* proto, Func f) {
+  std::vector<Point> points;
   const int nd = ndevices();
   if (proto && *proto) setenv("NCCL_PROTO", proto, 1);
   std::vector<int> devs(n);
@@ -419,6 +432,7 @@ int sweep(int n, size_t maxBytes, const char* proto, Func f) {
     const double alg = bytes / (us * 1e-6) / 1e9, bus = alg * (n > 1 ? factor : 1.0);
     printf("%12zu %12zu %10.2f %10.2f %10.2f %8.3f\n", bytes, count, us, alg, bus, bus / copyGBs);
     fflush(stdout);
+    points.push_back({bytes, us});
   }
   for (Rank& R : ranks) {
     CUDA(cudaSetDevice(R.dev));
@@ -426,6 +440,69 @@ int sweep(int n, size_t maxBytes, const char* proto, Func f) {
     CUDA(cudaFree(R.send));
     CUDA(cudaFree(R.recv));
   }
+  return points;
+}
+
+int sweep(int n, size_t maxBytes, const char* proto, Func f) {
+  sweepPoints(n, maxBytes, proto, f);
+  return 0;
+}
+
+// baton's tuner API (include/baton/tuner.h), looked up so the program still runs on NVIDIA's library.
+template <typename Fn>
+Fn batonSymbol(const char* name) {
+  return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, name));
+}
+
+// NCCL's model per protocol: time = steps * hop + bytes / (busBw * busToAlg). Ring AllReduce: 2(n-1)
+// steps, algbw = busbw * n / (2(n-1)); tree (a chain: every rank on this host): 2(n-1) steps,
+// algbw = busbw / 2. The constants of baton's include/baton/tuner.h are spelled out, since this
+// program builds against NVIDIA's nccl.h.
+constexpr int kTunerBuckets = 23;                // BATON_TUNER_BUCKETS
+constexpr int kAlgoTreeId = 0, kAlgoRingId = 1;  // BATON_ALGO_TREE, BATON_ALGO_RING
+
+int calibrate(int n, size_t maxBytes, const char* out) {
+  using FitFn = ncclResult_t (*)(const size_t*, const double*, int, double*, double*);
+  using WriteFn = ncclResult_t (*)(const char*, const char*, int, const double*, const double*, const double*,
+                                   const double(*)[kTunerBuckets], const char*);
+  using PathFn = const char* (*)();
+  const auto fit = batonSymbol<FitFn>("batonTunerFitLine");
+  const auto write = batonSymbol<WriteFn>("batonTunerWriteFileAlgo");
+  const auto defaultPath = batonSymbol<PathFn>("batonTuningFilePath");
+  if (!fit || !write || !defaultPath) {
+    fprintf(stderr, "calibrate: needs baton's libnccl.so.2 (its tuner API)\n");
+    return 2;
+  }
+  if (n < 2) {
+    fprintf(stderr, "calibrate: needs at least 2 ranks (there is no ring to time with 1)\n");
+    return 2;
+  }
+  const std::string path = out && *out ? out : defaultPath();
+  const char* protos[3] = {"LL", "LL128", "Simple"};  // BATON_PROTO_* order
+  std::string comment = "gpu table written by gpu_collectives calibrate: AllReduce float sum, " + std::to_string(n) +
+                        " ranks on " + std::to_string(ndevices()) + " device(s), 8 B.." + std::to_string(maxBytes) +
+                        " B";
+  for (int algo : {kAlgoRingId, kAlgoTreeId}) {
+    setenv("NCCL_ALGO", algo == kAlgoTreeId ? "allreduce:Tree" : "allreduce:Ring", 1);
+    double base[3] = {0, 0, 0}, hop[3], busBw[3];
+    const int steps = 2 * (n - 1);
+    for (int p = 0; p < 3; ++p) {
+      const std::vector<Point> pts = sweepPoints(n, maxBytes, protos[p], kAllReduce);
+      std::vector<size_t> bytes;
+      std::vector<double> us;
+      for (const Point& q : pts) bytes.push_back(q.bytes), us.push_back(q.us);
+      double lat = 0, algBw = 0;
+      NCCL(fit(bytes.data(), us.data(), (int)bytes.size(), &lat, &algBw));
+      hop[p] = lat / steps;
+      busBw[p] = algo == kAlgoRingId ? algBw * steps / n : algBw * 2;
+      printf("# %s %s: latency %.2f us (%.3f us per step), algbw %.1f GB/s -> busbw %.1f GB/s\n",
+             algo == kAlgoRingId ? "Ring" : "Tree", protos[p], lat, hop[p], algBw, busBw[p]);
+    }
+    unsetenv("NCCL_ALGO");
+    unsetenv("NCCL_PROTO");
+    NCCL(write(path.c_str(), "gpu", algo, base, hop, busBw, nullptr, comment.c_str()));
+  }
+  printf("# wrote the 'gpu' table to %s\n", path.c_str());
   return 0;
 }
 
@@ -434,7 +511,8 @@ int sweep(int n, size_t maxBytes, const char* proto, Func f) {
 int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr,
-            "usage: %s check [-n ranks] [--procs] | sweep [-n ranks] [-e maxbytes] [-p proto] [-c collective]\n",
+            "usage: %s check [-n ranks] [--procs] | sweep [-n ranks] [-e maxbytes] [-p proto] [-c collective] | "
+            "calibrate [-n ranks] [-e maxbytes] [-o file]\n",
             argv[0]);
     return 2;
   }
@@ -442,6 +520,7 @@ int main(int argc, char** argv) {
   int n = 2;
   size_t maxBytes = 256u << 20;
   const char* proto = "";
+  const char* out = "";
   bool procs = false;
   Func coll = kAllReduce;
   for (int i = 2; i < argc; ++i) {
@@ -449,6 +528,7 @@ int main(int argc, char** argv) {
     if (a == "-n" && i + 1 < argc) n = atoi(argv[++i]);
     else if (a == "-e" && i + 1 < argc) maxBytes = strtoull(argv[++i], nullptr, 0);
     else if (a == "-p" && i + 1 < argc) proto = argv[++i];
+    else if (a == "-o" && i + 1 < argc) out = argv[++i];
     else if (a == "--procs") procs = true;
     else if (a == "-c" && i + 1 < argc) {
       const std::string c = argv[++i];
@@ -465,6 +545,7 @@ int main(int argc, char** argv) {
   }
   if (mode == "check") return procs ? checkProcesses() : checkThreads(n);
   if (mode == "sweep") return sweep(n, maxBytes, proto, coll);
+  if (mode == "calibrate") return calibrate(n, maxBytes, out);
   fprintf(stderr, "unknown mode %s\n", mode.c_str());
   return 2;
 }

@@ -112,6 +112,78 @@ TEST(Tuner, ChoiceFollowsTheModelAndTheMask) {
   EXPECT_EQ(corrBucket(size_t(1) << 40), kCorrBuckets - 1);
 }
 
+// The CUDA backend's choice (lesson 05's model with a 'gpu' table): built in, the H200's
+// measurements, where Simple beat LL and LL128 at every size, so every size takes Ring/Simple; a
+// measured table that makes LL cheaper per step moves small sizes to LL; Tree only where the
+// communicator connected trees; NCCL_PROTO still rules.
+TEST(Tuner, TheGpuTableChoosesPerSizeAmongWhatTheCommunicatorHas) {
+  TuningModel m = defaultTuningModel();
+  const AlgoProtoMask all = parse(nullptr, nullptr);
+  AlgoProtoChoice c;
+  for (int n : {2, 4, 8})
+    for (size_t bytes = 8; bytes <= (size_t(256) << 20); bytes *= 8) {
+      ASSERT_EQ(chooseGpuAlgoProto(m, all, false, kFuncAllReduce, n, 1, bytes, &c), ncclSuccess);
+      EXPECT_EQ(c.algo, kAlgoRing) << n << " ranks, " << bytes << " B";
+      EXPECT_EQ(c.proto, kProtoSimple) << n << " ranks, " << bytes << " B";
+    }
+  // Without Simple, LL: as fast at 8 B there, with more bandwidth than LL128.
+  ASSERT_EQ(chooseGpuAlgoProto(m, parse(nullptr, "^Simple"), false, kFuncAllReduce, 2, 1, 8, &c), ncclSuccess);
+  EXPECT_EQ(c.proto, kProtoLL);
+  // A GPU where LL costs a quarter per step (NCCL's NVLink hop latencies: LL .6 us, Simple 3.4 us)
+  // at a sixth of the bandwidth: LL up to where the bandwidth term catches up, Simple beyond.
+  ASSERT_EQ(parseTuningText("gpu Ring LL 0 0.5 64\ngpu Ring Simple 0 3.4 384\ngpu Tree LL 0 0.5 64\n", "test", &m),
+            ncclSuccess)
+      << baton_test::lastError();
+  ASSERT_EQ(chooseGpuAlgoProto(m, all, false, kFuncAllReduce, 8, 1, 8, &c), ncclSuccess);
+  EXPECT_EQ(c.proto, kProtoLL);
+  EXPECT_NEAR(c.us, 14 * 0.5 + 8 / (1e3 * 64 * 8 / 14.0), 1e-6);
+  ASSERT_EQ(chooseGpuAlgoProto(m, all, false, kFuncAllReduce, 8, 1, size_t(64) << 20, &c), ncclSuccess);
+  EXPECT_EQ(c.proto, kProtoSimple);
+  ASSERT_EQ(chooseGpuAlgoProto(m, parse(nullptr, "LL128"), false, kFuncAllReduce, 8, 1, 8, &c), ncclSuccess);
+  EXPECT_EQ(c.proto, kProtoLL128);
+  // 32 ranks on 4 hosts: the tree's 2 * (7 + 2) steps against the ring's 62 win at small sizes,
+  // but only for a communicator that has trees.
+  ASSERT_EQ(chooseGpuAlgoProto(m, all, true, kFuncAllReduce, 32, 4, 8, &c), ncclSuccess);
+  EXPECT_EQ(c.algo, kAlgoTree);
+  ASSERT_EQ(chooseGpuAlgoProto(m, all, false, kFuncAllReduce, 32, 4, 8, &c), ncclSuccess);
+  EXPECT_EQ(c.algo, kAlgoRing);
+  ASSERT_EQ(chooseGpuAlgoProto(m, all, true, kFuncAllGather, 32, 4, 8, &c), ncclSuccess);
+  EXPECT_EQ(c.algo, kAlgoRing);  // trees are AllReduce's only
+  // NCCL_ALGO=Tree on a communicator without trees leaves AllReduce nothing, which names the
+  // variables; with trees it is the tree.
+  EXPECT_EQ(chooseGpuAlgoProto(m, parse("Tree", nullptr), false, kFuncAllReduce, 4, 1, 8, &c), ncclInvalidUsage);
+  EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"NCCL_ALGO"}));
+  ASSERT_EQ(chooseGpuAlgoProto(m, parse("Tree", nullptr), true, kFuncAllReduce, 4, 1, 8, &c), ncclSuccess);
+  EXPECT_EQ(c.algo, kAlgoTree);
+}
+
+TEST(Tuner, FitLineRecoversLatencyAndBandwidth) {
+  // time = 10 us + bytes / (50 GB/s), exactly.
+  const size_t bytes[] = {8, 1024, 1 << 20, 16 << 20, 256 << 20};
+  double us[5];
+  for (int i = 0; i < 5; ++i) us[i] = 10 + bytes[i] / 50e3;
+  double lat = 0, bw = 0;
+  ASSERT_EQ(batonTunerFitLine(bytes, us, 5, &lat, &bw), ncclSuccess);
+  EXPECT_NEAR(lat, 10, 1e-6);
+  EXPECT_NEAR(bw, 50, 1e-6);
+  // Points without a time are skipped; fewer than two usable is an error that says so.
+  us[1] = us[2] = us[3] = 0;
+  ASSERT_EQ(batonTunerFitLine(bytes, us, 5, &lat, &bw), ncclSuccess);
+  EXPECT_NEAR(bw, 50, 1e-6);
+  us[4] = -1;
+  EXPECT_EQ(batonTunerFitLine(bytes, us, 5, &lat, &bw), ncclInvalidArgument);
+  EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"1 usable points of 5"}));
+  EXPECT_EQ(batonTunerFitLine(nullptr, us, 5, &lat, &bw), ncclInvalidArgument);
+  EXPECT_EQ(batonTunerFitLine(nullptr, nullptr, 0, &lat, &bw), ncclInvalidArgument);
+  EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"n = 0"}));
+  // Points whose line would start below zero: the latency is held at 0, the bandwidth still fits.
+  const size_t b2[] = {1000, 2000};
+  const double t2[] = {10, 30};  // the line through them starts at -10 us
+  ASSERT_EQ(batonTunerFitLine(b2, t2, 2, &lat, &bw), ncclSuccess);
+  EXPECT_EQ(lat, 0);
+  EXPECT_GT(bw, 0);
+}
+
 std::string tempPath(const char* name) {
   return std::string("/tmp/baton-tuner-test-") + std::to_string(getpid()) + name;
 }
@@ -138,6 +210,12 @@ TEST(Tuner, TuningFileRoundTrip) {
   EXPECT_FLOAT_EQ(m.cost[kPathShm][kAlgoRing][kProtoSimple].busBwGBs, 14.0f);
   EXPECT_FLOAT_EQ(m.cost[kPathDirect][kAlgoRing][kProtoSimple].busBwGBs, 40.0f);
   EXPECT_FLOAT_EQ(m.cost[kPathDirect][kAlgoRing][kProtoLL].corr[7], 1.0f);
+  ASSERT_EQ(batonTunerWriteFileAlgo(path.c_str(), "gpu", BATON_ALGO_TREE, base, hop, bw2, nullptr, nullptr),
+            ncclSuccess);
+  m = defaultTuningModel();
+  ASSERT_EQ(loadTuningFile(path, &m), ncclSuccess) << baton_test::lastError();
+  EXPECT_FLOAT_EQ(m.cost[kPathGpu][kAlgoTree][kProtoLL128].busBwGBs, 30.0f);
+  EXPECT_FLOAT_EQ(m.cost[kPathDirect][kAlgoRing][kProtoSimple].busBwGBs, 40.0f);
   EXPECT_EQ(batonTunerWriteFile(path.c_str(), "nvlink", base, hop, bw2, nullptr, nullptr), ncclInvalidArgument);
   EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"pathKind 'nvlink'"}));
   ScopedEnv env("BATON_TUNING_FILE", path.c_str());

@@ -17,23 +17,6 @@
 namespace batonperf {
 namespace {
 
-// Least squares on relative error: minimise sum(((lat + bytes * x) / t - 1)^2), x = 1 / bandwidth.
-// Relative error, so microsecond sizes count as much as the 64 MiB ones.
-void fitLatencyBandwidth(const std::vector<Row>& rows, double* latUs, double* usPerByte) {
-  double suu = 0, suv = 0, svv = 0, su = 0, sv = 0;
-  for (const Row& r : rows) {
-    if (r.oop.timeUs <= 0) continue;
-    const double u = 1.0 / r.oop.timeUs, v = double(r.bytes) / r.oop.timeUs;
-    suu += u * u, suv += u * v, svv += v * v, su += u, sv += v;
-  }
-  const double det = suu * svv - suv * suv;
-  double lat = det != 0 ? (su * svv - sv * suv) / det : 0, x = det != 0 ? (suu * sv - suv * su) / det : 0;
-  if (lat < 0) lat = 0, x = svv > 0 ? sv / svv : 0;  // constrained fits: both terms non-negative
-  if (x <= 0) x = 1e-9, lat = suu > 0 ? (su - x * suv) / suu : 0;
-  *latUs = lat;
-  *usPerByte = x;
-}
-
 std::string fmtUs(double us) {
   char b[32];
   if (us < 0) return "-";
@@ -52,6 +35,7 @@ struct AlgoFit {
   double base[BATON_NUM_PROTOCOLS] = {}, hop[BATON_NUM_PROTOCOLS] = {}, busBw[BATON_NUM_PROTOCOLS] = {};
   double lat[BATON_NUM_PROTOCOLS] = {}, algBw[BATON_NUM_PROTOCOLS] = {};
   double corr[BATON_NUM_PROTOCOLS][BATON_TUNER_BUCKETS] = {};
+  bool ok = true;  // every protocol's curve had enough sizes to fit
 };
 
 AlgoFit fitAlgo(const char* algo, const std::vector<Row>* rows, int steps, double busFactor) {
@@ -59,9 +43,15 @@ AlgoFit fitAlgo(const char* algo, const std::vector<Row>* rows, int steps, doubl
   std::printf("#  %-4s %-8s  %11s  %11s  -> %6s  %9s\n", "algo", "protocol", "latency(us)", "algbw(GB/s)", "hop_us",
               "busbw_GBs");
   for (int p = 0; p < BATON_NUM_PROTOCOLS; ++p) {
-    double x;
-    fitLatencyBandwidth(rows[p], &f.lat[p], &x);
-    f.algBw[p] = 1.0 / (1e3 * x);
+    std::vector<size_t> bytes;
+    std::vector<double> us;
+    for (const Row& r : rows[p]) bytes.push_back(r.bytes), us.push_back(r.oop.timeUs);
+    if (batonTunerFitLine(bytes.data(), us.data(), (int)bytes.size(), &f.lat[p], &f.algBw[p]) != ncclSuccess) {
+      std::fprintf(stderr, "baton-perf --calibrate: %s %s: %s\n", algo, batonProtocolName(p),
+                   ncclGetLastError(nullptr));
+      f.ok = false;
+      continue;
+    }
     f.hop[p] = f.lat[p] / steps;
     f.busBw[p] = f.algBw[p] * busFactor;
     std::printf("#  %-4s %-8s  %11.2f  %11.2f  -> %6.3f  %9.2f\n", algo, batonProtocolName(p), f.lat[p], f.algBw[p],
@@ -140,6 +130,11 @@ int writeCalibration(const Options& opt, const World& w, const std::vector<std::
                 "%zu..%zu B, %d iterations per size\nsingle-thread memcpy bandwidth in that run: %.2f GB/s",
                 host, when, n, w.nprocs, w.nthreads, opt.minBytes, opt.maxBytes, opt.iters, memcpyGBs);
   const char* path = batonTuningFilePath();
+  if (!fits[0].ok || !fits[1].ok) {
+    std::fprintf(stderr, "baton-perf --calibrate: too few sizes to fit (give -b and -e a range); %s not written\n",
+                 path);
+    return 1;
+  }
   for (int a = 0; a < 2; ++a) {
     const AlgoFit& f = fits[a];
     if (ncclResult_t r = batonTunerWriteFileAlgo(path, pathKind, a == 0 ? BATON_ALGO_RING : BATON_ALGO_TREE, f.base,
