@@ -32,6 +32,21 @@ int fail(cudaError_t e, const char* fmt, ...) {
   return (int)e;
 }
 
+// Zeroes device memory on a stream of its own and waits for it. cudaMemset would queue on the
+// legacy default stream and return before it ran, while copyToDevice's non-blocking stream does
+// not wait for that stream: a table filled right after its allocation could be zeroed after the
+// fill (the kernels then read step sizes of 0). Waiting for this stream alone never waits for
+// another rank's kernel, which cudaDeviceSynchronize would, and could deadlock thread ranks.
+cudaError_t zeroDevice(void* p, size_t bytes) {
+  cudaStream_t s = nullptr;
+  cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  if (e != cudaSuccess) return e;
+  e = cudaMemsetAsync(p, 0, bytes, s);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+  cudaStreamDestroy(s);
+  return e;
+}
+
 namespace {
 
 int probe(int* dev, char* desc, size_t descBytes) {
@@ -85,7 +100,11 @@ int deviceAlloc(int dev, void** p, size_t bytes) {
   SCOPED(dev, "cudaMalloc");
   cudaError_t e = cudaMalloc(p, bytes);
   if (e != cudaSuccess) return fail(e, "cudaMalloc(%zu bytes) on device %d", bytes, dev);
-  if ((e = cudaMemset(*p, 0, bytes)) != cudaSuccess) return fail(e, "cudaMemset(%zu bytes) on device %d", bytes, dev);
+  if ((e = zeroDevice(*p, bytes)) != cudaSuccess) {
+    cudaFree(*p);
+    *p = nullptr;
+    return fail(e, "zeroing %zu bytes (cudaMemsetAsync) on device %d", bytes, dev);
+  }
   return 0;
 }
 

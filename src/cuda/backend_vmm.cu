@@ -116,6 +116,7 @@ int mapHandle(const Vmm& v, CUmemGenericAllocationHandle h, size_t bytes, size_t
 }  // namespace
 
 int vmmFree(void* p, size_t bytes);
+cudaError_t zeroDevice(void* p, size_t bytes);  // backend_runtime.cu
 
 int vmmAlloc(int dev, size_t bytes, void** p, size_t* mapped, int* fd) {
   *p = nullptr;
@@ -157,9 +158,8 @@ int vmmAlloc(int dev, size_t bytes, void** p, size_t* mapped, int* fd) {
   int e = mapHandle(v, h, *mapped, gran, devs, nDevs, p);  // releases h either way
   if (e == 0) {
     // Zeroed, as deviceAlloc's, and finished before anyone (a peer process, a non-blocking stream)
-    // can touch it.
-    cudaError_t z = cudaMemset(*p, 0, *mapped);
-    if (z == cudaSuccess) z = cudaDeviceSynchronize();
+    // can touch it, without waiting for other ranks' kernels on the device.
+    const cudaError_t z = zeroDevice(*p, *mapped);
     if (z == cudaSuccess) return 0;
     e = fail(z, "zeroing %zu bytes of cuMem memory on device %d", *mapped, dev);
     vmmFree(*p, *mapped);
