@@ -24,6 +24,21 @@
 
 namespace baton {
 
+// Whether every connector a ring or tree body cuts its work by holds one element of T per step
+// (stepHoldsElement). The direct bodies step in Simple slots, as P then is.
+template <typename T, typename P>
+BATON_HD bool ringStepsUsable(ExecCtx& ctx, const CollArgs& a) {
+  return a.ring.nRanks == 1 || (stepHoldsElement<P, T>(ctx, a.ring.send) && stepHoldsElement<P, T>(ctx, a.ring.recv));
+}
+template <typename T, typename P>
+BATON_HD bool treeStepsUsable(ExecCtx& ctx, const CollArgs& a) {
+  const TreeDev& t = a.tree;
+  bool ok = stepHoldsElement<P, T>(ctx, t.upSend) && stepHoldsElement<P, T>(ctx, t.downRecv);
+  for (int i = 0; ok && i < t.nDown; ++i)
+    ok = stepHoldsElement<P, T>(ctx, t.upRecv[i]) && stepHoldsElement<P, T>(ctx, t.downSend[i]);
+  return ok;
+}
+
 // AllReduce, Reduce and ReduceScatter on elements of T with operator `op`, in protocol P.
 template <typename T, typename P, typename Op>
 BATON_HD void runReducingColl(ExecCtx& ctx, const CollArgs& a, const Op& op) {
@@ -33,16 +48,20 @@ BATON_HD void runReducingColl(ExecCtx& ctx, const CollArgs& a, const Op& op) {
       else if (a.algo == kAlgoOneShot) runOneShotAllReduce<T>(ctx, a, op);
       else if (a.algo == kAlgoSymOneShot) runSymAllReduceOneShot<T>(ctx, a, op);
       else if (a.algo == kAlgoSymTwoShot) runSymAllReduceTwoShot<T>(ctx, a, op);
-      else if (a.algo == kAlgoTree) runTreeAllReduce<T, P>(ctx, a, op);
+      else if (a.algo == kAlgoTree) {
+        if (treeStepsUsable<T, P>(ctx, a)) runTreeAllReduce<T, P>(ctx, a, op);
+      } else if (!ringStepsUsable<T, P>(ctx, a)) break;
       else if (P::id == kProtoSimple && a.direct && a.ring.nRanks > 1) runRingAllReduceDirect<T>(ctx, a, op);
       else runRingAllReduce<T, P>(ctx, a, op);
       break;
     case kFuncReduce:
+      if (!ringStepsUsable<T, P>(ctx, a)) break;
       if (P::id == kProtoSimple && a.direct && a.ring.nRanks > 1) runRingReduceDirect<T>(ctx, a, op);
       else runRingReduce<T, P>(ctx, a, op);
       break;
     case kFuncReduceScatter:
       if (a.algo == kAlgoSymLoad) runSymReduceScatter<T>(ctx, a, op);
+      else if (!ringStepsUsable<T, P>(ctx, a)) break;
       else if (P::id == kProtoSimple && a.direct && a.ring.nRanks > 1) runRingReduceScatterDirect<T>(ctx, a, op);
       else runRingReduceScatter<T, P>(ctx, a, op);
       break;
@@ -55,6 +74,7 @@ template <typename P>
 BATON_HD void runMovingColl(ExecCtx& ctx, const CollArgs& a) {
   const OpSum<uint8_t> none{};
   if (a.func == kFuncAllGather && a.algo == kAlgoSymStore) runSymAllGather(ctx, a);
+  else if (!ringStepsUsable<uint8_t, P>(ctx, a)) return;
   else if (a.func == kFuncAllGather && P::id == kProtoSimple && a.direct && a.ring.nRanks > 1)
     runRingAllGatherDirect<uint8_t>(ctx, a, none);
   else if (a.func == kFuncAllGather) runRingAllGather<uint8_t, P>(ctx, a, none);

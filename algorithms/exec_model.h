@@ -52,7 +52,15 @@ BATON_HD uint64_t loadAcquire(const uint64_t* p) {
 BATON_HD void storeRelease(uint64_t* p, uint64_t v) { AtomicRef64(*p).store(v, BATON_MO(release)); }
 
 // ---- why a wait gave up -------------------------------------------------------------------------
-enum WaitResult : int { kWaitOk = 0, kWaitAborted = 1, kWaitTimeout = 2, kWaitPeerDead = 3, kWaitPeerFailed = 4 };
+// kWaitBadStep is not a wait: a connector's step holds no element (primitives_api.h, stepHoldsElement).
+enum WaitResult : int {
+  kWaitOk = 0,
+  kWaitAborted = 1,
+  kWaitTimeout = 2,
+  kWaitPeerDead = 3,
+  kWaitPeerFailed = 4,
+  kWaitBadStep = 5
+};
 
 struct WaitFailure {
   int result = kWaitOk;  // WaitResult

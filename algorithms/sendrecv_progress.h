@@ -73,6 +73,7 @@ BATON_HD void sendRecvOfferStep(SendRecvTransfer& t, uint64_t step) {
 BATON_HD bool sendRecvTrySend(ExecCtx& ctx, SendRecvTransfer& t) {
   if (t.complete() || ctx.failed) return false;
   ConnDev& c = *t.conn;
+  if (!stepHoldsElement(ctx, &c, ProtoSimple::name, c.stepBytes[kProtoSimple], 1)) return false;
   if (t.done >= t.bytes) {  // zero copy: wait until the proxy has sent the last step from buf
     if (!sendRecvAgree(ctx, t, [&] { return loadAcquire(&c.fifo->head) >= t.drainUntil; })) return false;
     if (threadId(ctx) == 0) t.drainUntil = 0;
@@ -104,6 +105,7 @@ BATON_HD bool sendRecvTrySend(ExecCtx& ctx, SendRecvTransfer& t) {
 BATON_HD bool sendRecvTryRecv(ExecCtx& ctx, SendRecvTransfer& t) {
   if (t.complete() || ctx.failed) return false;
   ConnDev& c = *t.conn;
+  if (!stepHoldsElement(ctx, &c, ProtoSimple::name, c.stepBytes[kProtoSimple], 1)) return false;
   if (t.zeroCopy && !t.offered && threadId(ctx) == 0) {  // NET only: never on a GPU's block
     t.firstStep = c.step;
     for (uint64_t s = c.step; s < c.step + kSteps; ++s) sendRecvOfferStep(t, s);

@@ -69,6 +69,13 @@ static ncclResult_t failureResult(const ExecCtx& ctx, ncclComm* comm, const char
                       what, f.rank, f.channel, f.peer, f.peer >= 0 ? comm->livenessPids[f.peer] : -1,
                       f.what ? f.what : "?");
   }
+  if (f.result == kWaitBadStep)
+    return batonError(ncclInternalError,
+                      "%s: rank %d channel %d: the connector with peer %d holds %llu payload bytes per %s step, less "
+                      "than one element (%llu bytes), so no chunk could advance: its FIFO table was not filled (a "
+                      "bug in baton)",
+                      what, f.rank, f.channel, f.peer, (unsigned long long)f.observed, f.what ? f.what : "?",
+                      (unsigned long long)f.expected);
   ncclResult_t code = f.result == kWaitTimeout ? ncclSystemError : ncclInvalidUsage;
   if (aborted && f.what && std::string(f.what).find("size") == std::string::npos) {
     // Another part of this rank failed first and raised the flag: that failure is the news.

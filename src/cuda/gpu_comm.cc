@@ -133,6 +133,13 @@ ncclResult_t GpuComm::takeFailure(ncclComm* comm) {
   if (!status_ || failureTaken_ || !__atomic_load_n(&status_->failed, __ATOMIC_ACQUIRE)) return ncclSuccess;
   failureTaken_ = true;
   const WaitFailure& f = status_->failure;
+  if (f.result == kWaitBadStep)  // f.what is a device address here: not read
+    return batonError(ncclInternalError,
+                      "rank %d: a kernel on CUDA device %d channel %d found the connector with peer %d holding %llu "
+                      "payload bytes per step, less than one element (%llu bytes), and stopped rather than loop: its "
+                      "FIFO table was not filled (a bug in baton)",
+                      comm->rank, dev_, f.channel, f.peer, (unsigned long long)f.observed,
+                      (unsigned long long)f.expected);
   // kWaitAborted without the abort flag: the kernel stopped itself on a step whose size was not
   // the one it expected (the device cannot pass its description string up).
   if (f.result == kWaitAborted && !__atomic_load_n(abort_, __ATOMIC_ACQUIRE))
