@@ -5,7 +5,7 @@
 # NCCL_SHM_DISABLE=1, as between hosts), the send/recv check (ncclSend,
 # ncclRecv, AlltoAll, Gather, Scatter on 1, 2 and 4 thread ranks and 2 processes; AlltoAll
 # pairwise and Bruck too) and its sweep,
-# the CUDA graph check (collectives and send/recv captured, launched 20 times between eager calls),
+# the CUDA graph check (collectives, send/recv and AlltoAll captured, launched 20 times between eager calls),
 # the window check (ncclMemAlloc's cuMem memory in symmetric windows, threads and processes) and
 # its sweep (the symmetric kernels beside the ring, per size), sweeps per protocol and per
 # collective against the device's copy bandwidth, and the AllReduce sweep with NVIDIA's
@@ -133,6 +133,9 @@ if want alltoall-steps-info; then
     sort | uniq -c
 fi
 for n in 1 2 4; do run "graph-threads-$n" 120 "$GRAPH" check -n $n; done
+# AlltoAll inside the graph, each way it can run: one send/recv kernel, and copies, kernels and
+# scratch allocations (stream-ordered pool, captured as graph memory nodes).
+for a in direct pairwise bruck; do run "graph-threads-4-alltoall-$a" 120 env BATON_ALLTOALL_ALGO=$a "$GRAPH" check -n 4 --alltoall; done
 # ncclMemAlloc's cuMem memory in windows: threads share pointers; processes import each other's
 # exported descriptors (expect "cuMem" and "mapped into this rank's CUDA device").
 # The INFO lines show the imports worked (a failed import only makes a window unusable for the

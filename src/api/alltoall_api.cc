@@ -21,14 +21,16 @@ namespace {
 using Layout = std::vector<size_t>;  // sendBytes[n], sendOffset[n], recvBytes[n], recvOffset[n] (task.h)
 
 // Device buffers (the CUDA backend): ncclAlltoAll into a window of device memory by stores into
-// the peers' windows, anything else as copies and send/recv kernels (alltoall_steps.h): the direct
-// algorithm, or pairwise or Bruck when BATON_ALLTOALL_ALGO forces them (Bruck needs blocks of one
-// size: a forced Bruck runs an AlltoAllv pairwise). Both are one task, launched before the group's
+// the peers' windows, anything else as copies and send/recv kernels (alltoall_steps.h) in the
+// algorithm host buffers would take: direct on one host, Bruck across hosts up to the Bruck
+// threshold, or what BATON_ALLTOALL_ALGO forces (Bruck needs blocks of one size: a forced Bruck
+// runs an AlltoAllv pairwise). Both are one task, launched before the group's
 // sends and receives on every rank (gpu_alltoall.cc). In place, every rank must be (as nccl-tests
 // calls it): an in-place rank sends from a copy and never takes the window kernel.
 ncclResult_t submitDeviceAlltoAll(ncclComm* comm, const char* fn, const void* sendbuff, void* recvbuff,
                                   std::shared_ptr<const Layout> layout, bool uniform, cudaStream_t stream) {
-  const size_t total = (*layout)[2 * comm->nRanks] * comm->nRanks;  // uniform: every block alike
+  const size_t block = (*layout)[2 * comm->nRanks];  // uniform: every block alike
+  const size_t total = block * comm->nRanks;
   const bool inPlace = sendbuff && sendbuff == recvbuff;
   std::vector<Task> tasks = alltoallTasks(comm, kAlltoAllDirect, sendbuff, recvbuff, layout, uniform);
   ARGCHECK(gpuClassifyP2p(comm, tasks, stream, fn));
@@ -38,10 +40,12 @@ ncclResult_t submitDeviceAlltoAll(ncclComm* comm, const char* fn, const void* se
     tasks[0].onDevice = true, tasks[0].stream = stream;
     return submit(comm, tasks);  // its INFO line comes at the launch
   }
-  int algo = comm->tun.alltoallAlgo;
-  const char* why = "forced by BATON_ALLTOALL_ALGO";
+  // The host buffers' choice (alltoall_choice.cc) by size and hosts, the window case settled above.
+  const char* why = nullptr;
+  int algo = chooseAlltoAll(comm, block, uniform, kWindowOutside, &why);  // Outside: a forced window lands below
+  if (algo == kAlltoAllWindow)
+    algo = kAlltoAllDirect, why = "window forced, but in place or recvbuff not in a window of device memory: direct";
   if (algo == kAlltoAllBruck && !uniform) algo = kAlltoAllPairwise, why = "Bruck forced, but block sizes differ";
-  if (algo != kAlltoAllPairwise && algo != kAlltoAllBruck) algo = kAlltoAllDirect, why = "default on device buffers";
   Task t = sendRecvTask(Task::kAlltoAll, sendbuff, recvbuff, 0, ncclInt8, -1);
   t.alltoallAlgo = algo, t.layout = std::move(layout), t.uniform = uniform;
   t.onDevice = true, t.stream = stream;

@@ -3,7 +3,7 @@
 // before and after every launch (NCCL supports any mix of captured and eager work on one
 // communicator). Uses only NCCL's API and the CUDA runtime. tools/gpu-check.sh runs it; it needs a GPU.
 //
-//   gpu_graph check [-n ranks] [-r launches] [--global]
+//   gpu_graph check [-n ranks] [-r launches] [--global] [--alltoall]
 //
 // One thread drives every rank (groups). Each rank's graph is captured (thread-local capture mode,
 // or global with --global) on stream A, with stream C forked at its start:
@@ -12,6 +12,8 @@
 //      the rank two back, into shifted2) is on C
 //   C: Broadcast of rank 0's in -> bcast. Nothing in the graph orders it against A's calls: the
 //      library must (a communicator's kernels run one at a time, in call order).
+//   --alltoall adds, on A, an AlltoAll of in -> exchanged (kCount / n elements per peer), whose
+//      copies, kernels and (pairwise, Bruck: BATON_ALLTOALL_ALGO) scratch allocations are captured.
 // Each launch: new inputs copied on A, an eager AllReduce on stream B (no order against A from the
 // caller), the graph on A, another eager AllReduce on B; then every output is checked exactly
 // (int32), and at the end that no kernel reported an error (ncclCommGetAsyncError). With baton
@@ -44,11 +46,12 @@ struct Rank {
   cudaEvent_t fork = nullptr, join = nullptr;
   int32_t *in = nullptr, *sum = nullptr, *all = nullptr, *shifted = nullptr, *shifted2 = nullptr, *bcast = nullptr;
   int32_t *in2 = nullptr, *out2 = nullptr, *out3 = nullptr;
-  int32_t* host = nullptr;  // pinned: inputs on the way in, outputs on the way out
+  int32_t* exchanged = nullptr;  // --alltoall
+  int32_t* host = nullptr;       // pinned: inputs on the way in, outputs on the way out
   cudaGraphExec_t exec = nullptr;
 };
 
-void capture(std::vector<Rank>& ranks, cudaStreamCaptureMode mode) {
+void capture(std::vector<Rank>& ranks, cudaStreamCaptureMode mode, bool alltoall) {
   const int n = (int)ranks.size();
   for (Rank& R : ranks) {
     CUDA(cudaSetDevice(R.dev));
@@ -79,6 +82,11 @@ void capture(std::vector<Rank>& ranks, cudaStreamCaptureMode mode) {
   NCCL(ncclGroupStart());
   for (Rank& R : ranks) NCCL(ncclBroadcast(R.in, R.bcast, kCount, ncclInt32, 0, R.comm, R.c));
   NCCL(ncclGroupEnd());
+  if (alltoall) {
+    NCCL(ncclGroupStart());
+    for (Rank& R : ranks) NCCL(ncclAlltoAll(R.in, R.exchanged, kCount / n, ncclInt32, R.comm, R.a));
+    NCCL(ncclGroupEnd());
+  }
   // Every capture ends before any graph is instantiated: this thread may not instantiate while a
   // stream it captures is still capturing.
   std::vector<cudaGraph_t> graphs(ranks.size());
@@ -152,7 +160,7 @@ int refusals(std::vector<Rank>& ranks, cudaStreamCaptureMode mode) {
   return bad;
 }
 
-int check(int n, int launches, cudaStreamCaptureMode mode) {
+int check(int n, int launches, cudaStreamCaptureMode mode, bool alltoall) {
   const int nd = ndevices();
   std::vector<int> devs(n);
   std::vector<ncclComm_t> comms(n);
@@ -167,12 +175,12 @@ int check(int n, int launches, cudaStreamCaptureMode mode) {
     for (cudaStream_t* s : {&R.a, &R.b, &R.c}) CUDA(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking));
     CUDA(cudaEventCreateWithFlags(&R.fork, cudaEventDisableTiming));
     CUDA(cudaEventCreateWithFlags(&R.join, cudaEventDisableTiming));
-    for (int32_t** p : {&R.in, &R.sum, &R.shifted, &R.shifted2, &R.bcast, &R.in2, &R.out2, &R.out3})
+    for (int32_t** p : {&R.in, &R.sum, &R.shifted, &R.shifted2, &R.bcast, &R.in2, &R.out2, &R.out3, &R.exchanged})
       CUDA(cudaMalloc(p, bytes));
     CUDA(cudaMalloc(&R.all, bytes * n));
     CUDA(cudaMallocHost(&R.host, bytes * n));
   }
-  capture(ranks, mode);
+  capture(ranks, mode, alltoall);
   int bad = 0;
   for (int it = 0; it < launches && !bad; ++it) {
     for (int r = 0; r < n; ++r) {
@@ -214,6 +222,10 @@ int check(int n, int launches, cudaStreamCaptureMode mode) {
       bad |=
           expect(R, R.shifted2, kCount, "Recv on C", r, it, [&](size_t i) { return val((r + 2 * n - 2) % n, i, it); });
       bad |= expect(R, R.bcast, kCount, "Broadcast", r, it, [&](size_t i) { return val(0, i, it); });
+      const size_t block = kCount / n;  // peer q's block r lands in block q
+      if (alltoall)
+        bad |= expect(R, R.exchanged, block * n, "AlltoAll", r, it,
+                      [&](size_t i) { return val((int)(i / block), r * block + i % block, it); });
       bad |= expect(R, R.out2, kCount, "eager AllReduce before", r, it, [&](size_t i) {
         int32_t s = 0;
         for (int q = 0; q < n; ++q) s += eagerVal(q, i, it);
@@ -234,14 +246,16 @@ int check(int n, int launches, cudaStreamCaptureMode mode) {
   }
   printf(
       "%d rank(s), %s capture, %d launches of one graph (AllReduce, AllGather, two send/recv shifts, "
-      "Broadcast on a forked stream) between eager AllReduces: %s\n",
-      n, mode == cudaStreamCaptureModeGlobal ? "global" : "thread-local", launches, bad ? "FAILED" : "exact");
+      "Broadcast on a forked stream%s) between eager AllReduces: %s\n",
+      n, mode == cudaStreamCaptureModeGlobal ? "global" : "thread-local", launches, alltoall ? ", AlltoAll" : "",
+      bad ? "FAILED" : "exact");
   if (!bad && dlsym(RTLD_DEFAULT, "batonAlltoAllv")) bad |= refusals(ranks, mode);
   for (Rank& R : ranks) {
     CUDA(cudaSetDevice(R.dev));
     CUDA(cudaGraphExecDestroy(R.exec));
     NCCL(ncclCommDestroy(R.comm));
-    for (int32_t* p : {R.in, R.sum, R.all, R.shifted, R.shifted2, R.bcast, R.in2, R.out2, R.out3}) CUDA(cudaFree(p));
+    for (int32_t* p : {R.in, R.sum, R.all, R.shifted, R.shifted2, R.bcast, R.in2, R.out2, R.out3, R.exchanged})
+      CUDA(cudaFree(p));
     CUDA(cudaFreeHost(R.host));
     for (cudaStream_t s : {R.a, R.b, R.c}) CUDA(cudaStreamDestroy(s));
     CUDA(cudaEventDestroy(R.fork));
@@ -254,20 +268,22 @@ int check(int n, int launches, cudaStreamCaptureMode mode) {
 
 int main(int argc, char** argv) {
   if (argc < 2 || std::string(argv[1]) != "check") {
-    fprintf(stderr, "usage: %s check [-n ranks] [-r launches] [--global]\n", argv[0]);
+    fprintf(stderr, "usage: %s check [-n ranks] [-r launches] [--global] [--alltoall]\n", argv[0]);
     return 2;
   }
   int n = 2, launches = 20;
   cudaStreamCaptureMode mode = cudaStreamCaptureModeThreadLocal;
+  bool alltoall = false;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "-n" && i + 1 < argc) n = atoi(argv[++i]);
     else if (a == "-r" && i + 1 < argc) launches = atoi(argv[++i]);
     else if (a == "--global") mode = cudaStreamCaptureModeGlobal;
+    else if (a == "--alltoall") alltoall = true;
   }
   if (ndevices() == 0) {
     fprintf(stderr, "no CUDA device\n");
     return 77;
   }
-  return check(n, launches, mode);
+  return check(n, launches, mode, alltoall);
 }
