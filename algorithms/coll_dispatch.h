@@ -19,25 +19,11 @@
 #include "ring_direct.h"
 #include "ring_reduce.h"
 #include "ring_reduce_scatter.h"
+#include "step_check.h"
 #include "symmetric.h"
 #include "tree_allreduce.h"
 
 namespace baton {
-
-// Whether every connector a ring or tree body cuts its work by holds one element of T per step
-// (stepHoldsElement). The direct bodies step in Simple slots, as P then is.
-template <typename T, typename P>
-BATON_HD bool ringStepsUsable(ExecCtx& ctx, const CollArgs& a) {
-  return a.ring.nRanks == 1 || (stepHoldsElement<P, T>(ctx, a.ring.send) && stepHoldsElement<P, T>(ctx, a.ring.recv));
-}
-template <typename T, typename P>
-BATON_HD bool treeStepsUsable(ExecCtx& ctx, const CollArgs& a) {
-  const TreeDev& t = a.tree;
-  bool ok = stepHoldsElement<P, T>(ctx, t.upSend) && stepHoldsElement<P, T>(ctx, t.downRecv);
-  for (int i = 0; ok && i < t.nDown; ++i)
-    ok = stepHoldsElement<P, T>(ctx, t.upRecv[i]) && stepHoldsElement<P, T>(ctx, t.downSend[i]);
-  return ok;
-}
 
 // AllReduce, Reduce and ReduceScatter on elements of T with operator `op`, in protocol P.
 template <typename T, typename P, typename Op>

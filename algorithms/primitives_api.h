@@ -118,22 +118,6 @@ BATON_HD void failPeerCopy(ExecCtx& ctx, int peer, const char* what, uint64_t by
 #endif
 }
 
-// A connector whose step holds no element of T (its step sizes zeroed, or never filled: a bug on
-// the host side) would make a body cut its work into chunks of 0 elements and loop forever without
-// entering a wait, so neither BATON_WAIT_TIMEOUT nor the abort flag could end it. Every ring, tree
-// and send/recv body asks this before its loops and fails instead. A null connector is unused.
-BATON_HD bool stepHoldsElement(ExecCtx& ctx, const ConnDev* c, const char* proto, uint64_t payloadBytes,
-                               size_t elemBytes) {
-  if (!c || payloadBytes >= elemBytes) return true;
-  ctx.failed = true;
-  ctx.failure = {kWaitBadStep, ctx.rank, c->peer, ctx.channel, proto, elemBytes, payloadBytes};
-  return false;
-}
-template <typename P, typename T>
-BATON_HD bool stepHoldsElement(ExecCtx& ctx, const ConnDev* c) {
-  return stepHoldsElement(ctx, c, P::name, c ? P::payloadBytes(c->stepBytes[P::id]) : 0, sizeof(T));
-}
-
 // Credit for the sender's next step: slot `step` is free once the receiver has consumed
 // step + 1 - depth steps. Run by thread 0. The last head value seen is kept, so the sender reads
 // the receiver's head line (a cache miss: the receiver wrote it) only when that value is not

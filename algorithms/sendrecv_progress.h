@@ -26,6 +26,7 @@
 #include "connector.h"
 #include "exec_model.h"
 #include "primitives_api.h"
+#include "step_check.h"
 
 namespace baton {
 

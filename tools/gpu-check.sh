@@ -133,8 +133,8 @@ if want alltoall-steps-info; then
     sort | uniq -c
 fi
 for n in 1 2 4; do run "graph-threads-$n" 120 "$GRAPH" check -n $n; done
-# AlltoAll inside the graph, each way it can run: one send/recv kernel, and copies, kernels and
-# scratch allocations (stream-ordered pool, captured as graph memory nodes).
+# AlltoAll inside the graph, each way it can run: one send/recv kernel; copies and kernels; and
+# Bruck's scratch allocations (stream-ordered pool, captured as graph memory nodes).
 for a in direct pairwise bruck; do run "graph-threads-4-alltoall-$a" 120 env BATON_ALLTOALL_ALGO=$a "$GRAPH" check -n 4 --alltoall; done
 # ncclMemAlloc's cuMem memory in windows: threads share pointers; processes import each other's
 # exported descriptors (expect "cuMem" and "mapped into this rank's CUDA device").

@@ -21,12 +21,24 @@
 #include "ring_broadcast.h"
 #include "ring_reduce.h"
 #include "ring_reduce_scatter.h"
+#include "step_check.h"
 #include "tree_allreduce.h"
 
 namespace baton {
 
+// Thread 0 asks whether the connectors the body will cut its work by hold an element per step
+// (step_check.h) and the block follows its answer, recorded in the shared ctx: threads reading a
+// table that is being rewritten could disagree, and the bodies' barriers need every thread.
+template <typename T, typename P>
+__device__ __forceinline__ bool gpuStepsUsable(ExecCtx& ctx, const CollArgs& a) {
+  if (threadIdx.x == 0) (void)(a.algo == kAlgoTree ? treeStepsUsable<T, P>(ctx, a) : ringStepsUsable<T, P>(ctx, a));
+  __syncthreads();
+  return !ctx.failed;
+}
+
 template <typename T, typename P, typename Op>
 __device__ __forceinline__ void gpuReducing(ExecCtx& ctx, const CollArgs& a, const Op& op) {
+  if (!gpuStepsUsable<T, P>(ctx, a)) return;
   switch (a.func) {
     case kFuncAllReduce:
       if (a.algo == kAlgoTree) runTreeAllReduce<T, P>(ctx, a, op);
@@ -56,6 +68,7 @@ __global__ void __launch_bounds__(kGpuMaxThreads) gpuReduceKernel(const GpuCollL
 template <typename P>
 __device__ __forceinline__ void gpuMoving(ExecCtx& ctx, const CollArgs& a) {
   const OpSum<uint8_t> none{};
+  if (!gpuStepsUsable<uint8_t, P>(ctx, a)) return;
   if (a.func == kFuncAllGather) runRingAllGather<uint8_t, P>(ctx, a, none);
   else runRingBroadcast<uint8_t, P>(ctx, a, none);
 }

@@ -128,6 +128,14 @@ ncclResult_t buildSchedule(const CommGraph& graph, int nRanks, const ScheduleSpe
         case kProtoLL128: runPart<ProtoLL128>(ctx, a); break;
         default: runPart<ProtoSimple>(ctx, a); break;
       }
+      if (ctx.failed) {  // a step size below one element (step_check.h): the schedule would be cut short
+        StepRecorder::current() = nullptr;
+        return batonError(ncclInternalError,
+                          "simulate: rank %d channel %d: the connector with peer %d holds %llu payload bytes per %s "
+                          "step, less than one element (%llu bytes)",
+                          r, c, ctx.failure.peer, (unsigned long long)ctx.failure.observed,
+                          ctx.failure.what ? ctx.failure.what : "?", (unsigned long long)ctx.failure.expected);
+      }
     }
   }
   StepRecorder::current() = nullptr;

@@ -13,7 +13,8 @@
 //   C: Broadcast of rank 0's in -> bcast. Nothing in the graph orders it against A's calls: the
 //      library must (a communicator's kernels run one at a time, in call order).
 //   --alltoall adds, on A, an AlltoAll of in -> exchanged (kCount / n elements per peer), whose
-//      copies, kernels and (pairwise, Bruck: BATON_ALLTOALL_ALGO) scratch allocations are captured.
+//      copies, kernels and (Bruck on more than 3 ranks: BATON_ALLTOALL_ALGO) scratch allocations
+//      are captured.
 // Each launch: new inputs copied on A, an eager AllReduce on stream B (no order against A from the
 // caller), the graph on A, another eager AllReduce on B; then every output is checked exactly
 // (int32), and at the end that no kernel reported an error (ncclCommGetAsyncError). With baton

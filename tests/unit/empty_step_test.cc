@@ -3,7 +3,8 @@
 // tree bodies (coll_dispatch.h) and the send/recv steps (sendrecv_progress.h). Without the check
 // each of them cuts its work into pieces of 0 elements and loops forever without entering a wait,
 // so no timeout or abort ends it; each case here runs on a thread with a deadline, so a missing
-// check fails the test (and ends the process) instead of hanging it.
+// check fails the test (and ends the process) instead of hanging it. The CUDA kernels ask the same
+// questions (step_check.h) from thread 0 (src/cuda/gpu_kernels.cuh): compiled, not run here.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -134,8 +135,8 @@ TEST(EmptyStep, AStepIsMeasuredInPayloadElements) {
   EXPECT_FALSE(unused.failed);
 }
 
-// With a step of one element the check lets the body run: here a ring AllReduce on one rank, and
-// the failure bookkeeping stays clean.
+// A step of one element passes the ring's and the tree's checks, one of less fails them, and a
+// ring of one rank exchanges nothing, so its connectors are not asked about.
 TEST(EmptyStep, UsableConnectorsPass) {
   TwoRanks r;
   CollArgs a = r.args(kFuncAllReduce, kAlgoRing, 4);
