@@ -52,7 +52,7 @@ BATON_HD uint64_t loadAcquire(const uint64_t* p) {
 BATON_HD void storeRelease(uint64_t* p, uint64_t v) { AtomicRef64(*p).store(v, BATON_MO(release)); }
 
 // ---- why a wait gave up -------------------------------------------------------------------------
-// kWaitBadStep is not a wait: a connector's step holds no element (primitives_api.h, stepHoldsElement).
+// kWaitBadStep is not a wait: a connector's step holds no element (step_check.h, stepHoldsElement).
 enum WaitResult : int {
   kWaitOk = 0,
   kWaitAborted = 1,
