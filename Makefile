@@ -170,7 +170,7 @@ TEST_OBJS_C := $(COLL_SRCS:%.cc=$(OBJ)/%.o)
 ABI_TEST := $(if $(NVIDIA_NCCL_H),$(TESTDIR)/nvidia_header_test,)
 TEST_BINS := $(TESTDIR)/unit_tests $(TESTDIR)/collective_tests $(TESTDIR)/rank_worker $(TESTDIR)/shrink_worker \
              $(TESTDIR)/fault_worker $(TESTDIR)/soak_worker $(TESTDIR)/fused_worker
-# The CUDA backend's check (tools/gpu-check.sh runs it on a GPU): device pointers and streams,
+# The CUDA backend's check (tools/scripts/gpu-check.sh runs it on a GPU): device pointers and streams,
 # compiled against NVIDIA's nccl.h when the toolkit has one, linked to baton's libnccl.so.2.
 GPU_TEST := $(if $(NVCC),$(TESTDIR)/gpu_collectives $(TESTDIR)/gpu_sendrecv $(TESTDIR)/gpu_graph \
               $(TESTDIR)/gpu_window $(TESTDIR)/gpu_window_sweep,)
@@ -238,7 +238,7 @@ sweep: all
 	$(BINDIR)/baton-run -n 4 --no-prefix $(BINDIR)/baton-perf allreduce -b 8 -e 64M -f 2
 
 bench: all
-	tools/bench.sh
+	tools/scripts/bench.sh
 
 stress: all tests
 	BATON_BUILD=$(BUILD) TESTDIR=$(TESTDIR) tests/stress.sh

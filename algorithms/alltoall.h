@@ -27,7 +27,7 @@
 
 namespace baton {
 
-// BATON_ALLTOALL_ALGO. kAlltoAllAuto lets the tuner choose (src/tuner/alltoall_choice.h).
+// BATON_ALLTOALL_ALGO. kAlltoAllAuto lets the tuner choose (src/alltoall/alltoall_choice.h).
 // kAlltoAllWindow stores into the peers' windows instead of sending (alltoall_window.h).
 enum AlltoAllAlgo : int {
   kAlltoAllAuto = 0,

@@ -1,7 +1,8 @@
-// The ring collectives with direct paths: ranks that are threads of one process read and write
-// each other's user buffers, and the FIFO carries only signals (and pointers). AllReduce below;
-// AllGather, ReduceScatter, Broadcast and Reduce (runRing*Direct, at the end) use the same steps: a
-// block written into the next rank's recvbuff, an input read where it lies.
+// The steps of the ring collectives with direct paths (DirectRing): ranks that are threads of one
+// process read and write each other's user buffers, and the FIFO carries only signals (and
+// pointers). Each collective's body is in its own file (ring_allreduce_direct.h,
+// ring_allgather_direct.h, ring_reduce_scatter_direct.h, ring_broadcast_direct.h,
+// ring_reduce_direct.h): a block written into the next rank's recvbuff, an input read where it lies.
 //
 // AllReduce computes the same result as ring_allreduce.h (Simple protocol), with the same chunks
 // and steps:
@@ -353,108 +354,5 @@ class DirectRing {
   const PeerCopy* copy_;       // processes: single copies allowed for buffers peers cannot map
   bool peerRemote_ = false;    // peerDst_ is an address in the next rank's process (single copies)
 };
-
-template <typename T, typename Op>
-BATON_HD void runRingAllReduceDirect(ExecCtx& ctx, const CollArgs& a, const Op& op) {
-  const T* src = static_cast<const T*>(a.sendbuff);
-  T* dst = static_cast<T*>(a.recvbuff);
-  const int k = a.ring.nRanks;
-  size_t lo, chanCount;
-  channelRange(a.count, a.channel, a.nChannels, protoGrainElems<ProtoSimple, T>(), &lo, &chanCount);
-  DirectRing<T, Op> ring(ctx, a, op, a.count);
-  const int r = a.ring.index;
-  forRingChunks<T>(lo, chanCount, chunkElems<ProtoSimple, T>(*a.ring.send, a.chunkSteps), k, [&](auto at) {
-    size_t off, n;
-    n = at(r - 1, &off);
-    ring.sendFirst(src + off, n);
-    for (int j = 2; j < k; ++j) {
-      n = at(r - j, &off);
-      ring.recvReduceSend(src + off, n);
-    }
-    n = at(r, &off);
-    ring.recvReduceCopyDirectSend(src + off, dst + off, n, off);
-    for (int j = 1; j < k - 1; ++j) {
-      n = at(r - j, &off);
-      ring.recvCopyDirectSend(dst + off, n, off);
-    }
-    n = at(r + 1, &off);
-    ring.recvDelivered(dst + off, n);
-  });
-  ring.drain();
-}
-
-// AllGather with direct paths: the ring of ring_allgather.h, each block written straight into the
-// next rank's recvbuff (at its place there: block u at u * count), so a hop is one copy, not two.
-// Runs on bytes (runMovingColl).
-template <typename T, typename Op>
-BATON_HD void runRingAllGatherDirect(ExecCtx& ctx, const CollArgs& a, const Op& op) {
-  const T* src = static_cast<const T*>(a.sendbuff);
-  T* dst = static_cast<T*>(a.recvbuff);
-  const int k = a.ring.nRanks;
-  const size_t count = a.count;
-  DirectRing<T, Op> ring(ctx, a, op, count * (size_t)k);
-  const int r = a.ring.index;
-  ring.forEachChunk(a, count, [&](size_t off, size_t n) {
-    const size_t own = (size_t)a.rank * count + off;
-    ring.copyDirectSend(src + off, dst + own, n, own);
-    for (int j = 1; j < k - 1; ++j) {
-      const size_t at = (size_t)a.ring.userRankAt(r - j) * count + off;
-      ring.recvCopyDirectSend(dst + at, n, at);
-    }
-    ring.recvDelivered(dst + (size_t)a.ring.userRankAt(r + 1) * count + off, n);
-  });
-}
-
-// ReduceScatter with direct paths: the ring of ring_reduce_scatter.h, its first send of each chunk
-// a pointer to our input (the next rank reads it where it lies, by load or by single copy) instead
-// of a copy into the FIFO; the partial sums of longer rings still travel through the FIFO.
-template <typename T, typename Op>
-BATON_HD void runRingReduceScatterDirect(ExecCtx& ctx, const CollArgs& a, const Op& op) {
-  const T* src = static_cast<const T*>(a.sendbuff);
-  T* dst = static_cast<T*>(a.recvbuff);
-  const int k = a.ring.nRanks;
-  const size_t count = a.count;
-  DirectRing<T, Op> ring(ctx, a, op, count);
-  const int r = a.ring.index;
-  ring.forEachChunk(a, count, [&](size_t off, size_t n) {
-    ring.sendFirst(src + (size_t)a.ring.userRankAt(r - 1) * count + off, n);
-    for (int j = 2; j < k; ++j) ring.recvReduceSend(src + (size_t)a.ring.userRankAt(r - j) * count + off, n);
-    ring.recvReduceCopy(src + (size_t)a.rank * count + off, dst + off, n);
-  });
-}
-
-// Broadcast with direct paths: the chain of ring_broadcast.h, the root's input written straight into
-// the next rank's recvbuff and each middle rank forwarding from its recvbuff into the next one's, so
-// a hop is one copy, not two. Runs on bytes (runMovingColl).
-template <typename T, typename Op>
-BATON_HD void runRingBroadcastDirect(ExecCtx& ctx, const CollArgs& a, const Op& op) {
-  const T* src = static_cast<const T*>(a.sendbuff);
-  T* dst = static_cast<T*>(a.recvbuff);
-  DirectRing<T, Op> ring(ctx, a, op, a.count);
-  const bool isRoot = a.rank == a.root;
-  const bool isLast = a.ring.userRankAt(a.ring.index + 1) == a.root;
-  ring.forEachChunk(a, a.count, [&](size_t off, size_t n) {
-    if (isRoot) ring.copyDirectSend(src + off, dst + off, n, off);
-    else if (isLast) ring.recvDelivered(dst + off, n);
-    else ring.recvCopyDirectSend(dst + off, n, off);
-  });
-}
-
-// Reduce with direct paths: the chain of ring_reduce.h, its first send of each chunk a pointer to
-// the first rank's input (the next rank, often the root, reads it where it lies) instead of a copy
-// into the FIFO; the partial sums of longer chains still travel through the FIFO.
-template <typename T, typename Op>
-BATON_HD void runRingReduceDirect(ExecCtx& ctx, const CollArgs& a, const Op& op) {
-  const T* src = static_cast<const T*>(a.sendbuff);
-  T* dst = static_cast<T*>(a.recvbuff);
-  DirectRing<T, Op> ring(ctx, a, op, a.count);
-  const bool isRoot = a.rank == a.root;
-  const bool isFirst = a.ring.userRankAt(a.ring.index - 1) == a.root;
-  ring.forEachChunk(a, a.count, [&](size_t off, size_t n) {
-    if (isRoot) ring.recvReduceCopy(src + off, dst + off, n);
-    else if (isFirst) ring.sendFirst(src + off, n);
-    else ring.recvReduceSend(src + off, n);
-  });
-}
 
 }  // namespace baton

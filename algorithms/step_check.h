@@ -7,7 +7,7 @@
 // (kWaitBadStep; the call returns ncclInternalError naming the channel, peer and step size).
 // Introduced after 2 processes on one GPU stopped in their first ring AllReduce with no timeout
 // (docs/cuda-backend.md). The CPU asks in coll_dispatch.h and sendrecv_progress.h; a GPU block's
-// thread 0 asks and the block follows (src/cuda/gpu_kernels.cuh), since threads reading a table
+// thread 0 asks and the block follows (src/cuda/coll_kernels.cuh), since threads reading a table
 // that is being rewritten could disagree.
 // Memory-ordering contract: none; the step sizes are written before the launch that reads them.
 #pragma once

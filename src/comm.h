@@ -139,7 +139,7 @@ struct ncclComm {
   // Processes of one host (lesson 09): single copies (cross-memory attach) allowed both ways with
   // every other rank (then large AllReduces may take the direct ring).
   bool singleCopyAll = false;
-  // How far apart this host's processes' caches are (src/cache_distance.h): a cache line's round
+  // How far apart this host's processes' caches are (src/topo/cache_distance.h): a cache line's round
   // trip measured at init (0: not measured), and whether that is far enough for single copies to
   // beat the FIFO for AllReduce (alike on every rank of a host).
   double cacheRoundTripNs = 0;
@@ -198,7 +198,7 @@ struct ncclComm {
   // MoE's low-latency stage across hosts: a window whose device communicator puts to other hosts.
   std::shared_ptr<baton::FusedWindow> moeNetWindow;
 
-  // The CUDA backend (src/cuda/gpu_comm.h): set when every rank drives a device; else why not.
+  // The CUDA backend (src/gpu/gpu_comm.h): set when every rank drives a device; else why not.
   std::shared_ptr<baton::GpuComm> gpu;
   std::string gpuWhy;
   // `gpu` while its kernels may run, for commSetError (guarded by firstErrorMu): a failure the
@@ -236,7 +236,7 @@ ncclResult_t commBuildGraph(ncclComm* comm);
 // A FIFO layout with the buffers of every protocol, as the communicator's knobs size them.
 FifoLayout collFifoLayout(const ncclComm* comm);
 // What a transport is told about a connection of this rank to `peer` on `channel` (its proxy,
-// abort flag, the peer's rank); the GPU communicator's NET FIFOs use it too (src/cuda/gpu_fifo.cc).
+// abort flag, the peer's rank); the GPU communicator's NET FIFOs use it too (src/gpu/gpu_fifo.cc).
 ConnSetup connSetupFor(ncclComm* comm, int peer, int channel);
 void commFree(ncclComm* comm);  // stops workers, releases connections and segments
 

@@ -5,7 +5,7 @@
 #include <mutex>
 
 #include "comm.h"
-#include "cuda/gpu_comm.h"
+#include "gpu/gpu_comm.h"
 
 namespace baton {
 

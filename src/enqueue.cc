@@ -10,12 +10,12 @@
 #include <string>
 
 #include "alltoall.h"
-#include "alltoall_executor.h"
+#include "alltoall/alltoall_executor.h"
 #include "comm.h"
 #include "comm_error.h"
 #include "completion.h"
 #include "cpu_kernels/coll_kernel.h"
-#include "cuda/gpu_comm.h"
+#include "gpu/gpu_comm.h"
 #include "enqueue.h"
 #include "group.h"
 #include "misc/debug.h"
@@ -241,7 +241,7 @@ static bool zeroCopyBetweenProcesses(ncclComm* comm, const Task& t) {
 // ReduceScatter and Reduce only when forced (BATON_SINGLE_COPY=1): 2 processes measured 0.5-1.9x
 // the FIFO's LL128 for ReduceScatter at 64 KiB-64 MiB, no steady win (each byte it reads crosses
 // the kernel's copy, and it has no second copy to save as AllGather and Broadcast have).
-// AllReduce by default only where the processes' caches are far apart (src/cache_distance.h):
+// AllReduce by default only where the processes' caches are far apart (src/topo/cache_distance.h):
 // between near caches the FIFO measured 1.6-2x faster.
 static bool singleCopyBetweenProcesses(ncclComm* comm, const Task& t) {
   const bool readsPeers = t.func == kFuncReduceScatter || t.func == kFuncReduce;

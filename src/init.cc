@@ -8,11 +8,11 @@
 
 #include "api/argcheck.h"
 #include "bootstrap/host_identity.h"
-#include "cache_distance.h"
+#include "topo/cache_distance.h"
 #include "comm.h"
 #include "comm_error.h"
-#include "cuda/gpu_backend.h"
-#include "cuda/gpu_comm.h"
+#include "gpu/gpu_plugin.h"
+#include "gpu/gpu_comm.h"
 #include "fault/watchdog.h"
 #include "misc/debug.h"
 #include "misc/param.h"
@@ -176,7 +176,7 @@ ncclResult_t buildChannels(ncclComm* comm) {
   return ncclSuccess;
 }
 
-// The CUDA backend (src/cuda/gpu_comm.h): device rings when every rank drives a device on this host.
+// The CUDA backend (src/gpu/gpu_comm.h): device rings when every rank drives a device on this host.
 ncclResult_t initGpu(ncclComm* comm) {
   BATON_CHECK(GpuComm::create(comm, &comm->gpu, &comm->gpuWhy));
   if (comm->gpu) {

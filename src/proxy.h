@@ -46,7 +46,7 @@ class Proxy {
   ~Proxy();
   // An operation was launched: wake the thread if it sleeps. Cheap when it is awake.
   void kick();
-  // A GPU communicator's kernels stage NET steps without telling the host (src/cuda/gpu_fifo.cc):
+  // A GPU communicator's kernels stage NET steps without telling the host (src/gpu/gpu_fifo.cc):
   // while such a hold exists (+1 / -1) the thread never sleeps, only naps between idle passes, and
   // each eager launch of such a kernel ends the naps (kernelLaunched; a CUDA graph's replays do not).
   void holdAwake(int delta) {

@@ -41,7 +41,7 @@ struct Task {
   // kAlltoAll by stores into windows: channel 0's symmetric epoch, numbered at launch like the
   // symmetric collectives' (src/enqueue.cc), so every rank uses the same one.
   uint64_t symEpoch = 0;
-  // The CUDA backend: a collective on device buffers, enqueued on `stream` (src/cuda/gpu_launch.cc).
+  // The CUDA backend: a collective on device buffers, enqueued on `stream` (src/gpu/gpu_launch.cc).
   bool onDevice = false;
   cudaStream_t stream = nullptr;
 };

@@ -23,7 +23,7 @@ suite source-hygiene 120 tests/lint/check_sources.sh
 suite fuzz-replay 300 tests/fuzz/replay_all.sh "$TESTDIR" ${FUZZ_NAMES:-}
 suite unit-tests 300 "$TESTDIR/unit_tests"
 # The CUDA backend: without a GPU, the library with its plugin present, absent and off, and the
-# check program's link against NVIDIA's nccl.h; with one, tools/gpu-check.sh (docs/cuda-backend.md).
+# check program's link against NVIDIA's nccl.h; with one, tools/scripts/gpu-check.sh (docs/cuda-backend.md).
 suite cuda-backend 600 tests/gpu/cuda_backend_test.sh
 suite collective-tests-threads 900 "$TESTDIR/collective_tests"
 # Every protocol under the whole suite, on two channels (this machine's default is one per rank).

@@ -18,7 +18,7 @@ PACKAGES=(
   libcli11-dev                             # command-line parsing in tools
   libgtest-dev googletest                  # unit tests
   openmpi-bin libopenmpi-dev               # MPI launcher and peer to compare with
-  libgloo-dev                              # Gloo: the TCP peer of tools/bench-net.sh
+  libgloo-dev                              # Gloo: the TCP peer of tools/scripts/bench-net.sh
   libopenblas0-pthread                     # the GEMM of the fused operations (loaded at run time)
   iproute2 procps                          # ip / ss, pgrep / ps used by tests and tools
   clang-format                             # make format, and the format check of make test

@@ -32,7 +32,7 @@ struct PeerInfo {
   int32_t numaNode;               // the NUMA node the rank's thread ran on at init (topology, lesson 06)
   uint32_t pidNs = 0;             // low bits of the pid namespace's inode: pids compare only within one
   uint64_t crossMemoryProbe = 0;  // a word local peers read to test single copies (lesson 09)
-  int32_t gpu = 0;                // a CUDA device was current at init (src/cuda/gpu_comm.h)
+  int32_t gpu = 0;                // a CUDA device was current at init (src/gpu/gpu_comm.h)
 };
 
 class Proxy;

@@ -1,19 +1,19 @@
 // ncclAlltoAll and batonAlltoAllv (include/baton/alltoallv.h): validate, describe every block as a
 // (bytes, offset) pair per peer, and queue either the grouped sends and receives of the direct
-// algorithm or one task that runs its rounds (pairwise, Bruck: src/alltoall_executor.cc).
+// algorithm or one task that runs its rounds (pairwise, Bruck: src/alltoall/alltoall_executor.cc).
 #include <memory>
 #include <vector>
 
 #include "alltoall.h"
-#include "alltoall_executor.h"
+#include "alltoall/alltoall_executor.h"
 #include "api/api.h"
 #include "api/argcheck.h"
 #include "api/submit.h"
 #include "baton/alltoallv.h"
-#include "cuda/gpu_backend.h"
-#include "cuda/gpu_comm.h"
+#include "gpu/gpu_plugin.h"
+#include "gpu/gpu_comm.h"
 #include "misc/debug.h"
-#include "tuner/alltoall_choice.h"
+#include "alltoall/alltoall_choice.h"
 
 namespace baton {
 namespace {

@@ -3,7 +3,7 @@
 #include <cstdint>
 
 #include "api/redop.h"
-#include "cuda/gpu_backend.h"
+#include "gpu/gpu_plugin.h"
 #include "misc/debug.h"
 
 namespace baton {

@@ -10,7 +10,7 @@
 #include "api/argcheck.h"
 #include "api/submit.h"
 #include "comm.h"
-#include "cuda/gpu_comm.h"
+#include "gpu/gpu_comm.h"
 #include "enqueue.h"
 #include "fault/atomic_allreduce.h"
 #include "group.h"

@@ -1,7 +1,7 @@
 // The CUDA backend's send/recv kernel: a group's device sends and receives for one communicator.
 //
 // Computes: block b moves transfers first[b] .. first[b + 1] - 1 of the launch's table
-// (GpuP2pLaunch, cuda_backend.h) through the peers' FIFOs, round-robin, with the same steps the
+// (GpuP2pLaunch, plugin_table.h) through the peers' FIFOs, round-robin, with the same steps the
 // CPU backend's send/recv executor takes (algorithms/sendrecv_progress.h: sendRecvRunAll), every
 // thread of the block copying. A connector's transfers all lie in one block, in the order they
 // were issued. Introduced by the CUDA backend (docs/cuda-backend.md); the steps are lesson 03's.
@@ -12,13 +12,13 @@
 // the block follows its answer (sendRecvAgree); the transfers' progress, in the table in global
 // memory (a stream-ordered allocation of this file's pool, or in a CUDA graph a device copy the
 // graph refreshes before each run), is written by thread 0 and read by the block after a barrier.
-// A failure is published as gpu_kernels.cuh does.
+// A failure is published as coll_kernels.cuh does.
 #include <cstdint>
 #include <map>
 #include <mutex>
 #include <vector>
 
-#include "gpu_kernels.cuh"
+#include "coll_kernels.cuh"
 #include "sendrecv_progress.h"
 
 namespace baton {
@@ -32,7 +32,7 @@ __global__ void __launch_bounds__(kGpuMaxThreads) gpuSendRecvKernel(const GpuP2p
     ctx->channel = blockIdx.x;
   }
   __syncthreads();
-  // As p2p_table.h's p2pTableView, which the CPU test of the table uses.
+  // As gpu_p2p_table.h's p2pTableView, which the CPU test of the table uses.
   const int32_t* first = reinterpret_cast<const int32_t*>(table);
   const int32_t* after = first + l.nBlocks + 1;
   SendRecvTransfer* xs = reinterpret_cast<SendRecvTransfer*>(table + l.xsOffset);
@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(kGpuMaxThreads) gpuSendRecvKernel(const GpuP2p
   gpuReportFailure(*ctx, l.status);
 }
 
-void setLaunchError(cudaError_t e, const char* what);  // backend_runtime.cu
+void setLaunchError(cudaError_t e, const char* what);  // runtime.cu
 
 // A memory pool on `dev` for stream-ordered allocations of ranks that may share the device, made
 // once per (dev, keep). Not the device's default pool: ranks that are threads of one process share

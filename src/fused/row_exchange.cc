@@ -22,7 +22,7 @@ namespace {
 ncclResult_t finish(const std::shared_ptr<Completion>& done) { return done ? done->wait() : ncclSuccess; }
 
 // One step of the decomposed way, handed to the channel workers while this thread computes.
-// Then this thread yields: where a rank has one core (tools/bench-fused.sh pins it), the woken
+// Then this thread yields: where a rank has one core (tools/scripts/bench-fused.sh pins it), the woken
 // worker otherwise waits for the scheduler to preempt the GEMM, and the first transfer started
 // 4.4 ms late in a 35 ms call (BATON_TRACE); with the yield AllGather+GEMM went from 0.67-0.77 to
 // 0.61-0.65 of naive on the slowed link.
@@ -83,7 +83,7 @@ struct ExchangePlan {
 };
 
 // The optimized stage's chunks off this host: each a send of its own, whose fixed cost over the
-// NET transport measured 0.3-0.4 ms on the slowed link (lesson 11's tools/bench-fused.sh: 4 chunks
+// NET transport measured 0.3-0.4 ms on the slowed link (lesson 11's tools/scripts/bench-fused.sh: 4 chunks
 // of 4 KiB took 2.5 ms where the whole 16 KiB block took 0.9 ms). Chunks of at least 256 KiB keep
 // that under a tenth of their transfer at 1 gbit/s; a block too small for two is sent naive.
 // BATON_FUSED_MIN_CHUNK_BYTES changes it (the same on every rank, as every such knob).

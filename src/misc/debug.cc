@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/gpu_backend.h"
+#include "gpu/gpu_plugin.h"
 #include "misc/param.h"
 
 namespace baton {

@@ -11,7 +11,7 @@
 #include <mutex>
 
 #include "api/api.h"
-#include "cuda/gpu_backend.h"
+#include "gpu/gpu_plugin.h"
 #include "misc/debug.h"
 #include "register/ipc_socket.h"
 

@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "cuda/gpu_backend.h"
+#include "gpu/gpu_plugin.h"
 #include "misc/debug.h"
 #include "register/ipc_socket.h"
 

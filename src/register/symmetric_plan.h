@@ -1,6 +1,6 @@
 // Which of NCCL's symmetric kernels (lesson 09) takes a collective whose buffers both lie in
 // NCCL_WIN_COLL_SYMMETRIC windows that every rank reaches: the one decision the CPU's planner
-// (src/enqueue.cc) and the CUDA backend's launch (src/cuda/gpu_launch.cc) share.
+// (src/enqueue.cc) and the CUDA backend's launch (src/gpu/gpu_launch.cc) share.
 //
 // AllGather takes the store kernel [ST], ReduceScatter the load kernel [LD], AllReduce one-shot
 // [AGxLD] up to BATON_SYM_ONESHOT_BYTES and two-shot [RSxLD_AGxST] above it where

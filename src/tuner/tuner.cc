@@ -64,7 +64,7 @@ TuningModel defaultTuningModel() {
   };
   // clang-format on
   for (const auto& e : kMeasured) m.cost[e.path][kAlgoRing][e.proto] = e.cost;
-  // The GPU table: ring AllReduce between 2 ranks on one H200, 64 channels (tools/gpu-check.sh,
+  // The GPU table: ring AllReduce between 2 ranks on one H200, 64 channels (tools/scripts/gpu-check.sh,
   // docs/cuda-backend.md). Simple, the run of 2026-11-28: 12.5 us at 8 B, split as NCCL's Simple
   // base latency (8.4 us, its src/graph/tuning.cc) plus 2 steps of 2.05 us, and 378 GB/s busbw at
   // 256 MiB. LL and LL128, the run of 2026-11-27: as fast as Simple at 8 B, 63 and 48 GB/s busbw

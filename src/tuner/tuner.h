@@ -109,7 +109,7 @@ struct AlgoProtoChoice {
 ncclResult_t chooseAlgoProto(const TuningModel& m, int path, const AlgoProtoMask& mask, CollFunc func, int nRanks,
                              int nNodes, size_t bytes, AlgoProtoChoice* out);
 // The CUDA backend's choice for a collective on device buffers: the 'gpu' table, among what the
-// GPU communicator has (Tree only when its trees were connected at init; src/cuda/gpu_tree.cc).
+// GPU communicator has (Tree only when its trees were connected at init; src/gpu/gpu_tree.cc).
 ncclResult_t chooseGpuAlgoProto(const TuningModel& m, const AlgoProtoMask& mask, bool haveTrees, CollFunc func,
                                 int nRanks, int nNodes, size_t bytes, AlgoProtoChoice* out);
 

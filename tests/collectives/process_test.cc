@@ -159,7 +159,7 @@ TEST(ProcessSingleCopy, EveryDirectCollectiveExactAndTheInfoLinesSayIt) {
 }
 
 // By default AllReduces take single copies only where the processes' caches are far apart, as a
-// cache line's round trip measured at init says (src/cache_distance.h); AllGathers take them
+// cache line's round trip measured at init says (src/topo/cache_distance.h); AllGathers take them
 // either way. BATON_SINGLE_COPY_FAR_NS moves the line: 0 makes every machine far, a second near.
 // Every check of the worker passes both ways and the probe's segment does not outlive init.
 TEST(ProcessSingleCopy, AllReducesFollowTheMeasuredCacheDistance) {

@@ -3,7 +3,7 @@
 # CUDA dependency, runs collectives on host buffers whether the plugin is present, absent or
 # turned off, and says why it made no GPU communicator; that the check program (device pointers
 # and streams, compiled against NVIDIA's nccl.h) links and skips cleanly; and that
-# tools/gpu-check.sh skips with its reason. With a GPU, tools/gpu-check.sh runs in full.
+# tools/scripts/gpu-check.sh skips with its reason. With a GPU, tools/scripts/gpu-check.sh runs in full.
 set -uo pipefail
 unset BATON_CUDA  # run_all.sh turns the backend off for the CPU suites
 cd "$(dirname "$0")/../.."
@@ -27,7 +27,7 @@ allreduce() {  # env assignments..., then runs one small AllReduce with INIT log
 }
 
 if nvidia-smi -L >/dev/null 2>&1; then
-  tools/gpu-check.sh
+  tools/scripts/gpu-check.sh
   exit $?
 fi
 
@@ -73,9 +73,9 @@ if [ -x "$BUILD/tests/gpu_window_sweep" ]; then
   rc=$?
   check "gpu_window_sweep (windows beside cudaMalloc buffers, per size) links and exits 77 without a GPU (got $rc)" test "$rc" -eq 77
 fi
-tools/gpu-check.sh >/tmp/gpu-check-skip.$$ 2>&1
+tools/scripts/gpu-check.sh >/tmp/gpu-check-skip.$$ 2>&1
 rc=$?
-check "tools/gpu-check.sh exits 77 without a GPU (got $rc): $(head -1 /tmp/gpu-check-skip.$$)" test "$rc" -eq 77
+check "tools/scripts/gpu-check.sh exits 77 without a GPU (got $rc): $(head -1 /tmp/gpu-check-skip.$$)" test "$rc" -eq 77
 rm -f /tmp/gpu-check-skip.$$
-echo "SKIP: no GPU here: the CUDA backend's kernels are compiled, not run (tools/gpu-check.sh runs them on a GPU)"
+echo "SKIP: no GPU here: the CUDA backend's kernels are compiled, not run (tools/scripts/gpu-check.sh runs them on a GPU)"
 exit $fail

@@ -1,6 +1,6 @@
 // The CUDA backend's correctness check and sweep, on device buffers: one program that uses only
 // NCCL's API and the CUDA runtime, so the same binary runs against baton's libnccl.so.2 and
-// NVIDIA's (LD_LIBRARY_PATH picks). tools/gpu-check.sh runs it; it needs a GPU.
+// NVIDIA's (LD_LIBRARY_PATH picks). tools/scripts/gpu-check.sh runs it; it needs a GPU.
 //
 //   gpu_collectives check [-n ranks]   threads: every collective x protocol x (type, operator) x count,
 //                                      exact results, guard bytes after every output untouched;

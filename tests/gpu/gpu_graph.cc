@@ -1,7 +1,7 @@
 // The CUDA backend inside CUDA graphs: collectives and a send/recv group captured into one graph per
 // rank, the graphs launched again and again with new inputs, and eager calls on another stream
 // before and after every launch (NCCL supports any mix of captured and eager work on one
-// communicator). Uses only NCCL's API and the CUDA runtime. tools/gpu-check.sh runs it; it needs a GPU.
+// communicator). Uses only NCCL's API and the CUDA runtime. tools/scripts/gpu-check.sh runs it; it needs a GPU.
 //
 //   gpu_graph check [-n ranks] [-r launches] [--global] [--alltoall]
 //

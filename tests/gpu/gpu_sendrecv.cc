@@ -1,7 +1,7 @@
 // The CUDA backend's point-to-point check and sweep, on device buffers: ncclSend / ncclRecv in
 // groups, and ncclAlltoAll, ncclGather and ncclScatter (built from them). Uses only NCCL's API and
 // the CUDA runtime, so the same binary runs against baton's libnccl.so.2 and NVIDIA's.
-// tools/gpu-check.sh runs it; it needs a GPU.
+// tools/scripts/gpu-check.sh runs it; it needs a GPU.
 //
 //   gpu_sendrecv check [-n ranks]   threads (one thread drives every rank through groups): every
 //                                   pattern below, exact bytes, the bytes around every received

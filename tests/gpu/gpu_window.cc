@@ -6,7 +6,7 @@
 // ones (SymTwoShot), out of place and in place, at offsets 16-byte vectors suit and at ones that
 // they do not, and two captured into a CUDA graph and launched repeatedly; then the windows
 // deregistered and the memory freed. Uses only NCCL's API and the CUDA runtime.
-// tools/gpu-check.sh runs it; it needs a GPU.
+// tools/scripts/gpu-check.sh runs it; it needs a GPU.
 //
 //   gpu_window check [-n ranks] [--procs]
 //

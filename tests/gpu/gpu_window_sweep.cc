@@ -2,7 +2,7 @@
 // buffers registered as NCCL_WIN_COLL_SYMMETRIC windows (baton: the symmetric kernels, reading and
 // writing the peers' memory in place) beside the same calls on cudaMalloc buffers (the ring through
 // FIFOs), per size, in one run, with the device's copy bandwidth. Thread ranks, one process.
-// tools/gpu-check.sh runs it; it needs a GPU.
+// tools/scripts/gpu-check.sh runs it; it needs a GPU.
 //
 //   gpu_window_sweep [-n ranks] [-e maxbytes] [-c allreduce|allgather]
 //

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Test "hosts" on one machine: Linux network namespaces joined by a bridge, for NET transport tests
-# and tools/bench-net.sh.
+# and tools/scripts/bench-net.sh.
 #
 #   tests/net/netns.sh [-v] up [N]   make hosts PREFIX-h0 .. PREFIX-h{N-1} (default N=2)
 #   tests/net/netns.sh [-v] down     remove everything `up` made (also a half-made or crashed setup)

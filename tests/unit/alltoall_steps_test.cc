@@ -1,4 +1,4 @@
-// AlltoAll as copies and exchanges (src/alltoall_steps.h), the form the CUDA backend runs pairwise,
+// AlltoAll as copies and exchanges (src/alltoall/alltoall_steps.h), the form the CUDA backend runs pairwise,
 // Bruck and in-place AlltoAlls in, checked on the CPU without a GPU: every rank's steps run
 // together as the device would run them (an exchange ends when each of its receives has matched
 // the next message its peer sent on that connector), and each step is checked for what a kernel
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "alltoall.h"
-#include "alltoall_steps.h"
+#include "alltoall/alltoall_steps.h"
 
 namespace {
 

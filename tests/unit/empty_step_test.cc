@@ -4,7 +4,7 @@
 // each of them cuts its work into pieces of 0 elements and loops forever without entering a wait,
 // so no timeout or abort ends it; each case here runs on a thread with a deadline, so a missing
 // check fails the test (and ends the process) instead of hanging it. The CUDA kernels ask the same
-// questions (step_check.h) from thread 0 (src/cuda/gpu_kernels.cuh): compiled, not run here.
+// questions (step_check.h) from thread 0 (src/cuda/coll_kernels.cuh): compiled, not run here.
 #include <gtest/gtest.h>
 
 #include <chrono>

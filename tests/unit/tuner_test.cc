@@ -6,7 +6,7 @@
 #include <string>
 
 #include "baton/tuner.h"
-#include "tuner/alltoall_choice.h"
+#include "alltoall/alltoall_choice.h"
 #include "tuner/tuner.h"
 #include "unit/unit_helpers.h"
 

@@ -37,7 +37,7 @@ int writeAlltoAllCalibration(const Options& opt, const World& w, const std::vect
   if (nodes < 2) {
     std::printf(
         "# one host: auto never takes Bruck here, so nothing is written; run it across hosts "
-        "(tools/bench-alltoall.sh --calibrate)\n");
+        "(tools/scripts/bench-alltoall.sh --calibrate)\n");
     return 0;
   }
   char comment[256];

@@ -1,5 +1,5 @@
 // Command-line numbers for the peer benchmark programs (gloo_allreduce_ring.cc,
-// mpi_allreduce_sweep.cc): built alone by tools/bench-peers.sh and tools/bench-net.sh, so this
+// mpi_allreduce_sweep.cc): built alone by tools/scripts/bench-peers.sh and tools/scripts/bench-net.sh, so this
 // is header-only.
 #pragma once
 

@@ -1,4 +1,4 @@
-// gloo-allreduce-ring: the Gloo peer that baton's NET transport is compared with (tools/bench-net.sh).
+// gloo-allreduce-ring: the Gloo peer that baton's NET transport is compared with (tools/scripts/bench-net.sh).
 //
 // One process per rank, started by hand (or by the script) on each host; they meet through a Gloo
 // FileStore in a directory both can see, connect over Gloo's TCP transport, and time a float-sum

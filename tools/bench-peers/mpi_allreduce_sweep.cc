@@ -1,4 +1,4 @@
-// mpi-allreduce-sweep: the OpenMPI peer that baton's allreduce is compared with (tools/bench-peers.sh).
+// mpi-allreduce-sweep: the OpenMPI peer that baton's allreduce is compared with (tools/scripts/bench-peers.sh).
 //
 // An MPI_Allreduce float-sum sweep that takes nccl-tests' flags and prints baton-perf's (= nccl-tests')
 // columns, so the two outputs can be parsed by the same awk and read side by side:

@@ -1,0 +1,13 @@
+// Kernel instances for float and double.
+#include "coll_kernels.cuh"
+#include "nccl.h"
+
+namespace baton {
+GpuKernelFn gpuKernelsFloat(int dtype, int opKind, bool sym) {
+  switch (dtype) {
+    case ncclFloat32: return gpuReduceKernelFor<float>(opKind, sym);
+    case ncclFloat64: return gpuReduceKernelFor<double>(opKind, sym);
+    default: return nullptr;
+  }
+}
+}  // namespace baton

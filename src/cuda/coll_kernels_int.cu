@@ -1,0 +1,17 @@
+// Kernel instances for the integer types (compiled apart so make -j builds them side by side).
+#include "coll_kernels.cuh"
+#include "nccl.h"
+
+namespace baton {
+GpuKernelFn gpuKernelsInt(int dtype, int opKind, bool sym) {
+  switch (dtype) {
+    case ncclInt8: return gpuReduceKernelFor<int8_t>(opKind, sym);
+    case ncclUint8: return gpuReduceKernelFor<uint8_t>(opKind, sym);
+    case ncclInt32: return gpuReduceKernelFor<int32_t>(opKind, sym);
+    case ncclUint32: return gpuReduceKernelFor<uint32_t>(opKind, sym);
+    case ncclInt64: return gpuReduceKernelFor<int64_t>(opKind, sym);
+    case ncclUint64: return gpuReduceKernelFor<uint64_t>(opKind, sym);
+    default: return nullptr;
+  }
+}
+}  // namespace baton

@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# Peer comparison: baton's allreduce against OpenMPI's MPI_Allreduce on the same machine, same sizes.
+#
+#   tools/scripts/bench-peers.sh [--np "2 4"] [--max 256M] [--repeat 3] [--iters 20] [--warmup 5] [--plot]
+#   tools/scripts/bench-peers.sh --plot-only     redraw the figure from the last CSV, running nothing
+#
+# For each NP, --repeat times, one program at a time: the single-thread memcpy bandwidth
+# (baton-perf --memcpy), OpenMPI (build/bin/mpi-allreduce-sweep under mpirun, shared-memory BTL
+# only), then baton-perf under baton-run with the default protocol and with NCCL_PROTO=LL, LL128 and
+# Simple. Float sum, 8 B .. --max, factor 2, out-of-place columns, time = max over ranks (-a 3) for
+# both. Per size it keeps the median time and median busbw over the repeats, prints one table per
+# NP, and writes build/bench/peers.csv (np,impl,size,time_us,busbw_GBs) plus peers-memcpy.csv;
+# --plot then draws docs/figures/allreduce-busbw-vs-size.png with tools/scripts/plot-perf.py. Raw outputs
+# stay in build/bench/peers-raw/. Any nonzero #wrong stops the run. Run it on an otherwise idle
+# machine: on 2 cores a second busy program halves everyone's numbers.
+# Environment: OUT (default build/bench), FIGURE (default docs/figures/allreduce-busbw-vs-size.png).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+NPS="2 4" MAX=256M REPEAT=3 ITERS=20 WARMUP=5 PLOT=0 RUN=1
+OUT=${OUT:-build/bench}
+FIGURE=${FIGURE:-docs/figures/allreduce-busbw-vs-size.png}
+BIN=build/bin
+MPI_SRC=tools/bench-peers/mpi_allreduce_sweep.cc
+MPI_BIN=$BIN/mpi-allreduce-sweep
+CSV=$OUT/peers.csv
+MEMCSV=$OUT/peers-memcpy.csv
+RAW=$OUT/peers-raw
+IMPLS=(openmpi baton baton-LL baton-LL128 baton-Simple)
+LAT_MAX=32768  # sizes up to here are latency-bound on this machine: show the time ratio for them
+
+die() { echo "bench-peers.sh: $*" >&2; exit 1; }
+usage() { sed -n '2,17s/^# \{0,1\}//p' "$0"; }
+
+while (( $# )); do
+  case $1 in
+    --np) NPS=${2:?--np needs a list}; shift ;;
+    --max) MAX=${2:?--max needs a size}; shift ;;
+    --repeat) REPEAT=${2:?--repeat needs a number}; shift ;;
+    --iters) ITERS=${2:?--iters needs a number}; shift ;;
+    --warmup) WARMUP=${2:?--warmup needs a number}; shift ;;
+    --plot) PLOT=1 ;;
+    --plot-only) PLOT=1 RUN=0 ;;
+    -h|--help) usage; exit 0 ;;
+    *) usage >&2; die "unknown argument '$1'" ;;
+  esac
+  shift
+done
+[[ $REPEAT =~ ^[1-9][0-9]*$ ]] || die "--repeat must be a positive number (got '$REPEAT')"
+
+plot() {
+  [[ -s $CSV ]] || die "no $CSV to plot; run the sweep first"
+  /usr/bin/python3 -c 'import matplotlib' 2>/dev/null ||
+    die "Debian's matplotlib is missing: apt-get install -y python3-matplotlib (or tools/install-deps.sh)"
+  /usr/bin/python3 tools/scripts/plot-perf.py --csv "$CSV" --memcpy "$MEMCSV" --out "$FIGURE"
+}
+if (( ! RUN )); then plot; exit 0; fi
+
+# --- build: the library and tools are assumed built; the MPI program is ours to (re)build ---
+for tool in mpirun mpicxx ompi_info; do
+  command -v "$tool" >/dev/null ||
+    die "$tool not found: apt-get install -y openmpi-bin libopenmpi-dev (or tools/install-deps.sh)"
+done
+[[ -x $BIN/baton-perf && -x $BIN/baton-run ]] || make -j2 tools
+if [[ ! -x $MPI_BIN || $MPI_SRC -nt $MPI_BIN ]]; then
+  echo "== mpicxx $MPI_SRC -> $MPI_BIN"
+  mkdir -p "$BIN"
+  mpicxx -O2 -std=c++20 -Wall -Wextra -o "$MPI_BIN" "$MPI_SRC"
+fi
+
+# OpenMPI 4 calls its shared-memory BTL "vader", OpenMPI 5 "sm". Only it and "self" are allowed, so
+# OpenMPI cannot fall back to TCP over loopback; pml ob1 is forced because the BTL list only binds
+# ob1 (pml ucx would bring its own transports).
+if ompi_info | grep -q 'MCA btl: vader '; then SHM_BTL=vader
+elif ompi_info | grep -q 'MCA btl: sm '; then SHM_BTL=sm
+else die "this OpenMPI has neither the vader nor the sm BTL (ompi_info | grep btl)"
+fi
+
+SWEEP=(-b 8 -e "$MAX" -f 2 -n "$ITERS" -w "$WARMUP" -a 3)
+command_for() {  # impl np -> the command line, in the array CMD
+  local impl=$1 np=$2
+  case $impl in
+    openmpi) CMD=(mpirun --allow-run-as-root --oversubscribe -np "$np" --bind-to none --mca oob_tcp_if_include lo
+                  --mca btl "self,$SHM_BTL" --mca pml ob1 "$MPI_BIN" "${SWEEP[@]}") ;;
+    baton) CMD=(env -u NCCL_PROTO "$BIN/baton-run" -n "$np" --no-prefix "$BIN/baton-perf" allreduce "${SWEEP[@]}") ;;
+    baton-*) CMD=(env "NCCL_PROTO=${impl#baton-}" "$BIN/baton-run" -n "$np" --no-prefix "$BIN/baton-perf" allreduce
+                  "${SWEEP[@]}") ;;
+  esac
+}
+
+# Runs one sweep into $RAW/np<NP>-<impl>-r<rep>.txt and stops everything on a failure or a #wrong.
+run_one() {
+  local impl=$1 np=$2 rep=$3 f="$RAW/np$2-$1-r$3.txt" rc=0
+  command_for "$impl" "$np"
+  echo "== np $np, repeat $rep/$REPEAT, $impl: ${CMD[*]}"
+  "${CMD[@]}" >"$f" 2>"$f.err" || rc=$?
+  local wrong
+  wrong=$(awk '!/^#/ && NF >= 13 && ($9 != 0 || $13 != 0)' "$f")
+  [[ -z $wrong ]] || die "$impl with $np ranks computed wrong results (#wrong is not 0) in $f:"$'\n'"$wrong"
+  if (( rc != 0 )); then
+    tail -n 5 "$f" "$f.err" >&2
+    die "$impl with $np ranks exited with status $rc (output in $f, $f.err)"
+  fi
+  awk '!/^#/ && NF >= 13 { n++ } END { exit n ? 0 : 1 }' "$f" || die "$impl with $np ranks printed no rows ($f)"
+}
+
+# The CSV lines of one (np, impl): per size, the median over repeats of the out-of-place time and of
+# the busbw. busbw is recomputed from the time (bytes/time x 2(n-1)/n, as both programs print it) to
+# keep more digits than the printed 0.00 at small sizes.
+medians() {
+  local np=$1 impl=$2
+  awk -v np="$np" -v impl="$impl" '
+    function median(a, key, k,   i, j, v, s) {
+      for (i = 1; i <= k; i++) s[i] = a[key, i] + 0  # numbers, so the sort is numeric
+      for (i = 2; i <= k; i++) { v = s[i]; for (j = i - 1; j >= 1 && s[j] > v; j--) s[j + 1] = s[j]; s[j + 1] = v }
+      return k % 2 ? s[(k + 1) / 2] : (s[k / 2] + s[k / 2 + 1]) / 2
+    }
+    !/^#/ && NF >= 13 {
+      if (!($1 in n)) order[++ns] = $1
+      k = ++n[$1]; t[$1, k] = $6
+      b[$1, k] = $6 > 0 ? $1 / ($6 * 1e3) * 2 * (np - 1) / np : 0
+    }
+    END { for (i = 1; i <= ns; i++) { s = order[i]; printf "%d,%s,%s,%.3f,%.6g\n", np, impl, s, median(t, s, n[s]), median(b, s, n[s]) } }
+  ' "$RAW"/np"$np"-"$impl"-r*.txt
+}
+
+# One table per NP from the CSV lines on stdin, then the memcpy reference at the largest sizes.
+# Same size and ranks, so the busbw ratio baton/OpenMPI is the time ratio OpenMPI/baton: taken from
+# the times, it stays meaningful where busbw rounds to 0.
+table() {
+  local np=$1 memcpy=$2
+  awk -F, -v np="$np" -v memcpy="$memcpy" -v latmax="$LAT_MAX" '
+    $1 == np { if (!($3 in seen)) { seen[$3] = 1; order[++ns] = $3 } t[$2, $3] = $4; b[$2, $3] = $5 }
+    function ratio(x, y) { return y > 0 ? sprintf("%.2f", x / y) : "-" }
+    END {
+      printf "\nallreduce, float sum, %d ranks: median over repeats, out-of-place, time = max over ranks\n", np
+      printf "%12s  %9s %7s  %9s %7s  %7s %7s  %7s %7s %7s\n", "", "OpenMPI", "", "baton", "", "busbw", "time", \
+             "LL", "LL128", "Simple"
+      printf "%12s  %9s %7s  %9s %7s  %7s %7s  %7s %7s %7s\n", "size (B)", "time(us)", "busbw", "time(us)", \
+             "busbw", "b/O", "b/O", "busbw", "busbw", "busbw"
+      for (i = 1; i <= ns; i++) {
+        s = order[i]
+        printf "%12s  %9.2f %7.2f  %9.2f %7.2f  %7s %7s  %7.2f %7.2f %7.2f\n", s, t["openmpi", s], b["openmpi", s], \
+               t["baton", s], b["baton", s], ratio(t["openmpi", s], t["baton", s]), \
+               s + 0 <= latmax ? ratio(t["baton", s], t["openmpi", s]) : "", \
+               b["baton-LL", s], b["baton-LL128", s], b["baton-Simple", s]
+      }
+      printf "b/O: baton / OpenMPI (busbw ratio; time ratio = latency ratio, shown up to %d B)\n", latmax
+      printf "single-thread memcpy bandwidth: %.2f GB/s (baton-perf --memcpy, median over repeats)\n", memcpy
+      for (i = (ns > 2 ? ns - 1 : 1); i <= ns; i++) {
+        s = order[i]
+        printf "at %d B: busbw / memcpy = baton %s, OpenMPI %s (baton %.2f, OpenMPI %.2f GB/s)\n", s, \
+               ratio(b["baton", s], memcpy), ratio(b["openmpi", s], memcpy), b["baton", s], b["openmpi", s]
+      }
+    }'
+}
+
+rm -rf "$RAW"
+mkdir -p "$RAW" "$OUT"
+trap 'rm -f "$CSV.tmp" "$MEMCSV.tmp"' EXIT  # a failed run leaves the previous CSV in place
+echo "np,impl,size,time_us,busbw_GBs" >"$CSV.tmp"
+echo "np,memcpy_GBs" >"$MEMCSV.tmp"
+for np in $NPS; do
+  memcpys=()
+  for rep in $(seq 1 "$REPEAT"); do
+    line=$("$BIN/baton-perf" --memcpy allreduce)
+    memcpys+=("$(grep -oE 'memcpy bandwidth: [0-9.]+' <<<"$line" | grep -oE '[0-9.]+$')")
+    for impl in "${IMPLS[@]}"; do run_one "$impl" "$np" "$rep"; done
+  done
+  memcpy=$(printf '%s\n' "${memcpys[@]}" | sort -g | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+  echo "$np,$memcpy" >>"$MEMCSV.tmp"
+  lines=$(for impl in "${IMPLS[@]}"; do medians "$np" "$impl"; done)
+  echo "$lines" >>"$CSV.tmp"
+  table "$np" "$memcpy" <<<"$lines"
+done
+mv "$CSV.tmp" "$CSV"
+mv "$MEMCSV.tmp" "$MEMCSV"
+echo
+echo "wrote $CSV and $MEMCSV (raw outputs in $RAW/)"
+if (( PLOT )); then plot; fi
