@@ -46,6 +46,17 @@ struct ProtoLL128 {
   BATON_HD static int chunkSteps(int) { return 1; }
 };
 
+// Calls f(P{}) for the protocol `proto` names (Simple for anything else): the one switch from a
+// work item's protocol to the protocol type the bodies are written against, for every backend.
+template <typename F>
+BATON_HD decltype(auto) withProto(int proto, F&& f) {
+  switch (proto) {
+    case kProtoLL: return f(ProtoLL{});
+    case kProtoLL128: return f(ProtoLL128{});
+    default: return f(ProtoSimple{});
+  }
+}
+
 // Elements of T in one FIFO step of protocol P on connector c, and in one chunk.
 template <typename P, typename T>
 BATON_HD size_t stepElems(const ConnDev& c) {

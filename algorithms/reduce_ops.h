@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "datatypes.h"
@@ -93,6 +94,55 @@ struct OpSumPostDiv {
   BATON_HD C operator()(C a, C b) const { return wrapAdd(a, b); }
   BATON_HD C post(C x) const { return static_cast<C>(x / divisor); }
 };
+
+// An operator as a work item carries it (the runtime form): the kind, PreMulSum's scalar and
+// SumPostDiv's divisor. Both backends turn it into the typed functor with makeOp.
+struct OpParams {
+  RedOpKind kind = kOpSum;
+  unsigned char scalar[8] = {};     // PreMulSum scalar (host-immediate), in the element type
+  const void* scalarPtr = nullptr;  // PreMulSum scalar read when the operation runs (ncclScalarDevice)
+  int nRanks = 1;                   // SumPostDiv divisor
+};
+
+// The typed operator OpT<T> for `p`: PreMulSum reads its scalar (from scalarPtr when it lives in
+// the caller's memory, read as the operation starts), SumPostDiv takes the rank count.
+template <typename T, template <typename> class OpT>
+BATON_HD OpT<T> makeOp(const OpParams& p) {
+  using C = typename TypeTraits<T>::Compute;
+  if constexpr (std::is_same_v<OpT<T>, OpPreMulSum<T>>) {
+    T v;
+    memcpy(&v, p.scalarPtr ? p.scalarPtr : p.scalar, sizeof(T));
+    return OpPreMulSum<T>{TypeTraits<T>::load(v)};
+  } else if constexpr (std::is_same_v<OpT<T>, OpSumPostDiv<T>>) {
+    return OpSumPostDiv<T>{static_cast<C>(p.nRanks)};
+  } else {
+    return OpT<T>{};
+  }
+}
+
+// An operator kind as a type, for withOp: OpTag<OpSum>::type<T> is OpSum<T>.
+template <template <typename> class OpT>
+struct OpTag {
+  template <typename T>
+  using type = OpT<T>;
+};
+
+// Calls f(OpTag<OpT>{}) for the operator `kind` names: the one switch from the runtime kind to the
+// typed operator (the CPU kernel table and the CUDA kernels' table both pick through it). An
+// unknown kind returns f's result type value-initialised (nullptr for a kernel pointer). Host code:
+// a launch picks its kernel before it starts.
+template <typename F>
+auto withOp(int kind, F&& f) -> decltype(f(OpTag<OpSum>{})) {
+  switch (kind) {
+    case kOpSum: return f(OpTag<OpSum>{});
+    case kOpProd: return f(OpTag<OpProd>{});
+    case kOpMax: return f(OpTag<OpMax>{});
+    case kOpMin: return f(OpTag<OpMin>{});
+    case kOpPreMulSum: return f(OpTag<OpPreMulSum>{});
+    case kOpSumPostDiv: return f(OpTag<OpSumPostDiv>{});
+    default: return decltype(f(OpTag<OpSum>{}))();
+  }
+}
 
 // One element of reduceCopy, for the line-at-a-time protocols (LL): post(op(recv, pre(src))).
 template <typename T, typename Op, Moves M>

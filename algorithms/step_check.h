@@ -6,10 +6,14 @@
 // BATON_WAIT_TIMEOUT nor the abort flag could end it. The bodies ask first and fail instead
 // (kWaitBadStep; the call returns ncclInternalError naming the channel, peer and step size).
 // Introduced after 2 processes on one GPU stopped in their first ring AllReduce with no timeout
-// (docs/cuda-backend.md). The CPU asks in coll_dispatch.h and sendrecv_progress.h; a GPU block's
-// thread 0 asks and the block follows (src/cuda/coll_kernels.cuh), since threads reading a table
-// that is being rewritten could disagree.
+// (docs/cuda-backend.md). One policy for every backend: the dispatch (coll_dispatch.h) asks
+// blockStepsUsable, where the block's thread 0 asks and every thread follows its answer, since
+// threads reading a table that is being rewritten could disagree and the bodies' barriers need
+// every thread (on the CPU a block is one thread and the barrier is free); sendrecv_progress.h asks
+// per transfer.
 // Memory-ordering contract: none; the step sizes are written before the launch that reads them.
+// The block barrier makes thread 0's verdict (ctx.failed, in the block's shared context) visible
+// to the block.
 #pragma once
 
 #include "coll_args.h"
@@ -45,6 +49,15 @@ BATON_HD bool treeStepsUsable(ExecCtx& ctx, const CollArgs& a) {
   for (int i = 0; ok && i < t.nDown; ++i)
     ok = stepHoldsElement<P, T>(ctx, t.upRecv[i]) && stepHoldsElement<P, T>(ctx, t.downSend[i]);
   return ok;
+}
+
+// The check the collective dispatch makes before a ring or tree body: thread 0 asks for the
+// connectors the algorithm uses, the block follows.
+template <typename T, typename P>
+BATON_HD bool blockStepsUsable(ExecCtx& ctx, const CollArgs& a) {
+  if (threadId(ctx) == 0) (void)(a.algo == kAlgoTree ? treeStepsUsable<T, P>(ctx, a) : ringStepsUsable<T, P>(ctx, a));
+  blockBarrier();
+  return !ctx.failed;
 }
 
 }  // namespace baton

@@ -69,29 +69,92 @@ BATON_HD bool symBarrier(ExecCtx& ctx, const CollArgs& a, bool depart) {
   return !ctx.failed;
 }
 
-// outs[0..nOut) = post(fold over every rank r in order of pre(ins[r][0..n))), a tile at a time.
-template <typename T, typename Op>
-BATON_HD void symFold(ExecCtx& ctx, const Op& op, const T* const* ins, int nIns, size_t inOff, T* const* outs, int nOut,
-                      size_t n) {
-  constexpr size_t kTile = 8192 / sizeof(T) > 0 ? 8192 / sizeof(T) : 1;
-  T acc[2][kTile];
-  for (size_t t = 0; t < n; t += kTile) {
-    const size_t cnt = minSize(kTile, n - t);
-    const T* in0 = ins[0] + inOff + t;
-    if (nIns == 1) {
-      reduceCopy<T, Op, kOwnInputToOutput>(ctx, op, nullptr, in0, nullptr, outs[0] + t, cnt);
-    } else {
-      reduceCopy<T, Op, Moves{.src = true, .dst = true, .preSrc = true}>(ctx, op, nullptr, in0, nullptr, acc[0], cnt);
-      int cur = 0;
-      for (int r = 1; r < nIns - 1; ++r, cur ^= 1)
-        reduceCopy<T, Op, Moves{.recv = true, .src = true, .dst = true, .preSrc = true}>(
-            ctx, op, acc[cur], ins[r] + inOff + t, nullptr, acc[cur ^ 1], cnt);
-      reduceCopy<T, Op, Moves{.recv = true, .src = true, .dst = true, .preSrc = true, .post = true}>(
-          ctx, op, acc[cur], ins[nIns - 1] + inOff + t, nullptr, outs[0] + t, cnt);
-    }
-    blockBarrier();
-    for (int o = 1; o < nOut; ++o) copyBytes(ctx, outs[o] + t, outs[0] + t, cnt * sizeof(T));
+// Where a fold's result goes: one buffer, or every rank's (bases[r] + off, by rank), starting with
+// rank `first` so a rank writes its own output first.
+template <typename T>
+struct SymOuts {
+  T* one = nullptr;
+  void* const* bases = nullptr;
+  int n = 1, first = 0;
+  size_t off = 0;  // elements
+  BATON_HD T* at(int r) const { return one ? one : static_cast<T*>(bases[r]) + off; }
+};
+
+// One fold of `cnt` (at most E) consecutive elements starting at element `at` of every input, in
+// rank order, into acc. `view(buf, src, cnt)` says where the elements of one input are read from:
+// `src` itself, or `buf` after it loaded them (a GPU thread's 16-byte vector, into registers).
+// Each step rounds to T, as every backend does, so every rank and backend gets the same bits.
+template <typename T, typename Op, typename View>
+BATON_HD void symFoldTile(const Op& op, const void* const* ins, int nIns, size_t at, T* acc, T* buf, size_t cnt,
+                          View view) {
+  constexpr Moves kOnly{.src = true, .preSrc = true, .post = true};
+  constexpr Moves kFirst{.src = true, .preSrc = true};
+  constexpr Moves kNext{.recv = true, .src = true, .preSrc = true};
+  constexpr Moves kLast{.recv = true, .src = true, .preSrc = true, .post = true};
+  const int last = nIns - 1;
+  const T* in = view(buf, static_cast<const T*>(ins[0]) + at, cnt);
+  if (last == 0) {
+    for (size_t e = 0; e < cnt; ++e) acc[e] = reduceElem<T, Op, kOnly>(op, T{}, in[e]);
+    return;
   }
+  for (size_t e = 0; e < cnt; ++e) acc[e] = reduceElem<T, Op, kFirst>(op, T{}, in[e]);
+  for (int r = 1; r < last; ++r) {
+    in = view(buf, static_cast<const T*>(ins[r]) + at, cnt);
+    for (size_t e = 0; e < cnt; ++e) acc[e] = reduceElem<T, Op, kNext>(op, acc[e], in[e]);
+  }
+  in = view(buf, static_cast<const T*>(ins[last]) + at, cnt);
+  for (size_t e = 0; e < cnt; ++e) acc[e] = reduceElem<T, Op, kLast>(op, acc[e], in[e]);
+}
+
+// outs[r][i] = post(fold over ranks in order of pre(ins[r][inOff + i])), i in [0, n), for every
+// output r, by every thread of the block. The tile width is the backend's (the dispatch's Paths):
+//   - 16 bytes (a GPU thread): one 16-byte vector per thread in registers, loaded and stored whole,
+//     when every pointer is 16-byte aligned; then one element per thread for the rest;
+//   - more (a CPU worker: 8 KiB): a tile staged on the stack, a few loops the compiler vectorises.
+// Ends with a block barrier: every store is done when it returns.
+template <typename T, size_t kTileBytes, typename Op>
+BATON_HD void symFold(ExecCtx& ctx, const Op& op, const void* const* ins, int nIns, size_t inOff,
+                      const SymOuts<T>& outs, size_t n) {
+  const size_t tid = threadId(ctx), nt = threadCount(ctx);
+  auto inPlace = [](T*, const T* src, size_t) { return src; };
+  size_t first = 0;  // elements folded by the tile loop; the rest one at a time
+  if constexpr (kTileBytes == 16) {
+    constexpr size_t V = 16 / sizeof(T);
+    struct alignas(16) Vec {
+      T e[V];
+    };
+    uintptr_t addrs = 0;
+    for (int r = 0; r < nIns; ++r) addrs |= reinterpret_cast<uintptr_t>(static_cast<const T*>(ins[r]) + inOff);
+    for (int o = 0; o < outs.n; ++o) addrs |= reinterpret_cast<uintptr_t>(outs.at(o));
+    if ((addrs & 15) == 0) {
+      const size_t nv = n / V;
+      for (size_t v = tid; v < nv; v += nt) {
+        Vec acc, buf;
+        symFoldTile<T>(op, ins, nIns, inOff + v * V, acc.e, buf.e, V, [](T* b, const T* src, size_t) -> const T* {
+          *reinterpret_cast<Vec*>(b) = *reinterpret_cast<const Vec*>(src);
+          return b;
+        });
+        for (int i = 0, r = outs.first; i < outs.n; ++i, r = r + 1 == outs.n ? 0 : r + 1)
+          reinterpret_cast<Vec*>(outs.at(r))[v] = acc;
+      }
+      first = nv * V;
+    }
+    for (size_t i = first + tid; i < n; i += nt) {
+      T acc;
+      symFoldTile<T>(op, ins, nIns, inOff + i, &acc, nullptr, 1, inPlace);
+      for (int o = 0; o < outs.n; ++o) outs.at(o)[i] = acc;
+    }
+  } else {
+    constexpr size_t E = kTileBytes / sizeof(T) > 0 ? kTileBytes / sizeof(T) : 1;
+    T acc[E];
+    for (size_t t = tid * E; t < n; t += nt * E) {
+      const size_t cnt = minSize(E, n - t);
+      symFoldTile<T>(op, ins, nIns, inOff + t, acc, nullptr, cnt, inPlace);
+      for (int i = 0, r = outs.first; i < outs.n; ++i, r = r + 1 == outs.n ? 0 : r + 1)
+        copyBytes(ctx, outs.at(r) + t, acc, cnt * sizeof(T));
+    }
+  }
+  blockBarrier();
 }
 
 // The channel's part of `total` elements, in grains of 16 bytes.
@@ -100,72 +163,65 @@ BATON_HD void symRange(const CollArgs& a, size_t total, size_t* lo, size_t* n) {
   channelRange(total, a.channel, a.nChannels, 16 / sizeof(T) ? 16 / sizeof(T) : 1, lo, n);
 }
 
-// Every rank's input, as this process reaches it.
-template <typename T>
-BATON_HD void symInputs(const CollArgs& a, const T** ins) {
-  for (int r = 0; r < a.nRanks; ++r) ins[r] = static_cast<const T*>(a.sym.peerSend[r]);
-}
-
-template <typename T, typename Op>
+template <typename T, size_t kTileBytes, typename Op>
 BATON_HD void runSymAllReduceOneShot(ExecCtx& ctx, const CollArgs& a, const Op& op) {
   size_t lo, n;
   symRange<T>(a, a.count, &lo, &n);
-  const T* ins[kMaxSymRanks];
-  symInputs(a, ins);
   T* dst = static_cast<T*>(a.recvbuff) + lo;
   const char* sb = static_cast<const char*>(a.sendbuff);
   const char* rb = static_cast<const char*>(a.recvbuff);
   const size_t bytes = a.count * sizeof(T);
   const bool inPlace = sb < rb + bytes && rb < sb + bytes;  // our output overlaps our input, which peers read
   if (!symBarrier(ctx, a, false)) return;
-  T* out = inPlace ? reinterpret_cast<T*>(a.sym.pads[a.rank]->scratch) + lo : dst;
-  symFold<T>(ctx, op, ins, a.nRanks, lo, &out, 1, n);
+  SymOuts<T> out;
+  out.one = inPlace ? reinterpret_cast<T*>(a.sym.pads[a.rank]->scratch) + lo : dst;
+  symFold<T, kTileBytes>(ctx, op, a.sym.peerSend, a.nRanks, lo, out, n);
   if (!symBarrier(ctx, a, true)) return;
-  if (inPlace) copyBytes(ctx, dst, out, n * sizeof(T));
+  if (inPlace) copyBytes(ctx, dst, out.one, n * sizeof(T));
 }
 
-template <typename T, typename Op>
+template <typename T, size_t kTileBytes, typename Op>
 BATON_HD void runSymAllReduceTwoShot(ExecCtx& ctx, const CollArgs& a, const Op& op) {
   size_t lo, n;
   symRange<T>(a, a.count, &lo, &n);
-  const T* ins[kMaxSymRanks];
-  T* outs[kMaxSymRanks];
   const size_t grain = 16 / sizeof(T) ? 16 / sizeof(T) : 1;
   size_t off, cnt;
   channelRange(n, a.rank, a.nRanks, grain, &off, &cnt);  // my piece of the part
-  symInputs(a, ins);
-  for (int r = 0; r < a.nRanks; ++r) {
-    // Our own output first: symFold writes outs[0] and copies it to the others.
-    const int o = (a.rank + r) % a.nRanks;
-    outs[r] = static_cast<T*>(a.sym.peerRecv[o]) + lo + off;
-  }
+  // Stored into every rank's output, ours first. In place is safe: only this rank loads or stores
+  // the piece's elements, each thread loading a tile before it stores it.
+  SymOuts<T> outs;
+  outs.bases = a.sym.peerRecv, outs.n = a.nRanks, outs.first = a.rank, outs.off = lo + off;
   if (!symBarrier(ctx, a, false)) return;
-  symFold<T>(ctx, op, ins, a.nRanks, lo + off, outs, a.nRanks, cnt);
+  symFold<T, kTileBytes>(ctx, op, a.sym.peerSend, a.nRanks, lo + off, outs, cnt);
   symBarrier(ctx, a, true);
 }
 
-template <typename T, typename Op>
+template <typename T, size_t kTileBytes, typename Op>
 BATON_HD void runSymReduceScatter(ExecCtx& ctx, const CollArgs& a, const Op& op) {
   size_t lo, n;
   symRange<T>(a, a.count, &lo, &n);
-  const T* ins[kMaxSymRanks];
-  symInputs(a, ins);
-  T* out = static_cast<T*>(a.recvbuff) + lo;
+  SymOuts<T> out;
+  out.one = static_cast<T*>(a.recvbuff) + lo;
   if (!symBarrier(ctx, a, false)) return;
-  symFold<T>(ctx, op, ins, a.nRanks, (size_t)a.rank * a.count + lo, &out, 1, n);
+  symFold<T, kTileBytes>(ctx, op, a.sym.peerSend, a.nRanks, (size_t)a.rank * a.count + lo, out, n);
   symBarrier(ctx, a, true);
 }
 
-// Bytes (AllGather moves data whatever its type): our input into every rank's output.
+// Bytes (the data's type does not matter), `count` bytes per block: AllGather [ST] stores our input
+// at our block of every rank's output; AlltoAll by stores (kAlgoSymAlltoAll, the CUDA backend's)
+// stores our block for rank r there instead. Peers first, from the next rank on, ours last.
 BATON_HD void runSymAllGather(ExecCtx& ctx, const CollArgs& a) {
   size_t lo, n;
   channelRange(a.count, a.channel, a.nChannels, 16, &lo, &n);
+  const bool perPeer = a.algo == kAlgoSymAlltoAll;
   const char* src = static_cast<const char*>(a.sendbuff) + lo;
   if (!symBarrier(ctx, a, false)) return;
-  for (int i = 0; i < a.nRanks; ++i) {
+  for (int i = 1; i <= a.nRanks; ++i) {
     const int r = (a.rank + i) % a.nRanks;
-    copyBytes(ctx, static_cast<char*>(a.sym.peerRecv[r]) + (size_t)a.rank * a.count + lo, src, n);
+    copyBytes(ctx, static_cast<char*>(a.sym.peerRecv[r]) + (size_t)a.rank * a.count + lo,
+              src + (perPeer ? (size_t)r * a.count : 0), n);
   }
+  blockBarrier();
   symBarrier(ctx, a, true);
 }
 

@@ -12,14 +12,6 @@
 
 namespace baton {
 
-// The operator as the kernels need it, resolved from ncclRedOp_t when the call is made.
-struct OpParams {
-  RedOpKind kind = kOpSum;
-  unsigned char scalar[8] = {};     // PreMulSum scalar (host-immediate), in the element type
-  const void* scalarPtr = nullptr;  // PreMulSum scalar read when the operation runs (ncclScalarDevice)
-  int nRanks = 1;                   // SumPostDiv divisor
-};
-
 struct Task {
   // kAlltoAll: an AlltoAll run as rounds (pairwise, Bruck: algorithms/alltoall.h); the direct one
   // is recorded as its sends and receives.
@@ -29,7 +21,7 @@ struct Task {
   void* recvbuff = nullptr;
   size_t count = 0;
   ncclDataType_t type = ncclFloat;
-  OpParams op;
+  OpParams op;  // resolved from ncclRedOp_t when the call is made (reduce_ops.h)
   int root = 0;
   int peer = -1;         // kSend / kRecv
   int alltoallAlgo = 0;  // kAlltoAll: an AlltoAllAlgo

@@ -5,36 +5,18 @@
 #include "coll_args.h"
 #include "coll_dispatch.h"
 #include "exec_model.h"
-#include "task.h"
+#include "nccl.h"
+#include "reduce_ops.h"
 
 namespace baton {
 
 using CollKernel = void (*)(ExecCtx& ctx, const CollArgs& args, const OpParams& op);
 
-template <typename T>
-typename TypeTraits<T>::Compute scalarOf(const OpParams& p) {
-  T v;
-  memcpy(&v, p.scalarPtr ? p.scalarPtr : p.scalar, sizeof(T));
-  return TypeTraits<T>::load(v);
-}
-
-template <typename T, template <typename> class OpT>
-OpT<T> makeOp(const OpParams& p) {
-  if constexpr (std::is_same_v<OpT<T>, OpPreMulSum<T>>) return OpPreMulSum<T>{scalarOf<T>(p)};
-  else if constexpr (std::is_same_v<OpT<T>, OpSumPostDiv<T>>)
-    return OpSumPostDiv<T>{static_cast<typename TypeTraits<T>::Compute>(p.nRanks)};
-  else return OpT<T>{};
-}
-
 // Reducing collectives (AllReduce, Reduce, ReduceScatter) for one (type, operator), any protocol.
 template <typename T, template <typename> class OpT>
 void reduceKernel(ExecCtx& ctx, const CollArgs& a, const OpParams& p) {
   const OpT<T> op = makeOp<T, OpT>(p);
-  switch (a.proto) {
-    case kProtoLL: runReducingColl<T, ProtoLL>(ctx, a, op); break;
-    case kProtoLL128: runReducingColl<T, ProtoLL128>(ctx, a, op); break;
-    default: runReducingColl<T, ProtoSimple>(ctx, a, op); break;
-  }
+  withProto(a.proto, [&](auto proto) { runReducingColl<T, decltype(proto)>(ctx, a, op); });
 }
 
 // Data movement only: AllGather and Broadcast, on bytes.

@@ -4,24 +4,12 @@
 namespace baton {
 
 void copyKernel(ExecCtx& ctx, const CollArgs& a, const OpParams&) {
-  switch (a.proto) {
-    case kProtoLL: runMovingColl<ProtoLL>(ctx, a); break;
-    case kProtoLL128: runMovingColl<ProtoLL128>(ctx, a); break;
-    default: runMovingColl<ProtoSimple>(ctx, a); break;
-  }
+  withProto(a.proto, [&](auto proto) { runMovingColl<decltype(proto)>(ctx, a); });
 }
 
 template <typename T>
 static CollKernel forType(RedOpKind op) {
-  switch (op) {
-    case kOpSum: return reduceKernel<T, OpSum>;
-    case kOpProd: return reduceKernel<T, OpProd>;
-    case kOpMax: return reduceKernel<T, OpMax>;
-    case kOpMin: return reduceKernel<T, OpMin>;
-    case kOpPreMulSum: return reduceKernel<T, OpPreMulSum>;
-    case kOpSumPostDiv: return reduceKernel<T, OpSumPostDiv>;
-    default: return nullptr;
-  }
+  return withOp(op, [](auto tag) -> CollKernel { return reduceKernel<T, decltype(tag)::template type>; });
 }
 
 CollKernel collKernel(CollFunc func, ncclDataType_t type, RedOpKind op) {

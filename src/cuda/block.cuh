@@ -1,18 +1,22 @@
-// What every kernel block of the CUDA backend starts with: its ExecCtx in shared memory, its
-// channel's arguments, its operator's state, and how a block that gave up says so.
+// What every kernel block of the CUDA backend starts and ends with: its ExecCtx in shared memory,
+// its channel's arguments (a ring and tree, or for a symmetric kernel every rank's window pointers
+// and this channel's epoch), and how a block that gave up says so.
 //
-// Computes nothing of a collective itself (coll_kernels.cuh and sym_kernels.cuh do). Introduced
-// by the CUDA backend (README's feature table). Memory-ordering contract: a failing block writes the
-// failure record into pinned host memory, then a system fence, then `failed`; the host reads
-// `failed` first.
+// Computes nothing of a collective itself: coll_kernels.cuh runs the bodies through
+// algorithms/coll_dispatch.h. Introduced by the CUDA backend (docs/cuda-backend.md); the symmetric
+// kernels' arguments in lesson 09 ("On a GPU").
+// Memory-ordering contract: a failing block writes the failure record into pinned host memory,
+// then a system fence, then `failed`; the host reads `failed` first. A symmetric kernel's epoch is
+// one more than this channel's count in our own pad (device memory, so a CUDA graph's replays
+// count too), stored after a block barrier once every thread has read it; the next kernel of the
+// communicator starts after this one finishes, so it reads the new count.
 #pragma once
 
 #include <cuda_runtime.h>
 
-#include <type_traits>
-
 #include "plugin_table.h"
 #include "reduce_ops.h"
+#include "symmetric.h"
 
 namespace baton {
 
@@ -38,17 +42,40 @@ __device__ __forceinline__ ExecCtx* gpuBlockCtx(const GpuCollLaunch& l) {
   return ctx;
 }
 
-// This block's arguments: the shared ones plus its channel's ring.
+// This block's arguments. A ring or tree kernel: the shared ones plus its channel's ring and tree.
+// A symmetric kernel: every rank's buffers as this device reaches them (window base + offset, in
+// shared memory), the pads, and the epoch.
 __device__ __forceinline__ CollArgs gpuBlockArgs(const GpuCollLaunch& l) {
   CollArgs a = l.base;
-  GpuChannelDev& ch = l.channels[blockIdx.x];
   a.channel = blockIdx.x;
+  if (isSymmetric(a.algo)) {
+    __shared__ const void* sends[kMaxSymRanks];
+    __shared__ void* recvs[kMaxSymRanks];
+    for (int r = threadIdx.x; r < a.nRanks; r += blockDim.x) {
+      sends[r] = l.symSendBases ? l.symSendBases[r] + l.symSendOffset : nullptr;
+      recvs[r] = l.symRecvBases[r] + l.symRecvOffset;
+    }
+    a.sym.peerSend = sends;
+    a.sym.peerRecv = recvs;
+    a.sym.pads = l.symPads;
+    a.sym.epoch = l.symPads[a.rank]->kernelEpochs[blockIdx.x] + 1;
+    __syncthreads();
+    return a;
+  }
+  GpuChannelDev& ch = l.channels[blockIdx.x];
   a.ring.index = ch.ringIndex;
   a.ring.userRanks = ch.userRanks;
   a.ring.send = &ch.send;
   a.ring.recv = &ch.recv;
   a.tree = ch.tree;
   return a;
+}
+
+// A symmetric kernel counts itself on the block's channel, whether or not it succeeded, so every
+// launch advances the count exactly once, as on every peer.
+__device__ __forceinline__ void gpuSymDone(const GpuCollLaunch& l, const CollArgs& a) {
+  __syncthreads();
+  if (threadIdx.x == 0) l.symPads[a.rank]->kernelEpochs[blockIdx.x] = a.sym.epoch;
 }
 
 __device__ __forceinline__ void gpuReportFailure(const ExecCtx& ctx, GpuStatus* st) {
@@ -58,20 +85,6 @@ __device__ __forceinline__ void gpuReportFailure(const ExecCtx& ctx, GpuStatus* 
   st->failure.what = nullptr;  // a device string: the host cannot read it
   __threadfence_system();
   *static_cast<volatile int*>(&st->failed) = 1;
-}
-
-template <typename T, template <typename> class OpT>
-__device__ __forceinline__ OpT<T> gpuOp(const GpuCollLaunch& l) {
-  using C = typename TypeTraits<T>::Compute;
-  if constexpr (std::is_same_v<OpT<T>, OpPreMulSum<T>>) {
-    T v;
-    memcpy(&v, l.scalarPtr ? l.scalarPtr : l.scalar, sizeof(T));
-    return OpPreMulSum<T>{TypeTraits<T>::load(v)};
-  } else if constexpr (std::is_same_v<OpT<T>, OpSumPostDiv<T>>) {
-    return OpSumPostDiv<T>{static_cast<C>(l.divisor)};
-  } else {
-    return OpT<T>{};
-  }
 }
 
 }  // namespace baton

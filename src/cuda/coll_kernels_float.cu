@@ -3,10 +3,10 @@
 #include "nccl.h"
 
 namespace baton {
-GpuKernelFn gpuKernelsFloat(int dtype, int opKind, bool sym) {
+GpuKernelFn gpuKernelsFloat(int dtype, int opKind) {
   switch (dtype) {
-    case ncclFloat32: return gpuReduceKernelFor<float>(opKind, sym);
-    case ncclFloat64: return gpuReduceKernelFor<double>(opKind, sym);
+    case ncclFloat32: return gpuReduceKernelFor<float>(opKind);
+    case ncclFloat64: return gpuReduceKernelFor<double>(opKind);
     default: return nullptr;
   }
 }

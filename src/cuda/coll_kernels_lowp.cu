@@ -3,12 +3,12 @@
 #include "nccl.h"
 
 namespace baton {
-GpuKernelFn gpuKernelsLowp(int dtype, int opKind, bool sym) {
+GpuKernelFn gpuKernelsLowp(int dtype, int opKind) {
   switch (dtype) {
-    case ncclFloat16: return gpuReduceKernelFor<half_t>(opKind, sym);
-    case ncclBfloat16: return gpuReduceKernelFor<bfloat16_t>(opKind, sym);
-    case ncclFloat8e4m3: return gpuReduceKernelFor<fp8e4m3_t>(opKind, sym);
-    case ncclFloat8e5m2: return gpuReduceKernelFor<fp8e5m2_t>(opKind, sym);
+    case ncclFloat16: return gpuReduceKernelFor<half_t>(opKind);
+    case ncclBfloat16: return gpuReduceKernelFor<bfloat16_t>(opKind);
+    case ncclFloat8e4m3: return gpuReduceKernelFor<fp8e4m3_t>(opKind);
+    case ncclFloat8e5m2: return gpuReduceKernelFor<fp8e5m2_t>(opKind);
     default: return nullptr;
   }
 }

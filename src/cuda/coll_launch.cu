@@ -1,46 +1,22 @@
 // Launching one collective on the caller's stream: the kernel for its (collective, type, operator),
 // one block per channel, the launch parameters passed by value as NCCL passes its work descriptor.
 //
-// Computes: AllGather and Broadcast's kernel (bytes, any protocol), the store kernel of AllGather
-// and AlltoAll between windows, and the run-time choice of the others' (coll_kernels_*.cu).
-// Memory-ordering contract: coll_kernels.cuh and sym_kernels.cuh.
+// Computes: the kernel that moves bytes (AllGather and Broadcast, any protocol; the stores of
+// AllGather and AlltoAll between windows), and the run-time choice of the reducing ones
+// (coll_kernels_*.cu).
+// Memory-ordering contract: coll_kernels.cuh's (and the files it names).
 #include "coll_kernels.cuh"
 #include "nccl.h"
 
 namespace baton {
 
-__global__ void __launch_bounds__(kGpuMaxThreads) gpuCopyKernel(const GpuCollLaunch l) {
+// AllGather and Broadcast on bytes (any protocol), and the stores between windows of device memory:
+// AllGather [ST], and ncclAlltoAll's blocks (gpu_alltoall.cc), whose launch says AllGather.
+__global__ void __launch_bounds__(kGpuMaxThreads) gpuMoveKernel(const GpuCollLaunch l) {
   ExecCtx* ctx = gpuBlockCtx(l);
   const CollArgs a = gpuBlockArgs(l);
-  switch (a.proto) {
-    case kProtoLL: gpuMoving<ProtoLL>(*ctx, a); break;
-    case kProtoLL128: gpuMoving<ProtoLL128>(*ctx, a); break;
-    default: gpuMoving<ProtoSimple>(*ctx, a); break;
-  }
-  gpuReportFailure(*ctx, l.status);
-}
-
-// The store kernels between windows of device memory, bytes whatever the datatype (count is one
-// block): AllGather [ST] stores this rank's input, and ncclAlltoAll (gpu_alltoall.cc) its block
-// for peer r, at this rank's block of every rank r's output, peers first from the next rank on,
-// between symmetric.h's arrive and depart barriers (sym_kernels.cuh states the contract).
-__global__ void __launch_bounds__(kGpuMaxThreads) gpuSymStoreKernel(const GpuCollLaunch l) {
-  ExecCtx* ctx = gpuBlockCtx(l);
-  const CollArgs a = gpuSymArgs(l);
-  const bool perPeer = a.algo == kAlgoSymAlltoAll;
-  size_t lo, n;
-  channelRange(a.count, a.channel, a.nChannels, 16, &lo, &n);
-  const char* src = static_cast<const char*>(a.sendbuff) + lo;
-  if (symBarrier(*ctx, a, false)) {
-    for (int i = 1; i <= a.nRanks; ++i) {
-      const int r = (a.rank + i) % a.nRanks;
-      copyBytes(*ctx, l.symRecvBases[r] + l.symRecvOffset + (size_t)a.rank * a.count + lo,
-                src + (perPeer ? (size_t)r * a.count : 0), n);
-    }
-    __syncthreads();
-    symBarrier(*ctx, a, true);
-  }
-  gpuSymDone(l, a);
+  withProto(a.proto, [&](auto proto) { runMovingColl<decltype(proto), GpuPaths>(*ctx, a); });
+  if (isSymmetric(a.algo)) gpuSymDone(l, a);
   gpuReportFailure(*ctx, l.status);
 }
 
@@ -48,11 +24,10 @@ void setLaunchError(cudaError_t e, const char* what);  // runtime.cu
 
 int launchCollKernel(const GpuCollLaunch* l, void* stream) {
   GpuKernelFn fn = nullptr;
-  const bool sym = isSymmetric(l->base.algo);
-  if (countsBytes(l->base.func)) fn = sym ? gpuSymStoreKernel : gpuCopyKernel;  // AlltoAll's launch says AllGather
-  if (!fn) fn = gpuKernelsInt(l->dtype, l->opKind, sym);
-  if (!fn) fn = gpuKernelsFloat(l->dtype, l->opKind, sym);
-  if (!fn) fn = gpuKernelsLowp(l->dtype, l->opKind, sym);
+  if (countsBytes(l->base.func)) fn = gpuMoveKernel;
+  if (!fn) fn = gpuKernelsInt(l->dtype, l->op.kind);
+  if (!fn) fn = gpuKernelsFloat(l->dtype, l->op.kind);
+  if (!fn) fn = gpuKernelsLowp(l->dtype, l->op.kind);
   if (!fn) {
     setLaunchError(cudaErrorInvalidDeviceFunction, "no kernel for this datatype and operator");
     return (int)cudaErrorInvalidDeviceFunction;

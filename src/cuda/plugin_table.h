@@ -15,11 +15,12 @@
 
 #include "coll_args.h"
 #include "exec_model.h"
+#include "reduce_ops.h"
 #include "sendrecv_progress.h"
 
 namespace baton {
 
-constexpr int kCudaBackendVersion = 9;
+constexpr int kCudaBackendVersion = 10;
 constexpr int kGpuMaxThreads = 512;     // threads of a collective's block (NCCL_NTHREADS' default)
 constexpr size_t kIpcHandleBytes = 64;  // cudaIpcMemHandle_t
 // A channel's tree connectors in GpuChannelDev::treeConns: to the parent, from it, from each
@@ -56,18 +57,15 @@ struct GpuCollLaunch {
   GpuChannelDev* channels = nullptr;  // device memory, at least base.nChannels of them
   int device = 0;                     // the communicator's CUDA device
   int threads = kGpuMaxThreads;
-  int depth = kSteps;               // FIFO slots the sender may fill ahead for this operation
-  int dtype = 0;                    // ncclDataType_t
-  int opKind = 0;                   // RedOpKind
-  unsigned char scalar[8] = {};     // PreMulSum's scalar (host-immediate), in the element type
-  const void* scalarPtr = nullptr;  // PreMulSum's scalar in device memory (ncclScalarDevice)
-  int divisor = 1;                  // SumPostDiv (ncclAvg)
-  ExecCtx ctx;                      // rank, abort flag (device-visible), timeout
-  GpuStatus* status = nullptr;      // device-visible pointer to the communicator's status
+  int depth = kSteps;           // FIFO slots the sender may fill ahead for this operation
+  int dtype = 0;                // ncclDataType_t
+  OpParams op;                  // the operator, as the CPU kernels take it (PreMulSum's scalar may be device memory)
+  ExecCtx ctx;                  // rank, abort flag (device-visible), timeout
+  GpuStatus* status = nullptr;  // device-visible pointer to the communicator's status
   // The symmetric kernels (isSymmetric(base.algo): both buffers in windows of device memory):
   // every rank's window base as this device reaches it (device memory, by rank), the buffers'
   // offsets in their windows, and every rank's pad (device memory, by rank), where the kernels
-  // also count their epochs (sym_kernels.cuh).
+  // also count their epochs (block.cuh).
   char* const* symSendBases = nullptr;
   char* const* symRecvBases = nullptr;
   size_t symSendOffset = 0, symRecvOffset = 0;

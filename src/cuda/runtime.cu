@@ -13,8 +13,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "plugin_table.h"
 #include "calls.cuh"
+#include "plugin_table.h"
 
 namespace baton {
 namespace {

@@ -15,8 +15,8 @@
 #include <cstdio>
 #include <mutex>
 
-#include "plugin_table.h"
 #include "calls.cuh"
+#include "plugin_table.h"
 
 namespace baton {
 

@@ -7,7 +7,7 @@
 // Only ncclAlltoAll (every block the same size, so every rank knows where its block lands in every
 // peer's output: NCCL_WIN_COLL_SYMMETRIC puts every rank's recvbuff at the same offset of its
 // window, which, unlike the CPU's window algorithm, the kernel takes on trust). Inside a CUDA graph
-// capture too: the kernel counts its barriers' epochs in device memory (sym_kernels.cuh).
+// capture too: the kernel counts its barriers' epochs in device memory (src/cuda/block.cuh).
 //
 // Every other AlltoAll(v) on device buffers (direct, pairwise and Bruck: BATON_ALLTOALL_ALGO; in
 // place too) runs as the steps of alltoall_steps.h on the caller's stream: copies as

@@ -16,8 +16,8 @@
 #include <cstring>
 
 #include "comm.h"
-#include "gpu/gpu_plugin.h"
 #include "gpu/gpu_comm.h"
+#include "gpu/gpu_plugin.h"
 #include "misc/debug.h"
 #include "register/symmetric_plan.h"
 #include "register/window.h"
@@ -98,10 +98,7 @@ ncclResult_t GpuComm::launch(ncclComm* comm, const Task& t) {
   fillLaunch(comm, &l);
   l.depth = planFifoDepth(t.func, comm->tun.fifoDepth, comm->tun.chunkSteps);
   l.dtype = t.type;
-  l.opKind = t.op.kind;
-  memcpy(l.scalar, t.op.scalar, sizeof l.scalar);
-  l.scalarPtr = t.op.scalarPtr;
-  l.divisor = t.op.nRanks;
+  l.op = t.op;
   LaunchOrder order;
   BATON_CHECK(beforeLaunch(comm, t.stream, &order));
   const bool sym = planSymmetric(comm, t, &l);

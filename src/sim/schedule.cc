@@ -123,11 +123,7 @@ ncclResult_t buildSchedule(const CommGraph& graph, int nRanks, const ScheduleSpe
       conns.begin(&out->streams[out->streams.size() - 1 - split], split ? &out->streams.back() : nullptr);
       ExecCtx ctx;
       ctx.rank = r, ctx.channel = c;
-      switch (spec.proto) {
-        case kProtoLL: runPart<ProtoLL>(ctx, a); break;
-        case kProtoLL128: runPart<ProtoLL128>(ctx, a); break;
-        default: runPart<ProtoSimple>(ctx, a); break;
-      }
+      withProto(spec.proto, [&](auto proto) { runPart<decltype(proto)>(ctx, a); });
       if (ctx.failed) {  // a step size below one element (step_check.h): the schedule would be cut short
         StepRecorder::current() = nullptr;
         return batonError(ncclInternalError,
