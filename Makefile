@@ -1,8 +1,12 @@
 # baton: the one entry point.
 #
-#   make sweep      build, then an allreduce sweep over 4 local processes (README)
-#   make            library (build/lib), tools and examples (build/bin), device object if nvcc exists
-#   make test       unit + multi-rank tests (threads and processes), tool tests, lesson tests
+#   make sweep      README's first command: installs missing packages, builds, runs an allreduce
+#                   sweep over 4 local processes
+#   make test       README's second command: installs missing packages, builds (the CUDA plugin
+#                   too where nvcc exists), then unit + multi-rank tests, tool tests, lesson tests
+#   make            library (build/lib), tools and examples (build/bin); the CUDA plugin only where
+#                   an NVIDIA driver is loaded (else `make cuda`); says which packages are missing
+#   make cuda       the nvcc build: the CUDA plugin libbaton-cuda.so and the device compile check
 #   make test-tsan  the protocol and collective tests under ThreadSanitizer
 #   make test-asan  threads, processes, NET and fault suites under AddressSanitizer + UBSan (~25 min)
 #   make soak       random collectives for SOAK_SECONDS on 4 processes and on two namespaced hosts
@@ -17,7 +21,7 @@
 #   make deb        a Debian package of the install under /usr (DEBDIR=build: baton_<version>_<arch>.deb)
 #
 # Variables: BUILD=build, CXX=g++, NVCC=auto-detected, SANITIZE=thread|address,undefined, PREFIX=/usr/local,
-# DESTDIR.
+# DESTDIR, CUDA=1 (build the CUDA plugin with `make` even without a driver).
 
 BUILD    ?= build
 CXX      ?= g++
@@ -28,19 +32,16 @@ LIBDIR   := $(BUILD)/lib$(if $(SANITIZE),-$(SANDIR))
 BINDIR   := $(BUILD)/bin
 TESTDIR  := $(BUILD)/tests$(if $(SANITIZE),-$(SANDIR))
 
-# ---- dependencies: say what was found; install what is missing when we can -------------------
+# ---- dependencies: say what is missing; `make sweep` and `make test` install it first -----------
+# Installing runs as a step of those two targets (deps-if-missing), never while make reads this file:
+# the flags below ask pkg-config, so those targets run the build in a second make that reads them
+# after the packages are in.
 DEPS_OK := $(shell tools/install-deps.sh --check >/dev/null 2>&1 && echo yes)
 ifneq ($(DEPS_OK),yes)
-  ifeq ($(shell id -u),0)
-    ifneq ($(shell command -v apt-get),)
-      $(info baton: installing missing Debian packages with tools/install-deps.sh)
-      DEPS_RUN := $(shell tools/install-deps.sh >&2; echo $$?)
-      ifneq ($(DEPS_RUN),0)
-        $(error tools/install-deps.sh failed; see its output above)
-      endif
+  ifeq ($(MAKELEVEL),0)
+    ifeq ($(filter sweep test deps deps-if-missing,$(MAKECMDGOALS)),)
+      $(warning baton: some packages are missing; make sweep / make test install them (as root), or run: sudo tools/install-deps.sh)
     endif
-  else
-    $(warning baton: some packages are missing; run: sudo tools/install-deps.sh  (or see tools/install-deps.sh --print))
   endif
 endif
 
@@ -72,8 +73,15 @@ LIB_OBJS := $(LIB_SRCS:%.cc=$(OBJ)/%.o)
 SO       := $(LIBDIR)/libnccl.so.2
 ARCHIVE  := $(LIBDIR)/libnccl_static.a
 
-.PHONY: all lib tools examples tests test test-tsan tsan-build asan-build test-asan soak fuzz fuzz-build fuzz-replay sweep bench stress lessons deps clean device format install uninstall deb
-all: lib tools examples device
+.PHONY: all lib tools examples tests test test-now test-tsan tsan-build asan-build test-asan soak fuzz fuzz-build \
+        fuzz-replay sweep sweep-now bench stress lessons deps deps-if-missing clean cuda device format install \
+        uninstall deb
+# The CUDA plugin is built by `make` where an NVIDIA driver is loaded (a GPU can run it), or with
+# CUDA=1; elsewhere nvcc and ptxas would take most of the build for a library no one can load here.
+# `make cuda` builds it on demand and `make test` always does where nvcc exists, so CI keeps the
+# device code compiling.
+NVIDIA_DRIVER := $(wildcard /proc/driver/nvidia/version)
+all: lib tools examples $(if $(or $(NVIDIA_DRIVER),$(CUDA)),cuda)
 
 lib: $(SO) $(LIBDIR)/libnccl.so $(ARCHIVE)
 
@@ -103,7 +111,7 @@ CUDA_PLUGIN := $(LIBDIR)/libbaton-cuda.so
 CUDA_SRCS := $(wildcard src/cuda/*.cu)
 CUDA_OBJS := $(CUDA_SRCS:%.cu=$(OBJ)/%.o)
 ifneq ($(NVCC),)
-device: $(DEVICE_OBJ) $(CUDA_PLUGIN)
+cuda device: $(DEVICE_OBJ) $(CUDA_PLUGIN)
 $(DEVICE_OBJ): algorithms/device_check.cu $(wildcard algorithms/*.h) include/baton/device.h include/nccl.h
 	@mkdir -p $(dir $@)
 	$(NVCC) -std=c++20 -arch=sm_90 -Ialgorithms -Iinclude -Werror all-warnings -c $< -o $@
@@ -116,7 +124,7 @@ $(CUDA_PLUGIN): $(CUDA_OBJS)
 	@mkdir -p $(dir $@)
 	$(NVCC) -shared $(NVCC_ARCH) -cudart static -o $@ $(CUDA_OBJS)
 else
-device:
+cuda device:
 	@echo "baton: nvcc not found: device code not compiled (CPU backend only)"
 endif
 
@@ -210,7 +218,20 @@ TSAN_FILTER ?= Protocol*:Threads*Quick*:TreeQuick*:FusedThreads*:DeviceApiThread
 tsan-build:
 	$(MAKE) SANITIZE=thread OPT=-O1 $(TSAN_TESTS)
 
-test: all tests tsan-build
+# README's two commands install what is missing first, then build in a second make (which reads the
+# flags of the packages just installed).
+deps-if-missing:
+	@if ! tools/install-deps.sh --check >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "baton: installing missing Debian packages with tools/install-deps.sh"; tools/install-deps.sh; \
+	  else echo "baton: some packages are missing; run: sudo tools/install-deps.sh"; tools/install-deps.sh --check || true; fi; \
+	fi
+test: deps-if-missing
+	+$(MAKE) --no-print-directory test-now
+sweep: deps-if-missing
+	+$(MAKE) --no-print-directory sweep-now
+
+test-now: all cuda tests tsan-build
 	BATON_BUILD=$(BUILD) TESTDIR=$(TESTDIR) NVIDIA_HEADER_TEST=$(ABI_TEST) TSAN_TESTS=$(TSAN_TESTS) \
 	  TSAN_FILTER='$(TSAN_FILTER)' FUZZ_NAMES='$(FUZZ_NAMES)' tests/run_all.sh
 
@@ -234,7 +255,7 @@ test-tsan: tsan-build
 
 
 # README's first command: build, then an allreduce sweep over 4 local processes.
-sweep: all
+sweep-now: all
 	$(BINDIR)/baton-run -n 4 --no-prefix $(BINDIR)/baton-perf allreduce -b 8 -e 64M -f 2
 
 bench: all
@@ -264,7 +285,7 @@ deb: lib tools
 	tools/install/deb.sh $(BUILD) $(DEBDIR)
 
 format:
-	git ls-files '*.c' '*.cc' '*.h' '*.cu' | xargs clang-format -i --style=file
+	git ls-files '*.c' '*.cc' '*.h' '*.cu' '*.cuh' | xargs clang-format -i --style=file
 
 clean:
 	rm -rf $(BUILD)
