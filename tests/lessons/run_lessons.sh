@@ -71,7 +71,7 @@ if reason=$(tests/net/netns.sh check 2>&1); then
   expect '^# Out of bounds values : 0 OK$' "$out"
   expect '^host 1: veth0 sent [0-9]+ MiB$' "$out"
 else
-  echo "lesson 08 skipped: $reason"
+  echo "SKIP: lesson 08 (two namespaced hosts): $reason"
 fi
 # Lesson 09: plain, registered and window buffers between two processes, and the sweep that compares them.
 out=$("$EX/09-buffer-registration/registration" 16); echo "$out"

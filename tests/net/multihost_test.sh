@@ -26,7 +26,7 @@ LOG=$(mktemp -d /tmp/baton-multihost.XXXXXX)
 
 if ! reason=$("$HERE/netns.sh" check 2>&1); then
   echo "SKIP: $reason"
-  exit 0
+  exit 77
 fi
 "$HERE/netns.sh" up 2 || { echo "FAIL: netns.sh up"; exit 1; }
 cleanup() {

@@ -6,7 +6,7 @@ set -uo pipefail
 BIN=${1:?usage: mpirun_launch_test.sh BINDIR}
 if ! command -v mpirun >/dev/null 2>&1; then
   echo "SKIP: mpirun not found (tools/install-deps.sh installs openmpi-bin)"
-  exit 0
+  exit 77
 fi
 root=()
 [[ $(id -u) == 0 ]] && root=(--allow-run-as-root)
