@@ -19,13 +19,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#ifndef BATON_HD
-#ifdef __CUDACC__
-#define BATON_HD __host__ __device__ __forceinline__
-#else
-#define BATON_HD inline
-#endif
-#endif
+#include "host_device.h"
 
 namespace baton {
 

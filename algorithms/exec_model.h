@@ -25,15 +25,8 @@
 #include <atomic>
 #endif
 
+#include "host_device.h"
 #include "moves.h"
-
-#ifndef BATON_HD
-#ifdef __CUDACC__
-#define BATON_HD __host__ __device__ __forceinline__
-#else
-#define BATON_HD inline
-#endif
-#endif
 
 namespace baton {
 

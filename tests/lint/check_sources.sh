@@ -6,7 +6,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 fail=0
-mapfile -t sources < <(git ls-files '*.c' '*.cc' '*.h' '*.cu' 2>/dev/null || find src transports algorithms include tests tools examples -name '*.[ch]' -o -name '*.cc' -o -name '*.cu')
+mapfile -t sources < <(git ls-files '*.c' '*.cc' '*.h' '*.cu' '*.cuh' 2>/dev/null || find src transports algorithms include tests tools examples -name '*.[ch]' -o -name '*.cc' -o -name '*.cu')
 if ! command -v clang-format >/dev/null 2>&1; then
   echo "FAIL: clang-format not found (tools/install-deps.sh installs it)"; fail=1
 else

@@ -14,7 +14,7 @@
 
 namespace {
 
-using baton_test::lastError;
+using bt::lastError;
 
 ncclComm_t makeOneRankComm() {
   ncclComm_t c = nullptr;
@@ -159,10 +159,10 @@ TEST(BadInputComm, AbortEndsAnOperationWaitingForAMissingPeer) {
   const auto t0 = std::chrono::steady_clock::now();
   ASSERT_NCCL_OK(ncclCommAbort(comms[0]));
   blocked.join();
-  EXPECT_LT(baton_test::secondsSince(t0), 2.0);
+  EXPECT_LT(bt::secondsSince(t0), 2.0);
   EXPECT_NE(res.load(), ncclSuccess);
   EXPECT_NE(res.load(), ncclInProgress);
-  EXPECT_TRUE(baton_test::messageHas(msg, {"AllReduce", "aborted"}));
+  EXPECT_TRUE(bt::messageHas(msg, {"AllReduce", "aborted"}));
   expectDeadComm(comms[0]);
   ASSERT_NCCL_OK(ncclCommDestroy(comms[1]));
 }

@@ -15,9 +15,9 @@
 
 namespace {
 
-using baton_test::lastError;
-using baton_test::ScopedEnv;
-using baton_test::secondsSince;
+using bt::lastError;
+using bt::ScopedEnv;
+using bt::secondsSince;
 using Clock = std::chrono::steady_clock;
 
 // A well-formed id for 127.0.0.1:port (nobody needs to listen there for argument checks).
@@ -109,7 +109,7 @@ TEST_F(BadInputInit, CorruptedUniqueId) {
 
 // An id naming a port nobody listens on: ncclSystemError once BATON_BOOTSTRAP_TIMEOUT (2 s) passes.
 TEST_F(BadInputInit, NobodyListensAtTheRoot) {
-  const int port = baton_test::freeLoopbackPort();
+  const int port = bt::freeLoopbackPort();
   ASSERT_GT(port, 0);
   const auto t0 = Clock::now();
   EXPECT_NCCL_ERR(ncclCommInitRank(&comm_, 1, loopbackId(port), 0), ncclSystemError,
@@ -123,7 +123,7 @@ TEST_F(BadInputInit, NobodyListensAtTheRoot) {
 // The same with a non-blocking config: ncclInProgress first, the error later through
 // ncclCommGetAsyncError, and ncclCommDestroy still works.
 TEST_F(BadInputInit, NobodyListensNonBlocking) {
-  const int port = baton_test::freeLoopbackPort();
+  const int port = bt::freeLoopbackPort();
   ASSERT_GT(port, 0);
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
   cfg.blocking = 0;
@@ -146,7 +146,7 @@ TEST_F(BadInputInit, NobodyListensNonBlocking) {
 // Aborting a non-blocking comm whose init is still trying to reach the root ends it promptly.
 TEST_F(BadInputInit, AbortDuringNonBlockingInit) {
   ScopedEnv t("BATON_BOOTSTRAP_TIMEOUT", "30");
-  const int port = baton_test::freeLoopbackPort();
+  const int port = bt::freeLoopbackPort();
   ASSERT_GT(port, 0);
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
   cfg.blocking = 0;
@@ -191,7 +191,7 @@ TEST_F(BadInputInit, MismatchedNranks) {
   for (int i = 0; i < 2; ++i) {
     EXPECT_TRUE(r.res[i] == ncclInvalidUsage || r.res[i] == ncclInvalidArgument)
         << "rank " << i << ": " << ncclGetErrorString(r.res[i]) << ": " << r.msg[i];
-    EXPECT_TRUE(baton_test::messageHas(r.msg[i], {"mismatched nranks", "nranks=2", "nranks=3"})) << "rank " << i;
+    EXPECT_TRUE(bt::messageHas(r.msg[i], {"mismatched nranks", "nranks=2", "nranks=3"})) << "rank " << i;
     EXPECT_EQ(r.comm[i], nullptr);
   }
   EXPECT_LT(r.seconds, 4.0) << "the root knows as soon as the second rank checks in";
@@ -202,7 +202,7 @@ TEST_F(BadInputInit, DuplicateRank) {
   TwoRankResult r = initTwo(2, 0, 2, 0);
   for (int i = 0; i < 2; ++i) {
     EXPECT_NE(r.res[i], ncclSuccess) << "rank " << i;
-    EXPECT_TRUE(baton_test::messageHas(r.msg[i], {"duplicate rank 0"})) << "rank " << i;
+    EXPECT_TRUE(bt::messageHas(r.msg[i], {"duplicate rank 0"})) << "rank " << i;
   }
   EXPECT_LT(r.seconds, 4.0);
 }

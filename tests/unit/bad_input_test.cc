@@ -12,8 +12,8 @@
 
 namespace {
 
-using baton_test::lastError;
-using baton_test::messageHas;
+using bt::lastError;
+using bt::messageHas;
 
 // One entry point, called with (comm, sendbuff, recvbuff, count, type) and otherwise valid
 // arguments: op ncclSum, root 0, peer 0.

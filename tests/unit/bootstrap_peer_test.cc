@@ -23,11 +23,11 @@ namespace {
 using baton::Bootstrap;
 using baton::BootstrapHandle;
 using baton::SocketAddress;
-using baton_test::Handshake;
-using baton_test::lastError;
-using baton_test::rawConnect;
-using baton_test::rawSend;
-using baton_test::ScopedEnv;
+using bt::Handshake;
+using bt::lastError;
+using bt::rawConnect;
+using bt::rawSend;
+using bt::ScopedEnv;
 
 // Acts as the root for `nranks` ranks so the test learns each rank's own listener address.
 void fakeRoot(int listenFd, int nranks, std::vector<SocketAddress>* table) {
@@ -173,12 +173,12 @@ TEST(BootstrapDirect, PeerThatExitedIsNamedWithinSeconds) {
   int value = 7;
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(bs[0]->send(1, 0x31, &value, sizeof value), ncclRemoteError);
-  EXPECT_LT(baton_test::secondsSince(t0), 1.0);
-  EXPECT_TRUE(baton_test::messageHas(lastError(), {"rank 0", "rank 1", "refused"})) << lastError();
+  EXPECT_LT(bt::secondsSince(t0), 1.0);
+  EXPECT_TRUE(bt::messageHas(lastError(), {"rank 0", "rank 1", "refused"})) << lastError();
   t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(bs[0]->recv(1, 0x32, &value, sizeof value), ncclRemoteError);
-  EXPECT_LT(baton_test::secondsSince(t0), 1.0 + 2.0);  // the first probe comes after 1 s
-  EXPECT_TRUE(baton_test::messageHas(lastError(), {"rank 0", "rank 1 is gone", "tag 0x32"})) << lastError();
+  EXPECT_LT(bt::secondsSince(t0), 1.0 + 2.0);  // the first probe comes after 1 s
+  EXPECT_TRUE(bt::messageHas(lastError(), {"rank 0", "rank 1 is gone", "tag 0x32"})) << lastError();
 }
 
 // Probes reach a live peer that is busy elsewhere: it drops them unseen and takes the real

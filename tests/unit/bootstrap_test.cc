@@ -18,13 +18,13 @@ namespace {
 
 using baton::BootstrapHandle;
 using baton::SocketAddress;
-using baton_test::closedByPeer;
-using baton_test::Handshake;
-using baton_test::lastError;
-using baton_test::rawConnect;
-using baton_test::rawSend;
-using baton_test::ScopedEnv;
-using baton_test::secondsSince;
+using bt::closedByPeer;
+using bt::Handshake;
+using bt::lastError;
+using bt::rawConnect;
+using bt::rawSend;
+using bt::ScopedEnv;
+using bt::secondsSince;
 using Clock = std::chrono::steady_clock;
 
 BootstrapHandle handleOf(const ncclUniqueId& id) {
@@ -115,7 +115,7 @@ TEST(Bootstrap, RootKeepsServingAfterStrangers) {
 }
 
 TEST(Bootstrap, NcclCommIdLetsRanksMeetWithoutPassingAnId) {
-  const int port = baton_test::freeLoopbackPort();
+  const int port = bt::freeLoopbackPort();
   ASSERT_GT(port, 0);
   ScopedEnv commId("NCCL_COMM_ID", ("127.0.0.1:" + std::to_string(port)).c_str());
   ScopedEnv timeout("BATON_BOOTSTRAP_TIMEOUT", "10");
@@ -166,7 +166,7 @@ TEST(Bootstrap, MissingRankFailsAfterTimeout) {
   const ncclResult_t res = initWithMissingRank(&msg);
   EXPECT_NE(res, ncclSuccess);
   // Either the root's verdict ("only 1 of 2 ranks checked in ...") or the rank's own recv timeout.
-  EXPECT_TRUE(baton_test::messageHas(msg, {"BATON_BOOTSTRAP_TIMEOUT"}));
+  EXPECT_TRUE(bt::messageHas(msg, {"BATON_BOOTSTRAP_TIMEOUT"}));
 }
 
 // A rendezvous that times out is ncclSystemError (the root's verdict) or ncclRemoteError (the

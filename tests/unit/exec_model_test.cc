@@ -20,7 +20,7 @@ namespace {
 
 using baton::ExecCtx;
 using baton::waitAtLeast;
-using baton_test::secondsSince;
+using bt::secondsSince;
 using Clock = std::chrono::steady_clock;
 
 ExecCtx makeCtx(const volatile int* abortFlag = nullptr, uint64_t timeoutNs = 0) {

@@ -13,7 +13,7 @@
 
 namespace {
 
-using baton_test::ScopedEnv;
+using bt::ScopedEnv;
 
 // Every variable any launcher uses, unset, so the host environment (a CI under Slurm) cannot leak in.
 struct CleanLaunchEnv {
@@ -42,7 +42,7 @@ TEST(LaunchEnv, EachLauncherAndPrecedence) {
       EXPECT_STREQ(li.launcher, "none");
     }
     ScopedEnv r("SLURM_PROCID", "3"), s("SLURM_STEP_NUM_TASKS", "8"), l("SLURM_LOCALID", "1");
-    ASSERT_EQ(batonGetLaunchInfo(&li), ncclSuccess) << baton_test::lastError();
+    ASSERT_EQ(batonGetLaunchInfo(&li), ncclSuccess) << bt::lastError();
     EXPECT_EQ(li.rank, 3);
     EXPECT_EQ(li.nranks, 8);
     EXPECT_EQ(li.localRank, 1);
@@ -74,22 +74,22 @@ TEST(LaunchEnv, BadValuesNameTheVariable) {
   {
     ScopedEnv r("OMPI_COMM_WORLD_RANK", "2"), s("OMPI_COMM_WORLD_SIZE", "2");
     EXPECT_EQ(batonGetLaunchInfo(&li), ncclInvalidArgument);
-    EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"OMPI_COMM_WORLD_RANK=2", "OMPI_COMM_WORLD_SIZE=2"}));
+    EXPECT_TRUE(bt::messageHas(bt::lastError(), {"OMPI_COMM_WORLD_RANK=2", "OMPI_COMM_WORLD_SIZE=2"}));
   }
   {
     ScopedEnv r("SLURM_PROCID", "x1"), s("SLURM_STEP_NUM_TASKS", "2");
     EXPECT_EQ(batonGetLaunchInfo(&li), ncclInvalidArgument);
-    EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"SLURM_PROCID=\"x1\""}));
+    EXPECT_TRUE(bt::messageHas(bt::lastError(), {"SLURM_PROCID=\"x1\""}));
   }
   {
     ScopedEnv r("PMI_RANK", "0");  // a rank without a size
     EXPECT_EQ(batonGetLaunchInfo(&li), ncclInvalidArgument);
-    EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"PMI_SIZE", "not set"}));
+    EXPECT_TRUE(bt::messageHas(bt::lastError(), {"PMI_SIZE", "not set"}));
   }
   {
     ScopedEnv r("BATON_RANK", "0"), s("BATON_NRANKS", "0");
     EXPECT_EQ(batonGetLaunchInfo(&li), ncclInvalidArgument);
-    EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"BATON_NRANKS=0"}));
+    EXPECT_TRUE(bt::messageHas(bt::lastError(), {"BATON_NRANKS=0"}));
   }
 }
 
@@ -101,9 +101,9 @@ TEST(LaunchEnv, InitFromEnv) {
   {
     ScopedEnv r("SLURM_PROCID", "0"), s("SLURM_STEP_NUM_TASKS", "2");
     EXPECT_EQ(batonCommInitFromEnv(&comm, nullptr), ncclInvalidArgument);
-    EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"slurm", "2 processes", "NCCL_COMM_ID"}));
+    EXPECT_TRUE(bt::messageHas(bt::lastError(), {"slurm", "2 processes", "NCCL_COMM_ID"}));
   }
-  ASSERT_EQ(batonCommInitFromEnv(&comm, nullptr), ncclSuccess) << baton_test::lastError();  // a single process
+  ASSERT_EQ(batonCommInitFromEnv(&comm, nullptr), ncclSuccess) << bt::lastError();  // a single process
   int n = 0, r = -1;
   EXPECT_EQ(ncclCommCount(comm, &n), ncclSuccess);
   EXPECT_EQ(ncclCommUserRank(comm, &r), ncclSuccess);

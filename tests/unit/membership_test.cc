@@ -21,7 +21,7 @@
 
 namespace {
 
-using baton_test::secondsSince;
+using bt::secondsSince;
 
 std::vector<ncclComm_t> initAll(int n) {
   std::vector<ncclComm_t> comms(n, nullptr);
@@ -125,7 +125,7 @@ TEST(Revoke, PeersStuckWaitingOnTheRevokedRankStopAndSayWhy) {
   EXPECT_LT(secondsSince(t0), 2.0) << "nobody waits for BATON_WAIT_TIMEOUT";
   for (int r : {0, 1, 3}) {
     EXPECT_EQ(res[r], ncclRemoteError) << "rank " << r << ": " << msg[r];
-    EXPECT_TRUE(baton_test::messageHas(msg[r], {"failed (its communicator stopped)"})) << "rank " << r;
+    EXPECT_TRUE(bt::messageHas(msg[r], {"failed (its communicator stopped)"})) << "rank " << r;
   }
   for (auto c : comms) EXPECT_EQ(ncclCommAbort(c), ncclSuccess);
 }

@@ -28,7 +28,7 @@ using baton::NetListenComm;
 using baton::NetRecvComm;
 using baton::NetRequest;
 using baton::NetSendComm;
-using baton_test::ScopedEnv;
+using bt::ScopedEnv;
 
 struct Pair {
   NetSendComm* send = nullptr;
@@ -281,7 +281,7 @@ TEST(NetSocketErrors, UnreachablePeerFailsWithinTheTimeoutNamingIt) {
                  << " (a transparent proxy?); tests/net/multihost_test.sh checks an unreachable peer in its namespaces";
   }
   EXPECT_EQ(res, ncclRemoteError);
-  EXPECT_LT(baton_test::secondsSince(t0), 5.0);
+  EXPECT_LT(bt::secondsSince(t0), 5.0);
   EXPECT_NE(std::string(baton::lastError()).find("cannot connect to peer " + target), std::string::npos)
       << baton::lastError();
 }

@@ -17,7 +17,7 @@
 
 namespace {
 
-using baton_test::ScopedEnv;
+using bt::ScopedEnv;
 
 struct NetOnly {
   ScopedEnv p2p{"NCCL_P2P_DISABLE", "1"};
@@ -41,15 +41,15 @@ TEST(NetTransport, PeerAbortBecomesTheSurvivorsAsyncErrorNamingIt) {
   ASSERT_EQ(ncclCommAbort(comms[1]), ncclSuccess);  // no goodbye: the connections just end
   ncclResult_t async = ncclSuccess;
   const auto t0 = std::chrono::steady_clock::now();
-  while (async == ncclSuccess && baton_test::secondsSince(t0) < 10) {
+  while (async == ncclSuccess && bt::secondsSince(t0) < 10) {
     ASSERT_EQ(ncclCommGetAsyncError(comms[0], &async), ncclSuccess);
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   EXPECT_EQ(async, ncclRemoteError) << "the survivor's proxy should see the end of its peer's connection while idle";
-  EXPECT_LT(baton_test::secondsSince(t0), 2.0);
+  EXPECT_LT(bt::secondsSince(t0), 2.0);
   EXPECT_EQ(ncclAllReduce(a.data(), a.data(), a.size(), ncclFloat, ncclSum, comms[0], nullptr), ncclRemoteError);
   const std::string msg = ncclGetLastError(comms[0]);
-  EXPECT_TRUE(baton_test::messageHas(msg, {"error state", "rank 1", "closed by the peer"})) << msg;
+  EXPECT_TRUE(bt::messageHas(msg, {"error state", "rank 1", "closed by the peer"})) << msg;
   EXPECT_EQ(ncclCommAbort(comms[0]), ncclSuccess);
 }
 
@@ -76,7 +76,7 @@ TEST(NetTransport, UnknownNcclNetIsNamed) {
   ScopedEnv net("NCCL_NET", "Carrier-Pigeon");
   ncclComm_t comms[2] = {nullptr, nullptr};
   EXPECT_NE(ncclCommInitAll(comms, 2, nullptr), ncclSuccess);
-  EXPECT_TRUE(baton_test::messageHas(ncclGetLastError(nullptr), {"NCCL_NET='Carrier-Pigeon'", "Socket", "IB"}))
+  EXPECT_TRUE(bt::messageHas(ncclGetLastError(nullptr), {"NCCL_NET='Carrier-Pigeon'", "Socket", "IB"}))
       << ncclGetLastError(nullptr);
 }
 
@@ -87,7 +87,7 @@ TEST(NetTransport, NcclNetIbWithoutADeviceSaysSo) {
   baton::NetBackend* chosen = nullptr;
   ScopedEnv net("NCCL_NET", "IB");
   EXPECT_EQ(baton::selectNetBackend(&chosen), ncclSystemError);
-  EXPECT_TRUE(baton_test::messageHas(baton::lastError(), {"NCCL_NET='IB'", "no device"})) << baton::lastError();
+  EXPECT_TRUE(bt::messageHas(baton::lastError(), {"NCCL_NET='IB'", "no device"})) << baton::lastError();
 }
 
 // The InfiniBand back-end on its first device, talking to itself (a queue pair to the same port).

@@ -14,7 +14,7 @@
 #include "misc/socket.h"
 #include "unit/unit_helpers.h"
 
-namespace baton_test {
+namespace bt {
 
 // The 12 bytes every bootstrap connection starts with.
 struct __attribute__((packed)) Handshake {
@@ -44,4 +44,4 @@ inline bool closedByPeer(int fd, double seconds) {
   return false;
 }
 
-}  // namespace baton_test
+}  // namespace bt

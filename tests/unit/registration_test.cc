@@ -22,7 +22,7 @@
 
 namespace {
 
-using baton_test::lastError;
+using bt::lastError;
 
 int openFds() {
   int n = 0;

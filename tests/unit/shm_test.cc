@@ -27,8 +27,8 @@ extern char** environ;
 
 namespace {
 
-using baton_test::lastError;
-using baton_test::ScopedEnv;
+using bt::lastError;
+using bt::ScopedEnv;
 
 const char* kHelperEnv = "BATON_SHM_TEST_HELPER";
 

@@ -65,7 +65,7 @@ TEST(SymmetricPlan, FindsTheWindowsAndTheOffsetsOnARealCommunicator) {
   constexpr int n = 2;
   constexpr size_t kBytes = 1 << 20;
   std::vector<ncclComm_t> c(n);
-  ASSERT_EQ(ncclCommInitAll(c.data(), n, nullptr), ncclSuccess) << baton_test::lastError();
+  ASSERT_EQ(ncclCommInitAll(c.data(), n, nullptr), ncclSuccess) << bt::lastError();
   std::vector<char*> mem(n);
   std::vector<ncclWindow_t> win(n);
   for (int r = 0; r < n; ++r) ASSERT_NCCL_OK(ncclMemAlloc(reinterpret_cast<void**>(&mem[r]), kBytes));

@@ -22,7 +22,7 @@ namespace {
 
 using baton::XmlNode;
 
-using baton_test::all;
+using bt::all;
 
 // A two-socket machine as hwloc XML (read through HWLOC_XMLFILE), 20 CPUs per socket so affinity
 // masks span two words: socket 0 has a PCIe switch with a GPU and a ConnectX NIC, and an NVMe drive
@@ -93,7 +93,7 @@ TEST(TopoDiscoverFixture, TwoSocketMachine) {
   for (auto& d : rdma) d.rdma = true, d.maxConn = 131072, d.speedMbps = 200000, d.guid = 0x1234;
   ncclResult_t r;
   {
-    baton_test::ScopedEnv xml("HWLOC_XMLFILE", path);
+    bt::ScopedEnv xml("HWLOC_XMLFILE", path);
     r = baton::discover::buildFromHwloc(rdma, &m);
   }
   unlink(path);
@@ -139,7 +139,7 @@ TEST(TopoDiscoverFixture, TwoSocketMachine) {
   const XmlNode* orphan = cpus[0]->child("nic");
   ASSERT_TRUE(orphan && orphan->child("net"));
   EXPECT_EQ(orphan->child("net")->attrOr("name", ""), "mlx5_9");
-  EXPECT_TRUE(baton_test::messageHas(m.notes, {"2 NUMA nodes", "GPUs: 2", "mlx5_9", "4 of 5"}));
+  EXPECT_TRUE(bt::messageHas(m.notes, {"2 NUMA nodes", "GPUs: 2", "mlx5_9", "4 of 5"}));
 }
 
 // Without hwloc: one cpu that covers this process's CPUs, the RDMA ports hanging from it.
@@ -167,7 +167,7 @@ TEST(TopoDiscoverFixture, FallbackWithoutHwloc) {
   }
   ASSERT_TRUE(cpus[0]->child("nic") && cpus[0]->child("nic")->child("net"));
   EXPECT_EQ(cpus[0]->child("nic")->child("net")->attrOr("name", ""), "mlx5_0");
-  EXPECT_TRUE(baton_test::messageHas(m.notes, {"hwloc: topology unavailable"}));
+  EXPECT_TRUE(bt::messageHas(m.notes, {"hwloc: topology unavailable"}));
 }
 
 // Two ranks of one host, each with its own GPU under a shared switch, plus one GPU both see.
@@ -241,7 +241,7 @@ TEST(TopoFuse, KeepsDistinctNumaNodesAndRejectsNonSystem) {
   XmlNode notSystem;
   notSystem.name = "cpu";
   EXPECT_EQ(baton::topoFuseXml(into.get(), notSystem), ncclInvalidArgument);
-  EXPECT_TRUE(baton_test::messageHas(baton::lastError(), {"<system>", "<cpu>"}));
+  EXPECT_TRUE(bt::messageHas(baton::lastError(), {"<system>", "<cpu>"}));
 }
 
 }  // namespace

@@ -38,7 +38,7 @@ std::unique_ptr<XmlNode> discover(std::string* notes = nullptr) {
   return sys;
 }
 
-using baton_test::all;
+using bt::all;
 
 // "ffffffff,00000003" -> the CPU numbers whose bits are set.
 std::set<int> cpusOfMask(const std::string& mask) {
@@ -116,7 +116,7 @@ TEST(TopoDiscover, NotesNameHwlocVersionAndIbverbsCount) {
   std::string notes;
   discover(&notes);
   std::cout << "discovery notes:\n" << notes;
-  EXPECT_TRUE(baton_test::messageHas(notes, {"hwloc 2.", "NUMA node", "libibverbs: ", "RDMA device", "NVML: "}));
+  EXPECT_TRUE(bt::messageHas(notes, {"hwloc 2.", "NUMA node", "libibverbs: ", "RDMA device", "NVML: "}));
   int n = ibverbsDeviceCount();
   EXPECT_NE(notes.find("libibverbs: " + std::to_string(n) + " RDMA device"), std::string::npos);
 }

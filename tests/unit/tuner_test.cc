@@ -13,11 +13,11 @@
 namespace {
 
 using namespace baton;
-using baton_test::ScopedEnv;
+using bt::ScopedEnv;
 
 AlgoProtoMask parse(const char* algo, const char* proto) {
   AlgoProtoMask m;
-  EXPECT_EQ(parseAlgoProtoEnv(algo, proto, &m), ncclSuccess) << baton_test::lastError();
+  EXPECT_EQ(parseAlgoProtoEnv(algo, proto, &m), ncclSuccess) << bt::lastError();
   return m;
 }
 
@@ -47,11 +47,11 @@ TEST(Tuner, ProtoListsNegationAndPerFunctionSections) {
 TEST(Tuner, BadNamesAreErrorsThatNameThem) {
   AlgoProtoMask m;
   EXPECT_EQ(parseAlgoProtoEnv(nullptr, "LL,Fast", &m), ncclInvalidArgument);
-  EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"NCCL_PROTO", "'Fast'"}));
+  EXPECT_TRUE(bt::messageHas(bt::lastError(), {"NCCL_PROTO", "'Fast'"}));
   EXPECT_EQ(parseAlgoProtoEnv("Rnig", nullptr, &m), ncclInvalidArgument);
-  EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"NCCL_ALGO", "'Rnig'"}));
+  EXPECT_TRUE(bt::messageHas(bt::lastError(), {"NCCL_ALGO", "'Rnig'"}));
   EXPECT_EQ(parseAlgoProtoEnv(nullptr, "alltoall:LL", &m), ncclInvalidArgument);
-  EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"NCCL_PROTO", "'alltoall'"}));
+  EXPECT_TRUE(bt::messageHas(bt::lastError(), {"NCCL_PROTO", "'alltoall'"}));
 }
 
 TEST(Tuner, CommInitRejectsABadProtoAndCollectivesRejectAnEmptyChoice) {
@@ -59,16 +59,16 @@ TEST(Tuner, CommInitRejectsABadProtoAndCollectivesRejectAnEmptyChoice) {
     ScopedEnv env("NCCL_PROTO", "LL,Bogus");
     ncclComm_t c = nullptr;
     EXPECT_EQ(ncclCommInitAll(&c, 1, nullptr), ncclInvalidArgument);
-    EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"NCCL_PROTO", "'Bogus'"}));
+    EXPECT_TRUE(bt::messageHas(bt::lastError(), {"NCCL_PROTO", "'Bogus'"}));
   }
   ScopedEnv env("NCCL_ALGO", "Tree");  // trees are for AllReduce only, as in NCCL
   ncclComm_t c = nullptr;
-  ASSERT_EQ(ncclCommInitAll(&c, 1, nullptr), ncclSuccess) << baton_test::lastError();
+  ASSERT_EQ(ncclCommInitAll(&c, 1, nullptr), ncclSuccess) << bt::lastError();
   float x = 1, y = 0;
-  EXPECT_EQ(ncclAllReduce(&x, &y, 1, ncclFloat, ncclSum, c, nullptr), ncclSuccess) << baton_test::lastError();
+  EXPECT_EQ(ncclAllReduce(&x, &y, 1, ncclFloat, ncclSum, c, nullptr), ncclSuccess) << bt::lastError();
   EXPECT_EQ(y, 1.0f);
   EXPECT_EQ(ncclBroadcast(&x, &y, 1, ncclFloat, 0, c, nullptr), ncclInvalidUsage);
-  EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"NCCL_ALGO", "no algorithm/protocol"}));
+  EXPECT_TRUE(bt::messageHas(bt::lastError(), {"NCCL_ALGO", "no algorithm/protocol"}));
   EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
 }
 
@@ -133,7 +133,7 @@ TEST(Tuner, TheGpuTableChoosesPerSizeAmongWhatTheCommunicatorHas) {
   // at a sixth of the bandwidth: LL up to where the bandwidth term catches up, Simple beyond.
   ASSERT_EQ(parseTuningText("gpu Ring LL 0 0.5 64\ngpu Ring Simple 0 3.4 384\ngpu Tree LL 0 0.5 64\n", "test", &m),
             ncclSuccess)
-      << baton_test::lastError();
+      << bt::lastError();
   ASSERT_EQ(chooseGpuAlgoProto(m, all, false, kFuncAllReduce, 8, 1, 8, &c), ncclSuccess);
   EXPECT_EQ(c.proto, kProtoLL);
   EXPECT_NEAR(c.us, 14 * 0.5 + 8 / (1e3 * 64 * 8 / 14.0), 1e-6);
@@ -152,7 +152,7 @@ TEST(Tuner, TheGpuTableChoosesPerSizeAmongWhatTheCommunicatorHas) {
   // NCCL_ALGO=Tree on a communicator without trees leaves AllReduce nothing, which names the
   // variables; with trees it is the tree.
   EXPECT_EQ(chooseGpuAlgoProto(m, parse("Tree", nullptr), false, kFuncAllReduce, 4, 1, 8, &c), ncclInvalidUsage);
-  EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"NCCL_ALGO"}));
+  EXPECT_TRUE(bt::messageHas(bt::lastError(), {"NCCL_ALGO"}));
   ASSERT_EQ(chooseGpuAlgoProto(m, parse("Tree", nullptr), true, kFuncAllReduce, 4, 1, 8, &c), ncclSuccess);
   EXPECT_EQ(c.algo, kAlgoTree);
 }
@@ -172,10 +172,10 @@ TEST(Tuner, FitLineRecoversLatencyAndBandwidth) {
   EXPECT_NEAR(bw, 50, 1e-6);
   us[4] = -1;
   EXPECT_EQ(batonTunerFitLine(bytes, us, 5, &lat, &bw), ncclInvalidArgument);
-  EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"1 usable points of 5"}));
+  EXPECT_TRUE(bt::messageHas(bt::lastError(), {"1 usable points of 5"}));
   EXPECT_EQ(batonTunerFitLine(nullptr, us, 5, &lat, &bw), ncclInvalidArgument);
   EXPECT_EQ(batonTunerFitLine(nullptr, nullptr, 0, &lat, &bw), ncclInvalidArgument);
-  EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"n = 0"}));
+  EXPECT_TRUE(bt::messageHas(bt::lastError(), {"n = 0"}));
   // Points whose line would start below zero: the latency is held at 0, the bandwidth still fits.
   const size_t b2[] = {1000, 2000};
   const double t2[] = {10, 30};  // the line through them starts at -10 us
@@ -196,7 +196,7 @@ TEST(Tuner, TuningFileRoundTrip) {
     for (double& c : row) c = 1.5;
   ASSERT_EQ(batonTunerWriteFile(path.c_str(), "shm", base, hop, bw, corr, "a test\ntwo lines"), ncclSuccess);
   TuningModel m = defaultTuningModel();
-  ASSERT_EQ(loadTuningFile(path, &m), ncclSuccess) << baton_test::lastError();
+  ASSERT_EQ(loadTuningFile(path, &m), ncclSuccess) << bt::lastError();
   EXPECT_FLOAT_EQ(m.cost[kPathShm][kAlgoRing][kProtoLL128].hopUs, 0.2f);
   EXPECT_FLOAT_EQ(m.cost[kPathShm][kAlgoRing][kProtoSimple].busBwGBs, 14.0f);
   EXPECT_FLOAT_EQ(m.cost[kPathShm][kAlgoRing][kProtoLL].baseUs, 0.5f);
@@ -206,18 +206,18 @@ TEST(Tuner, TuningFileRoundTrip) {
   const double bw2[3] = {3, 30, 40};
   ASSERT_EQ(batonTunerWriteFile(path.c_str(), "direct", base, hop, bw2, nullptr, nullptr), ncclSuccess);
   m = defaultTuningModel();
-  ASSERT_EQ(loadTuningFile(path, &m), ncclSuccess) << baton_test::lastError();
+  ASSERT_EQ(loadTuningFile(path, &m), ncclSuccess) << bt::lastError();
   EXPECT_FLOAT_EQ(m.cost[kPathShm][kAlgoRing][kProtoSimple].busBwGBs, 14.0f);
   EXPECT_FLOAT_EQ(m.cost[kPathDirect][kAlgoRing][kProtoSimple].busBwGBs, 40.0f);
   EXPECT_FLOAT_EQ(m.cost[kPathDirect][kAlgoRing][kProtoLL].corr[7], 1.0f);
   ASSERT_EQ(batonTunerWriteFileAlgo(path.c_str(), "gpu", BATON_ALGO_TREE, base, hop, bw2, nullptr, nullptr),
             ncclSuccess);
   m = defaultTuningModel();
-  ASSERT_EQ(loadTuningFile(path, &m), ncclSuccess) << baton_test::lastError();
+  ASSERT_EQ(loadTuningFile(path, &m), ncclSuccess) << bt::lastError();
   EXPECT_FLOAT_EQ(m.cost[kPathGpu][kAlgoTree][kProtoLL128].busBwGBs, 30.0f);
   EXPECT_FLOAT_EQ(m.cost[kPathDirect][kAlgoRing][kProtoSimple].busBwGBs, 40.0f);
   EXPECT_EQ(batonTunerWriteFile(path.c_str(), "nvlink", base, hop, bw2, nullptr, nullptr), ncclInvalidArgument);
-  EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"pathKind 'nvlink'"}));
+  EXPECT_TRUE(bt::messageHas(bt::lastError(), {"pathKind 'nvlink'"}));
   ScopedEnv env("BATON_TUNING_FILE", path.c_str());
   ncclComm_t c = nullptr;
   ASSERT_EQ(ncclCommInitAll(&c, 1, nullptr), ncclSuccess);
@@ -237,9 +237,9 @@ TEST(Tuner, AlltoAllCalibrationInTheTuningFile) {
   ASSERT_EQ(batonTunerWriteFileAlltoAll(path.c_str(), 4, 4096, nullptr), ncclSuccess);
   ASSERT_EQ(batonTunerWriteFileAlltoAll(path.c_str(), 8, 131072, nullptr), ncclSuccess);  // replaces 8's
   EXPECT_EQ(batonTunerWriteFileAlltoAll(path.c_str(), 1, 64, nullptr), ncclInvalidArgument);
-  EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), {"nRanks 1"}));
+  EXPECT_TRUE(bt::messageHas(bt::lastError(), {"nRanks 1"}));
   TuningModel m = defaultTuningModel();
-  ASSERT_EQ(loadTuningFile(path, &m), ncclSuccess) << baton_test::lastError();
+  ASSERT_EQ(loadTuningFile(path, &m), ncclSuccess) << bt::lastError();
   EXPECT_FLOAT_EQ(m.cost[kPathShm][kAlgoRing][kProtoSimple].busBwGBs, 14.0f);
   ASSERT_EQ(m.nAlltoAll, 2);
   EXPECT_EQ(alltoallCalibrationFor(m, 8)->bruckBytes, 131072u);
@@ -314,7 +314,7 @@ TEST(Tuner, MalformedTuningFilesNameTheLine) {
     std::ofstream(path) << k.text;
     TuningModel m = defaultTuningModel();
     EXPECT_EQ(loadTuningFile(path, &m), ncclInvalidArgument) << k.text;
-    EXPECT_TRUE(baton_test::messageHas(baton_test::lastError(), k.needles)) << k.text;
+    EXPECT_TRUE(bt::messageHas(bt::lastError(), k.needles)) << k.text;
     EXPECT_EQ(std::string(m.source), "built-in");  // untouched
   }
   // A communicator with a broken file warns and uses the built-in model.

@@ -16,7 +16,7 @@
 
 #include "nccl.h"
 
-namespace baton_test {
+namespace bt {
 
 // Sets (or, with nullptr, unsets) an environment variable; restores the previous value on scope
 // exit. Only use it while no library thread of this test is running: setenv is not thread-safe.
@@ -57,15 +57,15 @@ inline ::testing::AssertionResult messageHas(const std::string& msg, std::initia
 #define EXPECT_NCCL_ERR(call, code, ...)                                              \
   do {                                                                                \
     const ncclResult_t r_ = (call);                                                   \
-    const std::string m_ = ::baton_test::lastError();                                 \
+    const std::string m_ = ::bt::lastError();                                 \
     EXPECT_EQ(r_, (code)) << #call << " -> " << ncclGetErrorString(r_) << ": " << m_; \
-    EXPECT_TRUE(::baton_test::messageHas(m_, {__VA_ARGS__})) << #call;                \
+    EXPECT_TRUE(::bt::messageHas(m_, {__VA_ARGS__})) << #call;                \
   } while (0)
 
 #define ASSERT_NCCL_OK(call)                                                                                      \
   do {                                                                                                            \
     const ncclResult_t r_ = (call);                                                                               \
-    ASSERT_EQ(r_, ncclSuccess) << #call << " -> " << ncclGetErrorString(r_) << ": " << ::baton_test::lastError(); \
+    ASSERT_EQ(r_, ncclSuccess) << #call << " -> " << ncclGetErrorString(r_) << ": " << ::bt::lastError(); \
   } while (0)
 
 // A TCP port on 127.0.0.1 that was free a moment ago (bound, read, closed).
@@ -88,4 +88,4 @@ inline double secondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-}  // namespace baton_test
+}  // namespace bt

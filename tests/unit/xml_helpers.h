@@ -6,7 +6,7 @@
 
 #include "topo/xml.h"
 
-namespace baton_test {
+namespace bt {
 
 inline void collectXml(const baton::XmlNode& n, const std::string& name, std::vector<const baton::XmlNode*>* out) {
   if (n.name == name) out->push_back(&n);
@@ -19,4 +19,4 @@ inline std::vector<const baton::XmlNode*> all(const baton::XmlNode& root, const 
   return out;
 }
 
-}  // namespace baton_test
+}  // namespace bt
