@@ -45,6 +45,23 @@ else
   bad "-J onto an existing file"; cat "$TMP/again.txt"
 fi
 
+# -J records the environment as nccl-tests does, but never a secret's value: the names stay.
+MY_API_TOKEN=hunter2-token DB_PASSWORD=hunter2-pw aws_secret_access_key=hunter2-aws BATON_PLAIN=visible \
+  "$BIN/all_reduce_perf" -b 8 -e 8 -J "$TMP/env.json" >/dev/null 2>&1
+if python3 - "$TMP/env.json" <<'PY'
+import json, sys
+env = json.load(open(sys.argv[1]))["env"]
+want = {"MY_API_TOKEN=<redacted>", "DB_PASSWORD=<redacted>", "aws_secret_access_key=<redacted>", "BATON_PLAIN=visible"}
+missing = want - set(env)
+leaked = [e for e in env if "hunter2" in e]
+sys.exit(1 if missing or leaked else 0)
+PY
+then
+  ok "-J: secret-looking variables keep their names, their values are <redacted>"
+else
+  bad "-J leaks or drops environment entries"; grep -o '"[A-Za-z_]*\(TOKEN\|PASSWORD\|secret\|PLAIN\)[^"]*"' "$TMP/env.json"
+fi
+
 # Flags that change what is measured or printed: each shows in the output.
 run() {  # run LABEL CHECK ARGS...: runs all_reduce_perf ARGS, then CHECK (a parse invocation)
   local label=$1 check=$2

@@ -226,6 +226,9 @@ class Report {
   double avgBusBw() const { return bwCount_ ? bwSum_ / bwCount_ : 0.0; }
 };
 
+// An environment entry "NAME=value" as -J records it: the value "<redacted>" where NAME looks secret.
+std::string redactedEnvEntry(const char* entry);
+
 // -J: nccl-tests 2.19's JSON file (json_report.cc). Opened before the header; every row and the
 // footer add to it; close() writes the end time and the closing brackets.
 class JsonReport {

@@ -14,7 +14,10 @@
 //    "errors": [...], "end_time"}
 //
 // Two of nccl-tests' habits are kept because readers depend on them: booleans are the strings
-// "true"/"false", and "root" is the 6-wide text of the root column ("     0").
+// "true"/"false", and "root" is the 6-wide text of the root column ("     0"). One is not: "env"
+// keeps every variable's name, but the value of one whose name looks secret (TOKEN, SECRET,
+// PASSWORD, KEY, CREDENTIAL, in any case) is "<redacted>", since result files are shared.
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -25,6 +28,17 @@
 extern char** environ;
 
 namespace batonperf {
+
+// "NAME=value" as -J writes it: the value replaced by <redacted> when the name looks secret.
+std::string redactedEnvEntry(const char* entry) {
+  const char* eq = std::strchr(entry, '=');
+  std::string name(entry, eq ? size_t(eq - entry) : std::strlen(entry));
+  std::string upper = name;
+  for (char& c : upper) c = (char)std::toupper((unsigned char)c);
+  for (const char* word : {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL"})
+    if (upper.find(word) != std::string::npos) return name + "=<redacted>";
+  return entry;
+}
 
 bool JsonReport::open(const std::string& path, const Options& opt, int ncclVersion) {
   std::string tryPath = path;
@@ -43,7 +57,7 @@ bool JsonReport::open(const std::string& path, const Options& opt, int ncclVersi
   for (const std::string& a : opt.argv) sep(), str(a);
   std::fputc(']', f_), first_ = false;
   key("env"), std::fputc('[', f_), first_ = true;
-  for (char** e = environ; *e; ++e) sep(), str(*e);
+  for (char** e = environ; *e; ++e) sep(), str(redactedEnvEntry(*e));
   std::fputc(']', f_), first_ = false;
   key("nccl_version"), num(ncclVersion);
   return true;
