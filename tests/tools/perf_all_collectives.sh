@@ -15,6 +15,9 @@ echo "== hypercube, 4 threads"
 "$BIN/baton-perf" hypercube -t 4 -d all -b 1K -e 1M -f 32 -n 1 -w 1 -c 1
 echo "== hypercube, 4 processes"
 "$BIN/baton-run" -n 4 "$BIN/baton-perf" hypercube -b 8 -e 4M -f 8 -n 1 -w 1 -c 1
+# baton-perf --help names its other modes, so a reader of the help finds them.
+help=$("$BIN/baton-perf" --help)
+for mode in ag_gemm gemm_rs moe; do grep -q "$mode" <<<"$help" || { echo "FAIL: baton-perf --help does not name $mode"; exit 1; }; done
 # The fused operations' mode (lesson 11): every stage against the first, bit for bit (the "wrong"
 # column and the exit status), each datatype, as threads and as processes.
 for op in ag_gemm gemm_rs ag_gemm_bwd gemm_rs_bwd; do

@@ -6,6 +6,7 @@
 // thread creates all local communicators inside one group, then one thread per local rank runs the
 // sweep. These "control" communicators also carry barriers, the combining of times and #wrong, and,
 // for --compare, the broadcast of each stage's fresh unique id (the role MPI plays in nccl-tests).
+#include <strings.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -42,6 +43,12 @@ void initComms(std::vector<ncclComm_t>* comms, const ncclUniqueId& id, const Wor
   PERFCHECK(ncclGroupStart());
   for (int t = 0; t < w.nthreads; ++t) init(t);
   PERFCHECK(ncclGroupEnd());
+}
+
+// NCCL_DEBUG asks for INFO lines (INFO or TRACE, any case).
+bool infoLogging() {
+  const char* d = std::getenv("NCCL_DEBUG");
+  return d && (strcasecmp(d, "INFO") == 0 || strcasecmp(d, "TRACE") == 0);
 }
 
 void destroyComms(std::vector<ncclComm_t>* comms) {
@@ -157,6 +164,12 @@ int main(int argc, char** argv) {
     if (json.open(opt.jsonPath, opt, version)) report.setJson(&json);
   }
   if (reporter) report.header(memcpyGBs, infos);
+  if (reporter && infoLogging())
+    std::printf(
+        "# NCCL_DEBUG=%s: besides the measured operations, INFO lines show baton-perf's own small collectives on its "
+        "control communicator (the rank table's AllGather, a 1-float AllReduce as a barrier around each timing, "
+        "AllReduces of 2 doubles that agree on times and wrong elements)\n",
+        std::getenv("NCCL_DEBUG"));
   if (reporter && !opt.jsonPath.empty()) json.config(opt, w, infos);
 
   double wrong = 0;

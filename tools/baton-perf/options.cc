@@ -62,7 +62,9 @@ std::string typeNameList() {
 int parseOptions(int argc, char** argv, Options* opt) {
   CLI::App app{
       "baton-perf: nccl-tests-style bandwidth sweeps over baton's collectives.\n"
-      "Ranks = processes (BATON_NRANKS, set by baton-run) x threads (-t).",
+      "Ranks = processes (BATON_NRANKS, set by baton-run) x threads (-t).\n"
+      "Other modes, each with its own --help: baton-perf ag_gemm|gemm_rs|ag_gemm_bwd|gemm_rs_bwd (the fused\n"
+      "tensor-parallel operations, lesson 11) and baton-perf moe (MoE dispatch and combine, lesson 12).",
       "baton-perf"};
   std::string coll, minb = "32M", maxb = "32M", stepb = "1M", op = "sum", dtype = "float", compare;
   int factor = 0;

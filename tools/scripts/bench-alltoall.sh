@@ -8,7 +8,7 @@
 #   tools/scripts/bench-alltoall.sh [--per 2] --moe [BATON-PERF MOE ARGS...]   (baton-perf moe instead)
 #
 # Defaults: --per 4 (8 ranks), baton-perf's arguments -b 64 -e 1M -f 4 -n 20 -w 5 --compare
-# direct,pairwise,bruck,a2a-auto. Prints baton-perf's table (rank 0). With --calibrate, baton-perf
+# direct,pairwise,bruck,a2a-auto, each kept unless you give that flag. Prints baton-perf's table (rank 0). With --calibrate, baton-perf
 # times direct against Bruck and writes the Bruck threshold for this rank count into the tuning file
 # (BATON_TUNING_FILE, else ~/.cache/baton/tuning.txt); otherwise only a BATON_TUNING_FILE you set is
 # read (so auto runs with what a calibration wrote). Brings the
@@ -26,7 +26,18 @@ while (($#)); do
     *) ARGS+=("$1"); shift ;;
   esac
 done
-((${#ARGS[@]})) || [[ $OP == moe ]] || ARGS=(-b 64 -e 1M -f 4 -n 20 -w 5 --compare direct,pairwise,bruck,a2a-auto)
+# Each default stays unless its flag is given: `-n 5` alone still compares the four algorithms.
+if [[ $OP != moe ]]; then
+  has() { local a; for a in ${ARGS[@]+"${ARGS[@]}"}; do for f in "$@"; do [[ $a == "$f" || $a == "$f="* ]] && return 0; done; done; return 1; }
+  defaults=()
+  has -b --minbytes || defaults+=(-b 64)
+  has -e --maxbytes || defaults+=(-e 1M)
+  has -f --stepfactor || defaults+=(-f 4)
+  has -n --iters || defaults+=(-n 20)
+  has -w --warmup_iters || defaults+=(-w 5)
+  has --compare --calibrate || defaults+=(--compare direct,pairwise,bruck,a2a-auto)
+  ARGS=(${defaults[@]+"${defaults[@]}"} ${ARGS[@]+"${ARGS[@]}"})
+fi
 TUNING=${BATON_TUNING_FILE:-none}
 for a in ${ARGS[@]+"${ARGS[@]}"}; do
   [[ $a == --calibrate ]] && TUNING=${BATON_TUNING_FILE:-${XDG_CACHE_HOME:-$HOME/.cache}/baton/tuning.txt}
