@@ -107,6 +107,15 @@ ncclResult_t agreeOnSingleCopy(ncclComm* comm) {
     for (const PeerInfo& b : comm->peers)
       localProcesses |= a.hostHash == b.hostHash && a.pidHash != b.pidHash && a.pidNs == b.pidNs && a.pidNs != 0;
   if (!localProcesses || comm->tun.singleCopy == 0) return ncclSuccess;
+  // Under Yama's ptrace_scope 1 every rank lets its peers attach before any of them probes
+  // (cross_memory.h): the barrier orders every rank's prctl before every probe.
+  std::string attachNote;
+  if (!allowPeerAttach(yamaPtraceScope(), &attachNote))
+    BATON_INFO(kSubInit, "no single copies from other processes to this one: %s; AllReduces use the FIFO",
+               attachNote.c_str());
+  else if (!attachNote.empty())
+    BATON_INFO(kSubInit, "%s", attachNote.c_str());
+  BATON_CHECK(comm->bootstrap->barrier());
   std::vector<uint8_t> allowed((size_t)n * n, 0);  // [a * n + b]: a may read and write b's memory
   uint8_t* mine = &allowed[(size_t)comm->rank * n];
   for (int r = 0; r < n; ++r) {

@@ -1,6 +1,7 @@
 // Cross-memory attach between processes of one host (cross_memory.h).
 #include "register/cross_memory.h"
 
+#include <sys/prctl.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -39,13 +40,30 @@ bool writeTo(const void* self, int peer, uint64_t remote, const void* local, uin
   return pid > 0 && transfer(true, pid, const_cast<void*>(local), remote, bytes) == (int64_t)bytes;
 }
 
-std::string yamaScope() {
+}  // namespace
+
+std::string yamaPtraceScope() {
   std::ifstream f("/proc/sys/kernel/yama/ptrace_scope");
   std::string v;
   return f >> v ? v : std::string();
 }
 
-}  // namespace
+bool allowPeerAttach(const std::string& scope, std::string* note) {
+  note->clear();
+  if (scope.empty() || scope == "0") return true;  // the same user may attach already
+  if (scope != "1") {
+    *note = "kernel.yama.ptrace_scope is " + scope + ": only root (2) or no process (3) may attach, so no single copies";
+    return false;
+  }
+  if (prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0) != 0) {
+    *note = std::string("kernel.yama.ptrace_scope is 1 and prctl(PR_SET_PTRACER_ANY) failed: ") + strerror(errno);
+    return false;
+  }
+  *note =
+      "kernel.yama.ptrace_scope is 1: this process lets processes of its user attach (PR_SET_PTRACER_ANY, as Open "
+      "MPI's CMA does) so local ranks can single-copy; BATON_SINGLE_COPY=0 leaves it";
+  return true;
+}
 
 uint64_t crossMemoryProbeAddress() { return reinterpret_cast<uintptr_t>(&probeWord); }
 
@@ -57,7 +75,7 @@ bool crossMemoryProbe(int pid, uint64_t addr, std::string* why) {
     return false;
   }
   *why = std::string("process_vm_readv: ") + strerror(errno);
-  const std::string scope = yamaScope();
+  const std::string scope = yamaPtraceScope();
   if (errno == EPERM && !scope.empty() && scope != "0")
     *why += " (kernel.yama.ptrace_scope is " + scope + "; 0 allows it between processes of one user)";
   return false;

@@ -20,6 +20,18 @@ uint64_t crossMemoryProbeAddress();
 // right; else `why` says what failed (errno text, and Yama's setting when it is the likely cause).
 bool crossMemoryProbe(int pid, uint64_t addr, std::string* why);
 
+// Yama's kernel.yama.ptrace_scope ("" where the kernel has no Yama).
+std::string yamaPtraceScope();
+
+// Under Yama's ptrace_scope 1 (Ubuntu's default) a process may attach only to its descendants, so
+// sibling ranks (started by baton-run or mpirun) may not single-copy from each other. As Open MPI's
+// CMA support does, a process about to probe its local peers then lets any process of its own user
+// attach (prctl PR_SET_PTRACER_ANY): the protection Yama adds against other processes of the same
+// user is given up for this process, which scope 0 never had. BATON_SINGLE_COPY=0 never asks.
+// Scope 2 and 3 cannot be helped. Returns whether single copies can work under `scope` after this
+// call, and says in `note` what was done or why not (for the INFO line).
+bool allowPeerAttach(const std::string& scope, std::string* note);
+
 // For device code (CollArgs::peerCopy): single copies to and from rank r's process, pids by rank.
 PeerCopy crossMemoryPeerCopy(const int32_t* pidsByRank);
 
