@@ -5,6 +5,7 @@
 #include <nccl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #define CHECK(call)                                                                                        \
@@ -68,6 +69,39 @@ static inline double measureAllReduce(int n, size_t count, int* wrong) {
   free(out);
   free(comms);
   return t;
+}
+
+/* Bytes that crossed each rank's FIFOs, in plus out, as the library's primitives recorded them in
+ * the BATON_TRACE timeline at `path` (written when the communicators are destroyed): one event per
+ * FIFO step, {"name":"recvReduceCopy","cat":"step",...,"pid":R+1,...,"bytes":B}; a step whose
+ * primitive receives ("recv...") brought B bytes in, one that sends ("...send") took B out. Fills
+ * bytes[0..n) and returns 1, or 0 if the file cannot be read. */
+static inline int traceBytesByRank(const char* path, int n, double* bytes) {
+  FILE* f = fopen(path, "r");
+  if (!f) return 0;
+  fseek(f, 0, SEEK_END);
+  long size = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char* text = (char*)malloc((size_t)size + 1);
+  size_t got = fread(text, 1, (size_t)size, f);
+  fclose(f);
+  text[got] = 0;
+  for (int r = 0; r < n; ++r) bytes[r] = 0;
+  for (char* at = strstr(text, "{\"name\":\""); at; at = strstr(at + 1, "{\"name\":\"")) {
+    char* end = strchr(at, '}');
+    if (!end || !strstr(at, "\"cat\":\"step\"") || strstr(at, "\"cat\":\"step\"") > end) continue;
+    char name[64] = "";
+    sscanf(at, "{\"name\":\"%63[^\"]", name);
+    char* pid = strstr(at, "\"pid\":");
+    char* b = strstr(at, "\"bytes\":");
+    if (!pid || !b) continue;
+    int rank = atoi(pid + 6) - 1;
+    double stepBytes = strtod(b + 8, NULL);
+    int in = strstr(name, "recv") != NULL, out = strstr(name, "send") != NULL || strstr(name, "Send") != NULL;
+    if (rank >= 0 && rank < n) bytes[rank] += stepBytes * (in + out);
+  }
+  free(text);
+  return 1;
 }
 
 #endif
