@@ -120,8 +120,9 @@ BATON_HD void symFold(ExecCtx& ctx, const Op& op, const void* const* ins, int nI
   size_t first = 0;  // elements folded by the tile loop; the rest one at a time
   if constexpr (kTileBytes == 16) {
     constexpr size_t V = 16 / sizeof(T);
-    struct alignas(16) Vec {
-      T e[V];
+    struct alignas(16) Vec {  // 16 bytes moved as two words (one 128-bit load or store), read as V elements
+      uint64_t w[2];
+      BATON_HD T* e() { return reinterpret_cast<T*>(w); }
     };
     uintptr_t addrs = 0;
     for (int r = 0; r < nIns; ++r) addrs |= reinterpret_cast<uintptr_t>(static_cast<const T*>(ins[r]) + inOff);
@@ -130,7 +131,7 @@ BATON_HD void symFold(ExecCtx& ctx, const Op& op, const void* const* ins, int nI
       const size_t nv = n / V;
       for (size_t v = tid; v < nv; v += nt) {
         Vec acc, buf;
-        symFoldTile<T>(op, ins, nIns, inOff + v * V, acc.e, buf.e, V, [](T* b, const T* src, size_t) -> const T* {
+        symFoldTile<T>(op, ins, nIns, inOff + v * V, acc.e(), buf.e(), V, [](T* b, const T* src, size_t) -> const T* {
           *reinterpret_cast<Vec*>(b) = *reinterpret_cast<const Vec*>(src);
           return b;
         });
