@@ -51,17 +51,10 @@ BATON_HD bool takesDirect(const CollArgs& a) {
   return P::id == kProtoSimple && a.direct && a.ring.nRanks > 1;
 }
 
-// AllReduce, Reduce and ReduceScatter on elements of T with operator `op`, in protocol P.
+// The ring and tree bodies of AllReduce, Reduce and ReduceScatter on elements of T with operator
+// `op`, in protocol P (the simulator calls this with its recording protocols).
 template <typename T, typename P, typename Op, typename Paths = CpuPaths>
 BATON_HD void runReducingColl(ExecCtx& ctx, const CollArgs& a, const Op& op) {
-  constexpr size_t kTile = Paths::kSymTileBytes;
-  if constexpr (Paths::kHostOnly) {
-    if (a.func == kFuncAllReduce && a.algo == kAlgoNaive) return runNaiveAllReduce<T>(ctx, a, op);
-    if (a.func == kFuncAllReduce && a.algo == kAlgoOneShot) return runOneShotAllReduce<T>(ctx, a, op);
-  }
-  if (a.func == kFuncAllReduce && a.algo == kAlgoSymOneShot) return runSymAllReduceOneShot<T, kTile>(ctx, a, op);
-  if (a.func == kFuncAllReduce && a.algo == kAlgoSymTwoShot) return runSymAllReduceTwoShot<T, kTile>(ctx, a, op);
-  if (a.func == kFuncReduceScatter && a.algo == kAlgoSymLoad) return runSymReduceScatter<T, kTile>(ctx, a, op);
   if (!blockStepsUsable<T, P>(ctx, a)) return;
   if constexpr (Paths::kHostOnly) {
     if (a.algo != kAlgoTree && takesDirect<P>(a)) {
@@ -82,13 +75,27 @@ BATON_HD void runReducingColl(ExecCtx& ctx, const CollArgs& a, const Op& op) {
   }
 }
 
-// AllGather and Broadcast: they only move data, so they run on bytes whatever the datatype. Stores
-// into windows (AllGather, and the CUDA backend's AlltoAll, which its launch calls an AllGather).
+// AllReduce, Reduce and ReduceScatter: what a kernel of either backend runs. The bodies that use no
+// FIFO protocol (naive and one-shot, which pick their own; the symmetric ones) come first, so the
+// three protocols' instances below share one copy of them.
+template <typename T, typename Op, typename Paths = CpuPaths>
+BATON_HD void runReducing(ExecCtx& ctx, const CollArgs& a, const Op& op) {
+  constexpr size_t kTile = Paths::kSymTileBytes;
+  if constexpr (Paths::kHostOnly) {
+    if (a.func == kFuncAllReduce && a.algo == kAlgoNaive) return runNaiveAllReduce<T>(ctx, a, op);
+    if (a.func == kFuncAllReduce && a.algo == kAlgoOneShot) return runOneShotAllReduce<T>(ctx, a, op);
+  }
+  if (a.func == kFuncAllReduce && a.algo == kAlgoSymOneShot) return runSymAllReduceOneShot<T, kTile>(ctx, a, op);
+  if (a.func == kFuncAllReduce && a.algo == kAlgoSymTwoShot) return runSymAllReduceTwoShot<T, kTile>(ctx, a, op);
+  if (a.func == kFuncReduceScatter && a.algo == kAlgoSymLoad) return runSymReduceScatter<T, kTile>(ctx, a, op);
+  withProto(a.proto, [&](auto proto) { runReducingColl<T, decltype(proto), Op, Paths>(ctx, a, op); });
+}
+
+// The ring bodies of AllGather and Broadcast, in protocol P: they only move data, so they run on
+// bytes whatever the datatype.
 template <typename P, typename Paths = CpuPaths>
 BATON_HD void runMovingColl(ExecCtx& ctx, const CollArgs& a) {
   const OpSum<uint8_t> none{};
-  if (a.func == kFuncAllGather && (a.algo == kAlgoSymStore || a.algo == kAlgoSymAlltoAll))
-    return runSymAllGather(ctx, a);
   if (!blockStepsUsable<uint8_t, P>(ctx, a)) return;
   if constexpr (Paths::kHostOnly) {
     if (takesDirect<P>(a)) {
@@ -99,6 +106,15 @@ BATON_HD void runMovingColl(ExecCtx& ctx, const CollArgs& a) {
   }
   if (a.func == kFuncAllGather) runRingAllGather<uint8_t, P>(ctx, a, none);
   else runRingBroadcast<uint8_t, P>(ctx, a, none);
+}
+
+// AllGather and Broadcast: what a kernel of either backend runs. Stores into windows first
+// (AllGather, and the CUDA backend's AlltoAll, which its launch calls an AllGather).
+template <typename Paths = CpuPaths>
+BATON_HD void runMoving(ExecCtx& ctx, const CollArgs& a) {
+  if (a.func == kFuncAllGather && (a.algo == kAlgoSymStore || a.algo == kAlgoSymAlltoAll))
+    return runSymAllGather(ctx, a);
+  withProto(a.proto, [&](auto proto) { runMovingColl<decltype(proto), Paths>(ctx, a); });
 }
 
 }  // namespace baton

@@ -24,7 +24,9 @@ __device__ ExecCtx* blockCtx(const ExecCtx& init) {
   return ctx;
 }
 
-// One channel's part of a reducing collective, through the same dispatch the CPU workers use.
+// One channel's part of a collective, through the same dispatch the CPU workers use: the ring,
+// tree and direct bodies per protocol, and (runReducing, runMoving) everything with every body a
+// CPU kernel holds, naive, one-shot and symmetric included.
 template <typename T, typename P, template <typename> class OpT>
 __global__ void reducingCollKernel(CollArgs args, OpT<T> op, ExecCtx init) {
   runReducingColl<T, P>(*blockCtx(init), args, op);
@@ -33,6 +35,11 @@ template <typename P>
 __global__ void movingCollKernel(CollArgs args, ExecCtx init) {
   runMovingColl<P>(*blockCtx(init), args);
 }
+template <typename T, template <typename> class OpT>
+__global__ void reducingKernel(CollArgs args, OpT<T> op, ExecCtx init) {
+  runReducing<T>(*blockCtx(init), args, op);
+}
+__global__ void movingKernel(CollArgs args, ExecCtx init) { runMoving(*blockCtx(init), args); }
 __global__ void sendRecvKernel(SendRecvTransfer* send, SendRecvTransfer* recv, ExecCtx init) {
   ExecCtx* ctx = blockCtx(init);
   while (!send->complete() || !recv->complete()) {
@@ -67,8 +74,8 @@ __global__ void fp8QuantizeKernel(const bfloat16_t* tokens, size_t numTokens, si
   if (t < numTokens) fp8QuantizeToken(tokens + t * hidden, hidden, q + t * hidden, scales + t * (hidden / kFp8Block));
 }
 
-// Every protocol, and a sample of the (type, operator) pairs; each instance compiles every
-// algorithm body of its collective (ring, tree, naive, direct) through the dispatch.
+// Every protocol, and a sample of the (type, operator) pairs; each instance compiles the ring, tree
+// and direct bodies of its collective, and reducingKernel the rest (naive, one-shot, symmetric).
 template __global__ void reducingCollKernel<float, ProtoSimple, OpSum>(CollArgs, OpSum<float>, ExecCtx);
 template __global__ void reducingCollKernel<float, ProtoLL, OpSum>(CollArgs, OpSum<float>, ExecCtx);
 template __global__ void reducingCollKernel<float, ProtoLL128, OpSum>(CollArgs, OpSum<float>, ExecCtx);
@@ -82,6 +89,7 @@ template __global__ void reducingCollKernel<int8_t, ProtoSimple, OpSum>(CollArgs
 template __global__ void movingCollKernel<ProtoSimple>(CollArgs, ExecCtx);
 template __global__ void movingCollKernel<ProtoLL>(CollArgs, ExecCtx);
 template __global__ void movingCollKernel<ProtoLL128>(CollArgs, ExecCtx);
+template __global__ void reducingKernel<float, OpSum>(CollArgs, OpSum<float>, ExecCtx);
 
 // The device-side API (include/baton/device.h, lesson 11): a store into every LSA peer's window, a
 // signal to each, the wait for theirs, a barrier; as a user's fused kernel would call it.

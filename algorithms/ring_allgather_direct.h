@@ -13,7 +13,7 @@ namespace baton {
 
 // AllGather with direct paths: the ring of ring_allgather.h, each block written straight into the
 // next rank's recvbuff (at its place there: block u at u * count), so a hop is one copy, not two.
-// Runs on bytes (runMovingColl).
+// Runs on bytes (runMoving).
 template <typename T, typename Op>
 BATON_HD void runRingAllGatherDirect(ExecCtx& ctx, const CollArgs& a, const Op& op) {
   const T* src = static_cast<const T*>(a.sendbuff);

@@ -13,7 +13,7 @@ namespace baton {
 
 // Broadcast with direct paths: the chain of ring_broadcast.h, the root's input written straight into
 // the next rank's recvbuff and each middle rank forwarding from its recvbuff into the next one's, so
-// a hop is one copy, not two. Runs on bytes (runMovingColl).
+// a hop is one copy, not two. Runs on bytes (runMoving).
 template <typename T, typename Op>
 BATON_HD void runRingBroadcastDirect(ExecCtx& ctx, const CollArgs& a, const Op& op) {
   const T* src = static_cast<const T*>(a.sendbuff);

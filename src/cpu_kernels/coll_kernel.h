@@ -16,7 +16,7 @@ using CollKernel = void (*)(ExecCtx& ctx, const CollArgs& args, const OpParams& 
 template <typename T, template <typename> class OpT>
 void reduceKernel(ExecCtx& ctx, const CollArgs& a, const OpParams& p) {
   const OpT<T> op = makeOp<T, OpT>(p);
-  withProto(a.proto, [&](auto proto) { runReducingColl<T, decltype(proto)>(ctx, a, op); });
+  runReducing<T>(ctx, a, op);
 }
 
 // Data movement only: AllGather and Broadcast, on bytes.

@@ -3,9 +3,7 @@
 
 namespace baton {
 
-void copyKernel(ExecCtx& ctx, const CollArgs& a, const OpParams&) {
-  withProto(a.proto, [&](auto proto) { runMovingColl<decltype(proto)>(ctx, a); });
-}
+void copyKernel(ExecCtx& ctx, const CollArgs& a, const OpParams&) { runMoving(ctx, a); }
 
 template <typename T>
 static CollKernel forType(RedOpKind op) {

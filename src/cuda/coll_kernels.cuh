@@ -26,7 +26,7 @@ __global__ void __launch_bounds__(kGpuMaxThreads) gpuReduceKernel(const GpuCollL
   ExecCtx* ctx = gpuBlockCtx(l);
   const CollArgs a = gpuBlockArgs(l);
   const OpT<T> op = makeOp<T, OpT>(l.op);
-  withProto(a.proto, [&](auto proto) { runReducingColl<T, decltype(proto), OpT<T>, GpuPaths>(*ctx, a, op); });
+  runReducing<T, OpT<T>, GpuPaths>(*ctx, a, op);
   if (isSymmetric(a.algo)) gpuSymDone(l, a);
   gpuReportFailure(*ctx, l.status);
 }

@@ -15,7 +15,7 @@ namespace baton {
 __global__ void __launch_bounds__(kGpuMaxThreads) gpuMoveKernel(const GpuCollLaunch l) {
   ExecCtx* ctx = gpuBlockCtx(l);
   const CollArgs a = gpuBlockArgs(l);
-  withProto(a.proto, [&](auto proto) { runMovingColl<decltype(proto), GpuPaths>(*ctx, a); });
+  runMoving<GpuPaths>(*ctx, a);
   if (isSymmetric(a.algo)) gpuSymDone(l, a);
   gpuReportFailure(*ctx, l.status);
 }
