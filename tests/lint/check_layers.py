@@ -30,7 +30,8 @@ LAYERS = [
     ["src/moe"],                                         # MoE dispatch/combine (use fused and AlltoAll)
     ["src/api"],                                         # the exported entry points, and only there
     ["tools/baton-topo"],                                # reads the library's internals, says so
-    ["tools/baton-perf", "tools/baton-run", "examples", "tests"],
+    ["tools/baton-perf", "tools/baton-run", "examples", "tests",
+     "tools/bench-peers"],                               # bench-peers: MPI and Gloo peers, no baton header
 ]
 
 # Rooms whose files may include rooms beside them on the same layer (and why).
