@@ -6,8 +6,8 @@
 #include <string>
 
 #include "alltoall.h"
-#include "api/argcheck.h"
 #include "comm.h"
+#include "comm_registry.h"
 #include "misc/debug.h"
 #include "misc/param.h"
 #include "symmetric.h"

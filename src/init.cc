@@ -6,18 +6,18 @@
 #include <cstring>
 #include <string>
 
-#include "api/argcheck.h"
 #include "bootstrap/host_identity.h"
-#include "topo/cache_distance.h"
 #include "comm.h"
 #include "comm_error.h"
-#include "gpu/gpu_plugin.h"
-#include "gpu/gpu_comm.h"
+#include "comm_registry.h"
 #include "fault/watchdog.h"
+#include "gpu/gpu_comm.h"
+#include "gpu/gpu_plugin.h"
 #include "misc/debug.h"
 #include "misc/param.h"
 #include "misc/trace.h"
 #include "register/cross_memory.h"
+#include "topo/cache_distance.h"
 #include "topo/discover.h"
 
 namespace baton {

@@ -1,22 +1,13 @@
 // Argument checks shared by the API's entry points: the communicator (against the registry of live
-// ones, comm_check.cc), datatypes, operators, roots, counts and pointers. Each failure returns
+// ones, src/comm_registry.h), datatypes, operators, roots, counts and pointers. Each failure returns
 // ncclInvalidArgument / ncclInvalidUsage with a message naming the function, argument and value.
 #pragma once
 
 #include "comm.h"
+#include "comm_registry.h"
 #include "task.h"
 
 namespace baton {
-
-// Live communicators, so a destroyed or foreign pointer is an error instead of a crash.
-bool registerComm(ncclComm* comm);  // false: the registry is full
-void unregisterComm(ncclComm* comm);
-// Validates `comm` for API function `fn`: NULL, not live, aborted, still initialising, failed.
-ncclResult_t checkCommReady(ncclComm* comm, const char* fn);
-ncclResult_t checkCommLive(ncclComm* comm, const char* fn);
-// A communicator that may be the parent of a split or shrink: live, initialised, not finalized;
-// revoked or failed is fine (that is what shrink is for).
-ncclResult_t checkCommParent(ncclComm* comm, const char* fn);
 
 ncclResult_t checkDatatype(ncclDataType_t type, const char* fn);
 // Resolves a built-in or PreMulSum operator for `type` on `comm` into kernel parameters.

@@ -1,9 +1,11 @@
 // The live-communicator registry and the checks every API function makes on its communicator
-// argument: a destroyed or foreign pointer is an error with a message, not a crash.
+// argument (comm_registry.h): a destroyed or foreign pointer is an error with a message, not a crash.
+#include "comm_registry.h"
+
 #include <atomic>
 #include <mutex>
 
-#include "api/argcheck.h"
+#include "comm.h"
 #include "comm_error.h"
 #include "misc/debug.h"
 
