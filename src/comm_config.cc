@@ -8,6 +8,7 @@
 #include "alltoall.h"
 #include "comm.h"
 #include "comm_registry.h"
+#include "cuda_backend.h"
 #include "misc/debug.h"
 #include "misc/param.h"
 #include "symmetric.h"
@@ -80,7 +81,7 @@ ncclResult_t readTunables(const ncclConfig_t& cfg, int rank, Tunables* t) {
 }
 
 ncclResult_t commAlloc(ncclComm** out, int nranks, int rank, const ncclConfig_t* config, const char* fn) {
-  showVersion();
+  showVersion(backendsInUse);
   if (!out) return batonError(ncclInvalidArgument, "%s: comm (the output pointer) is NULL", fn);
   if (nranks < 1) return batonError(ncclInvalidArgument, "%s: nranks %d must be at least 1", fn, nranks);
   if (rank < 0 || rank >= nranks)

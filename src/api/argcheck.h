@@ -17,8 +17,5 @@ ncclResult_t checkRoot(ncclComm* comm, int root, const char* fn, const char* wha
 ncclResult_t checkCount(size_t count, ncclDataType_t type, size_t factor, const char* fn, const char* what = "count");
 // The collectives' form: NULL with count > 0 is an error; device memory is not (src/gpu/gpu_launch.cc).
 ncclResult_t checkCollPtr(const void* p, size_t count, const char* fn, const char* what);
-// For calls the CUDA backend does not run (the fused and MoE calls): device memory is
-// ncclInvalidUsage naming the argument.
-ncclResult_t checkHostMemory(const void* p, const char* fn, const char* what);
 
 }  // namespace baton

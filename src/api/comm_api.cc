@@ -9,9 +9,9 @@
 #include "api/argcheck.h"
 #include "comm.h"
 #include "comm_error.h"
-#include "gpu/gpu_plugin.h"
-#include "gpu/gpu_comm.h"
+#include "cuda_backend.h"
 #include "fault/child_comm.h"
+#include "gpu/gpu_comm.h"
 #include "group.h"
 #include "misc/debug.h"
 #include "misc/param.h"
@@ -84,7 +84,7 @@ ncclResult_t pncclGetVersion(int* version) {
 
 NCCL_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId);
 ncclResult_t pncclGetUniqueId(ncclUniqueId* uniqueId) {
-  showVersion();
+  showVersion(backendsInUse);
   if (!uniqueId) return batonError(ncclInvalidArgument, "ncclGetUniqueId: uniqueId is NULL");
   return bootstrapGetUniqueId(uniqueId);
 }

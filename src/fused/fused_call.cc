@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "api/argcheck.h"
+#include "cuda_backend.h"
 #include "fused/blas.h"
 #include "fused/row_exchange.h"
 #include "group.h"

@@ -25,7 +25,7 @@
 #include "alltoall/alltoall_steps.h"
 #include "comm.h"
 #include "comm_error.h"
-#include "gpu/gpu_plugin.h"
+#include "cuda_backend.h"
 #include "gpu/gpu_comm.h"
 #include "misc/debug.h"
 #include "register/symmetric_plan.h"

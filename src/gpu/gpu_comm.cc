@@ -8,7 +8,7 @@
 #include <string>
 
 #include "comm.h"
-#include "gpu/gpu_plugin.h"
+#include "cuda_backend.h"
 #include "misc/debug.h"
 #include "misc/param.h"
 

@@ -16,7 +16,7 @@
 #include <cstring>
 
 #include "comm.h"
-#include "gpu/gpu_plugin.h"
+#include "cuda_backend.h"
 #include "gpu/gpu_comm.h"
 #include "misc/debug.h"
 #include "register/symmetric_plan.h"

@@ -16,7 +16,6 @@
 #include <string>
 #include <vector>
 
-#include "gpu/gpu_plugin.h"
 #include "misc/param.h"
 
 namespace baton {
@@ -154,14 +153,14 @@ void logMessage(LogLevel level, uint64_t subsys, const char* file, int line, con
   va_end(ap);
 }
 
-void showVersion() {
+void showVersion(const char* (*backends)()) {
   static std::once_flag once;
-  std::call_once(once, [] {
+  std::call_once(once, [backends] {
     LogConfig& c = config();
     if (c.level < kLogVersion) return;
     Dl_info info{};
     const char* path = dladdr(reinterpret_cast<void*>(&showVersion), &info) && info.dli_fname ? info.dli_fname : "?";
-    const char* backend = cudaBackend() ? "CPU and CUDA backends" : "CPU backend";
+    const char* backend = backends();
     if (c.level >= kLogInfo) {
       logMessage(kLogInfo, kSubAll, __FILE__, __LINE__, "NCCL version %d.%d.%d+baton (%s) from %s", NCCL_MAJOR,
                  NCCL_MINOR, NCCL_PATCH, backend, path);

@@ -11,6 +11,7 @@
 #include "api/argcheck.h"
 #include "api/guarded_call.h"
 #include "baton/moe.h"
+#include "cuda_backend.h"
 #include "enqueue.h"
 #include "fp8_blocks.h"
 #include "fused/blas.h"

@@ -11,7 +11,7 @@
 #include <mutex>
 
 #include "api/api.h"
-#include "gpu/gpu_plugin.h"
+#include "cuda_backend.h"
 #include "misc/debug.h"
 #include "register/ipc_socket.h"
 

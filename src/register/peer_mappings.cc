@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "gpu/gpu_plugin.h"
+#include "cuda_backend.h"
 #include "misc/debug.h"
 #include "register/ipc_socket.h"
 

@@ -10,7 +10,7 @@
 #include "api/api.h"
 #include "api/argcheck.h"
 #include "comm.h"
-#include "gpu/gpu_plugin.h"
+#include "cuda_backend.h"
 #include "group.h"
 #include "misc/debug.h"
 #include "register/mem_alloc.h"
