@@ -13,10 +13,10 @@
 #include "cuda_backend.h"
 #include "fault/watchdog.h"
 #include "gpu/gpu_comm.h"
+#include "misc/cross_memory.h"
 #include "misc/debug.h"
 #include "misc/param.h"
 #include "misc/trace.h"
-#include "register/cross_memory.h"
 #include "topo/cache_distance.h"
 #include "topo/discover.h"
 

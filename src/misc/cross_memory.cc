@@ -1,5 +1,5 @@
 // Cross-memory attach between processes of one host (cross_memory.h).
-#include "register/cross_memory.h"
+#include "misc/cross_memory.h"
 
 #include <sys/uio.h>
 #include <unistd.h>
