@@ -201,9 +201,10 @@ struct ncclComm {
   // The CUDA backend (src/gpu/gpu_comm.h): set when every rank drives a device; else why not.
   std::shared_ptr<baton::GpuComm> gpu;
   std::string gpuWhy;
-  // `gpu` while its kernels may run, for commSetError (guarded by firstErrorMu): a failure the
-  // watchdog or a NET proxy sees stops them at once, not at BATON_WAIT_TIMEOUT.
-  baton::GpuComm* gpuStop = nullptr;
+  // `gpu`'s kernels' abort flag (pinned host memory, GpuComm::abortFlag) while they may run, for
+  // commSetError (guarded by firstErrorMu): a failure the watchdog or a NET proxy sees stops them at
+  // once, not at BATON_WAIT_TIMEOUT. A plain word, so the core raises it without the GPU's header.
+  int* gpuAbortFlag = nullptr;
 };
 
 namespace baton {

@@ -5,7 +5,6 @@
 #include <mutex>
 
 #include "comm.h"
-#include "gpu/gpu_comm.h"
 
 namespace baton {
 
@@ -30,7 +29,8 @@ void commSetError(ncclComm* comm, ncclResult_t err, const char* message) {
     std::lock_guard<std::mutex> lock(comm->firstErrorMu);
     int expected = ncclSuccess;
     if (comm->asyncError.compare_exchange_strong(expected, err)) comm->firstError = message ? message : "";
-    if (comm->gpuStop) comm->gpuStop->abort();  // its kernels' waits read their own (pinned) flag
+    // The GPU's kernels' waits read their own (pinned) flag: GpuComm::abort's store.
+    if (comm->gpuAbortFlag) __atomic_store_n(comm->gpuAbortFlag, 1, __ATOMIC_RELEASE);
   }
   // Let this rank's other channels drain instead of waiting for a peer that will not come, and
   // tell the ring neighbours, whose waits would otherwise last until BATON_WAIT_TIMEOUT.

@@ -181,7 +181,7 @@ ncclResult_t initGpu(ncclComm* comm) {
   BATON_CHECK(GpuComm::create(comm, &comm->gpu, &comm->gpuWhy));
   if (comm->gpu) {
     std::lock_guard<std::mutex> lock(comm->firstErrorMu);
-    comm->gpuStop = comm->gpu.get();
+    comm->gpuAbortFlag = comm->gpu->abortFlag();
     if (comm->asyncError.load() != ncclSuccess) comm->gpu->abort();  // failed before we were listening
     return ncclSuccess;
   }
@@ -244,7 +244,7 @@ void commFree(ncclComm* comm) {
     if (comm->gpu->drain() != ncclSuccess) BATON_WARN("%s", lastError());
     {
       std::lock_guard<std::mutex> lock(comm->firstErrorMu);
-      comm->gpuStop = nullptr;  // a failure from now on finds no GpuComm to stop
+      comm->gpuAbortFlag = nullptr;  // a failure from now on finds no GpuComm to stop
     }
     comm->gpu.reset();
   }

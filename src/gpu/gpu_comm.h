@@ -43,6 +43,9 @@ class GpuComm {
   ncclResult_t launchAlltoAll(ncclComm* comm, const Task& t);
   // Raises the kernels' abort flag (ncclCommAbort): their waits give up.
   void abort();
+  // That flag (pinned host memory; nullptr if it could not be made), which commSetError raises
+  // itself (ncclComm::gpuAbortFlag) with the same release store as abort().
+  int* abortFlag() const { return abort_; }
   // Waits for every kernel launched so far (ncclCommDestroy, ncclCommAbort).
   ncclResult_t drain();
   // A kernel's failure, once (ncclCommGetAsyncError): ncclSuccess while none failed.
