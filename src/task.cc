@@ -35,11 +35,6 @@ const char* typeName(ncclDataType_t t) {
   return (int)t >= 0 && (int)t < ncclNumTypes ? kNames[t] : "invalid";
 }
 
-const char* funcName(int f) {
-  static const char* kNames[kFuncCount] = {"AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter"};
-  return f >= 0 && f < kFuncCount ? kNames[f] : "?";
-}
-
 const char* opName(RedOpKind k) {
   static const char* kNames[kOpCount] = {"sum", "prod", "max", "min", "premulsum", "avg"};
   return (int)k >= 0 && k < kOpCount ? kNames[k] : "?";

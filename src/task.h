@@ -53,7 +53,6 @@ Task sendRecvTask(Task::Kind kind, const void* sendbuff, void* recvbuff, size_t 
 
 size_t typeSize(ncclDataType_t t);
 const char* typeName(ncclDataType_t t);
-const char* funcName(int func);
 const char* opName(RedOpKind k);
 
 }  // namespace baton
