@@ -129,7 +129,9 @@ ncclResult_t agreeOnSingleCopy(ncclComm* comm) {
   for (int a = 0; a < n; ++a)
     for (int b = 0; b < n; ++b) allPairs &= a == b || allowed[(size_t)a * n + b];
   const bool measure = comm->tun.singleCopy < 0 && !comm->oversubscribed && allPairs;
-  if (measure) BATON_CHECK(measureCacheDistance(comm));
+  if (measure)
+    BATON_CHECK(
+        measureCacheDistance(comm->rank, comm->peers, *comm->bootstrap, &comm->cacheRoundTripNs, &comm->cachesFar));
   const bool unused = comm->tun.singleCopy < 0 && comm->oversubscribed;
   char distance[160] = "";
   if (measure && comm->cacheRoundTripNs > 0)
