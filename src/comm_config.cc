@@ -11,6 +11,7 @@
 #include "cuda_backend.h"
 #include "misc/debug.h"
 #include "misc/param.h"
+#include "proxy.h"
 #include "symmetric.h"
 
 namespace baton {
@@ -120,6 +121,7 @@ ncclResult_t commAlloc(ncclComm** out, int nranks, int rank, const ncclConfig_t*
     return batonError(ncclInvalidArgument, "%s: config->cgaClusterSize is %d; must be >= 0", fn, cfg.cgaClusterSize);
 
   ncclComm* comm = new ncclComm();
+  comm->proxy = std::make_unique<Proxy>(comm);
   comm->rank = rank;
   comm->nRanks = nranks;
   comm->config = cfg;

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "comm.h"
+#include "proxy.h"
 
 namespace baton {
 

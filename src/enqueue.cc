@@ -10,19 +10,19 @@
 #include <string>
 
 #include "alltoall.h"
-#include "alltoall/alltoall_executor.h"
 #include "comm.h"
 #include "comm_error.h"
 #include "completion.h"
 #include "cpu_kernels/coll_kernel.h"
-#include "gpu/gpu_comm.h"
 #include "enqueue.h"
+#include "gpu/gpu_comm.h"
 #include "group.h"
 #include "misc/debug.h"
 #include "misc/trace.h"
 #include "oneshot_allreduce.h"
-#include "register/mem_alloc.h"
+#include "proxy.h"
 #include "register/symmetric_plan.h"
+#include "sendrecv_executor.h"
 
 namespace baton {
 
@@ -175,8 +175,8 @@ static bool planSymmetric(ncclComm* comm, const Task& t, CollPlan* plan, CollAlg
   plan->symSend.resize(comm->nRanks);
   plan->symRecv.resize(comm->nRanks);
   for (int r = 0; r < comm->nRanks; ++r) {
-    plan->symSend[r] = sp.send->peerBase[r] + sp.sendOffset;
-    plan->symRecv[r] = sp.recv->peerBase[r] + sp.recvOffset;
+    plan->symSend[r] = sp.sendPeers[r] + sp.sendOffset;
+    plan->symRecv[r] = sp.recvPeers[r] + sp.recvOffset;
   }
   *algo = sp.algo;
   return true;
@@ -309,20 +309,19 @@ static ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool
   if (b.direct && (zeroCopy || singleCopy)) {
     // Peers map our buffers if they come from ncclMemAlloc; a plain one goes by single copies
     // where allowed, else by value.
-    MemAllocation m;
     size_t sb, rb;
     opBufferBytes(t, comm->nRanks, &sb, &rb);
-    b.peerMap = comm->peerMaps->deviceMap();
-    b.sendAlloc = memFind(t.sendbuff, sb, &m) ? m.id : 0;
-    b.recvAlloc = memFind(t.recvbuff, rb, &m) ? m.id : 0;
+    b.peerMap = comm->peerAddressMap;
+    b.sendAlloc = comm->reg->allocationOf(t.sendbuff, sb);
+    b.recvAlloc = comm->reg->allocationOf(t.recvbuff, rb);
     if (singleCopy) b.peerCopy = &comm->peerCopy;
   }
   if (isSymmetric(choice.algo)) {
     b.sym.peerSend = plan->symSend.data();
     b.sym.peerRecv = plan->symRecv.data();
-    b.sym.pads = comm->windows.pads.data();
+    b.sym.pads = symmetricPads(comm);
     plan->symEpochs.resize(nch);
-    for (int c = 0; c < nch; ++c) plan->symEpochs[c] = ++comm->windows.epochs[c];
+    for (int c = 0; c < nch; ++c) plan->symEpochs[c] = nextSymmetricEpoch(comm, c);
   }
   b.opTag = opCount + 1;
   b.streamStores = comm->tun.streamStores;
@@ -493,7 +492,7 @@ ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_p
   // Channel 0 runs the point-to-point batch after this launch's collectives, so its AlltoAlls by
   // stores take their epochs after those the collectives took.
   for (Task& t : p2p)
-    if (t.kind == Task::kAlltoAll && t.alltoallAlgo == kAlltoAllWindow) t.symEpoch = ++comm->windows.epochs[0];
+    if (t.kind == Task::kAlltoAll && t.alltoallAlgo == kAlltoAllWindow) t.symEpoch = nextSymmetricEpoch(comm, 0);
   return launchPlans(comm, std::move(plans), std::move(p2p), out, callerRuns);
 }
 

@@ -17,6 +17,7 @@
 #include "misc/debug.h"
 #include "misc/param.h"
 #include "misc/trace.h"
+#include "proxy.h"
 #include "topo/cache_distance.h"
 #include "topo/discover.h"
 
@@ -49,9 +50,6 @@ ncclResult_t exchangePeerInfo(ncclComm* comm) {
   for (const PeerInfo& p : comm->peers)
     if (p.hostHash == me.hostHash && p.pidHash != me.pidHash && p.pidNs == me.pidNs && p.pidNs != 0)
       comm->livenessPids[p.rank] = p.pid;
-  comm->peerMaps->setPeerPids(comm->livenessPids.data());
-  comm->peerMaps->setAbortFlag(&comm->abortFlag);
-  comm->peerMaps->setCudaDevice(comm->gpuDev);
   comm->allInProcess = !comm->tun.p2pDisable;  // NCCL_P2P_DISABLE also turns direct paths off
   for (const PeerInfo& p : comm->peers) comm->allInProcess &= p.pidHash == me.pidHash;
   return ncclSuccess;
@@ -238,6 +236,12 @@ ncclResult_t runInitJob(ncclComm* comm, std::function<ncclResult_t()> job) {
   return ncclInProgress;
 }
 
+}  // namespace baton
+
+ncclComm::~ncclComm() = default;
+
+namespace baton {
+
 void commFree(ncclComm* comm) {
   unregisterComm(comm);
   if (comm->initThread.joinable()) comm->initThread.join();
@@ -264,7 +268,7 @@ void commFree(ncclComm* comm) {
   comm->channels.clear();
   comm->peerSendConn.clear();
   comm->peerRecvConn.clear();
-  comm->windows.clear();  // workers are stopped: nothing reads peers' memory any more
+  comm->windows.reset();  // workers are stopped: nothing reads peers' memory any more
   comm->reg.reset();
   comm->peerMaps.reset();
   comm->bootstrap.reset();

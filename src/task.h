@@ -10,7 +10,11 @@
 #include "nccl.h"
 #include "reduce_ops.h"
 
+struct ncclComm;
+
 namespace baton {
+
+struct ExecCtx;
 
 // The operator as the kernels need it, resolved from ncclRedOp_t when the call is made.
 struct OpParams {
@@ -38,6 +42,9 @@ struct Task {
   // then need not announce.
   std::shared_ptr<const std::vector<size_t>> layout;
   bool uniform = false;
+  // kAlltoAll on the CPU: what runs its rounds (src/alltoall/'s runAlltoAll, set by alltoallTasks),
+  // so the core's point-to-point executor runs them without including the AlltoAll subsystem.
+  ncclResult_t (*runRounds)(ncclComm* comm, const Task& task, ExecCtx& ctx) = nullptr;
   // kAlltoAll by stores into windows: channel 0's symmetric epoch, numbered at launch like the
   // symmetric collectives' (src/enqueue.cc), so every rank uses the same one.
   uint64_t symEpoch = 0;

@@ -7,11 +7,12 @@
 #include "api/argcheck.h"
 #include "baton/tuner.h"
 #include "misc/debug.h"
+#include "register/window.h"
 
 namespace baton {
 
 AlltoAllWindowFit alltoallWindowFit(ncclComm* comm, const void* recvbuff, size_t bytes) {
-  const WindowTable& w = comm->windows;
+  const WindowTable& w = *comm->windows;
   if (w.empty() || !comm->tun.symmetric || comm->nNodes != 1 || comm->nRanks > kMaxSymRanks ||
       w.pads.size() != (size_t)comm->nRanks || !w.anySymmetric())
     return kWindowNone;
@@ -104,5 +105,3 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerWriteFi
                       kMaxAlltoAllCalibrations);
   return writeTuningFile(path, m, comment ? comment : "");
 }
-
-namespace baton {}  // namespace baton

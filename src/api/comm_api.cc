@@ -11,10 +11,12 @@
 #include "comm_error.h"
 #include "cuda_backend.h"
 #include "fault/child_comm.h"
+#include "fault/watchdog.h"
 #include "gpu/gpu_comm.h"
 #include "group.h"
 #include "misc/debug.h"
 #include "misc/param.h"
+#include "register/registration.h"
 
 using namespace baton;
 
@@ -33,6 +35,7 @@ ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId* commId, i
   BATON_CHECK(bootstrapParseId(commId, &id));
   ncclComm* comm = nullptr;
   BATON_CHECK(commAlloc(&comm, nranks, rank, config, fn));
+  attachRegistration(comm);
   // The CUDA backend (src/cuda/): a device current now (InitAll: its devlist's) makes a GPU rank.
   char desc[256];
   if (const int current = currentCudaDevice(desc, sizeof desc); current >= 0) {

@@ -8,6 +8,7 @@
 #include "bootstrap/bootstrap.h"
 #include "fault/watchdog.h"
 #include "misc/debug.h"
+#include "register/registration.h"
 
 namespace baton {
 
@@ -25,6 +26,7 @@ ncclResult_t commInitChild(ncclComm* parent, const std::vector<int>& parentRanks
                            ncclComm_t* newcomm) {
   ncclComm* child = nullptr;
   BATON_CHECK(commAlloc(&child, nRanks, newRank, &cfg, fn));
+  attachRegistration(child);
   child->cudaDev = parent->cudaDev;
   child->gpuDev = parent->gpuDev;
   auto job = [parent, parentRanks, child, getId, fn]() -> ncclResult_t {

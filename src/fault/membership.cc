@@ -14,6 +14,7 @@
 #include "comm.h"
 #include "comm_error.h"
 #include "fault/child_comm.h"
+#include "fault/watchdog.h"
 #include "group.h"
 #include "misc/debug.h"
 

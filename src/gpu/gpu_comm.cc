@@ -11,6 +11,7 @@
 #include "cuda_backend.h"
 #include "misc/debug.h"
 #include "misc/param.h"
+#include "proxy.h"
 
 namespace baton {
 namespace {

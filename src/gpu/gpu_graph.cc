@@ -23,6 +23,7 @@
 #include "cuda_backend.h"
 #include "gpu/gpu_comm.h"
 #include "misc/debug.h"
+#include "proxy.h"
 
 namespace baton {
 

@@ -66,7 +66,7 @@ bool GpuComm::planSymmetric(ncclComm* comm, const Task& t, GpuCollLaunch* l) {
   l->symRecvBases = static_cast<char* const*>(sp.recv->peerBaseDev);
   l->symSendOffset = sp.sendOffset;
   l->symRecvOffset = sp.recvOffset;
-  l->symPads = static_cast<SymPad* const*>(comm->windows.devPadsDev);
+  l->symPads = static_cast<SymPad* const*>(comm->windows->devPadsDev);
   return true;
 }
 

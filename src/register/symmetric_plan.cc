@@ -27,7 +27,7 @@ bool symmetricAlgo(CollFunc func, size_t totalBytes, size_t oneShotBytes, bool t
 }
 
 bool symmetricEligible(const ncclComm* comm) {
-  return !comm->windows.empty() && comm->tun.symmetric && comm->nRanks >= 2 && comm->nRanks <= kMaxSymRanks &&
+  return !comm->windows->empty() && comm->tun.symmetric && comm->nRanks >= 2 && comm->nRanks <= kMaxSymRanks &&
          comm->nNodes == 1;
 }
 
@@ -39,14 +39,20 @@ bool planSymmetricWindows(const ncclComm* comm, const Task& t, bool device, Symm
   size_t sb, rb;
   opBufferBytes(t, comm->nRanks, &sb, &rb);
   auto find = [&](const void* p, size_t bytes) {
-    return device ? comm->windows.findSymmetricDevice(p, bytes) : comm->windows.findSymmetric(p, bytes);
+    return device ? comm->windows->findSymmetricDevice(p, bytes) : comm->windows->findSymmetric(p, bytes);
   };
   out->send = find(t.sendbuff, sb);
   out->recv = out->send ? find(t.recvbuff, rb) : nullptr;
   if (!out->recv) return false;
+  out->sendPeers = out->send->peerBase.data();
+  out->recvPeers = out->recv->peerBase.data();
   out->sendOffset = static_cast<const char*>(t.sendbuff) - out->send->base;
   out->recvOffset = static_cast<const char*>(t.recvbuff) - out->recv->base;
   return true;
 }
+
+SymPad* const* symmetricPads(ncclComm* comm) { return comm->windows->pads.data(); }
+
+uint64_t nextSymmetricEpoch(ncclComm* comm, int channel) { return ++comm->windows->epochs[channel]; }
 
 }  // namespace baton

@@ -15,6 +15,8 @@
 #include "misc/debug.h"
 #include "register/mem_alloc.h"
 #include "register/pad_group.h"
+#include "register/peer_mappings.h"
+#include "register/registration.h"
 #include "symmetric.h"
 
 namespace baton {
@@ -118,7 +120,7 @@ bool WindowTable::findSerial(uint64_t serial, char** base, size_t* size) const {
 }
 
 ncclResult_t windowRegister(ncclComm* comm, void* buff, size_t size, ncclWindow_vidmem** win, int flags) {
-  WindowTable& t = comm->windows;
+  WindowTable& t = *comm->windows;
   const int n = comm->nRanks;
   // Our own arguments: a bad one still joins the all-gather, so every rank fails together.
   std::string why;
@@ -241,7 +243,7 @@ ncclResult_t windowRegister(ncclComm* comm, void* buff, size_t size, ncclWindow_
   usable[comm->rank] = w->allReachable && (!device || (w->peerBaseDev && t.devPadsDev));
   ncclResult_t res = comm->bootstrap->allGather(usable.data(), sizeof(int32_t));
   for (int r = 0; r < n; ++r) w->allReachable &= usable[r] != 0;
-  if (res == ncclSuccess) res = comm->reg->add(buff, size, &w->regHandle);
+  if (res == ncclSuccess) res = regCache(comm).add(buff, size, &w->regHandle);
   if (res != ncclSuccess) {
     freeDeviceTable(comm->gpuDev, w->peerBaseDev);
     return res;
@@ -259,7 +261,7 @@ ncclResult_t windowRegister(ncclComm* comm, void* buff, size_t size, ncclWindow_
 }
 
 ncclResult_t windowDeregister(ncclComm* comm, ncclWindow_vidmem* win) {
-  WindowTable& t = comm->windows;
+  WindowTable& t = *comm->windows;
   std::lock_guard<std::mutex> lock(t.mu_);
   auto it = std::find_if(t.wins_.begin(), t.wins_.end(), [&](const auto& w) { return w.get() == win; });
   if (it == t.wins_.end())
@@ -267,7 +269,7 @@ ncclResult_t windowDeregister(ncclComm* comm, ncclWindow_vidmem* win) {
                       "ncclCommWindowDeregister: window %p is not a live window of communicator %p (deregistered "
                       "already, or another communicator's)",
                       (void*)win, (void*)comm);
-  BATON_CHECK(comm->reg->remove(win->regHandle));
+  BATON_CHECK(regCache(comm).remove(win->regHandle));
   if (win->peerBaseDev) t.retired_.push_back(win->peerBaseDev);
   t.wins_.erase(it);
   t.count_ = t.wins_.size();

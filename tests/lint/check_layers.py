@@ -38,6 +38,8 @@ LAYERS = [
 FLAT = {
     "src/gpu": {"src/register", "src/alltoall"},  # the GPU communicator serves windows and AlltoAll on device memory
     "src/fault": {"src/register"},                # shrink and abort release the registration state they own
+    "src/alltoall": {"src/register"},             # AlltoAll by stores goes into the peers' windows (lesson 12)
+    "src/device_api": {"src/register"},           # a device communicator's pads are a window of ncclMemAlloc memory
     "tests": {"tools/baton-perf", "tools/baton-run", "examples"},
 }
 
