@@ -264,9 +264,6 @@ inline int tuningPathOf(const ncclComm* comm, bool zeroCopy = false) {
   return comm->oversubscribed ? kPathOversub : kPathShm;
 }
 
-// ncclCommInitRank's body (comm_api.cc): now, on a thread (non-blocking), or at ncclGroupEnd.
-ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId* commId, int rank, const ncclConfig_t* config,
-                      const char* fn, int cudaDev);
 // Init steps, shared by CommInitRank, CommInitAll, CommSplit, CommShrink and CommGrow. First the
 // communicator object (comm_config.cc): config and knobs checked, registered as live. It has no
 // registration state yet (the core does not know those types): the caller attaches it next

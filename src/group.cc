@@ -5,7 +5,6 @@
 #include <thread>
 #include <vector>
 
-#include "api/api.h"
 #include "completion.h"
 #include "enqueue.h"
 #include "misc/debug.h"
@@ -135,9 +134,3 @@ ncclResult_t groupEnd() {
 }
 
 }  // namespace baton
-
-NCCL_API(ncclResult_t, ncclGroupStart);
-ncclResult_t pncclGroupStart() { return baton::groupStart(); }
-
-NCCL_API(ncclResult_t, ncclGroupEnd);
-ncclResult_t pncclGroupEnd() { return baton::groupEnd(); }

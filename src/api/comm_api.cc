@@ -7,6 +7,7 @@
 
 #include "api/api.h"
 #include "api/argcheck.h"
+#include "api/comm_init.h"
 #include "comm.h"
 #include "comm_error.h"
 #include "cuda_backend.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "api/argcheck.h"
+#include "comm_registry.h"
 #include "cuda_backend.h"
 #include "fused/blas.h"
 #include "fused/row_exchange.h"

@@ -10,7 +10,6 @@
 #include <map>
 #include <mutex>
 
-#include "api/api.h"
 #include "cuda_backend.h"
 #include "misc/debug.h"
 #include "register/ipc_socket.h"
@@ -204,9 +203,3 @@ void memCountRegistration(const void* p, int delta) {
 }
 
 }  // namespace baton
-
-NCCL_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size);
-ncclResult_t pncclMemAlloc(void** ptr, size_t size) { return baton::memAlloc(ptr, size); }
-
-NCCL_API(ncclResult_t, ncclMemFree, void* ptr);
-ncclResult_t pncclMemFree(void* ptr) { return baton::memFree(ptr); }

@@ -1,5 +1,4 @@
-// The registration cache, the communicator's registration state and the two API functions
-// (registration.h).
+// The registration cache (registration.h) and the communicator's registration state.
 #include "register/registration.h"
 
 #include <unistd.h>
@@ -7,8 +6,6 @@
 #include <algorithm>
 #include <set>
 
-#include "api/api.h"
-#include "api/argcheck.h"
 #include "comm.h"
 #include "cuda_backend.h"
 #include "misc/debug.h"
@@ -145,15 +142,3 @@ void attachRegistration(ncclComm* comm) {
 }
 
 }  // namespace baton
-
-NCCL_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size, void** handle);
-ncclResult_t pncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
-  BATON_CHECK(baton::checkCommReady(comm, "ncclCommRegister"));
-  return baton::regCache(comm).add(buff, size, handle);
-}
-
-NCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle);
-ncclResult_t pncclCommDeregister(const ncclComm_t comm, void* handle) {
-  BATON_CHECK(baton::checkCommLive(comm, "ncclCommDeregister"));
-  return baton::regCache(comm).remove(handle);
-}

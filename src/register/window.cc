@@ -7,11 +7,8 @@
 #include <cinttypes>
 #include <string>
 
-#include "api/api.h"
-#include "api/argcheck.h"
 #include "comm.h"
 #include "cuda_backend.h"
-#include "group.h"
 #include "misc/debug.h"
 #include "register/mem_alloc.h"
 #include "register/pad_group.h"
@@ -277,22 +274,3 @@ ncclResult_t windowDeregister(ncclComm* comm, ncclWindow_vidmem* win) {
 }
 
 }  // namespace baton
-
-NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
-         int winFlags);
-ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags) {
-  BATON_CHECK(baton::checkCommReady(comm, "ncclCommWindowRegister"));
-  if (!win) return batonError(ncclInvalidArgument, "ncclCommWindowRegister: win is NULL");
-  *win = nullptr;
-  if (baton::inGroup()) {  // as in NCCL, it joins the group and happens at ncclGroupEnd
-    baton::groupAddCollectiveCall(comm, [=] { return baton::windowRegister(comm, buff, size, win, winFlags); });
-    return ncclSuccess;
-  }
-  return baton::windowRegister(comm, buff, size, win, winFlags);
-}
-
-NCCL_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win);
-ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
-  BATON_CHECK(baton::checkCommLive(comm, "ncclCommWindowDeregister"));
-  return baton::windowDeregister(comm, win);
-}

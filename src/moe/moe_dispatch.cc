@@ -1,6 +1,8 @@
-// batonMoeDispatch, batonMoeCombine, batonMoeRoutingDestroy (include/baton/moe.h, lesson 12):
-// argument checks, the agreement (which also carries the counts every stage needs), the expert-major
-// row order, and the routing kept between dispatch and combine.
+// MoE dispatch and combine (include/baton/moe.h, lesson 12; the entry points are
+// src/api/moe_api.cc's): argument checks, the agreement (which also carries the counts every stage
+// needs), the expert-major row order, and the routing kept between dispatch and combine.
+#include "moe/moe_dispatch.h"
+
 #include <cinttypes>
 #include <cstring>
 #include <memory>
@@ -8,9 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "api/argcheck.h"
-#include "api/guarded_call.h"
 #include "baton/moe.h"
+#include "comm_registry.h"
 #include "cuda_backend.h"
 #include "enqueue.h"
 #include "fp8_blocks.h"
@@ -140,11 +141,12 @@ void widenWeights(const batonMoeRouting& r, const void* const* weights, MoeGemm*
   }
 }
 
-ncclResult_t dispatch(const char* fn, const void* tokens, const int32_t* topkIdx, size_t numTokens, size_t hidden,
-                      int numExperts, int topk, ncclDataType_t type, void* recvTokens, float* recvScales, bool fp8,
-                      size_t recvCapacity, size_t* recvPerExpert, size_t* numRecv, batonMoeRouting_t* routing,
-                      ncclComm* comm, const void* const* expertWeights = nullptr, size_t ffn = 0,
-                      void* expertOut = nullptr) {
+}  // namespace
+
+ncclResult_t moeDispatch(const char* fn, const void* tokens, const int32_t* topkIdx, size_t numTokens, size_t hidden,
+                         int numExperts, int topk, ncclDataType_t type, void* recvTokens, float* recvScales, bool fp8,
+                         size_t recvCapacity, size_t* recvPerExpert, size_t* numRecv, batonMoeRouting_t* routing,
+                         ncclComm* comm, const void* const* expertWeights, size_t ffn, void* expertOut) {
   BATON_CHECK(checkCommReady(comm, fn));
   if (inGroup())
     return batonError(ncclInvalidUsage, "%s: cannot be issued inside ncclGroupStart/End (it waits for counts)", fn);
@@ -265,6 +267,8 @@ ncclResult_t dispatch(const char* fn, const void* tokens, const int32_t* topkIdx
   return ncclSuccess;
 }
 
+namespace {
+
 // What every call after dispatch checks first.
 ncclResult_t checkRouting(const char* fn, const batonMoeRouting* r, ncclComm* comm) {
   BATON_CHECK(checkCommReady(comm, fn));
@@ -289,9 +293,11 @@ ncclResult_t checkTokens(const char* fn, const batonMoeRouting* r, const void* t
   return checkHostMemory(tokens, fn, name);
 }
 
+}  // namespace
+
 // Combine, and dispatch's backward pass (a combine with every weight 1).
-ncclResult_t combine(const char* fn, const void* expertOut, const float* weights, void* out, batonMoeRouting_t r,
-                     ncclComm* comm) {
+ncclResult_t moeCombine(const char* fn, const void* expertOut, const float* weights, void* out, batonMoeRouting_t r,
+                        ncclComm* comm) {
   BATON_CHECK(checkRouting(fn, r, comm));
   BATON_CHECK(checkRows(fn, r, expertOut, fn == std::string("batonMoeCombine") ? "expertOut" : "gradRecv"));
   BATON_CHECK(checkTokens(fn, r, out, fn == std::string("batonMoeCombine") ? "out" : "gradTokens"));
@@ -308,8 +314,8 @@ ncclResult_t combine(const char* fn, const void* expertOut, const float* weights
 
 // Combine's backward pass: each token's gradient (and its weights) to its rows, the weighted
 // gradient there, and each row's <y, gradient> back to the token's rank.
-ncclResult_t combineBackward(const void* gradOut, const float* weights, const void* expertOut, void* gradExpertOut,
-                             float* gradWeights, batonMoeRouting_t r, ncclComm* comm) {
+ncclResult_t moeCombineBackward(const void* gradOut, const float* weights, const void* expertOut, void* gradExpertOut,
+                                float* gradWeights, batonMoeRouting_t r, ncclComm* comm) {
   const char* fn = "batonMoeCombineBackward";
   BATON_CHECK(checkRouting(fn, r, comm));
   BATON_CHECK(checkTokens(fn, r, gradOut, "gradOut"));
@@ -347,67 +353,4 @@ ncclResult_t combineBackward(const void* gradOut, const float* weights, const vo
   return ncclSuccess;
 }
 
-}  // namespace
 }  // namespace baton
-
-using namespace baton;
-
-extern "C" __attribute__((visibility("default"))) ncclResult_t batonMoeDispatch(
-    const void* tokens, const int32_t* topkIdx, size_t numTokens, size_t hidden, int numExperts, int topk,
-    ncclDataType_t datatype, void* recvTokens, size_t recvCapacity, size_t* recvPerExpert, size_t* numRecv,
-    batonMoeRouting_t* routing, ncclComm_t comm, cudaStream_t) {
-  return guardedCall(comm, "batonMoeDispatch", [&] {
-    return dispatch("batonMoeDispatch", tokens, topkIdx, numTokens, hidden, numExperts, topk, datatype, recvTokens,
-                    nullptr, false, recvCapacity, recvPerExpert, numRecv, routing, comm);
-  });
-}
-
-extern "C" __attribute__((visibility("default"))) ncclResult_t batonMoeDispatchGemm(
-    const void* tokens, const int32_t* topkIdx, size_t numTokens, size_t hidden, int numExperts, int topk,
-    ncclDataType_t datatype, const void* const* expertWeights, size_t ffn, void* recvTokens, void* expertOut,
-    size_t recvCapacity, size_t* recvPerExpert, size_t* numRecv, batonMoeRouting_t* routing, ncclComm_t comm,
-    cudaStream_t) {
-  return guardedCall(comm, "batonMoeDispatchGemm", [&] {
-    return dispatch("batonMoeDispatchGemm", tokens, topkIdx, numTokens, hidden, numExperts, topk, datatype, recvTokens,
-                    nullptr, false, recvCapacity, recvPerExpert, numRecv, routing, comm, expertWeights, ffn, expertOut);
-  });
-}
-
-extern "C" __attribute__((visibility("default"))) ncclResult_t batonMoeDispatchFp8(
-    const void* tokens, const int32_t* topkIdx, size_t numTokens, size_t hidden, int numExperts, int topk,
-    ncclDataType_t datatype, void* recvTokens, float* recvScales, size_t recvCapacity, size_t* recvPerExpert,
-    size_t* numRecv, batonMoeRouting_t* routing, ncclComm_t comm, cudaStream_t) {
-  return guardedCall(comm, "batonMoeDispatchFp8", [&] {
-    return dispatch("batonMoeDispatchFp8", tokens, topkIdx, numTokens, hidden, numExperts, topk, datatype, recvTokens,
-                    recvScales, true, recvCapacity, recvPerExpert, numRecv, routing, comm);
-  });
-}
-
-extern "C" __attribute__((visibility("default"))) ncclResult_t batonMoeCombine(const void* expertOut,
-                                                                               const float* topkWeights, void* out,
-                                                                               batonMoeRouting_t routing,
-                                                                               ncclComm_t comm, cudaStream_t) {
-  return guardedCall(comm, "batonMoeCombine",
-                     [&] { return combine("batonMoeCombine", expertOut, topkWeights, out, routing, comm); });
-}
-
-extern "C" __attribute__((visibility("default"))) ncclResult_t batonMoeDispatchBackward(const void* gradRecv,
-                                                                                        void* gradTokens,
-                                                                                        batonMoeRouting_t routing,
-                                                                                        ncclComm_t comm, cudaStream_t) {
-  return guardedCall(comm, "batonMoeDispatchBackward",
-                     [&] { return combine("batonMoeDispatchBackward", gradRecv, nullptr, gradTokens, routing, comm); });
-}
-
-extern "C" __attribute__((visibility("default"))) ncclResult_t batonMoeCombineBackward(
-    const void* gradOut, const float* topkWeights, const void* expertOut, void* gradExpertOut, float* gradWeights,
-    batonMoeRouting_t routing, ncclComm_t comm, cudaStream_t) {
-  return guardedCall(comm, "batonMoeCombineBackward", [&] {
-    return combineBackward(gradOut, topkWeights, expertOut, gradExpertOut, gradWeights, routing, comm);
-  });
-}
-
-extern "C" __attribute__((visibility("default"))) ncclResult_t batonMoeRoutingDestroy(batonMoeRouting_t routing) {
-  delete routing;
-  return ncclSuccess;
-}
