@@ -92,6 +92,15 @@ BATON_HD bool abortRequested(const volatile int* flag) {
 #endif
 }
 
+#if !defined(__CUDA_ARCH__)
+// The host's side of an int flag that other threads (or a GPU's kernels, through pinned memory)
+// read: an abort flag raised or cleared, a failure record's `failed` word. A release store, so what
+// the host wrote before it is visible to whoever sees the flag; read with abortRequested or
+// flagIsSet (an acquire load).
+inline void storeFlag(int* flag, int value) { __atomic_store_n(flag, value, __ATOMIC_RELEASE); }
+inline bool flagIsSet(const int* flag) { return __atomic_load_n(flag, __ATOMIC_ACQUIRE) != 0; }
+#endif
+
 // ---- block-level primitives ---------------------------------------------------------------------
 #if defined(__CUDA_ARCH__)
 __device__ __forceinline__ void blockBarrier() { __syncthreads(); }

@@ -13,7 +13,7 @@
 //     copy from their recvbuff into the next one's; the last receive is only a wait.
 // Between processes of one host (lesson 09) the same holds for buffers from ncclMemAlloc, which
 // peers map (peer_mappings.h). Any other buffer is reached with single copies where the kernel
-// permits cross-memory attach (CollArgs::peerCopy, src/register/cross_memory.h): the receiver
+// permits cross-memory attach (CollArgs::peerCopy, src/misc/cross_memory.h): the receiver
 // copies the peer's input slice into its slot and reduces from there, and the final value goes
 // into the next rank's recvbuff with one process_vm_writev. Without either, an edge falls back to
 // values in the FIFO, slice by slice, so mixed buffers stay correct.

@@ -1,32 +1,73 @@
 // The communicator: what one rank owns (bootstrap, peers, channels and their connections, workers)
 // and the knobs it was created with. `struct ncclComm` is the object behind ncclComm_t.
+//
+// The core's header: it includes only the layers below the core (tests/lint/check_layers.py). What
+// the subsystems above keep in a communicator (the failure detector, registration and windows, the
+// GPU communicator, the fused operations' memory) it holds by pointers to types declared here and
+// defined in their own headers; a .cc that uses one includes that subsystem's header itself.
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
 #include "channel_worker.h"
 #include "coll_args.h"
-#include "fault/watchdog.h"
 #include "nccl.h"
-#include "proxy.h"
-#include "register/peer_mappings.h"
-#include "register/registration.h"
-#include "register/window.h"
 #include "transport.h"
 #include "tuner/tuner.h"
 
 namespace baton {
-class FusedScratch;
-class GpuComm;
-class FusedWindow;
+class Proxy;         // proxy.h
+class Watchdog;      // fault/watchdog.h
+class PeerMappings;  // register/peer_mappings.h
+class WindowTable;   // register/window.h
+class GpuComm;       // gpu/gpu_comm.h
+class FusedScratch;  // fused/fused_scratch.h
+class FusedWindow;   // fused/fused_window.h
+
+// State of a subsystem above the core that a communicator owns: the subsystem makes it together
+// with a deleter that knows its type (makeSubsystem), so the core releases it (commFree) without
+// including the subsystem's header.
+template <typename T>
+struct SubsystemDeleter {
+  void (*release)(T*) = nullptr;
+  void operator()(T* p) const { release(p); }
+};
+template <typename T>
+using SubsystemPtr = std::unique_ptr<T, SubsystemDeleter<T>>;
+// For the subsystem's own .cc, where T is complete.
+template <typename T, typename... Args>
+SubsystemPtr<T> makeSubsystem(Args&&... args) {
+  return SubsystemPtr<T>(new T(std::forward<Args>(args)...), SubsystemDeleter<T>{[](T* p) { delete p; }});
+}
+
+// What the core's planner and executors ask of the memory a user registered (lesson 09): whether an
+// operation's buffer lies inside a registration (ncclCommRegister, or a window), and which
+// ncclMemAlloc allocation holds it (peers of this host map those). The registration subsystem
+// answers (register/registration.h's RegCache implements this); the core holds it by this
+// interface, so it includes nothing of register/. The lookups cost one virtual call, made only
+// when something is registered.
+class RegisteredMemory {
+ public:
+  virtual ~RegisteredMemory() = default;
+  bool empty() const { return count_.load(std::memory_order_relaxed) == 0; }  // no lock: the planner's fast path
+  // [p, p + bytes) lies inside one registration.
+  virtual bool covers(const void* p, size_t bytes) const = 0;
+  // The id of the ncclMemAlloc allocation that holds all of [p, p + bytes), 0 if none does.
+  virtual uint64_t allocationOf(const void* p, size_t bytes) const = 0;
+
+ protected:
+  std::atomic<size_t> count_{0};  // registrations, kept by the implementation
+};
 
 constexpr uint64_t kCommMagic = 0x6261746f6e636f6dull;  // "batoncom"
 constexpr int kMaxChannels = 64;                        // MAXCHANNELS
@@ -120,6 +161,8 @@ ncclResult_t readTunables(const ncclConfig_t& cfg, int rank, Tunables* t);
 }  // namespace baton
 
 struct ncclComm {
+  ~ncclComm();  // init.cc: one place that destroys the members (proxy.h's Proxy is complete there)
+
   uint64_t magic = baton::kCommMagic;
   int rank = 0;
   int nRanks = 0;
@@ -154,8 +197,8 @@ struct ncclComm {
   std::vector<baton::ConnDev> peerSend, peerRecv;
   bool allPeersConnected = false;  // both ways to every peer (the one-shot's first call made them)
   baton::CollArgs oneShotArgs;     // the 8-byte path's arguments, built once (enqueue.cc)
-  // Drives NET connections (lesson 08); its thread starts with the first one.
-  std::unique_ptr<baton::Proxy> proxy = std::make_unique<baton::Proxy>(this);
+  // Drives NET connections (lesson 08); its thread starts with the first one. Made by commAlloc.
+  std::unique_ptr<baton::Proxy> proxy;
 
   int abortFlag = 0;                           // read by every wait (exec_model.h)
   std::atomic<int> initState{ncclInProgress};  // ncclSuccess once usable, or the init error
@@ -170,7 +213,7 @@ struct ncclComm {
   std::atomic<bool> finalized{false};
   std::atomic<bool> revoked{false};  // ncclCommRevoke: no new work; parent of shrink/split only
   // Failure detector and agreement (lesson 10): only when ranks are in more than one process.
-  std::unique_ptr<baton::Watchdog> watchdog;
+  baton::SubsystemPtr<baton::Watchdog> watchdog;
   uint64_t atomicSeq = 0;  // all-or-nothing AllReduces run (their vote keys)
   // A child (split, shrink, grow) being initialised from this communicator: its abort flag and its
   // members (ranks of this one), so a member dying mid-shrink ends the child's init (NCCL's
@@ -187,10 +230,14 @@ struct ncclComm {
   std::mutex redOpMu;
   baton::RedOpSlot redOps[baton::kMaxRedOps];
 
-  // Buffer registration and windows (lesson 09).
-  std::unique_ptr<baton::RegCache> reg = std::make_unique<baton::RegCache>(this);
-  std::unique_ptr<baton::PeerMappings> peerMaps = std::make_unique<baton::PeerMappings>();
-  baton::WindowTable windows;
+  // Buffer registration and windows (lesson 09): src/register/'s state, made by its
+  // attachRegistration (register/registration.h), which every maker of a communicator calls right
+  // after commAlloc (initRank, commInitChild), and released by commFree. The core asks `reg` through
+  // the interface above and only releases the others.
+  std::unique_ptr<baton::RegisteredMemory> reg;  // a RegCache
+  baton::SubsystemPtr<baton::PeerMappings> peerMaps;
+  baton::SubsystemPtr<baton::WindowTable> windows;
+  const baton::PeerAddressMap* peerAddressMap = nullptr;  // peerMaps' map for device code (CollArgs::peerMap)
 
   // The fused operations' working memory (src/fused/fused_scratch.h), made by the first fused call.
   std::shared_ptr<baton::FusedScratch> fusedScratch;
@@ -201,9 +248,10 @@ struct ncclComm {
   // The CUDA backend (src/gpu/gpu_comm.h): set when every rank drives a device; else why not.
   std::shared_ptr<baton::GpuComm> gpu;
   std::string gpuWhy;
-  // `gpu` while its kernels may run, for commSetError (guarded by firstErrorMu): a failure the
-  // watchdog or a NET proxy sees stops them at once, not at BATON_WAIT_TIMEOUT.
-  baton::GpuComm* gpuStop = nullptr;
+  // `gpu`'s kernels' abort flag (pinned host memory, GpuComm::abortFlag) while they may run, for
+  // commSetError (guarded by firstErrorMu): a failure the watchdog or a NET proxy sees stops them at
+  // once, not at BATON_WAIT_TIMEOUT. A plain word, so the core raises it without the GPU's header.
+  int* gpuAbortFlag = nullptr;
 };
 
 namespace baton {
@@ -216,12 +264,12 @@ inline int tuningPathOf(const ncclComm* comm, bool zeroCopy = false) {
   return comm->oversubscribed ? kPathOversub : kPathShm;
 }
 
-// ncclCommInitRank's body (comm_api.cc): now, on a thread (non-blocking), or at ncclGroupEnd.
-ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId* commId, int rank, const ncclConfig_t* config,
-                      const char* fn, int cudaDev);
-// Init steps (init.cc), shared by CommInitRank, CommInitAll and CommSplit.
+// Init steps, shared by CommInitRank, CommInitAll, CommSplit, CommShrink and CommGrow. First the
+// communicator object (comm_config.cc): config and knobs checked, registered as live. It has no
+// registration state yet (the core does not know those types): the caller attaches it next
+// (register/registration.h's attachRegistration).
 ncclResult_t commAlloc(ncclComm** out, int nranks, int rank, const ncclConfig_t* config, const char* fn);
-ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id);  // the collective part
+ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id);  // the collective part (init.cc)
 // Runs `job` as `comm`'s initialisation: blocking comms inline, non-blocking ones on a thread
 // (ncclCommGetAsyncError reports ncclInProgress until it is done).
 ncclResult_t runInitJob(ncclComm* comm, std::function<ncclResult_t()> job);

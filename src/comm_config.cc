@@ -6,10 +6,12 @@
 #include <string>
 
 #include "alltoall.h"
-#include "api/argcheck.h"
 #include "comm.h"
+#include "comm_registry.h"
+#include "cuda_backend.h"
 #include "misc/debug.h"
 #include "misc/param.h"
+#include "proxy.h"
 #include "symmetric.h"
 
 namespace baton {
@@ -80,7 +82,7 @@ ncclResult_t readTunables(const ncclConfig_t& cfg, int rank, Tunables* t) {
 }
 
 ncclResult_t commAlloc(ncclComm** out, int nranks, int rank, const ncclConfig_t* config, const char* fn) {
-  showVersion();
+  showVersion(backendsInUse);
   if (!out) return batonError(ncclInvalidArgument, "%s: comm (the output pointer) is NULL", fn);
   if (nranks < 1) return batonError(ncclInvalidArgument, "%s: nranks %d must be at least 1", fn, nranks);
   if (rank < 0 || rank >= nranks)
@@ -119,6 +121,7 @@ ncclResult_t commAlloc(ncclComm** out, int nranks, int rank, const ncclConfig_t*
     return batonError(ncclInvalidArgument, "%s: config->cgaClusterSize is %d; must be >= 0", fn, cfg.cgaClusterSize);
 
   ncclComm* comm = new ncclComm();
+  comm->proxy = std::make_unique<Proxy>(comm);
   comm->rank = rank;
   comm->nRanks = nranks;
   comm->config = cfg;

@@ -5,7 +5,7 @@
 #include <mutex>
 
 #include "comm.h"
-#include "gpu/gpu_comm.h"
+#include "proxy.h"
 
 namespace baton {
 
@@ -30,11 +30,12 @@ void commSetError(ncclComm* comm, ncclResult_t err, const char* message) {
     std::lock_guard<std::mutex> lock(comm->firstErrorMu);
     int expected = ncclSuccess;
     if (comm->asyncError.compare_exchange_strong(expected, err)) comm->firstError = message ? message : "";
-    if (comm->gpuStop) comm->gpuStop->abort();  // its kernels' waits read their own (pinned) flag
+    // The GPU's kernels' waits read their own (pinned) flag: GpuComm::abort's store.
+    if (comm->gpuAbortFlag) storeFlag(comm->gpuAbortFlag, 1);
   }
   // Let this rank's other channels drain instead of waiting for a peer that will not come, and
   // tell the ring neighbours, whose waits would otherwise last until BATON_WAIT_TIMEOUT.
-  __atomic_store_n(&comm->abortFlag, 1, __ATOMIC_RELEASE);
+  storeFlag(&comm->abortFlag, 1);
   commAnnounceFailure(comm);
   comm->proxy->kick();  // a sleeping proxy wakes and ends the NET connections
 }

@@ -10,25 +10,26 @@
 #include <string>
 
 #include "alltoall.h"
-#include "alltoall/alltoall_executor.h"
 #include "comm.h"
 #include "comm_error.h"
 #include "completion.h"
 #include "cpu_kernels/coll_kernel.h"
-#include "gpu/gpu_comm.h"
 #include "enqueue.h"
+#include "gpu/gpu_comm.h"
 #include "group.h"
 #include "misc/debug.h"
 #include "misc/trace.h"
 #include "oneshot_allreduce.h"
-#include "register/mem_alloc.h"
+#include "proxy.h"
 #include "register/symmetric_plan.h"
+#include "sendrecv_executor.h"
 
 namespace baton {
 
-static ncclResult_t failureResult(const ExecCtx& ctx, ncclComm* comm, const char* what) {
+namespace {
+ncclResult_t failureResult(const ExecCtx& ctx, ncclComm* comm, const char* what) {
   const WaitFailure& f = ctx.failure;
-  const bool aborted = f.result == kWaitAborted && __atomic_load_n(&comm->abortFlag, __ATOMIC_ACQUIRE);
+  const bool aborted = f.result == kWaitAborted && flagIsSet(&comm->abortFlag);
   if (f.result == kWaitPeerFailed) {
     // The announcing neighbour usually failed because a rank died: name that one, which is the
     // news, rather than the messenger. The announcement says which, if the neighbour knew; else
@@ -101,6 +102,7 @@ static ncclResult_t failureResult(const ExecCtx& ctx, ncclComm* comm, const char
                     f.what ? f.what : "?", f.peer, (unsigned long long)f.expected, (unsigned long long)f.observed,
                     hint);
 }
+}  // namespace
 
 ExecCtx makeCtx(ncclComm* comm, int channel) {
   ExecCtx ctx;
@@ -122,12 +124,13 @@ ExecCtx makeCtx(ncclComm* comm, int channel) {
 
 // Runs a work item's body on a worker and reports to the completion and the communicator.
 // With BATON_TRACE on, the item is one span on its channel's lane of the timeline.
-static std::function<void()> wrapWork(ncclComm* comm, std::shared_ptr<Completion> done,
-                                      std::function<ncclResult_t()> body, int channel, std::string name) {
+namespace {
+std::function<void()> wrapWork(ncclComm* comm, std::shared_ptr<Completion> done, std::function<ncclResult_t()> body,
+                               int channel, std::string name) {
   return [comm, done, body, channel, name] {
     ncclResult_t res = ncclSuccess;
     const uint64_t t0 = traceEnabled() ? traceNowNs() : 0;
-    if (!__atomic_load_n(&comm->abortFlag, __ATOMIC_ACQUIRE)) res = body();
+    if (!flagIsSet(&comm->abortFlag)) res = body();
     else res = ncclInvalidUsage;
     if (t0) traceComplete(comm->rank, channel, name.c_str(), "op", t0, traceNowNs());
     if (res != ncclSuccess) commSetError(comm, res, lastError());
@@ -138,19 +141,20 @@ static std::function<void()> wrapWork(ncclComm* comm, std::shared_ptr<Completion
 
 // The one-shot AllReduce over the FIFOs (lesson 09) for this operation: forced and it fits, or
 // auto and small enough. Same host, direct connectors in memory (not NET).
-static bool useOneShot(const ncclComm* comm, const Task& t, size_t bytes) {
+bool useOneShot(const ncclComm* comm, const Task& t, const CollShape& s) {
   const Tunables& k = comm->tun;
   if (t.func != kFuncAllReduce || comm->nRanks < 2 || comm->nNodes != 1 || k.p2pDisable || k.shmDisable ||
-      bytes > oneShotMaxBytes(k.oneShotStepBytes) || typeSize(t.type) > 8)
+      s.totalBytes > oneShotMaxBytes(k.oneShotStepBytes) || s.typeBytes > 8)
     return false;
-  return k.allreduceAlgo == kAlgoOneShot || (k.allreduceAlgo == kAlgoUndef && bytes <= k.oneShotBytes);
+  return k.allreduceAlgo == kAlgoOneShot || (k.allreduceAlgo == kAlgoUndef && s.totalBytes <= k.oneShotBytes);
 }
 
-static int channelsFor(ncclComm* comm, const Task& t, size_t bytes) {
+int channelsFor(ncclComm* comm, const Task& t, const CollShape& s) {
   if (t.func == kFuncAllReduce && comm->tun.allreduceAlgo == kAlgoNaive) return 1;
-  if (useOneShot(comm, t, bytes)) return 1;
-  return channelsForBytes(comm->nChannels, comm->tun.minChannelBytes, bytes);
+  if (useOneShot(comm, t, s)) return 1;
+  return channelsForBytes(comm->nChannels, comm->tun.minChannelBytes, s.totalBytes);
 }
+}  // namespace
 
 // One collective, planned: everything its channel parts need.
 struct CollPlan {
@@ -169,21 +173,22 @@ struct CollPlan {
 
 // Both buffers in symmetric windows every rank reaches: the symmetric kernel for this operation
 // (symmetric_plan.h) and every rank's buffers in `plan`; false when they are not.
-static bool planSymmetric(ncclComm* comm, const Task& t, CollPlan* plan, CollAlgo* algo) {
+namespace {
+bool planSymmetric(ncclComm* comm, const Task& t, const CollShape& s, CollPlan* plan, CollAlgo* algo) {
   SymmetricPlan sp;
-  if (!planSymmetricWindows(comm, t, false, &sp)) return false;
+  if (!planSymmetricWindows(comm, t, s, false, &sp)) return false;
   plan->symSend.resize(comm->nRanks);
   plan->symRecv.resize(comm->nRanks);
   for (int r = 0; r < comm->nRanks; ++r) {
-    plan->symSend[r] = sp.send->peerBase[r] + sp.sendOffset;
-    plan->symRecv[r] = sp.recv->peerBase[r] + sp.recvOffset;
+    plan->symSend[r] = sp.sendPeers[r] + sp.sendOffset;
+    plan->symRecv[r] = sp.recvPeers[r] + sp.recvOffset;
   }
   *algo = sp.algo;
   return true;
 }
 
 // The collectives the direct ring has (ring_direct.h).
-static bool hasDirectRing(CollFunc f) {
+bool hasDirectRing(CollFunc f) {
   return f == kFuncAllReduce || f == kFuncAllGather || f == kFuncReduceScatter || f == kFuncBroadcast ||
          f == kFuncReduce;
 }
@@ -191,26 +196,25 @@ static bool hasDirectRing(CollFunc f) {
 // All but AllReduce take the direct ring from BATON_SINGLE_COPY_BYTES of total size on every path
 // (threads, zero copy, single copy): below it the pointer exchange that starts each operation cost
 // more than the copies it saves (AllGather, 2 threads, 1-16 KiB: up to 2.6x slower).
-static bool directRingWorthIt(const ncclComm* comm, const Task& t, size_t totalBytes) {
-  return t.func == kFuncAllReduce || totalBytes >= comm->tun.singleCopyBytes;
+bool directRingWorthIt(const ncclComm* comm, const Task& t, const CollShape& s) {
+  return t.func == kFuncAllReduce || s.totalBytes >= comm->tun.singleCopyBytes;
 }
 
 // Every buffer `t` reads or writes on this rank is registered (ncclCommRegister or a window):
 // Broadcast reads sendbuff only on the root, Reduce writes recvbuff only there.
-static bool opBuffersRegistered(ncclComm* comm, const Task& t) {
+bool opBuffersRegistered(ncclComm* comm, const Task& t, const CollShape& s) {
   if (comm->reg->empty()) return false;
-  size_t sb, rb;
-  opBufferBytes(t, comm->nRanks, &sb, &rb);
   const bool root = t.root == comm->rank;
   const bool usesSend = t.func != kFuncBroadcast || root, usesRecv = t.func != kFuncReduce || root;
-  return (!usesSend || comm->reg->covers(t.sendbuff, sb)) && (!usesRecv || comm->reg->covers(t.recvbuff, rb));
+  return (!usesSend || comm->reg->covers(t.sendbuff, s.sendBytes)) &&
+         (!usesRecv || comm->reg->covers(t.recvbuff, s.recvBytes));
 }
 
 // NET zero copy for a ring collective (lesson 09): its registered buffers go to and from the
 // ring's NET connections without the staging copies on Simple steps (NCCL registers them with the
 // ring's NET connections likewise: ncclRegisterCollBuffers, src/register/coll_reg.cc).
-static bool netZeroCopyRing(ncclComm* comm, const Task& t, int nch) {
-  if (!comm->tun.netZeroCopy || !opBuffersRegistered(comm, t)) return false;
+bool netZeroCopyRing(ncclComm* comm, bool registered, int nch) {
+  if (!comm->tun.netZeroCopy || !registered) return false;
   for (int c = 0; c < nch; ++c) {
     const Channel& ch = *comm->channels[c];
     if ((ch.sendConn && ch.sendConn->viaNet) || (ch.recvConn && ch.recvConn->viaNet)) return true;
@@ -222,15 +226,14 @@ static bool netZeroCopyRing(ncclComm* comm, const Task& t, int nch) {
 // write peers' ncclMemAlloc memory. True when this operation may use it. Not with NCCL_SHM_DISABLE:
 // the ring's neighbours then talk through NET's two staging FIFOs, which do not share the words
 // (ConnFifo::directTag) the direct ring exchanges its pointers in.
-static bool zeroCopyBetweenProcesses(ncclComm* comm, const Task& t) {
-  if (comm->reg->empty() || comm->allInProcess || !comm->tun.direct || comm->tun.shmDisable || !hasDirectRing(t.func) ||
+bool zeroCopyBetweenProcesses(ncclComm* comm, const Task& t, const CollShape& s, bool registered) {
+  if (!registered || comm->allInProcess || !comm->tun.direct || comm->tun.shmDisable || !hasDirectRing(t.func) ||
       comm->nRanks < 2)
     return false;
   for (int r = 0; r < comm->nRanks; ++r)
     if (r != comm->rank && !comm->livenessPids[r] && comm->peers[r].pidHash != comm->peers[comm->rank].pidHash)
       return false;  // another host: no load/store path to it
-  return directRingWorthIt(comm, t, collBytes(t.func, t.count, typeSize(t.type), comm->nRanks)) &&
-         opBuffersRegistered(comm, t);
+  return directRingWorthIt(comm, t, s);
 }
 
 // Plain buffers between processes of this host (lesson 09): the direct ring with single copies
@@ -243,18 +246,18 @@ static bool zeroCopyBetweenProcesses(ncclComm* comm, const Task& t) {
 // the kernel's copy, and it has no second copy to save as AllGather and Broadcast have).
 // AllReduce by default only where the processes' caches are far apart (src/topo/cache_distance.h):
 // between near caches the FIFO measured 1.6-2x faster.
-static bool singleCopyBetweenProcesses(ncclComm* comm, const Task& t) {
+bool singleCopyBetweenProcesses(ncclComm* comm, const Task& t, const CollShape& s) {
   const bool readsPeers = t.func == kFuncReduceScatter || t.func == kFuncReduce;
   const bool near = t.func == kFuncAllReduce && !comm->cachesFar && comm->tun.singleCopy != 1;
   return comm->singleCopyAll && (comm->tun.singleCopy == 1 || !comm->oversubscribed) && !near && comm->tun.direct &&
          !comm->tun.shmDisable &&  // as above: NET's FIFOs do not carry the pointer exchange
          hasDirectRing(t.func) && (!readsPeers || comm->tun.singleCopy == 1) &&
-         collBytes(t.func, t.count, typeSize(t.type), comm->nRanks) >= comm->tun.singleCopyBytes;
+         s.totalBytes >= comm->tun.singleCopyBytes;
 }
 
 // The COLL INFO line of one numbered collective (NCCL's shape, and the path it took).
-static void logColl(const ncclComm* comm, const Task& t, uint64_t opCount, CollAlgo algo, Proto proto, int nch,
-                    const char* path) {
+void logColl(const ncclComm* comm, const Task& t, uint64_t opCount, CollAlgo algo, Proto proto, int nch,
+             const char* path) {
   BATON_INFO(kSubColl,
              "%s: opCount %llx sendbuff %p recvbuff %p count %zu datatype %s op %s root %d comm %p [nranks=%d] "
              "algorithm %s protocol %s channels %d%s",
@@ -263,27 +266,28 @@ static void logColl(const ncclComm* comm, const Task& t, uint64_t opCount, CollA
 }
 
 // Chooses algorithm, protocol and channels for `t` and numbers it. *skip: nothing to run (count 0).
-static ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool* skip) {
-  const size_t totalBytes = collBytes(t.func, t.count, typeSize(t.type), comm->nRanks);
-  const int nch = channelsFor(comm, t, totalBytes);
+ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool* skip) {
+  const CollShape shape = collShapeOf(t, comm->nRanks);
+  const size_t totalBytes = shape.totalBytes;
+  const int nch = channelsFor(comm, t, shape);
   AlgoProtoChoice choice;
   CollAlgo symAlgo;
-  const bool zeroCopy = zeroCopyBetweenProcesses(comm, t);
-  const bool singleCopy = singleCopyBetweenProcesses(comm, t);
+  const bool registered = opBuffersRegistered(comm, t, shape);
+  const bool zeroCopy = zeroCopyBetweenProcesses(comm, t, shape, registered);
+  const bool singleCopy = singleCopyBetweenProcesses(comm, t, shape);
   if (t.func == kFuncAllReduce && comm->tun.allreduceAlgo == kAlgoNaive) choice = {kAlgoNaive, kProtoSimple, 0.0};
   // The smallest AllReduces take the LL one-shot even on windows (NCCL's AGxLL does the same: one
   // hop with the data, instead of the load kernels' two barriers).
-  else if (useOneShot(comm, t, totalBytes)) choice = {kAlgoOneShot, kProtoLL, 0.0};
-  else if (planSymmetric(comm, t, plan, &symAlgo)) choice = {symAlgo, kProtoSimple, 0.0};
+  else if (useOneShot(comm, t, shape)) choice = {kAlgoOneShot, kProtoLL, 0.0};
+  else if (planSymmetric(comm, t, shape, plan, &symAlgo)) choice = {symAlgo, kProtoSimple, 0.0};
   else
     BATON_CHECK(chooseAlgoProto(comm->tun.model, tuningPathOf(comm, zeroCopy || singleCopy), comm->tun.mask, t.func,
                                 comm->nRanks, comm->nNodes, totalBytes, &choice));
   const uint64_t opCount = comm->opCount++;
   const bool direct = (comm->allInProcess || zeroCopy || singleCopy) && comm->tun.direct && hasDirectRing(t.func) &&
-                      directRingWorthIt(comm, t, totalBytes) && choice.proto == kProtoSimple &&
-                      choice.algo == kAlgoRing;
+                      directRingWorthIt(comm, t, shape) && choice.proto == kProtoSimple && choice.algo == kAlgoRing;
   const bool netZeroCopy = !direct && choice.algo == kAlgoRing && choice.proto == kProtoSimple && comm->nRanks > 1 &&
-                           netZeroCopyRing(comm, t, nch);
+                           netZeroCopyRing(comm, registered, nch);
   const char* path = netZeroCopy          ? " NET zero copy"
                      : !direct            ? ""
                      : comm->allInProcess ? " direct"
@@ -302,27 +306,24 @@ static ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool
   if (traceEnabled())
     plan->traceName = std::string(funcName(t.func)) + " " + std::to_string(totalBytes) + " B " + algoName(choice.algo) +
                       "/" + protoName(choice.proto);
-  const CollOp op{t.func, t.sendbuff, t.recvbuff, t.count, typeSize(t.type), t.root};
+  const CollOp op{t.func, t.sendbuff, t.recvbuff, t.count, shape.typeBytes, t.root};
   CollArgs& b = plan->base;
   b = collArgsFor(op, choice.algo, choice.proto, comm->rank, comm->nRanks, nch, comm->tun.chunkSteps);
   b.direct = direct;
   if (b.direct && (zeroCopy || singleCopy)) {
     // Peers map our buffers if they come from ncclMemAlloc; a plain one goes by single copies
     // where allowed, else by value.
-    MemAllocation m;
-    size_t sb, rb;
-    opBufferBytes(t, comm->nRanks, &sb, &rb);
-    b.peerMap = comm->peerMaps->deviceMap();
-    b.sendAlloc = memFind(t.sendbuff, sb, &m) ? m.id : 0;
-    b.recvAlloc = memFind(t.recvbuff, rb, &m) ? m.id : 0;
+    b.peerMap = comm->peerAddressMap;
+    b.sendAlloc = comm->reg->allocationOf(t.sendbuff, shape.sendBytes);
+    b.recvAlloc = comm->reg->allocationOf(t.recvbuff, shape.recvBytes);
     if (singleCopy) b.peerCopy = &comm->peerCopy;
   }
   if (isSymmetric(choice.algo)) {
     b.sym.peerSend = plan->symSend.data();
     b.sym.peerRecv = plan->symRecv.data();
-    b.sym.pads = comm->windows.pads.data();
+    b.sym.pads = symmetricPads(comm);
     plan->symEpochs.resize(nch);
-    for (int c = 0; c < nch; ++c) plan->symEpochs[c] = ++comm->windows.epochs[c];
+    for (int c = 0; c < nch; ++c) plan->symEpochs[c] = nextSymmetricEpoch(comm, c);
   }
   b.opTag = opCount + 1;
   b.streamStores = comm->tun.streamStores;
@@ -330,16 +331,16 @@ static ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool
   return ncclSuccess;
 }
 
-static ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plans, std::vector<Task> p2p,
-                                std::shared_ptr<Completion>* out, bool callerRuns);
+ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plans, std::vector<Task> p2p,
+                         std::shared_ptr<Completion>* out, bool callerRuns);
 
-static bool isNaive(const CollPlan& p, const ncclComm* comm) { return p.base.algo == kAlgoNaive && comm->nRanks > 1; }
-static bool usesPeerConnectors(const CollPlan& p, const ncclComm* comm) {
+bool isNaive(const CollPlan& p, const ncclComm* comm) { return p.base.algo == kAlgoNaive && comm->nRanks > 1; }
+bool usesPeerConnectors(const CollPlan& p, const ncclComm* comm) {
   return isNaive(p, comm) || p.base.algo == kAlgoOneShot;
 }
 
 // Channel c's part of a planned collective, on whichever thread plays that channel's block.
-static ncclResult_t runPart(ncclComm* comm, const CollPlan& p, int c) {
+ncclResult_t runPart(ncclComm* comm, const CollPlan& p, int c) {
   CollArgs a = p.base;
   if (usesPeerConnectors(p, comm)) {
     const bool everyone = p.base.algo == kAlgoOneShot;  // naive: rank 0 and the others
@@ -393,12 +394,14 @@ static ncclResult_t runPart(ncclComm* comm, const CollPlan& p, int c) {
 // The 8-byte path (lesson 09): a one-shot AllReduce whose peer connectors exist is planned from
 // the call alone (registrations and windows do not change that choice), so it skips the plan, its
 // copies and its run-time dispatch: the arguments, the kernel, this thread. False: not this case.
-static bool runOneShotNow(ncclComm* comm, const Task& t, ncclResult_t* res) {
+bool runOneShotNow(ncclComm* comm, const Task& t, ncclResult_t* res) {
   if (t.func != kFuncAllReduce || !comm->allPeersConnected || t.count == 0 || comm->tun.allreduceAlgo == kAlgoNaive)
     return false;
   const size_t typeBytes = typeSize(t.type);
   const CollKernel kernel = collKernel(t.func, t.type, t.op.kind);
-  if (!kernel || !useOneShot(comm, t, t.count * typeBytes)) return false;  // planColl reports a missing kernel
+  CollShape shape;  // an AllReduce's: every byte count is count x type (collShapeOf, without its switch)
+  shape.typeBytes = typeBytes, shape.totalBytes = shape.sendBytes = shape.recvBytes = t.count * typeBytes;
+  if (!kernel || !useOneShot(comm, t, shape)) return false;  // planColl reports a missing kernel
   const uint64_t opCount = comm->opCount++;
   logColl(comm, t, opCount, kAlgoOneShot, kProtoLL, 1, "");
   // Built on the first call, then only the call's fields change: zeroing and copying the whole
@@ -423,13 +426,14 @@ static bool runOneShotNow(ncclComm* comm, const Task& t, ncclResult_t* res) {
   comm->inflight.fetch_sub(1);
   return true;
 }
+}  // namespace
 
 ncclResult_t runCollectiveNow(ncclComm* comm, const Task& t, bool* handled) {
   *handled = false;
   // The latency path, without allocations: one collective on an idle blocking communicator that
   // needs one channel runs right here, on the calling thread (as channel 0's block).
   if (!comm->blocking || t.kind != Task::kColl || comm->inflight.load() != 0 || traceEnabled()) return ncclSuccess;
-  if (__atomic_load_n(&comm->abortFlag, __ATOMIC_ACQUIRE)) return ncclSuccess;  // the general path reports it
+  if (flagIsSet(&comm->abortFlag)) return ncclSuccess;  // the general path reports it
   *handled = true;
   ncclResult_t res;
   if (runOneShotNow(comm, t, &res)) return res;
@@ -493,12 +497,13 @@ ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_p
   // Channel 0 runs the point-to-point batch after this launch's collectives, so its AlltoAlls by
   // stores take their epochs after those the collectives took.
   for (Task& t : p2p)
-    if (t.kind == Task::kAlltoAll && t.alltoallAlgo == kAlltoAllWindow) t.symEpoch = ++comm->windows.epochs[0];
+    if (t.kind == Task::kAlltoAll && t.alltoallAlgo == kAlltoAllWindow) t.symEpoch = nextSymmetricEpoch(comm, 0);
   return launchPlans(comm, std::move(plans), std::move(p2p), out, callerRuns);
 }
 
-static ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plansIn, std::vector<Task> p2p,
-                                std::shared_ptr<Completion>* out, bool callerRuns) {
+namespace {
+ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plansIn, std::vector<Task> p2p,
+                         std::shared_ptr<Completion>* out, bool callerRuns) {
   // Parts may run after this returns (non-blocking communicators): they share the plans.
   auto plans = std::make_shared<const std::vector<CollPlan>>(std::move(plansIn));
   struct Part {
@@ -541,5 +546,6 @@ static ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plansIn, s
   *out = done;
   return ncclSuccess;
 }
+}  // namespace
 
 }  // namespace baton

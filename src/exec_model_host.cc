@@ -25,7 +25,10 @@ uint64_t nowNs() {
 // machine spends its cycles on the ranks that have work.
 // Pauses before the first yield: long enough to catch a peer on another core, short enough not to
 // burn a time slice when more ranks than cores share the machine (setWaitSpin, set at init).
-static std::atomic<uint32_t> gSpin{256};
+namespace {
+std::atomic<uint32_t> gSpin{256};
+}  // namespace
+
 void setWaitSpin(uint32_t pauses) { gSpin.store(pauses, std::memory_order_relaxed); }
 
 // Adaptive spin, per thread (as adaptive mutexes do): a wait that outlasts the spin phase means the
@@ -36,12 +39,13 @@ void setWaitSpin(uint32_t pauses) { gSpin.store(pauses, std::memory_order_relaxe
 // share it; a short spin alone would stay short (a cross-core hand-off outlasts a few pauses too).
 // In the static TLS block (initial-exec): every pause reads them, and the default model for a
 // shared library costs a __tls_get_addr call per access.
-static thread_local uint32_t tSpin __attribute__((tls_model("initial-exec"))) =
+namespace {
+thread_local uint32_t tSpin __attribute__((tls_model("initial-exec"))) =
     0;  // this thread's current spin length (0: not set yet)
-static thread_local uint32_t tLastIt __attribute__((tls_model("initial-exec"))) = 0;  // pauses the previous wait took
-static thread_local uint32_t tWaits __attribute__((tls_model("initial-exec"))) = 0;   // waits that paused at least once
-static thread_local bool tProbe __attribute__((tls_model("initial-exec"))) =
-    false;  // the current wait is a full-length probe
+thread_local uint32_t tLastIt __attribute__((tls_model("initial-exec"))) = 0;  // pauses the previous wait took
+thread_local uint32_t tWaits __attribute__((tls_model("initial-exec"))) = 0;   // waits that paused at least once
+thread_local bool tProbe __attribute__((tls_model("initial-exec"))) = false;  // the current wait is a full-length probe
+}  // namespace
 
 void waitBackoff(uint32_t& it) {
   ++it;

@@ -5,7 +5,6 @@
 #include <thread>
 #include <vector>
 
-#include "api/api.h"
 #include "completion.h"
 #include "enqueue.h"
 #include "misc/debug.h"
@@ -29,7 +28,9 @@ struct GroupState {
 thread_local GroupState tGroup;
 // The nesting depth apart from the state: a plain int in the static TLS block is one load on every
 // call's latency path, where the state (vectors, so constructed on first use) goes through a guard.
-static thread_local int tGroupDepth __attribute__((tls_model("initial-exec"))) = 0;
+namespace {
+thread_local int tGroupDepth __attribute__((tls_model("initial-exec"))) = 0;
+}  // namespace
 
 void resetGroup() {
   tGroup.error = ncclSuccess;
@@ -135,9 +136,3 @@ ncclResult_t groupEnd() {
 }
 
 }  // namespace baton
-
-NCCL_API(ncclResult_t, ncclGroupStart);
-ncclResult_t pncclGroupStart() { return baton::groupStart(); }
-
-NCCL_API(ncclResult_t, ncclGroupEnd);
-ncclResult_t pncclGroupEnd() { return baton::groupEnd(); }

@@ -6,18 +6,19 @@
 #include <cstring>
 #include <string>
 
-#include "api/argcheck.h"
 #include "bootstrap/host_identity.h"
-#include "topo/cache_distance.h"
 #include "comm.h"
 #include "comm_error.h"
-#include "gpu/gpu_plugin.h"
-#include "gpu/gpu_comm.h"
+#include "comm_registry.h"
+#include "cuda_backend.h"
 #include "fault/watchdog.h"
+#include "gpu/gpu_comm.h"
+#include "misc/cross_memory.h"
 #include "misc/debug.h"
 #include "misc/param.h"
 #include "misc/trace.h"
-#include "register/cross_memory.h"
+#include "proxy.h"
+#include "topo/cache_distance.h"
 #include "topo/discover.h"
 
 namespace baton {
@@ -49,9 +50,6 @@ ncclResult_t exchangePeerInfo(ncclComm* comm) {
   for (const PeerInfo& p : comm->peers)
     if (p.hostHash == me.hostHash && p.pidHash != me.pidHash && p.pidNs == me.pidNs && p.pidNs != 0)
       comm->livenessPids[p.rank] = p.pid;
-  comm->peerMaps->setPeerPids(comm->livenessPids.data());
-  comm->peerMaps->setAbortFlag(&comm->abortFlag);
-  comm->peerMaps->setCudaDevice(comm->gpuDev);
   comm->allInProcess = !comm->tun.p2pDisable;  // NCCL_P2P_DISABLE also turns direct paths off
   for (const PeerInfo& p : comm->peers) comm->allInProcess &= p.pidHash == me.pidHash;
   return ncclSuccess;
@@ -113,8 +111,7 @@ ncclResult_t agreeOnSingleCopy(ncclComm* comm) {
   if (!allowPeerAttach(yamaPtraceScope(), &attachNote))
     BATON_INFO(kSubInit, "no single copies from other processes to this one: %s; AllReduces use the FIFO",
                attachNote.c_str());
-  else if (!attachNote.empty())
-    BATON_INFO(kSubInit, "%s", attachNote.c_str());
+  else if (!attachNote.empty()) BATON_INFO(kSubInit, "%s", attachNote.c_str());
   BATON_CHECK(comm->bootstrap->barrier());
   std::vector<uint8_t> allowed((size_t)n * n, 0);  // [a * n + b]: a may read and write b's memory
   uint8_t* mine = &allowed[(size_t)comm->rank * n];
@@ -138,7 +135,9 @@ ncclResult_t agreeOnSingleCopy(ncclComm* comm) {
   for (int a = 0; a < n; ++a)
     for (int b = 0; b < n; ++b) allPairs &= a == b || allowed[(size_t)a * n + b];
   const bool measure = comm->tun.singleCopy < 0 && !comm->oversubscribed && allPairs;
-  if (measure) BATON_CHECK(measureCacheDistance(comm));
+  if (measure)
+    BATON_CHECK(
+        measureCacheDistance(comm->rank, comm->peers, *comm->bootstrap, &comm->cacheRoundTripNs, &comm->cachesFar));
   const bool unused = comm->tun.singleCopy < 0 && comm->oversubscribed;
   char distance[160] = "";
   if (measure && comm->cacheRoundTripNs > 0)
@@ -190,7 +189,7 @@ ncclResult_t initGpu(ncclComm* comm) {
   BATON_CHECK(GpuComm::create(comm, &comm->gpu, &comm->gpuWhy));
   if (comm->gpu) {
     std::lock_guard<std::mutex> lock(comm->firstErrorMu);
-    comm->gpuStop = comm->gpu.get();
+    comm->gpuAbortFlag = comm->gpu->abortFlag();
     if (comm->asyncError.load() != ncclSuccess) comm->gpu->abort();  // failed before we were listening
     return ncclSuccess;
   }
@@ -245,15 +244,21 @@ ncclResult_t runInitJob(ncclComm* comm, std::function<ncclResult_t()> job) {
   return ncclInProgress;
 }
 
+}  // namespace baton
+
+ncclComm::~ncclComm() = default;
+
+namespace baton {
+
 void commFree(ncclComm* comm) {
   unregisterComm(comm);
   if (comm->initThread.joinable()) comm->initThread.join();
   if (comm->gpu) {  // kernels first: they use the rings' device FIFOs
-    if (__atomic_load_n(&comm->abortFlag, __ATOMIC_ACQUIRE)) comm->gpu->abort();
+    if (flagIsSet(&comm->abortFlag)) comm->gpu->abort();
     if (comm->gpu->drain() != ncclSuccess) BATON_WARN("%s", lastError());
     {
       std::lock_guard<std::mutex> lock(comm->firstErrorMu);
-      comm->gpuStop = nullptr;  // a failure from now on finds no GpuComm to stop
+      comm->gpuAbortFlag = nullptr;  // a failure from now on finds no GpuComm to stop
     }
     comm->gpu.reset();
   }
@@ -262,8 +267,7 @@ void commFree(ncclComm* comm) {
   if (comm->proxy) {
     // Sends complete when their data is staged: let the proxy put it on the wire first (not
     // after an abort or a failure, when nobody waits for it).
-    if (!__atomic_load_n(&comm->abortFlag, __ATOMIC_ACQUIRE) && !comm->revoked.load() &&
-        !comm->proxy->drain(10ull * 1000000000))
+    if (!flagIsSet(&comm->abortFlag) && !comm->revoked.load() && !comm->proxy->drain(10ull * 1000000000))
       BATON_WARN("rank %d: the proxy did not finish sending within 10 s of ncclCommDestroy", comm->rank);
     comm->proxy->stop();  // before the connections whose FIFOs it drives go away
   }
@@ -271,7 +275,7 @@ void commFree(ncclComm* comm) {
   comm->channels.clear();
   comm->peerSendConn.clear();
   comm->peerRecvConn.clear();
-  comm->windows.clear();  // workers are stopped: nothing reads peers' memory any more
+  comm->windows.reset();  // workers are stopped: nothing reads peers' memory any more
   comm->reg.reset();
   comm->peerMaps.reset();
   comm->bootstrap.reset();

@@ -70,7 +70,8 @@ void Proxy::stop() {
 // core a rank computes on. Measured on lesson 11's
 // slowed link: AllGather+GEMM 0.59-0.61 of naive with the nap against 0.59-0.75 without; 8 B to
 // 32 KiB AllReduce across the two hosts unchanged (156-292 us against 166-292).
-static void hotWait(uint32_t idle) {
+namespace {
+void hotWait(uint32_t idle) {
   if (idle < 64) {
 #if defined(__x86_64__)
     __builtin_ia32_pause();
@@ -81,6 +82,7 @@ static void hotWait(uint32_t idle) {
     usleep(50);
   }
 }
+}  // namespace
 
 void Proxy::run() {
   std::vector<std::shared_ptr<ProxyTask>> mine;

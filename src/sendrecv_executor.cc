@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "alltoall.h"
 #include "misc/debug.h"
 #include "sendrecv_progress.h"
 
@@ -84,6 +85,21 @@ ncclResult_t runSendRecvBatch(ncclComm* comm, const std::vector<Task>& tasks, Ex
     xs.push_back(x);
   }
   sendRecvRunAll(ctx, xs.data(), after.data(), (int)xs.size());
+  return ncclSuccess;
+}
+
+ncclResult_t runPointToPoint(ncclComm* comm, const std::vector<Task>& tasks, ExecCtx& ctx) {
+  std::vector<Task> batch;
+  for (const Task& t : tasks)
+    if (t.kind != Task::kAlltoAll) batch.push_back(t);
+  if (!batch.empty()) BATON_CHECK(runSendRecvBatch(comm, batch, ctx));
+  for (const Task& t : tasks) {
+    if (t.kind != Task::kAlltoAll || ctx.failed) continue;
+    if (!t.runRounds)
+      return batonError(ncclInternalError, "AlltoAll: algorithm %d (%s) does not run in rounds", t.alltoallAlgo,
+                        alltoallAlgoName(t.alltoallAlgo));
+    BATON_CHECK(t.runRounds(comm, t, ctx));
+  }
   return ncclSuccess;
 }
 

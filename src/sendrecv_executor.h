@@ -21,4 +21,9 @@ ncclResult_t pairSelfCopies(int rank, const std::vector<Task>& tasks, std::vecto
 
 ncclResult_t runSendRecvBatch(ncclComm* comm, const std::vector<Task>& tasks, ExecCtx& ctx);
 
+// A group's point-to-point work: its sends and receives as one batch, then its round-based
+// AlltoAlls (Task::kAlltoAll, each run by its runRounds) in the order they were issued (every rank
+// issues them in the same order, so both ends of a connection see the same sequence of messages).
+ncclResult_t runPointToPoint(ncclComm* comm, const std::vector<Task>& tasks, ExecCtx& ctx);
+
 }  // namespace baton

@@ -2,6 +2,16 @@
 
 namespace baton {
 
+CollShape collShapeOf(const Task& t, int nRanks) {
+  CollShape s;
+  s.typeBytes = typeSize(t.type);
+  s.totalBytes = collBytes(t.func, t.count, s.typeBytes, nRanks);
+  const size_t block = t.count * s.typeBytes;
+  s.sendBytes = t.func == kFuncReduceScatter ? block * nRanks : block;
+  s.recvBytes = t.func == kFuncAllGather ? block * nRanks : block;
+  return s;
+}
+
 Task collTask(CollFunc func, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t type) {
   Task t;
   t.kind = Task::kColl;
@@ -33,11 +43,6 @@ const char* typeName(ncclDataType_t t) {
   static const char* kNames[ncclNumTypes] = {"int8", "uint8", "int32",  "uint32",   "int64",  "uint64",
                                              "half", "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
   return (int)t >= 0 && (int)t < ncclNumTypes ? kNames[t] : "invalid";
-}
-
-const char* funcName(int f) {
-  static const char* kNames[kFuncCount] = {"AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter"};
-  return f >= 0 && f < kFuncCount ? kNames[f] : "?";
 }
 
 const char* opName(RedOpKind k) {

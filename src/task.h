@@ -10,7 +10,11 @@
 #include "nccl.h"
 #include "reduce_ops.h"
 
+struct ncclComm;
+
 namespace baton {
+
+struct ExecCtx;
 
 struct Task {
   // kAlltoAll: an AlltoAll run as rounds (pairwise, Bruck: algorithms/alltoall.h); the direct one
@@ -30,6 +34,9 @@ struct Task {
   // then need not announce.
   std::shared_ptr<const std::vector<size_t>> layout;
   bool uniform = false;
+  // kAlltoAll on the CPU: what runs its rounds (src/alltoall/'s runAlltoAll, set by alltoallTasks),
+  // so the core's point-to-point executor runs them without including the AlltoAll subsystem.
+  ncclResult_t (*runRounds)(ncclComm* comm, const Task& task, ExecCtx& ctx) = nullptr;
   // kAlltoAll by stores into windows: channel 0's symmetric epoch, numbered at launch like the
   // symmetric collectives' (src/enqueue.cc), so every rank uses the same one.
   uint64_t symEpoch = 0;
@@ -44,8 +51,18 @@ Task collTask(CollFunc func, const void* sendbuff, void* recvbuff, size_t count,
 Task sendRecvTask(Task::Kind kind, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t type, int peer);
 
 size_t typeSize(ncclDataType_t t);
+
+// What one collective moves, computed once when it is planned and read by every choice the planner
+// makes: the bytes the operation covers (collBytes: what the tuner and the size thresholds weigh)
+// and this rank's input and output bytes (AllGather's output and ReduceScatter's input are nRanks
+// blocks).
+struct CollShape {
+  size_t typeBytes = 0;
+  size_t totalBytes = 0;
+  size_t sendBytes = 0, recvBytes = 0;
+};
+CollShape collShapeOf(const Task& t, int nRanks);
 const char* typeName(ncclDataType_t t);
-const char* funcName(int func);
 const char* opName(RedOpKind k);
 
 }  // namespace baton

@@ -18,6 +18,9 @@ export BATON_CUDA=${BATON_CUDA:-0}
 suite network-destinations 60 sh -c 'python3 tests/lint/check_addresses.py --self-test && python3 tests/lint/check_addresses.py'
 # Formatted as .clang-format says; nothing points at notes outside the repository.
 suite source-hygiene 120 tests/lint/check_sources.sh
+# Includes run down the house's layers (docs/architecture.md, "Layers"); the check first proves it
+# reports a planted upward include.
+suite layers 60 sh -c 'python3 tests/lint/check_layers.py --self-test && python3 tests/lint/check_layers.py'
 # Every fuzz target's seed corpus and every input that once crashed one, replayed by plain g++
 # builds of the targets (make fuzz runs them under libFuzzer; tests/fuzz/README.md).
 suite fuzz-replay 300 tests/fuzz/replay_all.sh "$TESTDIR" ${FUZZ_NAMES:-}

@@ -21,7 +21,8 @@
 #include "../common.h"
 #include "baton/device.h"
 
-static int runRank(const ncclUniqueId* id, int rank, int n, size_t count) {
+namespace {
+int runRank(const ncclUniqueId* id, int rank, int n, size_t count) {
   ncclComm_t comm;
   CHECK(ncclCommInitRank(&comm, n, *id, rank));
   batonDevCommRequirements reqs = {1, 1, 0};  // one signal ("a peer's x is in its window"), one barrier
@@ -86,6 +87,7 @@ static int runRank(const ncclUniqueId* id, int rank, int n, size_t count) {
   CHECK(ncclCommDestroy(comm));
   return wrong;
 }
+}  // namespace
 
 int main(int argc, char** argv) {
   const int n = argc > 1 ? atoi(argv[1]) : 2;

@@ -4,14 +4,13 @@
 #include <unistd.h>
 
 #include "alltoall.h"
-#include "api/argcheck.h"
-#include "baton/tuner.h"
 #include "misc/debug.h"
+#include "register/window.h"
 
 namespace baton {
 
 AlltoAllWindowFit alltoallWindowFit(ncclComm* comm, const void* recvbuff, size_t bytes) {
-  const WindowTable& w = comm->windows;
+  const WindowTable& w = *comm->windows;
   if (w.empty() || !comm->tun.symmetric || comm->nNodes != 1 || comm->nRanks > kMaxSymRanks ||
       w.pads.size() != (size_t)comm->nRanks || !w.anySymmetric())
     return kWindowNone;
@@ -64,45 +63,3 @@ int chooseAlltoAll(const ncclComm* comm, size_t blockBytes, bool sizeAgreed, All
 }
 
 }  // namespace baton
-
-using namespace baton;
-
-extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerChooseAlltoAll(ncclComm_t comm,
-                                                                                        size_t bytesPerPeer,
-                                                                                        const char** algorithm,
-                                                                                        const char** reason) {
-  BATON_CHECK(checkCommReady(comm, "batonTunerChooseAlltoAll"));
-  if (!algorithm) return batonError(ncclInvalidArgument, "batonTunerChooseAlltoAll: algorithm is NULL");
-  *algorithm = alltoallAlgoName(chooseAlltoAll(comm, bytesPerPeer, true, kWindowNone, reason));
-  return ncclSuccess;
-}
-
-extern "C" __attribute__((visibility("default"))) size_t batonTunerAlltoAllBruckBytes(ncclComm_t comm) {
-  return checkCommReady(comm, "batonTunerAlltoAllBruckBytes") == ncclSuccess ? alltoallBruckBytes(comm) : 0;
-}
-
-extern "C" __attribute__((visibility("default"))) int batonTunerNodes(ncclComm_t comm) {
-  return checkCommReady(comm, "batonTunerNodes") == ncclSuccess ? comm->nNodes : -1;
-}
-
-extern "C" __attribute__((visibility("default"))) const char* batonTunerAlltoAllBruckSource(ncclComm_t comm) {
-  const char* source = "?";
-  if (checkCommReady(comm, "batonTunerAlltoAllBruckSource") == ncclSuccess) alltoallBruckBytes(comm, &source);
-  return source;
-}
-
-extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerWriteFileAlltoAll(const char* path, int nRanks,
-                                                                                           size_t bruckBytes,
-                                                                                           const char* comment) {
-  if (!path || !*path) return batonError(ncclInvalidArgument, "batonTunerWriteFileAlltoAll: path is NULL or empty");
-  if (nRanks < 2)
-    return batonError(ncclInvalidArgument, "batonTunerWriteFileAlltoAll: nRanks %d (expected >= 2)", nRanks);
-  // Keep everything else the file says (the AllReduce tables, other rank counts).
-  TuningModel m = tuningModelToRewrite(path);
-  if (!setAlltoAllCalibration(&m, nRanks, bruckBytes))
-    return batonError(ncclInvalidArgument, "batonTunerWriteFileAlltoAll: %s already holds %d alltoall entries", path,
-                      kMaxAlltoAllCalibrations);
-  return writeTuningFile(path, m, comment ? comment : "");
-}
-
-namespace baton {}  // namespace baton

@@ -9,6 +9,7 @@
 #include "alltoall.h"
 #include "alltoall_window.h"
 #include "misc/debug.h"
+#include "register/window.h"
 #include "sendrecv_executor.h"
 
 namespace baton {
@@ -109,7 +110,7 @@ ncclResult_t bruck(ncclComm* comm, const Task& t, ExecCtx& ctx) {
 ncclResult_t window(ncclComm* comm, const Task& t, ExecCtx& ctx) {
   const int n = comm->nRanks, me = comm->rank;
   const Layout l(t, n);
-  WindowTable& wt = comm->windows;
+  WindowTable& wt = *comm->windows;
   if (wt.pads.size() != (size_t)n)
     return batonError(ncclInvalidUsage, "AlltoAll (window): the communicator has no window any more");
   // A rank that receives nothing may pass no recvbuff: it posts any symmetric window, which its
@@ -184,6 +185,7 @@ std::vector<Task> alltoallTasks(ncclComm* comm, int algo, const void* sendbuff, 
     t.alltoallAlgo = algo;
     t.layout = std::move(layout);
     t.uniform = uniform;
+    t.runRounds = &runAlltoAll;
     return {t};
   }
   const size_t* l = layout->data();
@@ -195,16 +197,6 @@ std::vector<Task> alltoallTasks(ncclComm* comm, int algo, const void* sendbuff, 
     tasks.push_back(sendRecvTask(Task::kRecv, nullptr, recv + l[3 * n + p], l[2 * n + p], ncclInt8, p));
   }
   return tasks;
-}
-
-ncclResult_t runPointToPoint(ncclComm* comm, const std::vector<Task>& tasks, ExecCtx& ctx) {
-  std::vector<Task> batch;
-  for (const Task& t : tasks)
-    if (t.kind != Task::kAlltoAll) batch.push_back(t);
-  if (!batch.empty()) BATON_CHECK(runSendRecvBatch(comm, batch, ctx));
-  for (const Task& t : tasks)
-    if (t.kind == Task::kAlltoAll && !ctx.failed) BATON_CHECK(runAlltoAll(comm, t, ctx));
-  return ncclSuccess;
 }
 
 }  // namespace baton

@@ -12,16 +12,12 @@
 
 namespace baton {
 
+// Task::runRounds of the tasks alltoallTasks makes.
 ncclResult_t runAlltoAll(ncclComm* comm, const Task& task, ExecCtx& ctx);
 
 // The tasks of one AlltoAll(v) running `algo` (an AlltoAllAlgo other than auto): the direct one's
 // sends and receives, or one task that runs the rounds. layout: task.h's Task::layout, in bytes.
 std::vector<Task> alltoallTasks(ncclComm* comm, int algo, const void* sendbuff, void* recvbuff,
                                 std::shared_ptr<const std::vector<size_t>> layout, bool uniform);
-
-// A group's point-to-point work: its sends and receives as one batch, then its round-based
-// AlltoAlls in the order they were issued (every rank issues them in the same order, so both
-// ends of a connection see the same sequence of messages).
-ncclResult_t runPointToPoint(ncclComm* comm, const std::vector<Task>& tasks, ExecCtx& ctx);
 
 }  // namespace baton

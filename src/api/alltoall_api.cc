@@ -5,15 +5,15 @@
 #include <vector>
 
 #include "alltoall.h"
+#include "alltoall/alltoall_choice.h"
 #include "alltoall/alltoall_executor.h"
 #include "api/api.h"
 #include "api/argcheck.h"
 #include "api/submit.h"
 #include "baton/alltoallv.h"
-#include "gpu/gpu_plugin.h"
+#include "cuda_backend.h"
 #include "gpu/gpu_comm.h"
 #include "misc/debug.h"
-#include "alltoall/alltoall_choice.h"
 
 namespace baton {
 namespace {

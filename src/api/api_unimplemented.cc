@@ -3,7 +3,7 @@
 // Each one is exported like any other API function (strong `pncclX`, weak `ncclX`) so programs
 // link and run, and each fails loudly: it returns ncclInvalidUsage and leaves a message naming the
 // function in ncclGetLastError. None of them touches its output arguments. When a feature lands,
-// its function moves out of this file into the one that implements it.
+// its function moves out of this file into src/api/'s file for the subsystem that implements it.
 #include "api/api.h"
 #include "misc/debug.h"
 

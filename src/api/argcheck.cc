@@ -3,7 +3,6 @@
 #include <cstdint>
 
 #include "api/redop.h"
-#include "gpu/gpu_plugin.h"
 #include "misc/debug.h"
 
 namespace baton {
@@ -45,14 +44,6 @@ ncclResult_t checkCount(size_t count, ncclDataType_t type, size_t factor, const 
 
 ncclResult_t checkCollPtr(const void* p, size_t count, const char* fn, const char* what) {
   if (!p && count > 0) return batonError(ncclInvalidArgument, "%s: %s is NULL (count %zu)", fn, what, count);
-  return ncclSuccess;
-}
-
-ncclResult_t checkHostMemory(const void* p, const char* fn, const char* what) {
-  if (p && isDeviceMemory(p))
-    return batonError(ncclInvalidUsage,
-                      "%s: %s %p is device memory; the CUDA backend does not run this call (host buffers only)", fn,
-                      what, p);
   return ncclSuccess;
 }
 

@@ -1,22 +1,13 @@
 // Argument checks shared by the API's entry points: the communicator (against the registry of live
-// ones, comm_check.cc), datatypes, operators, roots, counts and pointers. Each failure returns
+// ones, src/comm_registry.h), datatypes, operators, roots, counts and pointers. Each failure returns
 // ncclInvalidArgument / ncclInvalidUsage with a message naming the function, argument and value.
 #pragma once
 
 #include "comm.h"
+#include "comm_registry.h"
 #include "task.h"
 
 namespace baton {
-
-// Live communicators, so a destroyed or foreign pointer is an error instead of a crash.
-bool registerComm(ncclComm* comm);  // false: the registry is full
-void unregisterComm(ncclComm* comm);
-// Validates `comm` for API function `fn`: NULL, not live, aborted, still initialising, failed.
-ncclResult_t checkCommReady(ncclComm* comm, const char* fn);
-ncclResult_t checkCommLive(ncclComm* comm, const char* fn);
-// A communicator that may be the parent of a split or shrink: live, initialised, not finalized;
-// revoked or failed is fine (that is what shrink is for).
-ncclResult_t checkCommParent(ncclComm* comm, const char* fn);
 
 ncclResult_t checkDatatype(ncclDataType_t type, const char* fn);
 // Resolves a built-in or PreMulSum operator for `type` on `comm` into kernel parameters.
@@ -26,8 +17,5 @@ ncclResult_t checkRoot(ncclComm* comm, int root, const char* fn, const char* wha
 ncclResult_t checkCount(size_t count, ncclDataType_t type, size_t factor, const char* fn, const char* what = "count");
 // The collectives' form: NULL with count > 0 is an error; device memory is not (src/gpu/gpu_launch.cc).
 ncclResult_t checkCollPtr(const void* p, size_t count, const char* fn, const char* what);
-// For calls the CUDA backend does not run (the fused and MoE calls): device memory is
-// ncclInvalidUsage naming the argument.
-ncclResult_t checkHostMemory(const void* p, const char* fn, const char* what);
 
 }  // namespace baton

@@ -10,9 +10,9 @@
 #include "api/argcheck.h"
 #include "api/submit.h"
 #include "comm.h"
-#include "gpu/gpu_comm.h"
 #include "enqueue.h"
 #include "fault/atomic_allreduce.h"
+#include "gpu/gpu_comm.h"
 #include "group.h"
 #include "misc/debug.h"
 

@@ -7,14 +7,17 @@
 
 #include "api/api.h"
 #include "api/argcheck.h"
+#include "api/comm_init.h"
 #include "comm.h"
 #include "comm_error.h"
-#include "gpu/gpu_plugin.h"
-#include "gpu/gpu_comm.h"
+#include "cuda_backend.h"
 #include "fault/child_comm.h"
+#include "fault/watchdog.h"
+#include "gpu/gpu_comm.h"
 #include "group.h"
 #include "misc/debug.h"
 #include "misc/param.h"
+#include "register/registration.h"
 
 using namespace baton;
 
@@ -22,7 +25,9 @@ namespace baton {
 void resetLogConfig();
 
 // The device of ncclCommInitRank: the one current on the calling thread (-1 asks initRank to look).
-static int defaultDevice() { return -1; }
+namespace {
+int defaultDevice() { return -1; }
+}  // namespace
 
 // Init a communicator: now, on a thread (non-blocking), or at ncclGroupEnd (inside a group).
 ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId* commId, int rank, const ncclConfig_t* config,
@@ -33,6 +38,7 @@ ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId* commId, i
   BATON_CHECK(bootstrapParseId(commId, &id));
   ncclComm* comm = nullptr;
   BATON_CHECK(commAlloc(&comm, nranks, rank, config, fn));
+  attachRegistration(comm);
   // The CUDA backend (src/cuda/): a device current now (InitAll: its devlist's) makes a GPU rank.
   char desc[256];
   if (const int current = currentCudaDevice(desc, sizeof desc); current >= 0) {
@@ -60,18 +66,20 @@ ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId* commId, i
 
 // Wait until every submitted part has finished (a comm in error drains: its waits see the abort
 // flag), backing off like any other wait.
-static void drainInflight(ncclComm* comm) {
+namespace {
+void drainInflight(ncclComm* comm) {
   uint32_t it = 0;
   while (comm->inflight.load() > 0) waitBackoff(it);
 }
 
 // Destroy and Abort end the same way once Abort has raised the flag.
-static ncclResult_t releaseComm(ncclComm* comm) {
+ncclResult_t releaseComm(ncclComm* comm) {
   if (comm->initThread.joinable()) comm->initThread.join();
   drainInflight(comm);
   commFree(comm);
   return ncclSuccess;
 }
+}  // namespace
 
 }  // namespace baton
 
@@ -84,7 +92,7 @@ ncclResult_t pncclGetVersion(int* version) {
 
 NCCL_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId);
 ncclResult_t pncclGetUniqueId(ncclUniqueId* uniqueId) {
-  showVersion();
+  showVersion(backendsInUse);
   if (!uniqueId) return batonError(ncclInvalidArgument, "ncclGetUniqueId: uniqueId is NULL");
   return bootstrapGetUniqueId(uniqueId);
 }
@@ -151,7 +159,7 @@ NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm);
 ncclResult_t pncclCommAbort(ncclComm_t comm) {
   if (!comm) return ncclSuccess;
   BATON_CHECK(checkCommLive(comm, "ncclCommAbort"));
-  __atomic_store_n(&comm->abortFlag, 1, __ATOMIC_RELEASE);
+  storeFlag(&comm->abortFlag, 1);
   if (comm->initState.load() == ncclSuccess) commAnnounceFailure(comm);  // neighbours waiting on us stop
   if (comm->watchdog) comm->watchdog->close();  // and a vote or agreement another thread waits in
   return releaseComm(comm);

@@ -8,9 +8,11 @@
 
 namespace baton {
 
-static int mangle(ncclComm* comm) { return (int)((reinterpret_cast<uintptr_t>(comm) >> 4) & 0xfffff) << 6; }
-static int opToSlot(ncclComm* comm, ncclRedOp_t op) { return (((int)op - ncclNumOps) ^ mangle(comm)); }
-static ncclRedOp_t slotToOp(ncclComm* comm, int slot) { return (ncclRedOp_t)(ncclNumOps + (slot ^ mangle(comm))); }
+namespace {
+int mangle(ncclComm* comm) { return (int)((reinterpret_cast<uintptr_t>(comm) >> 4) & 0xfffff) << 6; }
+int opToSlot(ncclComm* comm, ncclRedOp_t op) { return (((int)op - ncclNumOps) ^ mangle(comm)); }
+ncclRedOp_t slotToOp(ncclComm* comm, int slot) { return (ncclRedOp_t)(ncclNumOps + (slot ^ mangle(comm))); }
+}  // namespace
 
 ncclResult_t lookupPreMulSum(ncclComm* comm, ncclRedOp_t op, ncclDataType_t type, const char* fn, OpParams* out) {
   const int slot = opToSlot(comm, op);

@@ -9,6 +9,8 @@
 
 #include <string>
 
+#include "alltoall.h"
+#include "alltoall/alltoall_choice.h"
 #include "comm.h"
 #include "misc/debug.h"
 #include "tuner/tuner.h"
@@ -182,4 +184,43 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerFitLine
   *latencyUs = lat;
   *algBwGBs = 1.0 / (1e3 * x);
   return ncclSuccess;
+}
+
+// AlltoAll (lesson 12): the choice a call of this size would get, and the Bruck threshold.
+extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerChooseAlltoAll(ncclComm_t comm,
+                                                                                        size_t bytesPerPeer,
+                                                                                        const char** algorithm,
+                                                                                        const char** reason) {
+  BATON_CHECK(checkCommReady(comm, "batonTunerChooseAlltoAll"));
+  if (!algorithm) return batonError(ncclInvalidArgument, "batonTunerChooseAlltoAll: algorithm is NULL");
+  *algorithm = alltoallAlgoName(chooseAlltoAll(comm, bytesPerPeer, true, kWindowNone, reason));
+  return ncclSuccess;
+}
+
+extern "C" __attribute__((visibility("default"))) size_t batonTunerAlltoAllBruckBytes(ncclComm_t comm) {
+  return checkCommReady(comm, "batonTunerAlltoAllBruckBytes") == ncclSuccess ? alltoallBruckBytes(comm) : 0;
+}
+
+extern "C" __attribute__((visibility("default"))) int batonTunerNodes(ncclComm_t comm) {
+  return checkCommReady(comm, "batonTunerNodes") == ncclSuccess ? comm->nNodes : -1;
+}
+
+extern "C" __attribute__((visibility("default"))) const char* batonTunerAlltoAllBruckSource(ncclComm_t comm) {
+  const char* source = "?";
+  if (checkCommReady(comm, "batonTunerAlltoAllBruckSource") == ncclSuccess) alltoallBruckBytes(comm, &source);
+  return source;
+}
+
+extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerWriteFileAlltoAll(const char* path, int nRanks,
+                                                                                           size_t bruckBytes,
+                                                                                           const char* comment) {
+  if (!path || !*path) return batonError(ncclInvalidArgument, "batonTunerWriteFileAlltoAll: path is NULL or empty");
+  if (nRanks < 2)
+    return batonError(ncclInvalidArgument, "batonTunerWriteFileAlltoAll: nRanks %d (expected >= 2)", nRanks);
+  // Keep everything else the file says (the AllReduce tables, other rank counts).
+  TuningModel m = tuningModelToRewrite(path);
+  if (!setAlltoAllCalibration(&m, nRanks, bruckBytes))
+    return batonError(ncclInvalidArgument, "batonTunerWriteFileAlltoAll: %s already holds %d alltoall entries", path,
+                      kMaxAlltoAllCalibrations);
+  return writeTuningFile(path, m, comment ? comment : "");
 }

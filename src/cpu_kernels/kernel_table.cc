@@ -5,10 +5,12 @@ namespace baton {
 
 void copyKernel(ExecCtx& ctx, const CollArgs& a, const OpParams&) { runMoving(ctx, a); }
 
+namespace {
 template <typename T>
-static CollKernel forType(RedOpKind op) {
+CollKernel forType(RedOpKind op) {
   return withOp(op, [](auto tag) -> CollKernel { return reduceKernel<T, decltype(tag)::template type>; });
 }
+}  // namespace
 
 CollKernel collKernel(CollFunc func, ncclDataType_t type, RedOpKind op) {
   if (countsBytes(func)) return copyKernel;

@@ -4,15 +4,15 @@
 // Each rank's pad is ncclMemAlloc memory registered as a symmetric window, so the window code maps
 // the pads of the ranks of this host (the LSA team) and leaves the others unreachable. The pad holds
 // the rank's signals, a slot per (barrier, world rank) that peers write their epochs into, and the
-// rank's own barrier epochs, one 128-byte line each (baton_dev's layout).
+// rank's own barrier epochs, one 128-byte line each (baton_dev's layout). The entry points check
+// their arguments (src/api/device_api.cc); this is the work.
+#include "device_api/dev_comm.h"
+
 #include <cstring>
 #include <memory>
 
-#include "api/argcheck.h"
 #include "comm.h"
-#include "device_api/dev_comm.h"
 #include "device_api/net_puts.h"
-#include "group.h"
 #include "misc/debug.h"
 #include "register/mem_alloc.h"
 #include "register/window.h"
@@ -26,8 +26,6 @@ struct DevCommState {
   std::unique_ptr<NetPuts> netPuts;  // reqs->netPuts with ranks on other hosts
 };
 
-constexpr int kMaxSignals = 1 << 16, kMaxBarriers = 1 << 10;
-
 }  // namespace
 
 void devCommReleaseLocal(batonDevComm* devComm) {
@@ -39,24 +37,8 @@ void devCommReleaseLocal(batonDevComm* devComm) {
   devComm->internal = nullptr;
 }
 
-}  // namespace baton
-
-using namespace baton;
-
-extern "C" __attribute__((visibility("default"))) ncclResult_t batonDevCommCreate(ncclComm_t comm,
-                                                                                  const batonDevCommRequirements* reqs,
-                                                                                  batonDevComm* devComm) {
+ncclResult_t devCommCreate(ncclComm* comm, const batonDevCommRequirements& r, batonDevComm* devComm) {
   const char* fn = "batonDevCommCreate";
-  BATON_CHECK(checkCommReady(comm, fn));
-  if (!devComm) return batonError(ncclInvalidArgument, "%s: devComm is NULL", fn);
-  if (inGroup())
-    return batonError(ncclInvalidUsage, "%s: cannot be issued inside ncclGroupStart/End (it returns the pointers)", fn);
-  const batonDevCommRequirements def = {1, 1, 0};
-  const batonDevCommRequirements r = reqs ? *reqs : def;
-  if (r.signalCount < 0 || r.signalCount > kMaxSignals || r.barrierCount < 0 || r.barrierCount > kMaxBarriers)
-    return batonError(ncclInvalidArgument,
-                      "%s: reqs->signalCount %d or reqs->barrierCount %d out of range (0..%d and 0..%d)", fn,
-                      r.signalCount, r.barrierCount, kMaxSignals, kMaxBarriers);
   const size_t words =
       ((size_t)r.signalCount + (size_t)r.barrierCount * comm->nRanks + r.barrierCount + 1) * baton_dev::kWordsPerLine;
   const size_t bytes = (words * sizeof(uint64_t) + NCCL_WIN_REQUIRED_ALIGNMENT - 1) / NCCL_WIN_REQUIRED_ALIGNMENT *
@@ -106,12 +88,7 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonDevCommCreat
   return ncclSuccess;
 }
 
-extern "C" __attribute__((visibility("default"))) ncclResult_t batonDevCommDestroy(ncclComm_t comm,
-                                                                                   batonDevComm* devComm) {
-  const char* fn = "batonDevCommDestroy";
-  BATON_CHECK(checkCommLive(comm, fn));
-  if (!devComm || !devComm->internal)
-    return batonError(ncclInvalidArgument, "%s: devComm is NULL or not created (or destroyed already)", fn);
+ncclResult_t devCommDestroy(ncclComm* comm, batonDevComm* devComm) {
   auto* st = static_cast<DevCommState*>(devComm->internal);
   // No peer may still signal into this pad: every rank arrives here first, and every put sent to
   // this rank from another host is applied (its sender's end marker came after it).
@@ -130,12 +107,8 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonDevCommDestr
   return res;
 }
 
-extern "C" __attribute__((visibility("default"))) ncclResult_t batonDevWindowGet(const batonDevComm* devComm,
-                                                                                 ncclWindow_t win,
-                                                                                 batonDevWindow* out) {
+ncclResult_t devWindowGet(const batonDevComm* devComm, ncclWindow_t win, batonDevWindow* out) {
   const char* fn = "batonDevWindowGet";
-  if (!devComm || !devComm->internal) return batonError(ncclInvalidArgument, "%s: devComm is NULL or not created", fn);
-  if (!win || !out) return batonError(ncclInvalidArgument, "%s: %s is NULL", fn, win ? "out" : "win");
   auto* st = static_cast<DevCommState*>(devComm->internal);
   if ((int)win->peerBase.size() != devComm->nRanks || win->comm != st->win->comm)
     return batonError(ncclInvalidArgument, "%s: window %p belongs to another communicator", fn, (void*)win);
@@ -161,23 +134,9 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonDevWindowGet
   return ncclSuccess;
 }
 
-extern "C" __attribute__((visibility("default"))) ncclResult_t batonDevPutSignalHost(const batonDevComm* devComm,
-                                                                                     const batonDevWindow* win,
-                                                                                     int peer, size_t offset,
-                                                                                     const void* src, size_t bytes,
-                                                                                     int signal) {
+ncclResult_t devPutSignalHost(const batonDevComm* devComm, const batonDevWindow* win, int peer, size_t offset,
+                              const void* src, size_t bytes, int signal) {
   const char* fn = "batonPutSignal";
-  if (!devComm || !devComm->internal) return batonError(ncclInvalidArgument, "%s: devComm is NULL or not created", fn);
-  if (!win) return batonError(ncclInvalidArgument, "%s: window is NULL", fn);
-  if (peer < 0 || peer >= devComm->nRanks)
-    return batonError(ncclInvalidArgument, "%s: peer %d is not a rank (0..%d)", fn, peer, devComm->nRanks - 1);
-  if (signal < 0 || signal >= devComm->signalCount)
-    return batonError(ncclInvalidArgument, "%s: signal %d out of range (the device communicator has %d)", fn, signal,
-                      devComm->signalCount);
-  if (offset > win->size || bytes > win->size - offset)
-    return batonError(ncclInvalidArgument, "%s: [offset %zu, +%zu bytes) is outside the %zu-byte window", fn, offset,
-                      bytes, win->size);
-  if (!src && bytes) return batonError(ncclInvalidArgument, "%s: src is NULL but bytes is %zu", fn, bytes);
   for (int l = 0; l < devComm->lsaSize; ++l)
     if (devComm->lsaWorldRank[l] == peer) {  // arguments the inline path accepts never come here; still correct
       if (bytes) memcpy(win->lsaBase[l] + offset, src, bytes);
@@ -192,3 +151,5 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonDevPutSignal
                       fn, peer);
   return st->netPuts->put(peer, win->serial, offset, src, bytes, signal);
 }
+
+}  // namespace baton

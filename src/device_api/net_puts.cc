@@ -13,6 +13,7 @@
 #include "misc/debug.h"
 #include "misc/socket.h"
 #include "proxy.h"
+#include "register/window.h"
 
 namespace baton {
 namespace {
@@ -84,7 +85,7 @@ class NetPutRecvTask : public ProxyTask {
     }
     char* base = nullptr;
     size_t winSize = 0;
-    if (!comm_->windows.findSerial(hdr_.windowSerial, &base, &winSize) || hdr_.offset > winSize ||
+    if (!comm_->windows->findSerial(hdr_.windowSerial, &base, &winSize) || hdr_.offset > winSize ||
         hdr_.bytes > winSize - hdr_.offset || hdr_.signal < 0 || hdr_.signal >= dev_.signalCount) {
       *message = "device put from rank " + std::to_string(peer_) + " names window " +
                  std::to_string(hdr_.windowSerial) + " bytes [" + std::to_string(hdr_.offset) + ", +" +

@@ -23,6 +23,7 @@
 #include "comm.h"
 #include "comm_error.h"
 #include "fault/atomic_allreduce.h"
+#include "fault/watchdog.h"
 #include "group.h"
 #include "misc/debug.h"
 

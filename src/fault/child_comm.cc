@@ -8,6 +8,7 @@
 #include "bootstrap/bootstrap.h"
 #include "fault/watchdog.h"
 #include "misc/debug.h"
+#include "register/registration.h"
 
 namespace baton {
 
@@ -25,6 +26,7 @@ ncclResult_t commInitChild(ncclComm* parent, const std::vector<int>& parentRanks
                            ncclComm_t* newcomm) {
   ncclComm* child = nullptr;
   BATON_CHECK(commAlloc(&child, nRanks, newRank, &cfg, fn));
+  attachRegistration(child);
   child->cudaDev = parent->cudaDev;
   child->gpuDev = parent->gpuDev;
   auto job = [parent, parentRanks, child, getId, fn]() -> ncclResult_t {
@@ -38,14 +40,13 @@ ncclResult_t commInitChild(ncclComm* parent, const std::vector<int>& parentRanks
       parent->childMembers = parentRanks;
     }
     // A member that died before the flag was registered is not reported again: look now.
-    if (parent->watchdog && parent->watchdog->anyDead(parentRanks))
-      __atomic_store_n(&child->abortFlag, 1, __ATOMIC_RELEASE);
+    if (parent->watchdog && parent->watchdog->anyDead(parentRanks)) storeFlag(&child->abortFlag, 1);
     ncclResult_t res = commInitJob(child, h);
     {
       std::lock_guard<std::mutex> lock(parent->childMu);
       parent->childAbortFlag = nullptr;
     }
-    if (res != ncclSuccess && __atomic_load_n(&child->abortFlag, __ATOMIC_ACQUIRE))
+    if (res != ncclSuccess && flagIsSet(&child->abortFlag))
       res = batonError(ncclRemoteError,
                        "%s: a member failed while the new communicator was being made (%s); agree on "
                        "the failed ranks again and retry",
@@ -66,17 +67,17 @@ ncclResult_t commInitChild(ncclComm* parent, const std::vector<int>& parentRanks
 }
 
 void commQuiesce(ncclComm* comm) {
-  __atomic_store_n(&comm->abortFlag, 1, __ATOMIC_RELEASE);
+  storeFlag(&comm->abortFlag, 1);
   uint32_t it = 0;
   while (comm->inflight.load() > 0) waitBackoff(it);
-  __atomic_store_n(&comm->abortFlag, 0, __ATOMIC_RELEASE);
+  storeFlag(&comm->abortFlag, 0);
 }
 
 void commAbortChildInit(ncclComm* comm, int failed) {
   std::lock_guard<std::mutex> lock(comm->childMu);
   if (!comm->childAbortFlag) return;
   for (int r : comm->childMembers)
-    if (r == failed) __atomic_store_n(comm->childAbortFlag, 1, __ATOMIC_RELEASE);
+    if (r == failed) storeFlag(comm->childAbortFlag, 1);
 }
 
 }  // namespace baton

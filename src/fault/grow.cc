@@ -6,18 +6,17 @@
 // existing ranks learn it from that rank with one allgather over the old communicator's bootstrap
 // (they pass NULL), the new ranks from the application. Then all of them init the new
 // communicator over that id, as ncclCommInitRank would. The old communicator stays usable until the
-// application destroys it (NCCL's recipe destroys it right away).
+// application destroys it (NCCL's recipe destroys it right away). The entry points check their
+// arguments (src/api/fault_api.cc); this is the work, on checked arguments (membership.h).
 #include <cstring>
 
-#include "api/api.h"
-#include "api/argcheck.h"
 #include "comm.h"
 #include "fault/child_comm.h"
+#include "fault/membership.h"
 #include "group.h"
 #include "misc/debug.h"
 
-using namespace baton;
-
+namespace baton {
 namespace {
 
 // The last 8 bytes of a grow id; ncclGetUniqueId's ids keep them zero (so ncclCommInitRank
@@ -25,29 +24,21 @@ namespace {
 constexpr uint64_t kGrowMarker = 0x776f72676e6f7462ull;  // "btongrow"
 constexpr size_t kMarkerAt = sizeof(ncclUniqueId) - sizeof(uint64_t);
 
+}  // namespace
+
 bool isGrowId(const ncclUniqueId* id) {
   uint64_t m;
   memcpy(&m, id->internal + kMarkerAt, sizeof m);
   return m == kGrowMarker;
 }
 
-ncclUniqueId plainId(const ncclUniqueId& id) {
+ncclUniqueId growIdPlain(const ncclUniqueId& id) {
   ncclUniqueId p = id;
   memset(p.internal + kMarkerAt, 0, sizeof(uint64_t));
   return p;
 }
 
-}  // namespace
-
-NCCL_API(ncclResult_t, ncclCommGetUniqueId, ncclComm_t comm, ncclUniqueId* uniqueId);
-ncclResult_t pncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId) {
-  const char* fn = "ncclCommGetUniqueId";
-  BATON_CHECK(checkCommReady(comm, fn));
-  if (!uniqueId) return batonError(ncclInvalidArgument, "%s: uniqueId is NULL", fn);
-  if (comm->growIdSet)
-    return batonError(ncclInvalidUsage,
-                      "%s: comm %p already has a grow id that no ncclCommGrow has used yet (one at a time)", fn,
-                      (void*)comm);
+ncclResult_t commMakeGrowId(ncclComm* comm, ncclUniqueId* uniqueId) {
   BATON_CHECK(bootstrapGetUniqueIdFresh(uniqueId));
   memcpy(uniqueId->internal + kMarkerAt, &kGrowMarker, sizeof kGrowMarker);
   comm->growId = *uniqueId;
@@ -55,39 +46,8 @@ ncclResult_t pncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId) {
   return ncclSuccess;
 }
 
-NCCL_API(ncclResult_t, ncclCommGrow, ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
-         ncclComm_t* newcomm, ncclConfig_t* config);
-ncclResult_t pncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank, ncclComm_t* newcomm,
-                           ncclConfig_t* config) {
-  const char* fn = "ncclCommGrow";
-  if (!newcomm) return batonError(ncclInvalidArgument, "%s: newcomm is NULL", fn);
-  if (uniqueId && !isGrowId(uniqueId))
-    return batonError(ncclInvalidArgument,
-                      "%s: uniqueId was not made by ncclCommGetUniqueId (a foreign id, e.g. from ncclGetUniqueId)", fn);
-  if (!comm) {  // a new rank
-    if (!uniqueId)
-      return batonError(ncclInvalidArgument, "%s: a new rank (comm NULL) must pass the id from ncclCommGetUniqueId",
-                        fn);
-    if (nRanks < 2 || rank < 0 || rank >= nRanks)
-      return batonError(ncclInvalidArgument, "%s: a new rank needs 0 <= rank < nRanks; got rank %d, nRanks %d", fn,
-                        rank, nRanks);
-    const ncclUniqueId id = plainId(*uniqueId);
-    return initRank(newcomm, nRanks, &id, rank, config, fn, 0);
-  }
-  // An existing rank: everything is checked before anything changes.
-  BATON_CHECK(checkCommReady(comm, fn));
-  if (rank != -1 && rank != comm->rank)
-    return batonError(ncclInvalidArgument, "%s: existing ranks keep their numbers: pass rank -1 (or %d), not %d", fn,
-                      comm->rank, rank);
-  if (nRanks <= comm->nRanks)
-    return batonError(ncclInvalidArgument, "%s: nRanks %d must be larger than comm's %d ranks", fn, nRanks,
-                      comm->nRanks);
-  if (uniqueId && !(comm->growIdSet && memcmp(uniqueId, &comm->growId, sizeof *uniqueId) == 0)) {
-    const bool used = comm->growIdUsedSet && memcmp(uniqueId, &comm->growIdUsed, sizeof *uniqueId) == 0;
-    return batonError(ncclInvalidArgument, "%s: uniqueId %s", fn,
-                      used ? "was already used by an earlier ncclCommGrow: ask ncclCommGetUniqueId for a new one"
-                           : "is not the id ncclCommGetUniqueId returned for this communicator");
-  }
+ncclResult_t commGrow(ncclComm* comm, int nRanks, const ncclUniqueId* uniqueId, ncclComm_t* newcomm,
+                      const ncclConfig_t* config, const char* fn) {
   *newcomm = nullptr;
   ncclConfig_t cfg = comm->config;
   if (config) cfg = *config;
@@ -116,7 +76,7 @@ ncclResult_t pncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniq
     }
     if (holder < 0)
       return batonError(ncclInvalidUsage, "%s: no existing rank passed the uniqueId from ncclCommGetUniqueId", fn);
-    *id = plainId(all[holder].id);
+    *id = growIdPlain(all[holder].id);
     return ncclSuccess;
   };
   std::vector<int> members;
@@ -131,3 +91,5 @@ ncclResult_t pncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniq
   }
   return job();
 }
+
+}  // namespace baton

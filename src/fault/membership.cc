@@ -5,70 +5,34 @@
 // list, and the excluded ranks do not call. Shrink never talks to an excluded rank: the child's
 // rank 0 (the lowest surviving parent rank) makes a bootstrap root and sends its id to the other
 // survivors over the parent's bootstrap, point to point (no collective over the parent).
+// The entry points check their arguments (src/api/fault_api.cc); this is the work (membership.h).
+#include "fault/membership.h"
+
 #include <set>
 #include <vector>
 
-#include "api/api.h"
-#include "api/argcheck.h"
-#include "baton/membership.h"
 #include "comm.h"
 #include "comm_error.h"
 #include "fault/child_comm.h"
+#include "fault/watchdog.h"
 #include "group.h"
 #include "misc/debug.h"
 
-using namespace baton;
-
+namespace baton {
 namespace {
 
 constexpr uint64_t kTagShrink = 5u << 16;  // + 16 bits of the exclude list's hash (connect.cc has 1..4)
 
 }  // namespace
 
-NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags);
-ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags) {
-  const char* fn = "ncclCommRevoke";
-  BATON_CHECK(checkCommParent(comm, fn));
-  if (revokeFlags != NCCL_REVOKE_DEFAULT)
-    return batonError(ncclInvalidArgument, "%s: revokeFlags %d must be NCCL_REVOKE_DEFAULT (0)", fn, revokeFlags);
-  if (comm->revoked.load()) return batonError(ncclInvalidUsage, "%s: comm %p was already revoked", fn, (void*)comm);
+void commRevoke(ncclComm* comm) {
   comm->revoked.store(true);  // first, so work submitted from now on is refused
   commAnnounceFailure(comm);  // ring neighbours still waiting on this rank stop too
   commQuiesce(comm);          // in-flight operations end (with an error) and nothing is left running
-  return ncclSuccess;
 }
 
-NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
-         ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags);
-ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
-                             ncclConfig_t* config, int shrinkFlags) {
-  const char* fn = "ncclCommShrink";
-  // Everything is checked before anything changes: bad input leaves the parent as it was.
-  BATON_CHECK(checkCommParent(comm, fn));
-  if (!newcomm) return batonError(ncclInvalidArgument, "%s: newcomm is NULL", fn);
-  if (shrinkFlags != NCCL_SHRINK_DEFAULT && shrinkFlags != NCCL_SHRINK_ABORT)
-    return batonError(ncclInvalidArgument,
-                      "%s: shrinkFlags %d is neither NCCL_SHRINK_DEFAULT (0) nor NCCL_SHRINK_ABORT (1)", fn,
-                      shrinkFlags);
-  if (excludeRanksCount < 0 || excludeRanksCount >= comm->nRanks)
-    return batonError(ncclInvalidArgument, "%s: excludeRanksCount %d must be in [0, %d) for a communicator of %d ranks",
-                      fn, excludeRanksCount, comm->nRanks, comm->nRanks);
-  if (excludeRanksCount > 0 && !excludeRanksList)
-    return batonError(ncclInvalidArgument, "%s: excludeRanksList is NULL with excludeRanksCount %d", fn,
-                      excludeRanksCount);
-  std::set<int> excluded;
-  for (int i = 0; i < excludeRanksCount; ++i) {
-    const int r = excludeRanksList[i];
-    if (r < 0 || r >= comm->nRanks)
-      return batonError(ncclInvalidArgument, "%s: excludeRanksList[%d] = %d is not a rank of this communicator (0..%d)",
-                        fn, i, r, comm->nRanks - 1);
-    if (r == comm->rank)
-      return batonError(
-          ncclInvalidArgument,
-          "%s: excludeRanksList[%d] = %d is the calling rank: excluded ranks must not call ncclCommShrink", fn, i, r);
-    if (!excluded.insert(r).second)
-      return batonError(ncclInvalidArgument, "%s: excludeRanksList[%d] = %d appears twice", fn, i, r);
-  }
+ncclResult_t commShrink(ncclComm* comm, const std::set<int>& excluded, ncclComm_t* newcomm, const ncclConfig_t* config,
+                        int shrinkFlags, const char* fn) {
   ncclConfig_t cfg = comm->config;  // NULL config: inherit the parent's
   if (config) cfg = *config;
   *newcomm = nullptr;
@@ -88,7 +52,8 @@ ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int exclude
   for (int r : excluded) listHash = (listHash ^ (uint64_t)r) * 1099511628211ull;
   const uint64_t tag = kTagShrink + (listHash & 0xffff);
   BATON_INFO(kSubInit, "%s: rank %d of %d -> rank %d of %d (%d excluded%s)", fn, comm->rank, comm->nRanks, newRank,
-             (int)survivors.size(), excludeRanksCount, shrinkFlags == NCCL_SHRINK_ABORT ? ", parent work aborted" : "");
+             (int)survivors.size(), (int)excluded.size(),
+             shrinkFlags == NCCL_SHRINK_ABORT ? ", parent work aborted" : "");
   auto job = [comm, survivors, newRank, tag, cfg, newcomm, fn]() -> ncclResult_t {
     auto getId = [comm, survivors, newRank, tag](ncclUniqueId* id) {
       return childIdFromRank0(comm, survivors, newRank, tag, id);
@@ -102,14 +67,7 @@ ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int exclude
   return job();
 }
 
-extern "C" __attribute__((visibility("default"))) ncclResult_t batonCommGetFailedRanks(ncclComm_t comm, int* ranks,
-                                                                                       int maxRanks, int* nFailed) {
-  const char* fn = "batonCommGetFailedRanks";
-  BATON_CHECK(checkCommParent(comm, fn));
-  if (!nFailed) return batonError(ncclInvalidArgument, "%s: nFailed is NULL", fn);
-  if (maxRanks < 0) return batonError(ncclInvalidArgument, "%s: maxRanks %d is negative", fn, maxRanks);
-  if (maxRanks > 0 && !ranks)
-    return batonError(ncclInvalidArgument, "%s: ranks is NULL with maxRanks %d", fn, maxRanks);
+ncclResult_t commFailedRanks(ncclComm* comm, int* ranks, int maxRanks, int* nFailed, const char* fn) {
   *nFailed = 0;
   if (!comm->watchdog) {
     if (comm->tun.failTimeoutNs == 0)
@@ -146,3 +104,5 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonCommGetFaile
     return batonError(ncclInvalidArgument, "%s: %d ranks failed but ranks holds only maxRanks = %d", fn, n, maxRanks);
   return ncclSuccess;
 }
+
+}  // namespace baton

@@ -59,7 +59,7 @@ Watchdog::Watchdog(ncclComm* comm, uint64_t timeoutNs)
       dead_(comm->nRanks + 1),
       agreement_(comm->rank, comm->nRanks, [this](int peer, const AgreeMsg& m) { send(peer, m.type, &m); }) {}
 
-ncclResult_t Watchdog::start(ncclComm* comm, uint64_t timeoutNs, std::unique_ptr<Watchdog>* out) {
+ncclResult_t Watchdog::start(ncclComm* comm, uint64_t timeoutNs, SubsystemPtr<Watchdog>* out) {
   std::unique_ptr<Watchdog> w(new Watchdog(comm, timeoutNs));
   const int me = comm->rank, n = comm->nRanks;
   SocketAddress listen{};
@@ -106,7 +106,7 @@ ncclResult_t Watchdog::start(ncclComm* comm, uint64_t timeoutNs, std::unique_ptr
   w->thread_ = std::thread([p = w.get()] { p->run(); });
   BATON_INFO(kSubInit, "rank %d: watchdog up, %d peers, heartbeat every %.2f s, timeout %.2f s", me, n - 1,
              w->intervalNs_ / 1e9, timeoutNs / 1e9);
-  *out = std::move(w);
+  *out = SubsystemPtr<Watchdog>(w.release(), SubsystemDeleter<Watchdog>{[](Watchdog* p) { delete p; }});
   return ncclSuccess;
 }
 

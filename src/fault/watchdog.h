@@ -27,10 +27,9 @@
 #include <thread>
 #include <vector>
 
+#include "comm.h"
 #include "fault/agreement.h"
 #include "nccl.h"
-
-struct ncclComm;
 
 namespace baton {
 
@@ -41,7 +40,8 @@ class Watchdog {
  public:
   // Collective over the communicator's bootstrap (init): listen, exchange addresses, connect to
   // every rank, start the thread. timeoutNs is BATON_TIMEOUT.
-  static ncclResult_t start(ncclComm* comm, uint64_t timeoutNs, std::unique_ptr<Watchdog>* out);
+  // *out: the communicator's (comm->watchdog), which the core releases without this header.
+  static ncclResult_t start(ncclComm* comm, uint64_t timeoutNs, SubsystemPtr<Watchdog>* out);
   ~Watchdog();  // says goodbye, stops the thread, closes the connections
 
   // Runs agreement `key` with this rank's proposal (its known dead ranks are added) and waits,

@@ -90,14 +90,16 @@ void sgemm(bool transA, bool transB, size_t m, size_t n, size_t k, float alpha, 
               (int)n, (int)k, alpha, a, ld(lda), b, ld(ldb), beta, c, ld(ldc));
 }
 
+namespace {
 template <typename T>
-static void widen(const T* src, float* dst, size_t count) {
+void widen(const T* src, float* dst, size_t count) {
   for (size_t i = 0; i < count; ++i) dst[i] = toFloat(src[i]);
 }
 template <typename T>
-static void narrow(const float* src, T* dst, size_t count) {
+void narrow(const float* src, T* dst, size_t count) {
   for (size_t i = 0; i < count; ++i) dst[i] = fromFloat<T>(src[i]);
 }
+}  // namespace
 
 void widenToFloat(ncclDataType_t type, const void* src, float* dst, size_t count) {
   if (count == 0) return;  // src and dst may be NULL (an empty operand)

@@ -9,7 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "api/argcheck.h"
+#include "comm_registry.h"
+#include "cuda_backend.h"
 #include "fused/blas.h"
 #include "fused/row_exchange.h"
 #include "group.h"
@@ -67,9 +68,9 @@ const char* fusedStageName(FusedStage s) {
 }
 
 // This rank's own arguments: ncclSuccess, or the error (with its message recorded) it must report.
-static ncclResult_t checkLocal(const char* fn, int nRanks, int nNodes, size_t m, size_t n, size_t k,
-                               ncclDataType_t type, std::initializer_list<FusedBuffer> buffers, uint64_t* outputs,
-                               FusedStage* stage) {
+namespace {
+ncclResult_t checkLocal(const char* fn, int nRanks, int nNodes, size_t m, size_t n, size_t k, ncclDataType_t type,
+                        std::initializer_list<FusedBuffer> buffers, uint64_t* outputs, FusedStage* stage) {
   if (type != ncclFloat && type != ncclFloat16 && type != ncclBfloat16)
     return batonError(ncclInvalidArgument, "%s: datatype %d (%s) is not supported: float, half or bfloat16", fn,
                       (int)type, (int)type >= 0 && type < ncclNumTypes ? typeName(type) : "unknown");
@@ -102,6 +103,7 @@ static ncclResult_t checkLocal(const char* fn, int nRanks, int nNodes, size_t m,
   BATON_CHECK(blasLoad(fn));
   return stageFromEnv(fn, nNodes, stage);
 }
+}  // namespace
 
 ncclResult_t beginFusedCall(FusedCall* call, ncclComm* comm, const char* fn, int op, size_t m, size_t n, size_t k,
                             ncclDataType_t type, std::initializer_list<FusedBuffer> buffers) {

@@ -1,14 +1,13 @@
 // The tensor-parallel fused operations (include/baton/fused.h, lesson 11): AllGather+GEMM,
 // GEMM+ReduceScatter and their backward passes, each a GEMM per row block around one of the two
-// communication patterns of row_exchange.h, so every stage of the exchange serves all four.
+// communication patterns of row_exchange.h, so every stage of the exchange serves all four. The
+// entry points are src/api/fused_api.cc's.
+#include "fused/tensor_parallel.h"
+
 #include <cstring>
 #include <new>
 #include <vector>
 
-#include "api/api.h"
-#include "api/argcheck.h"
-#include "api/guarded_call.h"
-#include "baton/fused.h"
 #include "fused/blas.h"
 #include "fused/fp32_operand.h"
 #include "fused/fused_call.h"
@@ -19,6 +18,8 @@ namespace baton {
 namespace {
 
 enum FusedOp { kAgGemm = 1, kGemmRs = 2, kAgGemmBackward = 3, kGemmRsBackward = 4 };
+
+}  // namespace
 
 // C[M x N] = allgather_rows(aShard) * B.
 ncclResult_t agGemm(const void* aShard, const void* b, void* c, void* aGathered, size_t m, size_t n, size_t k,
@@ -140,38 +141,4 @@ ncclResult_t gemmRsBackward(const void* a, const void* bShard, const void* dCSha
   return ncclSuccess;
 }
 
-}  // namespace
 }  // namespace baton
-
-using namespace baton;
-
-extern "C" __attribute__((visibility("default"))) ncclResult_t batonAllGatherGemm(const void* aShard, const void* b,
-                                                                                  void* c, void* aGathered, size_t m,
-                                                                                  size_t n, size_t k,
-                                                                                  ncclDataType_t datatype,
-                                                                                  ncclComm_t comm, cudaStream_t) {
-  return guardedCall(comm, "batonAllGatherGemm",
-                     [&] { return agGemm(aShard, b, c, aGathered, m, n, k, datatype, comm); });
-}
-
-extern "C" __attribute__((visibility("default"))) ncclResult_t batonGemmReduceScatter(const void* a, const void* bShard,
-                                                                                      void* cShard, size_t m, size_t n,
-                                                                                      size_t k, ncclDataType_t datatype,
-                                                                                      ncclComm_t comm, cudaStream_t) {
-  return guardedCall(comm, "batonGemmReduceScatter",
-                     [&] { return gemmRs(a, bShard, cShard, m, n, k, datatype, comm); });
-}
-
-extern "C" __attribute__((visibility("default"))) ncclResult_t batonAllGatherGemmBackward(
-    const void* aShard, const void* b, const void* dC, void* dAShard, void* dB, size_t m, size_t n, size_t k,
-    ncclDataType_t datatype, ncclComm_t comm, cudaStream_t) {
-  return guardedCall(comm, "batonAllGatherGemmBackward",
-                     [&] { return agGemmBackward(aShard, b, dC, dAShard, dB, m, n, k, datatype, comm); });
-}
-
-extern "C" __attribute__((visibility("default"))) ncclResult_t batonGemmReduceScatterBackward(
-    const void* a, const void* bShard, const void* dCShard, void* dA, void* dBShard, size_t m, size_t n, size_t k,
-    ncclDataType_t datatype, ncclComm_t comm, cudaStream_t) {
-  return guardedCall(comm, "batonGemmReduceScatterBackward",
-                     [&] { return gemmRsBackward(a, bShard, dCShard, dA, dBShard, m, n, k, datatype, comm); });
-}

@@ -25,7 +25,7 @@
 #include "alltoall/alltoall_steps.h"
 #include "comm.h"
 #include "comm_error.h"
-#include "gpu/gpu_plugin.h"
+#include "cuda_backend.h"
 #include "gpu/gpu_comm.h"
 #include "misc/debug.h"
 #include "register/symmetric_plan.h"
@@ -39,7 +39,7 @@ namespace baton {
 bool GpuComm::alltoallByWindow(ncclComm* comm, const void* recvbuff, size_t bytes) {
   const int forced = comm->tun.alltoallAlgo;
   return symmetricEligible(comm) && allReach_ && (forced == kAlltoAllAuto || forced == kAlltoAllWindow) &&
-         comm->windows.findSymmetricDevice(recvbuff, bytes);
+         comm->windows->findSymmetricDevice(recvbuff, bytes);
 }
 
 ncclResult_t GpuComm::launchAlltoAllSteps(ncclComm* comm, const Task& t) {
@@ -116,7 +116,7 @@ ncclResult_t GpuComm::launchAlltoAll(ncclComm* comm, const Task& t) {
   if (t.alltoallAlgo != kAlltoAllWindow) return launchAlltoAllSteps(comm, t);
   const int n = comm->nRanks;
   const size_t block = (*t.layout)[0];  // ncclAlltoAll: every block alike
-  const ncclWindow_vidmem* wr = comm->windows.findSymmetricDevice(t.recvbuff, block * n);
+  const ncclWindow_vidmem* wr = comm->windows->findSymmetricDevice(t.recvbuff, block * n);
   if (!wr) {
     // The window went away before the group ended: the direct algorithm's steps.
     BATON_INFO(kSubColl,
@@ -135,7 +135,7 @@ ncclResult_t GpuComm::launchAlltoAll(ncclComm* comm, const Task& t) {
   fillLaunch(comm, &l);
   l.symRecvBases = static_cast<char* const*>(wr->peerBaseDev);
   l.symRecvOffset = static_cast<const char*>(t.recvbuff) - wr->base;
-  l.symPads = static_cast<SymPad* const*>(comm->windows.devPadsDev);
+  l.symPads = static_cast<SymPad* const*>(comm->windows->devPadsDev);
   const uint64_t opCount = comm->opCount++;  // counted whether or not INFO is on
   BATON_INFO(kSubColl,
              "ncclAlltoAll: opCount %llx sendbuff %p recvbuff %p block %zu bytes comm %p [nranks=%d] stream %p "

@@ -8,9 +8,10 @@
 #include <string>
 
 #include "comm.h"
-#include "gpu/gpu_plugin.h"
+#include "cuda_backend.h"
 #include "misc/debug.h"
 #include "misc/param.h"
+#include "proxy.h"
 
 namespace baton {
 namespace {
@@ -23,9 +24,81 @@ ncclResult_t gpuCallFailed(const CudaBackend* b, const char* what, int rank) {
   return batonError(ncclUnhandledCudaError, "rank %d: %s: %s", rank, what, b->lastError());
 }
 
+// Channels: BATON_GPU_CHANNELS, default 64 (MAXCHANNELS); channel c follows ring c % nChannels.
+// A ring's blocks wait for each other, so every block of the ranks this process drives on one
+// device must be resident at once: at most one block per SM (512 threads, up to 128 registers
+// each) shared among them. Processes take turns on a device and need no such bound. Rings through
+// host memory (SHM or NET) cross PCIe, which two channels fill (NCCL's searches give PCIe rings
+// about as few; a NET ring is bound by its NIC), and each channel's FIFO (about 9 MB) would
+// otherwise be pinned 64 times over, in /dev/shm between processes. Every rank takes the smallest
+// count any rank can afford.
+ncclResult_t GpuComm::agreeOnChannels(ncclComm* comm, bool ringsInHost) {
+  const CudaBackend* b = b_;
+  const PeerInfo& me = comm->peers[comm->rank];
+  int sms = 0;
+  GPU_CALL(b->multiProcessors(dev_, &sms), "the device's multiprocessor count");
+  int sharing = 0;
+  for (const PeerInfo& p : comm->peers) sharing += p.pidHash == me.pidHash && p.cudaDev == comm->cudaDev;
+  const int64_t asked = envInt("BATON_GPU_CHANNELS", ringsInHost ? 2 : kMaxChannels);
+  const int fit = std::max(1, sms / std::max(sharing, 1));
+  int32_t want = (int32_t)std::clamp<int64_t>(std::min<int64_t>(asked, fit), 1, kMaxChannels);
+  if (asked > fit)
+    BATON_INFO(kSubInit, "rank %d: %lld GPU channels asked, %d fit (%d SMs shared by %d ranks of this process)",
+               comm->rank, (long long)asked, fit, sms, sharing);
+  std::vector<int32_t> all(comm->nRanks);
+  all[comm->rank] = want;
+  BATON_CHECK(comm->bootstrap->allGather(all.data(), sizeof(int32_t)));
+  nChannels_ = *std::min_element(all.begin(), all.end());
+  return ncclSuccess;
+}
+
+// Each channel's ring: its FIFO offered to the previous rank and the next rank's taken (where they
+// lie: gpu_fifo.cc), and every channel's ring order in device memory. *ipc: a FIFO was reached
+// through a CUDA IPC handle.
+ncclResult_t GpuComm::connectRings(ncclComm* comm, const FifoLayout& layout, std::vector<GpuChannelDev>* chans,
+                                   bool* ipc) {
+  const CudaBackend* b = b_;
+  const int n = comm->nRanks, nch = nChannels_;
+  std::vector<int> userRanks((size_t)nch * n);
+  for (int c = 0; c < nch; ++c) {
+    const Channel& ring = *comm->channels[c % comm->nChannels];
+    const int prev = ring.ringUserRanks[(ring.ringIndex + n - 1) % n];
+    const int next = ring.ringUserRanks[(ring.ringIndex + 1) % n];
+    std::copy(ring.ringUserRanks.begin(), ring.ringUserRanks.end(), userRanks.begin() + (size_t)c * n);
+    (*chans)[c].ringIndex = ring.ringIndex;
+    // One rank's FIFO is its own (nothing to send or take).
+    BATON_CHECK(offerFifo(comm, prev, kTagGpuRing + c, layout, c, &fifos_, &(*chans)[c].recv));
+    if (n > 1) BATON_CHECK(takeFifo(comm, next, kTagGpuRing + c, layout, c, &(*chans)[c].send, ipc));
+  }
+  GPU_CALL(b->deviceAlloc(dev_, &userRanksDev_, userRanks.size() * sizeof(int)), "ring orders");
+  GPU_CALL(b->copyToDevice(dev_, userRanksDev_, userRanks.data(), userRanks.size() * sizeof(int)), "ring orders");
+  for (int c = 0; c < nch; ++c) (*chans)[c].userRanks = static_cast<const int*>(userRanksDev_) + (size_t)c * n;
+  return ncclSuccess;
+}
+
+// The pinned failure record and abort flag the kernels write and read, and the events that order
+// the communicator's launches.
+ncclResult_t GpuComm::makeStatusAndEvents(ncclComm* comm) {
+  const CudaBackend* b = b_;
+  void* host = nullptr;
+  void* view = nullptr;
+  GPU_CALL(b->hostAlloc(&host, &view, sizeof(GpuStatus)), "failure record");
+  status_ = static_cast<GpuStatus*>(host), statusDev_ = static_cast<GpuStatus*>(view);
+  GPU_CALL(b->hostAlloc(&host, &view, sizeof(int)), "abort flag");
+  abort_ = static_cast<int*>(host), abortDev_ = static_cast<int*>(view);
+  GPU_CALL(b->eventCreate(dev_, &lastWork_), "event");
+  GPU_CALL(b->eventCreate(dev_, &join_), "event");
+  for (CaptureTail& c : captures_) GPU_CALL(b->eventCreate(dev_, &c.event), "event");
+  // Recorded once, so a first launch inside a CUDA graph waits for a recorded event.
+  GPU_CALL(b->eventRecord(dev_, lastWork_, nullptr, 0), "event");
+  return ncclSuccess;
+}
+
+// A GPU communicator in named steps: every rank has a device; where peers' FIFOs can lie; how
+// many channels; the rings' FIFOs; the channels' device structs (with trees when wanted); the
+// failure record, abort flag and events; the send/recv connectors.
 ncclResult_t GpuComm::create(ncclComm* comm, std::shared_ptr<GpuComm>* out, std::string* why) {
   out->reset();
-  const PeerInfo& me = comm->peers[comm->rank];
   for (const PeerInfo& p : comm->peers) {
     if (!p.gpu) {
       *why = "rank " + std::to_string(p.rank) + " has no CUDA device";
@@ -39,66 +112,20 @@ ncclResult_t GpuComm::create(ncclComm* comm, std::shared_ptr<GpuComm>* out, std:
   g->b_ = b;
   g->dev_ = comm->gpuDev;
   g->rank_ = comm->rank;
-  // Channels: BATON_GPU_CHANNELS, default 64 (MAXCHANNELS); channel c follows ring c % nChannels.
-  // A ring's blocks wait for each other, so every block of the ranks this process drives on one
-  // device must be resident at once: at most one block per SM (512 threads, up to 128 registers
-  // each) shared among them. Processes take turns on a device and need no such bound. Every rank
-  // takes the smallest count any rank can afford.
-  // Where the FIFOs go (gpu_fifo.cc). Rings through host memory (SHM or NET) cross PCIe, which two
-  // channels fill (NCCL's searches give PCIe rings about as few; a NET ring is bound by its NIC),
-  // and each channel's FIFO (about 9 MB) would otherwise be pinned 64 times over, in /dev/shm
-  // between processes.
   bool ringsInHost = false;
   if (comm->nRanks > 1) BATON_CHECK(g->findReach(comm, &ringsInHost));
-  int sms = 0;
-  GPU_CALL(b->multiProcessors(g->dev_, &sms), "the device's multiprocessor count");
-  int sharing = 0;
-  for (const PeerInfo& p : comm->peers) sharing += p.pidHash == me.pidHash && p.cudaDev == comm->cudaDev;
-  const int64_t asked = envInt("BATON_GPU_CHANNELS", ringsInHost ? 2 : kMaxChannels);
-  const int fit = std::max(1, sms / std::max(sharing, 1));
-  int32_t want = (int32_t)std::clamp<int64_t>(std::min<int64_t>(asked, fit), 1, kMaxChannels);
-  if (asked > fit)
-    BATON_INFO(kSubInit, "rank %d: %lld GPU channels asked, %d fit (%d SMs shared by %d ranks of this process)",
-               comm->rank, (long long)asked, fit, sms, sharing);
-  std::vector<int32_t> all(comm->nRanks);
-  all[comm->rank] = want;
-  BATON_CHECK(comm->bootstrap->allGather(all.data(), sizeof(int32_t)));
-  g->nChannels_ = *std::min_element(all.begin(), all.end());
+  BATON_CHECK(g->agreeOnChannels(comm, ringsInHost));
   const int n = comm->nRanks, nch = g->nChannels_;
-
   const FifoLayout layout = collFifoLayout(comm);
   const size_t fifoBytes = sizeof(ConnFifo) + layout.totalSlotBytes();
   std::vector<GpuChannelDev> chans(nch);
-  std::vector<int> userRanks((size_t)nch * n);
   bool ipc = false;
-  for (int c = 0; c < nch; ++c) {
-    const Channel& ring = *comm->channels[c % comm->nChannels];
-    const int prev = ring.ringUserRanks[(ring.ringIndex + n - 1) % n];
-    const int next = ring.ringUserRanks[(ring.ringIndex + 1) % n];
-    std::copy(ring.ringUserRanks.begin(), ring.ringUserRanks.end(), userRanks.begin() + (size_t)c * n);
-    chans[c].ringIndex = ring.ringIndex;
-    // One rank's FIFO is its own (nothing to send or take).
-    BATON_CHECK(g->offerFifo(comm, prev, kTagGpuRing + c, layout, c, &g->fifos_, &chans[c].recv));
-    if (n > 1) BATON_CHECK(g->takeFifo(comm, next, kTagGpuRing + c, layout, c, &chans[c].send, &ipc));
-  }
+  BATON_CHECK(g->connectRings(comm, layout, &chans, &ipc));
   const bool ringsNet = g->netFifos_ > 0;
-  GPU_CALL(b->deviceAlloc(g->dev_, &g->userRanksDev_, userRanks.size() * sizeof(int)), "ring orders");
-  GPU_CALL(b->copyToDevice(g->dev_, g->userRanksDev_, userRanks.data(), userRanks.size() * sizeof(int)), "ring orders");
-  for (int c = 0; c < nch; ++c) chans[c].userRanks = static_cast<const int*>(g->userRanksDev_) + (size_t)c * n;
   GPU_CALL(b->deviceAlloc(g->dev_, &g->channelsDev_, nch * sizeof(GpuChannelDev)), "channels");
   if (gpuTreeWanted(comm)) BATON_CHECK(g->connectTrees(comm, chans, layout));
   GPU_CALL(b->copyToDevice(g->dev_, g->channelsDev_, chans.data(), nch * sizeof(GpuChannelDev)), "channels");
-  void* host = nullptr;
-  void* view = nullptr;
-  GPU_CALL(b->hostAlloc(&host, &view, sizeof(GpuStatus)), "failure record");
-  g->status_ = static_cast<GpuStatus*>(host), g->statusDev_ = static_cast<GpuStatus*>(view);
-  GPU_CALL(b->hostAlloc(&host, &view, sizeof(int)), "abort flag");
-  g->abort_ = static_cast<int*>(host), g->abortDev_ = static_cast<int*>(view);
-  GPU_CALL(b->eventCreate(g->dev_, &g->lastWork_), "event");
-  GPU_CALL(b->eventCreate(g->dev_, &g->join_), "event");
-  for (CaptureTail& c : g->captures_) GPU_CALL(b->eventCreate(g->dev_, &c.event), "event");
-  // Recorded once, so a first launch inside a CUDA graph waits for a recorded event.
-  GPU_CALL(b->eventRecord(g->dev_, g->lastWork_, nullptr, 0), "event");
+  BATON_CHECK(g->makeStatusAndEvents(comm));
   BATON_CHECK(g->connectPeers(comm));
   if (g->netFifos_) (g->proxy_ = comm->proxy.get())->holdAwake(1);  // see Proxy::holdAwake
   if (g->ipcInside_)  // their handles open at the allocation's start in the peer: the offset goes along
@@ -118,7 +145,7 @@ ncclResult_t GpuComm::create(ncclComm* comm, std::shared_ptr<GpuComm>* out, std:
 }
 
 void GpuComm::abort() {
-  if (abort_) __atomic_store_n(abort_, 1, __ATOMIC_RELEASE);
+  if (abort_) storeFlag(abort_, 1);
 }
 
 ncclResult_t GpuComm::drain() {
@@ -130,7 +157,7 @@ ncclResult_t GpuComm::drain() {
 }
 
 ncclResult_t GpuComm::takeFailure(ncclComm* comm) {
-  if (!status_ || failureTaken_ || !__atomic_load_n(&status_->failed, __ATOMIC_ACQUIRE)) return ncclSuccess;
+  if (!status_ || failureTaken_ || !flagIsSet(&status_->failed)) return ncclSuccess;
   failureTaken_ = true;
   const WaitFailure& f = status_->failure;
   if (f.result == kWaitBadStep)  // f.what is a device address here: not read
@@ -142,7 +169,7 @@ ncclResult_t GpuComm::takeFailure(ncclComm* comm) {
                       (unsigned long long)f.expected);
   // kWaitAborted without the abort flag: the kernel stopped itself on a step whose size was not
   // the one it expected (the device cannot pass its description string up).
-  if (f.result == kWaitAborted && !__atomic_load_n(abort_, __ATOMIC_ACQUIRE))
+  if (f.result == kWaitAborted && !flagIsSet(abort_))
     return batonError(ncclInvalidUsage,
                       "rank %d: a kernel on CUDA device %d channel %d got a step of %llu bytes from peer %d where it "
                       "expected %llu (do the send and receive counts, or the ranks' arguments, differ?)",

@@ -43,6 +43,9 @@ class GpuComm {
   ncclResult_t launchAlltoAll(ncclComm* comm, const Task& t);
   // Raises the kernels' abort flag (ncclCommAbort): their waits give up.
   void abort();
+  // That flag (pinned host memory; nullptr if it could not be made), which commSetError raises
+  // itself (ncclComm::gpuAbortFlag) with the same release store as abort().
+  int* abortFlag() const { return abort_; }
   // Waits for every kernel launched so far (ncclCommDestroy, ncclCommAbort).
   ncclResult_t drain();
   // A kernel's failure, once (ncclCommGetAsyncError): ncclSuccess while none failed.
@@ -79,6 +82,10 @@ class GpuComm {
   // NCCL_P2P_DISABLE: none but their own), so each FIFO goes where its sender can write it, and
   // whether some ring then runs through host memory (gpu_fifo.cc).
   ncclResult_t findReach(ncclComm* comm, bool* ringsInHost);
+  // create's steps (gpu_comm.cc).
+  ncclResult_t agreeOnChannels(ncclComm* comm, bool ringsInHost);
+  ncclResult_t connectRings(ncclComm* comm, const FifoLayout& layout, std::vector<GpuChannelDev>* chans, bool* ipc);
+  ncclResult_t makeStatusAndEvents(ncclComm* comm);
   // A FIFO laid out as `layout` that `sender` will write: in our device memory if its device
   // reaches ours, else in pinned host memory (shared memory for another process), as NCCL's SHM
   // transport, else (another host, NCCL_SHM_DISABLE) the receiving end of a NET connection on

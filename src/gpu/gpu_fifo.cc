@@ -25,8 +25,8 @@
 #include <string>
 
 #include "comm.h"
-#include "gpu/gpu_fifo_placement.h"
 #include "gpu/gpu_comm.h"
+#include "gpu/gpu_fifo_placement.h"
 #include "misc/debug.h"
 #include "shm/shm_segment.h"
 #include "transport.h"

@@ -20,9 +20,10 @@
 // as an eager launch does. As in NCCL, a graph holding a symmetric kernel needs its windows
 // registered and their memory allocated for as long as it is launched.
 #include "comm.h"
-#include "gpu/gpu_plugin.h"
+#include "cuda_backend.h"
 #include "gpu/gpu_comm.h"
 #include "misc/debug.h"
+#include "proxy.h"
 
 namespace baton {
 

@@ -16,8 +16,8 @@
 #include <cstring>
 
 #include "comm.h"
+#include "cuda_backend.h"
 #include "gpu/gpu_comm.h"
-#include "gpu/gpu_plugin.h"
 #include "misc/debug.h"
 #include "register/symmetric_plan.h"
 #include "register/window.h"
@@ -58,7 +58,7 @@ ncclResult_t gpuClassify(ncclComm* comm, const Task& t, const char* fn, bool* on
 bool GpuComm::planSymmetric(ncclComm* comm, const Task& t, GpuCollLaunch* l) {
   SymmetricPlan sp;
   // allReach_: the whole table, which every rank holds alike.
-  if (!allReach_ || !planSymmetricWindows(comm, t, true, &sp)) return false;
+  if (!allReach_ || !planSymmetricWindows(comm, t, collShapeOf(t, comm->nRanks), true, &sp)) return false;
   const int nch = std::min(l->base.nChannels, kSymMaxChannels);
   const CollOp op{t.func, t.sendbuff, t.recvbuff, t.count, typeSize(t.type), t.root};
   l->base = collArgsFor(op, sp.algo, kProtoSimple, comm->rank, comm->nRanks, nch, comm->tun.chunkSteps);
@@ -66,7 +66,7 @@ bool GpuComm::planSymmetric(ncclComm* comm, const Task& t, GpuCollLaunch* l) {
   l->symRecvBases = static_cast<char* const*>(sp.recv->peerBaseDev);
   l->symSendOffset = sp.sendOffset;
   l->symRecvOffset = sp.recvOffset;
-  l->symPads = static_cast<SymPad* const*>(comm->windows.devPadsDev);
+  l->symPads = static_cast<SymPad* const*>(comm->windows->devPadsDev);
   return true;
 }
 

@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "comm.h"
-#include "gpu/gpu_plugin.h"
+#include "cuda_backend.h"
 #include "gpu/gpu_comm.h"
 #include "gpu/gpu_p2p_table.h"
 #include "misc/debug.h"

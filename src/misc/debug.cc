@@ -16,7 +16,6 @@
 #include <string>
 #include <vector>
 
-#include "gpu/gpu_plugin.h"
 #include "misc/param.h"
 
 namespace baton {
@@ -130,7 +129,8 @@ bool logEnabled(LogLevel level, uint64_t subsys) {
   return c.level >= level && (level <= kLogWarn || (c.mask & subsys));
 }
 
-static void vlog(LogLevel level, const char* file, int line, const char* fmt, va_list ap) {
+namespace {
+void vlog(LogLevel level, const char* file, int line, const char* fmt, va_list ap) {
   LogConfig& c = config();
   char msg[1024];
   vsnprintf(msg, sizeof msg, fmt, ap);
@@ -145,6 +145,7 @@ static void vlog(LogLevel level, const char* file, int line, const char* fmt, va
   }
   fflush(c.out);
 }
+}  // namespace
 
 void logMessage(LogLevel level, uint64_t subsys, const char* file, int line, const char* fmt, ...) {
   if (!logEnabled(level, subsys)) return;
@@ -154,14 +155,14 @@ void logMessage(LogLevel level, uint64_t subsys, const char* file, int line, con
   va_end(ap);
 }
 
-void showVersion() {
+void showVersion(const char* (*backends)()) {
   static std::once_flag once;
-  std::call_once(once, [] {
+  std::call_once(once, [backends] {
     LogConfig& c = config();
     if (c.level < kLogVersion) return;
     Dl_info info{};
     const char* path = dladdr(reinterpret_cast<void*>(&showVersion), &info) && info.dli_fname ? info.dli_fname : "?";
-    const char* backend = cudaBackend() ? "CPU and CUDA backends" : "CPU backend";
+    const char* backend = backends();
     if (c.level >= kLogInfo) {
       logMessage(kLogInfo, kSubAll, __FILE__, __LINE__, "NCCL version %d.%d.%d+baton (%s) from %s", NCCL_MAJOR,
                  NCCL_MINOR, NCCL_PATCH, backend, path);

@@ -36,8 +36,10 @@ void logMessage(LogLevel level, uint64_t subsys, const char* file, int line, con
 
 // NCCL's version banner, once per process (the first communicator or unique id): a plain line at
 // NCCL_DEBUG=VERSION or WARN, an INFO line at INFO. It says baton and the library's file, because a
-// CUDA toolkit's libnccl.so.2 reports the same version code and the loader may pick either.
-void showVersion();
+// CUDA toolkit's libnccl.so.2 reports the same version code and the loader may pick either, and the
+// backends in use, which `backends` names (the caller's: src/cuda_backend.h's backendsInUse; called
+// only when the banner is printed, since it opens the CUDA plugin).
+void showVersion(const char* (*backends)());
 
 // Records the message as the process's last error, logs it at WARN, returns `code`.
 ncclResult_t batonErrorAt(ncclResult_t code, const char* file, int line, const char* fmt, ...)

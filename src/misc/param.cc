@@ -7,7 +7,8 @@
 
 namespace baton {
 
-static bool parseSize(const char* s, int64_t* out) {
+namespace {
+bool parseSize(const char* s, int64_t* out) {
   errno = 0;
   char* end = nullptr;
   int64_t v = strtoll(s, &end, 0);
@@ -19,6 +20,7 @@ static bool parseSize(const char* s, int64_t* out) {
   if (*end) return false;
   return !__builtin_mul_overflow(v, mul, out);  // "9999999999999999G" is not a size
 }
+}  // namespace
 
 int64_t envInt(const char* name, int64_t def, EnvLog log) {
   const char* s = getenv(name);

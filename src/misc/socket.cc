@@ -69,14 +69,15 @@ ncclResult_t parseAddress(const char* text, SocketAddress* out, bool numericOnly
   return ncclSuccess;
 }
 
-static bool isLoopback(const SocketAddress& a) {
+namespace {
+bool isLoopback(const SocketAddress& a) {
   if (a.sa.sa_family == AF_INET) return (ntohl(a.sin.sin_addr.s_addr) >> 24) == 127;
   if (a.sa.sa_family == AF_INET6) return IN6_IS_ADDR_LOOPBACK(&a.sin6.sin6_addr);
   return false;
 }
 
 // NCCL_SOCKET_IFNAME syntax: comma list of prefixes; '^' excludes; '=' means exact names.
-static bool ifnameMatches(const std::string& spec, const char* name) {
+bool ifnameMatches(const std::string& spec, const char* name) {
   std::string list = spec;
   bool exclude = false, exact = false;
   if (!list.empty() && list[0] == '^') exclude = true, list = list.substr(1);
@@ -96,7 +97,7 @@ static bool ifnameMatches(const std::string& spec, const char* name) {
 // Up interfaces with an IPv4/IPv6 address that `spec` (NCCL_SOCKET_IFNAME syntax) allows, each
 // ranked by NCCL's automatic order: ib*, then ordinary interfaces, then docker*, lo, virbr*; the
 // other address family (NCCL_SOCKET_FAMILY) comes after all of those.
-static ncclResult_t candidateInterfaces(const std::string& spec, std::vector<NetInterface>* out) {
+ncclResult_t candidateInterfaces(const std::string& spec, std::vector<NetInterface>* out) {
   const int family = envInt("NCCL_SOCKET_FAMILY", 0) == 6 ? AF_INET6 : AF_INET;
   ifaddrs* ifs = nullptr;
   if (getifaddrs(&ifs) != 0) return batonError(ncclSystemError, "getifaddrs failed: %s", strerror(errno));
@@ -131,6 +132,7 @@ static ncclResult_t candidateInterfaces(const std::string& spec, std::vector<Net
   }
   return ncclSuccess;
 }
+}  // namespace
 
 ncclResult_t chooseBindAddress(const SocketAddress* towards, SocketAddress* out, std::string* ifName) {
   std::string spec = envStr("NCCL_SOCKET_IFNAME");
@@ -182,13 +184,15 @@ ncclResult_t socketListen(SocketAddress* addr, int* fd) {
   return ncclSuccess;
 }
 
-static int remainingMs(uint64_t deadlineNs) {
+namespace {
+int remainingMs(uint64_t deadlineNs) {
   if (deadlineNs == 0) return 100;
   uint64_t now = nowNs();
   if (now >= deadlineNs) return 0;
   uint64_t ms = (deadlineNs - now) / 1000000 + 1;
   return ms > 100 ? 100 : (int)ms;  // wake at least every 100 ms to look at the abort flag
 }
+}  // namespace
 
 ncclResult_t socketSendAll(int fd, const void* buf, size_t n, uint64_t deadlineNs) {
   const char* p = static_cast<const char*>(buf);

@@ -8,11 +8,11 @@
 #include <memory>
 
 #include "alltoall.h"
+#include "alltoall/alltoall_choice.h"
 #include "alltoall/alltoall_executor.h"
 #include "enqueue.h"
 #include "misc/debug.h"
 #include "moe/moe_routing.h"
-#include "alltoall/alltoall_choice.h"
 
 namespace baton {
 

@@ -10,8 +10,7 @@
 #include <map>
 #include <mutex>
 
-#include "api/api.h"
-#include "gpu/gpu_plugin.h"
+#include "cuda_backend.h"
 #include "misc/debug.h"
 #include "register/ipc_socket.h"
 
@@ -42,17 +41,16 @@ std::map<uintptr_t, Entry>::iterator findLocked(const void* p) {
 std::mutex gDevMu;
 std::map<void*, int> gDevice;  // cudaMalloc'd allocations -> their device
 
-}  // namespace
+ncclResult_t mapShared(void** ptr, size_t size);
 
-static ncclResult_t mapShared(void** ptr, size_t size);
-
-static ncclResult_t checkAllocArgs(void** ptr, size_t size) {
+ncclResult_t checkAllocArgs(void** ptr, size_t size) {
   if (!ptr) return batonError(ncclInvalidArgument, "ncclMemAlloc: ptr is NULL");
   *ptr = nullptr;
   if (size == 0) return batonError(ncclInvalidArgument, "ncclMemAlloc: size is 0");
   if (size > (SIZE_MAX >> 2)) return batonError(ncclInvalidArgument, "ncclMemAlloc: size %zu is too large", size);
   return ncclSuccess;
 }
+}  // namespace
 
 ncclResult_t memAllocExportable(int dev, void** ptr, size_t size) {
   BATON_CHECK(checkAllocArgs(ptr, size));
@@ -97,7 +95,8 @@ ncclResult_t memAllocHost(void** ptr, size_t size) {
 }
 
 // The host path of both, on checked arguments: a memfd mapping peers can map too.
-static ncclResult_t mapShared(void** ptr, size_t size) {
+namespace {
+ncclResult_t mapShared(void** ptr, size_t size) {
   const size_t page = (size_t)sysconf(_SC_PAGESIZE);
   const size_t bytes = (size + page - 1) / page * page;
   const int fd = memfd_create("baton-memalloc", MFD_CLOEXEC);
@@ -131,6 +130,7 @@ static ncclResult_t mapShared(void** ptr, size_t size) {
   *ptr = p;
   return ncclSuccess;
 }
+}  // namespace
 
 ncclResult_t memFree(void* ptr) {
   if (!ptr) return ncclSuccess;  // as free(NULL) and cudaFree(NULL)
@@ -204,9 +204,3 @@ void memCountRegistration(const void* p, int delta) {
 }
 
 }  // namespace baton
-
-NCCL_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size);
-ncclResult_t pncclMemAlloc(void** ptr, size_t size) { return baton::memAlloc(ptr, size); }
-
-NCCL_API(ncclResult_t, ncclMemFree, void* ptr);
-ncclResult_t pncclMemFree(void* ptr) { return baton::memFree(ptr); }

@@ -7,13 +7,18 @@
 #include <cerrno>
 #include <cstring>
 
-#include "gpu/gpu_plugin.h"
+#include "comm.h"
+#include "cuda_backend.h"
 #include "misc/debug.h"
 #include "register/ipc_socket.h"
 
 namespace baton {
 
-PeerMappings::PeerMappings() { dev_ = {&PeerMappings::mapForDevice, this}; }
+PeerMappings::PeerMappings(const ncclComm* comm) : comm_(comm) { dev_ = {&PeerMappings::mapForDevice, this}; }
+
+const int32_t* PeerMappings::peerPids() const { return comm_ ? comm_->livenessPids.data() : nullptr; }
+const volatile int* PeerMappings::abortFlag() const { return comm_ ? &comm_->abortFlag : nullptr; }
+int PeerMappings::cudaDevice() const { return comm_ ? comm_->gpuDev : -1; }
 
 PeerMappings::~PeerMappings() {
   for (auto& [key, m] : maps_) {
@@ -32,7 +37,7 @@ ncclResult_t PeerMappings::translate(int pid, uint64_t allocId, uint64_t ownerPt
   if (it == maps_.end()) {
     int fd = -1, ownerDev = -1;
     uint64_t base = 0, size = 0;
-    BATON_CHECK(ipcRequestAllocation(pid, allocId, abortFlag_, &fd, &base, &size, &ownerDev));
+    BATON_CHECK(ipcRequestAllocation(pid, allocId, abortFlag(), &fd, &base, &size, &ownerDev));
     BATON_CHECK(mapLocked(pid, allocId, fd, base, size, ownerDev));
     it = maps_.find({pid, allocId});
   }
@@ -52,17 +57,17 @@ ncclResult_t PeerMappings::translate(int pid, uint64_t allocId, uint64_t ownerPt
 // Closes fd either way: the mapping keeps the memory alive, even if the owner dies or frees it.
 ncclResult_t PeerMappings::mapLocked(int pid, uint64_t allocId, int fd, uint64_t base, uint64_t size, int ownerDev) {
   void* p = nullptr;
+  const int cudaDev = cudaDevice();
   if (ownerDev >= 0) {
-    const int e = cudaDev_ >= 0 ? cudaBackend()->vmmImport(cudaDev_, fd, size, &p) : -1;
+    const int e = cudaDev >= 0 ? cudaBackend()->vmmImport(cudaDev, fd, size, &p) : -1;
     close(fd);
     if (e != 0)
       return batonError(
-          cudaDev_ < 0 ? ncclInvalidUsage : ncclUnhandledCudaError,
+          cudaDev < 0 ? ncclInvalidUsage : ncclUnhandledCudaError,
           "IPC: process %d's allocation %llu is memory of its CUDA device %d: %s", pid, (unsigned long long)allocId,
-          ownerDev,
-          cudaDev_ < 0 ? "this communicator has no CUDA device to import it for" : cudaBackend()->lastError());
+          ownerDev, cudaDev < 0 ? "this communicator has no CUDA device to import it for" : cudaBackend()->lastError());
     BATON_INFO(kSubAlloc, "imported process %d's cuMem allocation %llu (%llu bytes at its %p) for CUDA device %d at %p",
-               pid, (unsigned long long)allocId, (unsigned long long)size, (void*)(uintptr_t)base, cudaDev_, p);
+               pid, (unsigned long long)allocId, (unsigned long long)size, (void*)(uintptr_t)base, cudaDev, p);
   } else {
     p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     const int e = errno;
@@ -85,8 +90,9 @@ size_t PeerMappings::mappedCount() const {
 void* PeerMappings::mapForDevice(const void* self, int peer, uint64_t allocId, uint64_t ownerPtr, uint64_t bytes) {
   auto* me = const_cast<PeerMappings*>(static_cast<const PeerMappings*>(self));
   void* out = nullptr;
-  if (!me->pids_ || allocId == 0) return nullptr;
-  (void)me->translate(me->pids_[peer], allocId, ownerPtr, bytes, &out);
+  const int32_t* pids = me->peerPids();
+  if (!pids || allocId == 0) return nullptr;
+  (void)me->translate(pids[peer], allocId, ownerPtr, bytes, &out);
   return out;
 }
 

@@ -14,11 +14,16 @@
 #include "coll_args.h"
 #include "nccl.h"
 
+struct ncclComm;
+
 namespace baton {
 
 class PeerMappings {
  public:
-  PeerMappings();
+  // Of `comm` (attachRegistration): its peers' pids (comm->livenessPids, known once init exchanged
+  // them), abort flag and CUDA device are read from it when a mapping is made. Without a
+  // communicator: no pids for device code, no abort flag, no device.
+  explicit PeerMappings(const ncclComm* comm = nullptr);
   ~PeerMappings();  // unmaps everything
   PeerMappings(const PeerMappings&) = delete;
   PeerMappings& operator=(const PeerMappings&) = delete;
@@ -31,11 +36,6 @@ class PeerMappings {
   size_t mappedCount() const;
   // For device code: `map` calls translate; peers' pids come from the communicator.
   const PeerAddressMap* deviceMap() const { return &dev_; }
-  void setPeerPids(const int32_t* pids) { pids_ = pids; }
-  // The communicator's abort flag: a request to a peer that does not answer ends with it.
-  void setAbortFlag(const volatile int* flag) { abortFlag_ = flag; }
-  // The communicator's CUDA device (-1: none): peers' device allocations are imported for it.
-  void setCudaDevice(int dev) { cudaDev_ = dev; }
 
  private:
   struct Mapping {
@@ -46,11 +46,15 @@ class PeerMappings {
   };
   ncclResult_t mapLocked(int pid, uint64_t allocId, int fd, uint64_t base, uint64_t size, int ownerDev);
   static void* mapForDevice(const void* self, int peer, uint64_t allocId, uint64_t ownerPtr, uint64_t bytes);
+  // The communicator's, by rank (nullptr: none known yet).
+  const int32_t* peerPids() const;
+  // The communicator's abort flag: a request to a peer that does not answer ends with it.
+  const volatile int* abortFlag() const;
+  // The communicator's CUDA device (-1: none): peers' device allocations are imported for it.
+  int cudaDevice() const;
   mutable std::mutex mu_;
   std::map<std::pair<int, uint64_t>, Mapping> maps_;  // (pid, allocation id)
-  const int32_t* pids_ = nullptr;                     // by rank
-  const volatile int* abortFlag_ = nullptr;
-  int cudaDev_ = -1;
+  const ncclComm* comm_ = nullptr;
   PeerAddressMap dev_;
 };
 

@@ -1,4 +1,4 @@
-// The registration cache and the two API functions (registration.h).
+// The registration cache (registration.h) and the communicator's registration state.
 #include "register/registration.h"
 
 #include <unistd.h>
@@ -6,12 +6,12 @@
 #include <algorithm>
 #include <set>
 
-#include "api/api.h"
-#include "api/argcheck.h"
 #include "comm.h"
-#include "gpu/gpu_plugin.h"
+#include "cuda_backend.h"
 #include "misc/debug.h"
 #include "register/mem_alloc.h"
+#include "register/peer_mappings.h"
+#include "register/window.h"
 
 namespace baton {
 
@@ -124,21 +124,21 @@ bool RegCache::covers(const void* p, size_t bytes) const {
   return x >= (*it)->begin && bytes <= (*it)->end - x;
 }
 
+uint64_t RegCache::allocationOf(const void* p, size_t bytes) const {
+  MemAllocation m;
+  return memFind(p, bytes, &m) ? m.id : 0;
+}
+
 size_t RegCache::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return entries_.size();
 }
 
+void attachRegistration(ncclComm* comm) {
+  comm->reg = std::make_unique<RegCache>(comm);
+  comm->peerMaps = makeSubsystem<PeerMappings>(comm);
+  comm->peerAddressMap = comm->peerMaps->deviceMap();
+  comm->windows = makeSubsystem<WindowTable>();
+}
+
 }  // namespace baton
-
-NCCL_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size, void** handle);
-ncclResult_t pncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
-  BATON_CHECK(baton::checkCommReady(comm, "ncclCommRegister"));
-  return comm->reg->add(buff, size, handle);
-}
-
-NCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle);
-ncclResult_t pncclCommDeregister(const ncclComm_t comm, void* handle) {
-  BATON_CHECK(baton::checkCommLive(comm, "ncclCommDeregister"));
-  return comm->reg->remove(handle);
-}

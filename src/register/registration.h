@@ -1,4 +1,5 @@
-// ncclCommRegister / ncclCommDeregister: a communicator's registration cache (lesson 09).
+// ncclCommRegister / ncclCommDeregister (src/api/register_api.cc): a communicator's registration
+// cache (lesson 09).
 //
 // As in NCCL, registering is local and cheap: the range is recorded (widened to whole pages) and a
 // handle returned; registering a range that an entry already covers returns that entry's handle
@@ -9,34 +10,43 @@
 // every rank must.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <vector>
 
+#include "comm.h"
 #include "nccl.h"
-
-struct ncclComm;
 
 namespace baton {
 
-class RegCache {
+// The core holds it as comm->reg, by the interface it asks (comm.h's RegisteredMemory: empty,
+// covers, allocationOf); registration's own code reaches the rest through regCache(comm).
+class RegCache final : public RegisteredMemory {
  public:
   explicit RegCache(ncclComm* comm) : comm_(comm) {}
-  ~RegCache();  // drops what the user did not deregister
+  ~RegCache() override;  // drops what the user did not deregister
   ncclResult_t add(void* buff, size_t size, void** handle);
   ncclResult_t remove(void* handle);
-  // [p, p + bytes) lies inside one registration.
-  bool covers(const void* p, size_t bytes) const;
+  bool covers(const void* p, size_t bytes) const override;
+  // ncclMemAlloc's table (mem_alloc.h), for the planner's zero copy between processes.
+  uint64_t allocationOf(const void* p, size_t bytes) const override;
   size_t size() const;
-  bool empty() const { return count_.load(std::memory_order_relaxed) == 0; }  // no lock: the planner's fast path
 
  private:
   struct Entry;
   ncclComm* comm_;
   mutable std::mutex mu_;
   std::vector<Entry*> entries_;  // sorted by start address, disjoint
-  std::atomic<size_t> count_{0};
 };
+
+// Makes `comm`'s registration state: its cache (comm->reg), its mappings of peers' memory
+// (comm->peerMaps, and comm->peerAddressMap for device code) and its windows (comm->windows). The
+// core does not know these types, so whoever makes a communicator calls this right after commAlloc
+// (initRank, commInitChild); commFree releases them.
+void attachRegistration(ncclComm* comm);
+
+// The cache attachRegistration made.
+inline RegCache& regCache(ncclComm* comm) { return static_cast<RegCache&>(*comm->reg); }
 
 }  // namespace baton

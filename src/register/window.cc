@@ -7,14 +7,13 @@
 #include <cinttypes>
 #include <string>
 
-#include "api/api.h"
-#include "api/argcheck.h"
 #include "comm.h"
-#include "gpu/gpu_plugin.h"
-#include "group.h"
+#include "cuda_backend.h"
 #include "misc/debug.h"
 #include "register/mem_alloc.h"
 #include "register/pad_group.h"
+#include "register/peer_mappings.h"
+#include "register/registration.h"
 #include "symmetric.h"
 
 namespace baton {
@@ -117,66 +116,49 @@ bool WindowTable::findSerial(uint64_t serial, char** base, size_t* size) const {
   return false;
 }
 
-ncclResult_t windowRegister(ncclComm* comm, void* buff, size_t size, ncclWindow_vidmem** win, int flags) {
-  WindowTable& t = comm->windows;
-  const int n = comm->nRanks;
-  // Our own arguments: a bad one still joins the all-gather, so every rank fails together.
+namespace {
+
+// This rank's claim on a window, checked before any rank exchanges anything: `why` is empty, or
+// says what is wrong with this rank's own arguments (it still joins the all-gather, so every rank
+// fails together).
+struct LocalClaim {
   std::string why;
   ncclResult_t whyCode = ncclInvalidArgument;
-  MemAllocation a;
-  const bool fromMemAlloc = buff && size && memFind(buff, size, &a);
-  const bool device = buff && isDeviceMemory(buff);
-  if (!buff) why = "buff is NULL";
-  else if (size == 0) why = "size is 0";
-  else if (device && !comm->gpu)
-    why = "buff is device memory, but this is not a GPU communicator (" + comm->gpuWhy + ")",
-    whyCode = ncclInvalidUsage;
-  else if (device && (!fromMemAlloc || a.device < 0))
-    why =
+  MemAllocation alloc;
+  bool fromMemAlloc = false, device = false;
+};
+
+LocalClaim checkOwnArguments(ncclComm* comm, void* buff, size_t size, int flags) {
+  LocalClaim c;
+  c.fromMemAlloc = buff && size && memFind(buff, size, &c.alloc);
+  c.device = buff && isDeviceMemory(buff);
+  if (!buff) c.why = "buff is NULL";
+  else if (size == 0) c.why = "size is 0";
+  else if (c.device && !comm->gpu)
+    c.why = "buff is device memory, but this is not a GPU communicator (" + comm->gpuWhy + ")",
+    c.whyCode = ncclInvalidUsage;
+  else if (c.device && (!c.fromMemAlloc || c.alloc.device < 0))
+    c.why =
         "buff is device memory that is not ncclMemAlloc's cuMem memory (cudaMalloc's, or a driver that cannot export "
         "cuMem memory): peers cannot map it",
-    whyCode = ncclInvalidUsage;
+    c.whyCode = ncclInvalidUsage;
   else if (flags != NCCL_WIN_DEFAULT && flags != NCCL_WIN_COLL_SYMMETRIC)
-    why = "winFlags " + std::to_string(flags) + " is neither NCCL_WIN_DEFAULT (0) nor NCCL_WIN_COLL_SYMMETRIC (1)";
+    c.why = "winFlags " + std::to_string(flags) + " is neither NCCL_WIN_DEFAULT (0) nor NCCL_WIN_COLL_SYMMETRIC (1)";
   else if ((flags & NCCL_WIN_COLL_SYMMETRIC) &&
            (reinterpret_cast<uintptr_t>(buff) % NCCL_WIN_REQUIRED_ALIGNMENT || size % NCCL_WIN_REQUIRED_ALIGNMENT))
-    why = "a symmetric window's address and size must be multiples of NCCL_WIN_REQUIRED_ALIGNMENT (4096)";
-  else if ((flags & NCCL_WIN_COLL_SYMMETRIC) && !fromMemAlloc)
-    why = "a symmetric window must lie in memory from ncclMemAlloc (peers map it)";
-  if (!why.empty())
-    BATON_WARN("ncclCommWindowRegister: rank %d: %s (buff %p size %zu)", comm->rank, why.c_str(), buff, size);
-  std::lock_guard<std::mutex> lock(t.mu_);
-  if (!t.myPad_) {
-    void* pad = nullptr;
-    BATON_CHECK(memAllocHost(&pad, sizeof(SymPad)));  // the CPU writes it, also on a GPU machine
-    t.myPad_ = static_cast<SymPad*>(pad);
-  }
-  MemAllocation padAlloc, devPadAlloc;
-  memFind(t.myPad_, sizeof(SymPad), &padAlloc);
-  if (device && why.empty() && !t.myDevPad_) {
-    // The kernels' pad: on this rank's device, exported like its windows so peers import it.
-    void* pad = nullptr;
-    t.cudaDev_ = comm->gpuDev;
-    if (memAllocExportable(comm->gpuDev, &pad, sizeof(SymPad)) == ncclSuccess) t.myDevPad_ = static_cast<SymPad*>(pad);
-    else BATON_WARN("rank %d: no pad in device memory, so no symmetric kernel: %s", comm->rank, lastError());
-  }
-  if (t.myDevPad_) memFind(t.myDevPad_, sizeof(SymPad), &devPadAlloc);
-  std::vector<WinClaim> claims(n);
-  claims[comm->rank] = {reinterpret_cast<uint64_t>(buff),
-                        size,
-                        fromMemAlloc ? a.id : 0,
-                        flags,
-                        !why.empty(),
-                        reinterpret_cast<uint64_t>(t.myPad_),
-                        padAlloc.id,
-                        device,
-                        0,
-                        reinterpret_cast<uint64_t>(t.myDevPad_),
-                        t.myDevPad_ ? devPadAlloc.id : 0};
-  BATON_CHECK(comm->bootstrap->allGather(claims.data(), sizeof(WinClaim)));
-  if (!why.empty())
-    return batonError(whyCode, "ncclCommWindowRegister: %s (buff %p size %zu)", why.c_str(), buff, size);
-  for (int r = 0; r < n; ++r) {
+    c.why = "a symmetric window's address and size must be multiples of NCCL_WIN_REQUIRED_ALIGNMENT (4096)";
+  else if ((flags & NCCL_WIN_COLL_SYMMETRIC) && !c.fromMemAlloc)
+    c.why = "a symmetric window must lie in memory from ncclMemAlloc (peers map it)";
+  if (!c.why.empty())
+    BATON_WARN("ncclCommWindowRegister: rank %d: %s (buff %p size %zu)", comm->rank, c.why.c_str(), buff, size);
+  return c;
+}
+
+// Every rank's claims agree: nobody's arguments were bad, the flags, the kind of memory and (for
+// a symmetric window) the size are the same everywhere.
+ncclResult_t checkClaimsAgree(const ncclComm* comm, const std::vector<WinClaim>& claims, size_t size, int flags,
+                              bool device) {
+  for (int r = 0; r < comm->nRanks; ++r) {
     const WinClaim& c = claims[r];
     if (c.bad)
       return batonError(ncclInvalidArgument,
@@ -199,29 +181,16 @@ ncclResult_t windowRegister(ncclComm* comm, void* buff, size_t size, ncclWindow_
                         "%zu bytes, rank %d passed %" PRIu64,
                         comm->rank, size, r, c.size);
   }
-  if (t.pads.empty()) {
-    t.pads.assign(n, nullptr);
-    for (int r = 0; r < n; ++r)
-      t.pads[r] = reinterpret_cast<SymPad*>(reach(comm, r, claims[r].padPtr, claims[r].padAlloc, sizeof(SymPad)));
-    t.epochs.assign(kSymMaxChannels, 0);
-    // This process's ranks: named alike in each by the first one's pad allocation (pad_group.h).
-    t.padGroup_ = 0, t.padGroupSize_ = 0;
-    for (int r = 0; r < n; ++r)
-      if (comm->peers[r].pidHash == comm->peers[comm->rank].pidHash) {
-        if (!t.padGroup_) t.padGroup_ = claims[r].padAlloc;
-        ++t.padGroupSize_;
-      }
-  }
-  if (device && !t.devPadsDev) {
-    std::vector<char*> table(n, nullptr);
-    bool all = true;
-    for (int r = 0; r < n; ++r) {
-      const WinClaim& c = claims[r];
-      if (c.devPadPtr) table[r] = reach(comm, r, c.devPadPtr, c.devPadAlloc, sizeof(SymPad), true);
-      all &= table[r] != nullptr;
-    }
-    if (all) t.devPadsDev = deviceTable(comm->gpuDev, table);
-  }
+  return ncclSuccess;
+}
+
+// The window as this rank sees it: every rank's buffer as this process (or its device) reaches
+// it, and whether the symmetric kernels may use it, which every rank decides alike (a mapping that
+// failed on one rank only would otherwise leave the others waiting in its barriers). Registers the
+// buffer in the communicator's cache.
+ncclResult_t mapWindow(ncclComm* comm, const WindowTable& t, const std::vector<WinClaim>& claims, void* buff,
+                       size_t size, int flags, bool device, std::unique_ptr<ncclWindow_vidmem>* out) {
+  const int n = comm->nRanks;
   auto w = std::make_unique<ncclWindow_vidmem>();
   w->comm = comm;
   w->base = static_cast<char*>(buff);
@@ -235,21 +204,109 @@ ncclResult_t windowRegister(ncclComm* comm, void* buff, size_t size, ncclWindow_
     w->allReachable &= w->peerBase[r] != nullptr && t.pads[r] != nullptr;
   }
   if (device && w->allReachable) w->peerBaseDev = deviceTable(comm->gpuDev, w->peerBase);
-  // Every rank decides alike whether the symmetric kernels may use this window (a mapping that
-  // failed on one rank only would otherwise leave the others waiting in its barriers).
   std::vector<int32_t> usable(n, 0);
   usable[comm->rank] = w->allReachable && (!device || (w->peerBaseDev && t.devPadsDev));
   ncclResult_t res = comm->bootstrap->allGather(usable.data(), sizeof(int32_t));
   for (int r = 0; r < n; ++r) w->allReachable &= usable[r] != 0;
-  if (res == ncclSuccess) res = comm->reg->add(buff, size, &w->regHandle);
+  if (res == ncclSuccess) res = regCache(comm).add(buff, size, &w->regHandle);
   if (res != ncclSuccess) {
     freeDeviceTable(comm->gpuDev, w->peerBaseDev);
     return res;
   }
+  *out = std::move(w);
+  return ncclSuccess;
+}
+
+}  // namespace
+
+// The steps of windowRegister that touch the table's own pads (WindowTable's friend).
+struct WindowRegisterSteps {
+  // This rank's pads, made with its first window: in host memory always, and in device memory for
+  // the kernels of a GPU communicator's first device window (exported like the windows). Sets the
+  // allocation ids peers map them by. Called with t.mu_ held.
+  static ncclResult_t makeOwnPads(ncclComm* comm, WindowTable& t, bool devicePad, uint64_t* padAlloc,
+                                  uint64_t* devPadAlloc) {
+    if (!t.myPad_) {
+      void* pad = nullptr;
+      BATON_CHECK(memAllocHost(&pad, sizeof(SymPad)));  // the CPU writes it, also on a GPU machine
+      t.myPad_ = static_cast<SymPad*>(pad);
+    }
+    MemAllocation m;
+    *padAlloc = memFind(t.myPad_, sizeof(SymPad), &m) ? m.id : 0;
+    if (devicePad && !t.myDevPad_) {
+      void* pad = nullptr;
+      t.cudaDev_ = comm->gpuDev;
+      if (memAllocExportable(comm->gpuDev, &pad, sizeof(SymPad)) == ncclSuccess)
+        t.myDevPad_ = static_cast<SymPad*>(pad);
+      else BATON_WARN("rank %d: no pad in device memory, so no symmetric kernel: %s", comm->rank, lastError());
+    }
+    *devPadAlloc = t.myDevPad_ && memFind(t.myDevPad_, sizeof(SymPad), &m) ? m.id : 0;
+    return ncclSuccess;
+  }
+
+  // Every rank's pads as this process reaches them, at the first window; the device pads' table at
+  // the first device window. Called with t.mu_ held.
+  static void reachPeersPads(ncclComm* comm, WindowTable& t, const std::vector<WinClaim>& claims, bool device) {
+    const int n = comm->nRanks;
+    if (t.pads.empty()) {
+      t.pads.assign(n, nullptr);
+      for (int r = 0; r < n; ++r)
+        t.pads[r] = reinterpret_cast<SymPad*>(reach(comm, r, claims[r].padPtr, claims[r].padAlloc, sizeof(SymPad)));
+      t.epochs.assign(kSymMaxChannels, 0);
+      // This process's ranks: named alike in each by the first one's pad allocation (pad_group.h).
+      t.padGroup_ = 0, t.padGroupSize_ = 0;
+      for (int r = 0; r < n; ++r)
+        if (comm->peers[r].pidHash == comm->peers[comm->rank].pidHash) {
+          if (!t.padGroup_) t.padGroup_ = claims[r].padAlloc;
+          ++t.padGroupSize_;
+        }
+    }
+    if (device && !t.devPadsDev) {
+      std::vector<char*> table(n, nullptr);
+      bool all = true;
+      for (int r = 0; r < n; ++r) {
+        const WinClaim& c = claims[r];
+        if (c.devPadPtr) table[r] = reach(comm, r, c.devPadPtr, c.devPadAlloc, sizeof(SymPad), true);
+        all &= table[r] != nullptr;
+      }
+      if (all) t.devPadsDev = deviceTable(comm->gpuDev, table);
+    }
+  }
+};
+
+// A window is registered in five steps, every rank taking each: check our own arguments; make our
+// pads; all-gather every rank's claim (a bad one included, so every rank fails together); check the
+// claims agree; reach every rank's pads and buffer and agree whether the symmetric kernels may use
+// the window.
+ncclResult_t windowRegister(ncclComm* comm, void* buff, size_t size, ncclWindow_vidmem** win, int flags) {
+  WindowTable& t = *comm->windows;
+  const LocalClaim own = checkOwnArguments(comm, buff, size, flags);
+  std::lock_guard<std::mutex> lock(t.mu_);
+  uint64_t padAlloc = 0, devPadAlloc = 0;
+  BATON_CHECK(WindowRegisterSteps::makeOwnPads(comm, t, own.device && own.why.empty(), &padAlloc, &devPadAlloc));
+  std::vector<WinClaim> claims(comm->nRanks);
+  claims[comm->rank] = {reinterpret_cast<uint64_t>(buff),
+                        size,
+                        own.fromMemAlloc ? own.alloc.id : 0,
+                        flags,
+                        !own.why.empty(),
+                        reinterpret_cast<uint64_t>(t.myPad_),
+                        padAlloc,
+                        own.device,
+                        0,
+                        reinterpret_cast<uint64_t>(t.myDevPad_),
+                        devPadAlloc};
+  BATON_CHECK(comm->bootstrap->allGather(claims.data(), sizeof(WinClaim)));
+  if (!own.why.empty())
+    return batonError(own.whyCode, "ncclCommWindowRegister: %s (buff %p size %zu)", own.why.c_str(), buff, size);
+  BATON_CHECK(checkClaimsAgree(comm, claims, size, flags, own.device));
+  WindowRegisterSteps::reachPeersPads(comm, t, claims, own.device);
+  std::unique_ptr<ncclWindow_vidmem> w;
+  BATON_CHECK(mapWindow(comm, t, claims, buff, size, flags, own.device, &w));
   BATON_INFO(kSubAlloc, "ncclCommWindowRegister: comm %p rank %d buff %p size %zu flags %d: %s", (void*)comm,
              comm->rank, buff, size, flags,
              !w->allReachable ? "some rank's window is not reachable here (another host, or not ncclMemAlloc memory)"
-             : device         ? "every rank's window mapped into this rank's CUDA device (kernels' loads and stores)"
+             : own.device     ? "every rank's window mapped into this rank's CUDA device (kernels' loads and stores)"
                               : "every rank's window reachable by loads and stores");
   *win = w.get();
   w->serial = ++t.lastSerial_;
@@ -259,7 +316,7 @@ ncclResult_t windowRegister(ncclComm* comm, void* buff, size_t size, ncclWindow_
 }
 
 ncclResult_t windowDeregister(ncclComm* comm, ncclWindow_vidmem* win) {
-  WindowTable& t = comm->windows;
+  WindowTable& t = *comm->windows;
   std::lock_guard<std::mutex> lock(t.mu_);
   auto it = std::find_if(t.wins_.begin(), t.wins_.end(), [&](const auto& w) { return w.get() == win; });
   if (it == t.wins_.end())
@@ -267,7 +324,7 @@ ncclResult_t windowDeregister(ncclComm* comm, ncclWindow_vidmem* win) {
                       "ncclCommWindowDeregister: window %p is not a live window of communicator %p (deregistered "
                       "already, or another communicator's)",
                       (void*)win, (void*)comm);
-  BATON_CHECK(comm->reg->remove(win->regHandle));
+  BATON_CHECK(regCache(comm).remove(win->regHandle));
   if (win->peerBaseDev) t.retired_.push_back(win->peerBaseDev);
   t.wins_.erase(it);
   t.count_ = t.wins_.size();
@@ -275,22 +332,3 @@ ncclResult_t windowDeregister(ncclComm* comm, ncclWindow_vidmem* win) {
 }
 
 }  // namespace baton
-
-NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
-         int winFlags);
-ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags) {
-  BATON_CHECK(baton::checkCommReady(comm, "ncclCommWindowRegister"));
-  if (!win) return batonError(ncclInvalidArgument, "ncclCommWindowRegister: win is NULL");
-  *win = nullptr;
-  if (baton::inGroup()) {  // as in NCCL, it joins the group and happens at ncclGroupEnd
-    baton::groupAddCollectiveCall(comm, [=] { return baton::windowRegister(comm, buff, size, win, winFlags); });
-    return ncclSuccess;
-  }
-  return baton::windowRegister(comm, buff, size, win, winFlags);
-}
-
-NCCL_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win);
-ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
-  BATON_CHECK(baton::checkCommLive(comm, "ncclCommWindowDeregister"));
-  return baton::windowDeregister(comm, win);
-}

@@ -66,6 +66,7 @@ class WindowTable {
  private:
   friend ncclResult_t windowRegister(ncclComm*, void*, size_t, ncclWindow_vidmem**, int);
   friend ncclResult_t windowDeregister(ncclComm*, ncclWindow_vidmem*);
+  friend struct WindowRegisterSteps;  // window.cc: windowRegister's steps that touch this rank's pads
   // The symmetric window holding [p, p + bytes), of device memory or of host memory (caller holds mu_).
   const ncclWindow_vidmem* findLocked(const void* p, size_t bytes, bool device) const;
   mutable std::mutex mu_;

@@ -86,16 +86,17 @@ void answerLeader(Lines& l, uint64_t deadline) {
 
 }  // namespace
 
-ncclResult_t measureCacheDistance(ncclComm* comm) {
-  const int n = comm->nRanks, me = comm->rank;
-  const PeerInfo& self = comm->peers[me];
+ncclResult_t measureCacheDistance(int rank, const std::vector<PeerInfo>& peers, Bootstrap& bootstrap,
+                                  double* roundTripNs, bool* far) {
+  const int n = (int)peers.size(), me = rank;
+  const PeerInfo& self = peers[me];
   // This host's processes, each by its lowest rank; the lowest of those leads.
   std::vector<int> reps;
   for (int r = 0; r < n; ++r) {
-    const PeerInfo& p = comm->peers[r];
+    const PeerInfo& p = peers[r];
     if (p.hostHash != self.hostHash || p.pidNs != self.pidNs) continue;
     bool first = true;
-    for (int q : reps) first &= comm->peers[q].pidHash != p.pidHash;
+    for (int q : reps) first &= peers[q].pidHash != p.pidHash;
     if (first) reps.push_back(r);
   }
   const int leader = reps.front();
@@ -117,7 +118,7 @@ ncclResult_t measureCacheDistance(ncclComm* comm) {
       names[(size_t)me * 64] = 0;
     }
   }
-  const ncclResult_t named = comm->bootstrap->allGather(names.data(), 64);
+  const ncclResult_t named = bootstrap.allGather(names.data(), 64);
   const char* name = &names[(size_t)leader * 64];
   if (named != ncclSuccess) {
     if (lines) munmap(lines, bytes), shm_unlink(&names[(size_t)me * 64]);
@@ -130,7 +131,7 @@ ncclResult_t measureCacheDistance(ncclComm* comm) {
   // Who opened the segment: the leader does not wait out kReadyNs for a peer that never will.
   std::vector<char> opened((size_t)n, 0);
   opened[(size_t)me] = lines != nullptr;
-  if (const ncclResult_t res = comm->bootstrap->allGather(opened.data(), 1); res != ncclSuccess) {
+  if (const ncclResult_t res = bootstrap.allGather(opened.data(), 1); res != ncclSuccess) {
     if (lines) munmap(lines, bytes);
     if (isLeader && name[0]) shm_unlink(name);
     return res;
@@ -152,12 +153,12 @@ ncclResult_t measureCacheDistance(ncclComm* comm) {
   }
   std::vector<Verdict> all((size_t)n);
   all[(size_t)me] = v;
-  const ncclResult_t gathered = comm->bootstrap->allGather(all.data(), sizeof(Verdict));
+  const ncclResult_t gathered = bootstrap.allGather(all.data(), sizeof(Verdict));
   if (lines) munmap(lines, bytes);
   if (isLeader && name[0]) shm_unlink(name);
   BATON_CHECK(gathered);
-  comm->cacheRoundTripNs = all[(size_t)leader].roundTripNs;
-  comm->cachesFar = all[(size_t)leader].far != 0;
+  *roundTripNs = all[(size_t)leader].roundTripNs;
+  *far = all[(size_t)leader].far != 0;
   return ncclSuccess;
 }
 

@@ -14,14 +14,20 @@
 // with acquire loads; nothing else is shared.
 #pragma once
 
-#include "comm.h"
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
+#include "nccl.h"
+#include "transport.h"
 
 namespace baton {
 
-// Sets comm->cacheRoundTripNs (the host's slowest round trip from its lowest-ranked process to
-// another local process; a peer that did not answer within the time budget counts as far) and
-// comm->cachesFar (round trip >= BATON_SINGLE_COPY_FAR_NS, default 200). Collective over comm's
-// ranks; every rank must call it, or none.
-ncclResult_t measureCacheDistance(ncclComm* comm);
+// Sets *roundTripNs (the host's slowest round trip from its lowest-ranked process to another local
+// process; a peer that did not answer within the time budget counts as far) and *far (round trip
+// >= BATON_SINGLE_COPY_FAR_NS, default 200), alike on every rank of a host; both untouched on
+// failure. `rank` is this rank, `peers` every rank's (the communicator's peer table), `bootstrap`
+// its rendezvous. Collective over those ranks; every rank must call it, or none.
+ncclResult_t measureCacheDistance(int rank, const std::vector<PeerInfo>& peers, Bootstrap& bootstrap,
+                                  double* roundTripNs, bool* far);
 
 }  // namespace baton

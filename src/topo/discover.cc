@@ -130,7 +130,13 @@ LocalMachine discoverOnce() {
     buildFallback(rdma, &m);
   }
   m.notes += ibNotes;
-  BATON_INFO(kSubGraph | kSubInit, "topology discovery:\n%s", m.notes.c_str());
+  // One INFO line per note, each with the prefix every other line has (a block of bare lines reads
+  // as output of some other program).
+  for (size_t at = 0; at < m.notes.size();) {
+    const size_t end = std::min(m.notes.find('\n', at), m.notes.size());
+    if (end > at) BATON_INFO(kSubGraph | kSubInit, "topology discovery: %.*s", (int)(end - at), m.notes.c_str() + at);
+    at = end + 1;
+  }
   return m;
 }
 

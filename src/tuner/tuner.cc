@@ -5,9 +5,13 @@
 
 #include "misc/debug.h"
 #include "protocols.h"
-#include "task.h"
 
 namespace baton {
+
+const char* funcName(int f) {
+  static const char* kNames[kFuncCount] = {"AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter"};
+  return f >= 0 && f < kFuncCount ? kNames[f] : "?";
+}
 
 const char* protoName(int proto) {
   static const char* names[kNumProtos] = {ProtoLL::name, ProtoLL128::name, ProtoSimple::name};

@@ -135,6 +135,9 @@ inline int planFifoDepth(int func, int fifoDepth, int chunkSteps) {
 // "allreduce", "broadcast", "reduce", "allgather", "reducescatter" (any case) -> CollFunc, else -1.
 int funcByName(const char* name);
 
+// The names of what the tuner chooses among: "AllReduce", ... (a CollFunc, "?" for another value)
+// and "LL", "LL128", "Simple".
+const char* funcName(int func);
 const char* protoName(int proto);
 
 }  // namespace baton

@@ -24,7 +24,8 @@
     }                                                                                              \
   } while (0)
 
-static int check(const std::vector<float>& v, float expect, const char* what) {
+namespace {
+int check(const std::vector<float>& v, float expect, const char* what) {
   for (size_t i = 0; i < v.size(); ++i)
     if (v[i] != expect + (float)(i % 5)) {
       fprintf(stderr, "%s: element %zu is %g, expected %g\n", what, i, v[i], expect + (float)(i % 5));
@@ -32,6 +33,7 @@ static int check(const std::vector<float>& v, float expect, const char* what) {
     }
   return 0;
 }
+}  // namespace
 
 int main() {
   int version = 0;

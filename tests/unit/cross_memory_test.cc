@@ -1,4 +1,4 @@
-// Single copies between processes (lesson 09, src/register/cross_memory.h): what each Yama
+// Single copies between processes (lesson 09, src/misc/cross_memory.h): what each Yama
 // ptrace_scope allows, the prctl a process makes under scope 1 (checked in a child, which is
 // where its effect lands), and a real process_vm_readv from a sibling process after it.
 #include <sys/prctl.h>
@@ -9,7 +9,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "register/cross_memory.h"
+#include "misc/cross_memory.h"
 
 namespace {
 
@@ -56,7 +56,8 @@ TEST(CrossMemory, ScopeOneAsksForPtracerAnyAndSaysWhatHappened) {
 // process asked for PR_SET_PTRACER_ANY. Two children of this test are siblings, as ranks are.
 TEST(CrossMemory, SiblingReadsProbeWordAfterTheTargetAllowsIt) {
   const std::string scope = baton::yamaPtraceScope();
-  if (scope != "1") GTEST_SKIP() << "needs kernel.yama.ptrace_scope 1 (here: " << (scope.empty() ? "no Yama" : scope) << ")";
+  if (scope != "1")
+    GTEST_SKIP() << "needs kernel.yama.ptrace_scope 1 (here: " << (scope.empty() ? "no Yama" : scope) << ")";
   int ready[2], done[2];
   ASSERT_EQ(pipe(ready), 0);
   ASSERT_EQ(pipe(done), 0);

@@ -256,7 +256,7 @@ TEST(Window, AThreadRanksPadLivesUntilTheProcesssLastRankIsDestroyed) {
   for (int r = 0; r < n; ++r)
     ASSERT_NCCL_OK(ncclCommWindowRegister(c[r], mem[r], 1 << 16, &win[r], NCCL_WIN_COLL_SYMMETRIC));
   ASSERT_NCCL_OK(ncclGroupEnd());
-  const std::vector<baton::SymPad*> pads = c[2]->windows.pads;
+  const std::vector<baton::SymPad*> pads = c[2]->windows->pads;
   ASSERT_EQ(pads.size(), (size_t)n);
   baton::MemAllocation m;
   for (int r = 0; r < n; ++r) {

@@ -36,20 +36,22 @@ TEST(SymmetricPlan, TwoShotOnlyAboveTheOneShotSizeAndOnlyWhereAllowed) {
   EXPECT_EQ(a, kAlgoSymTwoShot);
 }
 
-TEST(SymmetricPlan, BufferBytesCountEveryRanksBlockOnTheGatheredSide) {
-  size_t sb = 0, rb = 0;
-  const Task ag = collTask(kFuncAllGather, nullptr, nullptr, 10, ncclInt32);
-  opBufferBytes(ag, 4, &sb, &rb);
-  EXPECT_EQ(sb, 40u);
-  EXPECT_EQ(rb, 160u);
-  const Task rs = collTask(kFuncReduceScatter, nullptr, nullptr, 10, ncclFloat64);
-  opBufferBytes(rs, 3, &sb, &rb);
-  EXPECT_EQ(sb, 240u);
-  EXPECT_EQ(rb, 80u);
-  const Task ar = collTask(kFuncAllReduce, nullptr, nullptr, 10, ncclBfloat16);
-  opBufferBytes(ar, 8, &sb, &rb);
-  EXPECT_EQ(sb, 20u);
-  EXPECT_EQ(rb, 20u);
+// The planner's shape of a collective (task.h): the gathered side counts every rank's block, and
+// totalBytes is what the tuner and the thresholds weigh (collBytes).
+TEST(SymmetricPlan, ShapeCountsEveryRanksBlockOnTheGatheredSide) {
+  const CollShape ag = collShapeOf(collTask(kFuncAllGather, nullptr, nullptr, 10, ncclInt32), 4);
+  EXPECT_EQ(ag.typeBytes, 4u);
+  EXPECT_EQ(ag.sendBytes, 40u);
+  EXPECT_EQ(ag.recvBytes, 160u);
+  EXPECT_EQ(ag.totalBytes, collBytes(kFuncAllGather, 10, 4, 4));
+  const CollShape rs = collShapeOf(collTask(kFuncReduceScatter, nullptr, nullptr, 10, ncclFloat64), 3);
+  EXPECT_EQ(rs.sendBytes, 240u);
+  EXPECT_EQ(rs.recvBytes, 80u);
+  EXPECT_EQ(rs.totalBytes, collBytes(kFuncReduceScatter, 10, 8, 3));
+  const CollShape ar = collShapeOf(collTask(kFuncAllReduce, nullptr, nullptr, 10, ncclBfloat16), 8);
+  EXPECT_EQ(ar.sendBytes, 20u);
+  EXPECT_EQ(ar.recvBytes, 20u);
+  EXPECT_EQ(ar.totalBytes, 20u);
 }
 
 TEST(SymmetricPlan, TwoShotByDefaultOnAGpuOnly) {
@@ -76,33 +78,35 @@ TEST(SymmetricPlan, FindsTheWindowsAndTheOffsetsOnARealCommunicator) {
   ncclComm* comm = c[1];
   SymmetricPlan sp;
   const Task small = collTask(kFuncAllReduce, mem[1] + 4096, mem[1] + 8192, 1000, ncclInt32);
-  ASSERT_TRUE(planSymmetricWindows(comm, small, false, &sp));
+  ASSERT_TRUE(planSymmetricWindows(comm, small, collShapeOf(small, comm->nRanks), false, &sp));
   EXPECT_EQ(sp.algo, kAlgoSymOneShot);
   EXPECT_EQ(sp.send, win[1]);
   EXPECT_EQ(sp.recv, win[1]);
   EXPECT_EQ(sp.sendOffset, 4096u);
   EXPECT_EQ(sp.recvOffset, 8192u);
-  EXPECT_FALSE(planSymmetricWindows(comm, small, true, &sp)) << "a host window served the GPU's kernels";
+  EXPECT_FALSE(planSymmetricWindows(comm, small, collShapeOf(small, comm->nRanks), true, &sp))
+      << "a host window served the GPU's kernels";
   const Task large = collTask(kFuncAllReduce, mem[1], mem[1] + kBytes / 2, kBytes / 8, ncclInt32);  // 128 KiB
   comm->tun.symTwoShot = -1;
-  EXPECT_FALSE(planSymmetricWindows(comm, large, false, &sp)) << "two-shot on a CPU by default";
+  EXPECT_FALSE(planSymmetricWindows(comm, large, collShapeOf(large, comm->nRanks), false, &sp))
+      << "two-shot on a CPU by default";
   comm->tun.symTwoShot = 1;
-  ASSERT_TRUE(planSymmetricWindows(comm, large, false, &sp));
+  ASSERT_TRUE(planSymmetricWindows(comm, large, collShapeOf(large, comm->nRanks), false, &sp));
   EXPECT_EQ(sp.algo, kAlgoSymTwoShot);
   // In place on rank 1: its input is its block of the output, 128 KiB in.
   const Task gather = collTask(kFuncAllGather, mem[1] + kBytes / 8, mem[1], kBytes / 32, ncclInt32);
-  ASSERT_TRUE(planSymmetricWindows(comm, gather, false, &sp));
+  ASSERT_TRUE(planSymmetricWindows(comm, gather, collShapeOf(gather, comm->nRanks), false, &sp));
   EXPECT_EQ(sp.algo, kAlgoSymStore);
   EXPECT_EQ(sp.sendOffset, kBytes / 8);
   EXPECT_EQ(sp.recvOffset, 0u);
   // 2 x 256 KiB of output from 516 KiB in: past the window's end.
   const Task past = collTask(kFuncAllGather, mem[1], mem[1] + kBytes / 2 + 4096, kBytes / 16, ncclInt32);
-  EXPECT_FALSE(planSymmetricWindows(comm, past, false, &sp));
+  EXPECT_FALSE(planSymmetricWindows(comm, past, collShapeOf(past, comm->nRanks), false, &sp));
   std::vector<char> heap(4096);
   const Task outside = collTask(kFuncReduceScatter, mem[1], heap.data(), 16, ncclInt32);
-  EXPECT_FALSE(planSymmetricWindows(comm, outside, false, &sp));
+  EXPECT_FALSE(planSymmetricWindows(comm, outside, collShapeOf(outside, comm->nRanks), false, &sp));
   const Task none = collTask(kFuncAllReduce, mem[1], mem[1], 0, ncclInt32);
-  EXPECT_FALSE(planSymmetricWindows(comm, none, false, &sp));
+  EXPECT_FALSE(planSymmetricWindows(comm, none, collShapeOf(none, comm->nRanks), false, &sp));
   ASSERT_NCCL_OK(ncclGroupStart());
   for (int r = 0; r < n; ++r) ASSERT_NCCL_OK(ncclCommWindowDeregister(c[r], win[r]));
   ASSERT_NCCL_OK(ncclGroupEnd());

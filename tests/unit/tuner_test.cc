@@ -5,8 +5,8 @@
 #include <fstream>
 #include <string>
 
-#include "baton/tuner.h"
 #include "alltoall/alltoall_choice.h"
+#include "baton/tuner.h"
 #include "tuner/tuner.h"
 #include "unit/unit_helpers.h"
 

@@ -57,14 +57,14 @@ inline ::testing::AssertionResult messageHas(const std::string& msg, std::initia
 #define EXPECT_NCCL_ERR(call, code, ...)                                              \
   do {                                                                                \
     const ncclResult_t r_ = (call);                                                   \
-    const std::string m_ = ::bt::lastError();                                 \
+    const std::string m_ = ::bt::lastError();                                         \
     EXPECT_EQ(r_, (code)) << #call << " -> " << ncclGetErrorString(r_) << ": " << m_; \
-    EXPECT_TRUE(::bt::messageHas(m_, {__VA_ARGS__})) << #call;                \
+    EXPECT_TRUE(::bt::messageHas(m_, {__VA_ARGS__})) << #call;                        \
   } while (0)
 
-#define ASSERT_NCCL_OK(call)                                                                                      \
-  do {                                                                                                            \
-    const ncclResult_t r_ = (call);                                                                               \
+#define ASSERT_NCCL_OK(call)                                                                              \
+  do {                                                                                                    \
+    const ncclResult_t r_ = (call);                                                                       \
     ASSERT_EQ(r_, ncclSuccess) << #call << " -> " << ncclGetErrorString(r_) << ": " << ::bt::lastError(); \
   } while (0)
 

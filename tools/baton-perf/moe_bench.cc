@@ -22,6 +22,8 @@
 // -c 1 checks every stage's received rows and combined output against the first stage's, bit for
 // bit (integer-valued tokens and weights: every stage must agree exactly).
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -30,7 +32,6 @@
 
 #include "baton/moe.h"
 #include "baton_perf.h"
-#include "fp8_blocks.h"
 
 namespace batonperf {
 namespace {
@@ -118,12 +119,24 @@ ncclResult_t dispatch(const MoeOptions& o, MoeRankData& d, size_t numTokens, ncc
                           nullptr);
 }
 
-// The identity experts: expertOut = the received rows (dequantized with --fp8).
+// An OCP e4m3 byte (include/baton/moe.h's wire format: bias 7, no infinities, S.1111.111 is NaN) as
+// the float it stands for; every e4m3 value is exact in a float. Decoded here, since a tool the user
+// runs is built against the public headers only.
+float e4m3ToFloat(uint8_t b) {
+  const int exponent = (b >> 3) & 0xf, mantissa = b & 7;
+  const float magnitude = exponent == 0xf && mantissa == 7 ? NAN
+                          : exponent == 0                  ? std::ldexp(float(mantissa), -9)  // subnormal
+                                                           : std::ldexp(float(8 + mantissa), exponent - 10);
+  return b & 0x80 ? -magnitude : magnitude;
+}
+
+// The identity experts: expertOut = the received rows (dequantized with --fp8: each element times
+// its block's scale, one scale per 128 elements).
 void runExperts(const MoeOptions& o, MoeRankData& d) {
   if (!o.fp8) return (void)std::copy(d.recv.begin(), d.recv.end(), d.expertOut.begin());
   const size_t es = esize(o.type);
   for (size_t i = 0; i < d.numRecv * o.hidden; ++i) {
-    const float v = baton::fp8Dequantize(reinterpret_cast<const uint8_t*>(d.recv.data()), d.scales.data(), i);
+    const float v = e4m3ToFloat(static_cast<uint8_t>(d.recv[i])) * d.scales[i / 128];
     if (o.type == ncclFloat) {
       std::memcpy(&d.expertOut[i * 4], &v, 4);
     } else {

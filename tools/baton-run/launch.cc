@@ -56,15 +56,17 @@ std::string signalName(int sig) {
   return "signal " + std::to_string(sig);
 }
 
-static int gSelfPipeW = -1;  // signal handler -> poll loop
+namespace {
+int gSelfPipeW = -1;  // signal handler -> poll loop
 
-static void onSignal(int sig) {
+void onSignal(int sig) {
   int saved = errno;
   unsigned char c = static_cast<unsigned char>(sig);
   ssize_t n = write(gSelfPipeW, &c, 1);
   (void)n;
   errno = saved;
 }
+}  // namespace
 
 int setupProcess(int nranks) {
   for (int fd = 0; fd <= 2; ++fd)  // keep 0..2 taken so pipes never land there
@@ -183,7 +185,9 @@ pid_t startWatchdog(int* keepaliveFd) {
   return pid;
 }
 
-static void setNonblock(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
+namespace {
+void setNonblock(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
+}  // namespace
 
 Spawn spawnRank(const Options& opt, int rank, const std::string& commId, pid_t pgid, Rank& r, int* errNo) {
   int out[2], err[2], st[2];
@@ -258,9 +262,10 @@ Spawn spawnRank(const Options& opt, int rank, const std::string& commId, pid_t p
 }
 
 // Lines longer than this are written in pieces rather than buffered forever.
-static constexpr size_t kMaxPending = 64 * 1024;
+namespace {
+constexpr size_t kMaxPending = 64 * 1024;
 
-static void emitLines(Stream& s, bool prefix, bool eof) {
+void emitLines(Stream& s, bool prefix, bool eof) {
   const std::string tag = "[" + std::to_string(s.rank) + "] ";
   std::string out;
   size_t start = 0, nl;
@@ -282,6 +287,7 @@ static void emitLines(Stream& s, bool prefix, bool eof) {
   }
   writeStr(s.outFd, out);  // whole lines in one write: no interleaving
 }
+}  // namespace
 
 bool pump(Stream& s, bool prefix, int maxReads) {
   char buf[65536];

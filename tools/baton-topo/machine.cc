@@ -10,7 +10,8 @@ namespace batontopo {
 using namespace baton;
 
 // CPU ranks: `perHost` ranks on every host, spread over its CPU (NUMA) nodes in turn.
-static void placeCpuRanks(TopoSystem* sys, int perHost) {
+namespace {
+void placeCpuRanks(TopoSystem* sys, int perHost) {
   sys->rankNode.clear();
   for (int h = 0; h < sys->nHosts; ++h) {
     std::vector<int> cpus;
@@ -19,6 +20,7 @@ static void placeCpuRanks(TopoSystem* sys, int perHost) {
     for (int r = 0; r < perHost && !cpus.empty(); ++r) sys->rankNode.push_back(cpus[r % cpus.size()]);
   }
 }
+}  // namespace
 
 int loadMachine(const Options& opt, Machine* m) {
   std::unique_ptr<XmlNode> xml;

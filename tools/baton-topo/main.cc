@@ -10,7 +10,8 @@
 
 namespace batontopo {
 
-static bool parseSize(const std::string& s, size_t* out) {
+namespace {
+bool parseSize(const std::string& s, size_t* out) {
   char* end = nullptr;
   const unsigned long long v = std::strtoull(s.c_str(), &end, 10);
   if (end == s.c_str()) return false;
@@ -21,6 +22,7 @@ static bool parseSize(const std::string& s, size_t* out) {
   *out = size_t(v) << shift;
   return true;
 }
+}  // namespace
 
 int parseOptions(int argc, char** argv, Options* opt) {
   CLI::App app{

@@ -9,7 +9,8 @@ namespace batontopo {
 
 using namespace baton;
 
-static std::string nodeLabel(const TopoSystem& s, int i) {
+namespace {
+std::string nodeLabel(const TopoSystem& s, int i) {
   const TopoNode& n = s.nodes[i];
   std::string l = nodeTypeName(n.type);
   char b[96];
@@ -24,6 +25,7 @@ static std::string nodeLabel(const TopoSystem& s, int i) {
   if (s.nHosts > 1) l = "h" + std::to_string(n.host) + ":" + l;
   return l;
 }
+}  // namespace
 
 void printTopology(const Machine& m) {
   const TopoSystem& s = m.sys;

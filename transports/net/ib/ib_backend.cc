@@ -38,9 +38,9 @@
 namespace baton {
 namespace netib {
 
-static Comm* commOf(NetSendComm* s, NetRecvComm* r) {
-  return s ? reinterpret_cast<Comm*>(s) : reinterpret_cast<Comm*>(r);
-}
+namespace {
+Comm* commOf(NetSendComm* s, NetRecvComm* r) { return s ? reinterpret_cast<Comm*>(s) : reinterpret_cast<Comm*>(r); }
+}  // namespace
 
 class IbNetBackend final : public NetBackend {
  public:

@@ -32,14 +32,15 @@
 namespace baton {
 namespace netib {
 
-static uint64_t randomBits() {
+namespace {
+uint64_t randomBits() {
   static std::mutex mu;
   static std::mt19937_64 rng(std::random_device{}() ^ nowNs());
   std::lock_guard<std::mutex> lock(mu);
   return rng();
 }
 
-static ncclResult_t commDestroy(Comm* c) {
+ncclResult_t commDestroy(Comm* c) {
   ncclResult_t res = ncclSuccess;
   auto fail = [&](const char* call, int rc) {
     res = batonError(ncclSystemError, "IB close (peer %s): %s failed: %s", c->peer.c_str(), call, strerror(rc));
@@ -58,7 +59,7 @@ static ncclResult_t commDestroy(Comm* c) {
 }
 
 // PD reference, CQ, the comm's registered block, an RC QP in INIT; fills c->local.
-static ncclResult_t commCreate(Comm* c) {
+ncclResult_t commCreate(Comm* c) {
   IbDev* d = c->dev;
   const char* side = c->isSend ? "connect" : "accept";
   BATON_CHECK(pdGet(d));
@@ -102,7 +103,7 @@ static ncclResult_t commCreate(Comm* c) {
 }
 
 // RTR needs the peer's address (GID for RoCE, LID for IB), QP number and PSN; RTS our timeouts.
-static ncclResult_t qpConnect(Comm* c) {
+ncclResult_t qpConnect(Comm* c) {
   const ConnInfo& r = c->remote;
   const IbParams& p = ibParams();
   if (r.version != kWireVersion || r.linkLayer != c->local.linkLayer)
@@ -146,7 +147,7 @@ static ncclResult_t qpConnect(Comm* c) {
 }
 
 // Reads what has arrived of an n-byte message into buf (c->got bytes so far); *done when complete.
-static ncclResult_t recvSome(Comm* c, void* buf, size_t n, bool* done) {
+ncclResult_t recvSome(Comm* c, void* buf, size_t n, bool* done) {
   *done = false;
   while (c->got < n) {
     ssize_t r = recv(c->fd, static_cast<char*>(buf) + c->got, n - c->got, MSG_DONTWAIT);
@@ -168,6 +169,7 @@ static ncclResult_t recvSome(Comm* c, void* buf, size_t n, bool* done) {
   *done = true;
   return ncclSuccess;
 }
+}  // namespace
 
 ncclResult_t ibListen(int dev, NetHandle* handle, NetListenComm** out) {
   IbDev* d = nullptr;
@@ -185,10 +187,11 @@ ncclResult_t ibListen(int dev, NetHandle* handle, NetListenComm** out) {
 }
 
 // Sender comms in progress, keyed by device and handle bytes.
-static std::mutex gPendingMu;
-static std::map<std::string, Comm*> gPending;
+namespace {
+std::mutex gPendingMu;
+std::map<std::string, Comm*> gPending;
 
-static ncclResult_t connectStep(Comm* c, bool* done) {
+ncclResult_t connectStep(Comm* c, bool* done) {
   *done = false;
   if (c->stage == 0) {
     bool got;
@@ -202,6 +205,7 @@ static ncclResult_t connectStep(Comm* c, bool* done) {
   *done = true;
   return ncclSuccess;
 }
+}  // namespace
 
 ncclResult_t ibConnect(int dev, const NetHandle& handle, NetSendComm** out) {
   *out = nullptr;
@@ -250,7 +254,8 @@ ncclResult_t ibConnect(int dev, const NetHandle& handle, NetSendComm** out) {
 }
 
 // A new connection on the listening socket, if one is waiting and says our magic.
-static ncclResult_t acceptStart(ListenComm* l) {
+namespace {
+ncclResult_t acceptStart(ListenComm* l) {
   pollfd pfd{l->fd, POLLIN, 0};
   int rc = poll(&pfd, 1, 0);
   if (rc < 0 && errno != EINTR) return batonError(ncclSystemError, "IB accept: poll failed: %s", strerror(errno));
@@ -276,6 +281,7 @@ static ncclResult_t acceptStart(ListenComm* l) {
   l->pending = c;
   return ncclSuccess;
 }
+}  // namespace
 
 ncclResult_t ibAccept(NetListenComm* listen, NetRecvComm** out) {
   *out = nullptr;

@@ -16,17 +16,19 @@ namespace baton {
 namespace netib {
 
 enum WrKind : uint64_t { kWrSend = 1, kWrCts = 2, kWrRecv = 3 };
-static uint64_t wrId(WrKind k, int slot) { return (uint64_t)k << 32 | (uint32_t)slot; }
+namespace {
+uint64_t wrId(WrKind k, int slot) { return (uint64_t)k << 32 | (uint32_t)slot; }
 
-static ncclResult_t failedAgain(Comm* c) { return batonError(c->failed, "%s", c->failure.c_str()); }
-static ncclResult_t pollCq(Comm* c);
+ncclResult_t failedAgain(Comm* c) { return batonError(c->failed, "%s", c->failure.c_str()); }
+ncclResult_t pollCq(Comm* c);
 
-static ncclResult_t postSend(Comm* c, ibv_send_wr* wr, const char* op) {
+ncclResult_t postSend(Comm* c, ibv_send_wr* wr, const char* op) {
   ibv_send_wr* bad = nullptr;
   if (int rc = ibv_post_send(c->qp, wr, &bad))
     return batonError(ncclSystemError, "IB %s to %s: ibv_post_send failed: %s", op, c->peer.c_str(), strerror(rc));
   return ncclSuccess;
 }
+}  // namespace
 
 ncclResult_t ibIsend(Comm* c, void* data, size_t size, uint64_t tag, IbMr* mr, NetRequest** request) {
   *request = nullptr;
@@ -132,7 +134,8 @@ ncclResult_t ibIrecv(Comm* c, int n, void** data, const size_t* sizes, const uin
 }
 
 // A received record must describe the message the slot's request is waiting for.
-static ncclResult_t recvArrived(Comm* c, const ibv_wc& wc) {
+namespace {
+ncclResult_t recvArrived(Comm* c, const ibv_wc& wc) {
   const uint32_t slot = ntohl(wc.imm_data);
   Request* r = slot < (uint32_t)kMaxRequests ? &c->reqs[slot] : nullptr;
   const DoneRecord rec = r ? c->mem->rec[slot] : DoneRecord{};
@@ -150,7 +153,7 @@ static ncclResult_t recvArrived(Comm* c, const ibv_wc& wc) {
   return ncclSuccess;
 }
 
-static ncclResult_t pollCq(Comm* c) {
+ncclResult_t pollCq(Comm* c) {
   if (c->failed) return failedAgain(c);
   ibv_wc wcs[16];
   const int n = ibv_poll_cq(c->cq, 16, wcs);
@@ -176,6 +179,7 @@ static ncclResult_t pollCq(Comm* c) {
   }
   return ncclSuccess;
 }
+}  // namespace
 
 ncclResult_t ibTest(NetRequest* request, int* done, size_t* size, int* index, uint64_t* tag) {
   *done = 0;

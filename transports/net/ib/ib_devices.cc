@@ -19,9 +19,11 @@
 namespace baton {
 namespace netib {
 
-static std::vector<std::unique_ptr<IbDev>> gDevs;
-static std::string gNoDevice = "no RDMA device (ibv_get_device_list found none)";
-static IbParams gParams{};
+namespace {
+std::vector<std::unique_ptr<IbDev>> gDevs;
+std::string gNoDevice = "no RDMA device (ibv_get_device_list found none)";
+IbParams gParams{};
+}  // namespace
 
 const IbParams& ibParams() { return gParams; }
 int ibDevCount() { return (int)gDevs.size(); }
@@ -56,7 +58,8 @@ bool hcaSelected(const std::string& spec, const std::string& dev, int port) {
 }
 
 // IB encodings of active_speed (per-lane rate) and active_width (lane count).
-static int portSpeedMbps(const ibv_port_attr& a) {
+namespace {
+int portSpeedMbps(const ibv_port_attr& a) {
   int lane;
   switch (a.active_speed) {
     case 1: lane = 2500; break;  // SDR
@@ -77,7 +80,7 @@ static int portSpeedMbps(const ibv_port_attr& a) {
   return lane * lanes;
 }
 
-static std::string readLine(const std::string& path) {
+std::string readLine(const std::string& path) {
   std::ifstream f(path);
   std::string s;
   std::getline(f, s);
@@ -88,7 +91,7 @@ static std::string readLine(const std::string& path) {
 // NCCL_IB_GID_INDEX wins. Otherwise scan the port's GID table for the RoCE version
 // NCCL_IB_ROCE_VERSION_NUM (sysfs gid_attrs/types/<i>: "RoCE v2" / "IB/RoCE v1") and take the
 // first IPv4-mapped GID (::ffff:a.b.c.d), else the first global IPv6 one, else index 0.
-static int selectGidIndex(IbDev& d) {
+int selectGidIndex(IbDev& d) {
   if (gParams.gidIndex >= 0 || d.attr.link_layer != IBV_LINK_LAYER_ETHERNET)
     return gParams.gidIndex >= 0 ? gParams.gidIndex : 0;
   const std::string base = "/sys/class/infiniband/" + d.devName + "/ports/" + std::to_string(d.port);
@@ -112,7 +115,7 @@ static int selectGidIndex(IbDev& d) {
   return 0;
 }
 
-static ncclResult_t addPorts(ibv_device* dev, const std::string& spec) {
+ncclResult_t addPorts(ibv_device* dev, const std::string& spec) {
   const char* devName = ibv_get_device_name(dev);
   ibv_context* ctx = ibv_open_device(dev);
   if (!ctx) {
@@ -162,6 +165,7 @@ static ncclResult_t addPorts(ibv_device* dev, const std::string& spec) {
   if (!used) ibv_close_device(ctx);
   return ncclSuccess;
 }
+}  // namespace
 
 ncclResult_t ibInit() {
   static std::once_flag once;
@@ -208,20 +212,22 @@ ncclResult_t ibProperties(int dev, NetProperties* props) {
   return ncclSuccess;
 }
 
-static ncclResult_t pdGetLocked(IbDev* d) {
+namespace {
+ncclResult_t pdGetLocked(IbDev* d) {
   if (!d->pd && !(d->pd = ibv_alloc_pd(d->ctx)))
     return batonError(ncclSystemError, "IB %s: ibv_alloc_pd failed: %s", d->name.c_str(), strerror(errno));
   d->pdRefs++;
   return ncclSuccess;
 }
 
-static ncclResult_t pdPutLocked(IbDev* d) {
+ncclResult_t pdPutLocked(IbDev* d) {
   if (--d->pdRefs > 0) return ncclSuccess;
   int rc = ibv_dealloc_pd(d->pd);
   d->pd = nullptr;
   if (rc) return batonError(ncclSystemError, "IB %s: ibv_dealloc_pd failed: %s", d->name.c_str(), strerror(rc));
   return ncclSuccess;
 }
+}  // namespace
 
 ncclResult_t pdGet(IbDev* d) {
   std::lock_guard<std::mutex> lock(d->mu);

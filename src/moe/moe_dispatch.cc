@@ -1,6 +1,8 @@
-// batonMoeDispatch, batonMoeCombine, batonMoeRoutingDestroy (include/baton/moe.h, lesson 12):
-// argument checks, the agreement (which also carries the counts every stage needs), the expert-major
-// row order, and the routing kept between dispatch and combine.
+// MoE dispatch and combine (include/baton/moe.h, lesson 12; the entry points are
+// src/api/moe_api.cc's): argument checks, the agreement (which also carries the counts every stage
+// needs), the expert-major row order, and the routing kept between dispatch and combine.
+#include "moe/moe_dispatch.h"
+
 #include <cinttypes>
 #include <cstring>
 #include <memory>
@@ -8,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "api/argcheck.h"
-#include "api/guarded_call.h"
 #include "baton/moe.h"
+#include "comm_registry.h"
+#include "cuda_backend.h"
 #include "enqueue.h"
 #include "fp8_blocks.h"
 #include "fused/blas.h"
@@ -52,11 +54,21 @@ ncclResult_t stageFromEnv(const char* fn, MoeStage* out) {
   return ncclSuccess;
 }
 
-ncclResult_t checkDispatch(const char* fn, const ncclComm* comm, const void* tokens, const int32_t* topkIdx,
-                           size_t numTokens, size_t hidden, int numExperts, int topk, ncclDataType_t type,
-                           const void* recvTokens, const float* recvScales, bool fp8, size_t recvCapacity,
-                           const size_t* recvPerExpert, const size_t* numRecv, batonMoeRouting_t* routing,
-                           const void* const* expertWeights, size_t ffn, const void* expertOut) {
+ncclResult_t checkDispatch(const MoeDispatchArgs& a) {
+  const char* fn = a.fn;
+  const ncclComm* comm = a.comm;
+  const void* tokens = a.tokens;
+  const int32_t* topkIdx = a.topkIdx;
+  const size_t numTokens = a.numTokens, hidden = a.hidden, recvCapacity = a.recvCapacity, ffn = a.ffn;
+  const int numExperts = a.numExperts, topk = a.topk;
+  const ncclDataType_t type = a.type;
+  const bool fp8 = a.fp8;
+  const void* recvTokens = a.recvTokens;
+  const float* recvScales = a.recvScales;
+  const void* const* expertWeights = a.expertWeights;
+  const void* expertOut = a.expertOut;
+  const size_t *recvPerExpert = a.recvPerExpert, *numRecv = a.numRecv;
+  const batonMoeRouting_t* routing = a.routing;
   if (type != ncclFloat && type != ncclBfloat16)
     return batonError(ncclInvalidArgument, "%s: datatype %d is not supported: float or bfloat16", fn, (int)type);
   if (hidden == 0) return batonError(ncclInvalidArgument, "%s: hidden is 0", fn);
@@ -139,38 +151,25 @@ void widenWeights(const batonMoeRouting& r, const void* const* weights, MoeGemm*
   }
 }
 
-ncclResult_t dispatch(const char* fn, const void* tokens, const int32_t* topkIdx, size_t numTokens, size_t hidden,
-                      int numExperts, int topk, ncclDataType_t type, void* recvTokens, float* recvScales, bool fp8,
-                      size_t recvCapacity, size_t* recvPerExpert, size_t* numRecv, batonMoeRouting_t* routing,
-                      ncclComm* comm, const void* const* expertWeights = nullptr, size_t ffn = 0,
-                      void* expertOut = nullptr) {
-  BATON_CHECK(checkCommReady(comm, fn));
-  if (inGroup())
-    return batonError(ncclInvalidUsage, "%s: cannot be issued inside ncclGroupStart/End (it waits for counts)", fn);
-  if (routing) *routing = nullptr;
-  MoeStage stage = MoeStage::kAuto;
-  ncclResult_t local =
-      checkDispatch(fn, comm, tokens, topkIdx, numTokens, hidden, numExperts, topk, type, recvTokens, recvScales, fp8,
-                    recvCapacity, recvPerExpert, numRecv, routing, expertWeights, ffn, expertOut);
-  if (local == ncclSuccess) local = stageFromEnv(fn, &stage);
-  const std::string localWhy = local == ncclSuccess ? "" : lastError();
-  auto r = std::make_unique<batonMoeRouting>();
+// The agreement: every rank's shape, stage and own verdict, and how many tokens and rows it sends
+// to each rank, in one all-gather (words per rank: kWords, then n token counts, then n row counts).
+// Fails on every rank alike when one rank rejected its arguments or the ranks disagree; fills the
+// routing's per-rank token counts.
+ncclResult_t agreeOnDispatch(const MoeDispatchArgs& a, MoeStage stage, ncclResult_t local, const std::string& localWhy,
+                             batonMoeRouting* r, std::vector<uint64_t>* allOut) {
+  ncclComm* comm = a.comm;
   const int n = comm->nRanks, me = comm->rank;
-  r->comm = comm, r->stage = stage, r->hidden = hidden, r->elemSize = typeSize(type), r->numTokens = numTokens;
-  r->numExperts = numExperts, r->topk = topk, r->perRank = std::max(1, numExperts / n), r->type = type;
-  r->fp8 = fp8, r->wireBytes = fp8 ? fp8TokenBytes(hidden) : hidden * r->elemSize;
-  // The agreement words, then how many tokens and rows go to each rank.
   const size_t words = kWords + 2 * (size_t)n;
   std::vector<uint64_t> mine(words, 0), all(words * n);
-  mine[kHidden] = hidden, mine[kExperts] = (uint64_t)numExperts, mine[kTopk] = (uint64_t)topk;
-  mine[kType] = (uint64_t)type, mine[kStage] = (uint64_t)stage, mine[kFp8] = fp8, mine[kFfn] = ffn;
+  mine[kHidden] = a.hidden, mine[kExperts] = (uint64_t)a.numExperts, mine[kTopk] = (uint64_t)a.topk;
+  mine[kType] = (uint64_t)a.type, mine[kStage] = (uint64_t)stage, mine[kFp8] = a.fp8, mine[kFfn] = a.ffn;
   mine[kStatus] = (uint64_t)local;
   if (local == ncclSuccess) {
-    mine[kTokens] = numTokens, mine[kCapacity] = recvCapacity;
-    r->topkIdx.assign(topkIdx, topkIdx + numTokens * topk);
-    for (size_t t = 0; t < numTokens; ++t)
-      for (int j = 0; j < topk; ++j) {
-        const int32_t id = topkIdx[t * topk + j];
+    mine[kTokens] = a.numTokens, mine[kCapacity] = a.recvCapacity;
+    r->topkIdx.assign(a.topkIdx, a.topkIdx + a.numTokens * a.topk);
+    for (size_t t = 0; t < a.numTokens; ++t)
+      for (int j = 0; j < a.topk; ++j) {
+        const int32_t id = a.topkIdx[t * a.topk + j];
         if (id < 0) continue;
         ++mine[kWords + n + r->rankOf(id)];                        // a row there
         if (r->firstOnRank(t, j)) ++mine[kWords + r->rankOf(id)];  // the token, once
@@ -185,29 +184,37 @@ ncclResult_t dispatch(const char* fn, const void* tokens, const int32_t* topkIdx
   for (int q = 0; q < n; ++q) {
     const uint64_t* w = &all[q * words];
     if (w[kStatus] != ncclSuccess)
-      return batonError(ncclInvalidUsage, "%s: rank %d rejected its own arguments (its error says which)", fn, q);
+      return batonError(ncclInvalidUsage, "%s: rank %d rejected its own arguments (its error says which)", a.fn, q);
     if (memcmp(w, mine.data(), kStatus * sizeof(uint64_t)) != 0)
       return batonError(ncclInvalidUsage,
                         "%s: ranks disagree: rank %d has hidden=%" PRIu64 " numExperts=%" PRIu64 " topk=%" PRIu64
                         " datatype %" PRIu64 " stage %s%s ffn=%" PRIu64
                         "; rank %d (this one) hidden=%zu numExperts=%d topk=%d "
                         "datatype %d stage %s%s ffn=%zu",
-                        fn, q, w[kHidden], w[kExperts], w[kTopk], w[kType], moeStageName((MoeStage)w[kStage]),
-                        w[kFp8] ? " fp8" : "", w[kFfn], me, hidden, numExperts, topk, (int)type, moeStageName(stage),
-                        fp8 ? " fp8" : "", ffn);
+                        a.fn, q, w[kHidden], w[kExperts], w[kTopk], w[kType], moeStageName((MoeStage)w[kStage]),
+                        w[kFp8] ? " fp8" : "", w[kFfn], me, a.hidden, a.numExperts, a.topk, (int)a.type,
+                        moeStageName(stage), a.fp8 ? " fp8" : "", a.ffn);
   }
   r->tokensPerRank.resize(n), r->sendTokens.resize((size_t)n * n);
   for (int q = 0; q < n; ++q) {
     r->tokensPerRank[q] = all[q * words + kTokens];
     for (int p = 0; p < n; ++p) r->sendTokens[(size_t)q * n + p] = all[q * words + kWords + p];
   }
-  // Every rank's rows against its capacity, before anything moves: all fail, or none.
+  *allOut = std::move(all);
+  return ncclSuccess;
+}
+
+// Every rank's rows against its capacity, before anything moves: all fail, or none. Sets this
+// rank's row count.
+ncclResult_t checkCapacities(const MoeDispatchArgs& a, const std::vector<uint64_t>& all) {
+  const int n = a.comm->nRanks;
+  const size_t words = kWords + 2 * (size_t)n;
   auto rowsTo = [&](int p) {
     uint64_t rows = 0;
     for (int q = 0; q < n; ++q) rows += all[q * words + kWords + n + p];
     return rows;
   };
-  *numRecv = rowsTo(me);
+  *a.numRecv = rowsTo(a.comm->rank);
   for (int p = 0; p < n; ++p) {
     const uint64_t rows = rowsTo(p), cap = all[p * words + kCapacity];
     if (rows > cap)
@@ -215,8 +222,79 @@ ncclResult_t dispatch(const char* fn, const void* tokens, const int32_t* topkIdx
                         "%s: rank %d would receive %" PRIu64
                         " rows (tokens x its experts chosen) but its recvCapacity "
                         "is %" PRIu64 "; no rank moved any token",
-                        fn, p, rows, cap);
+                        a.fn, p, rows, cap);
   }
+  return ncclSuccess;
+}
+
+// Moves the tokens (quantized first for fp8) by the stage, and for the GEMM call multiplies the
+// rows by their experts' weights; `placed`: the stage put the rows in recvTokens itself, else
+// `data` holds where each row arrived.
+ncclResult_t moveTokens(const MoeDispatchArgs& a, batonMoeRouting* r, MoeGemm* gemm, bool* placed,
+                        std::vector<const char*>* data) {
+  const void* wire = a.fp8 ? quantize(*r, a.tokens) : a.tokens;
+  if (a.ffn) {
+    gemm->ffn = a.ffn, gemm->recvTokens = a.recvTokens, gemm->expertOut = a.expertOut;
+    widenWeights(*r, a.expertWeights, gemm);
+    BATON_CHECK(moeExpertBlocks(r, &gemm->blockStart));
+  }
+  // The low-latency stage with experts places the rows itself, multiplying each source's as they come.
+  // (BATON_MOE_OVERLAP=0: multiply once every row is in, to see what the overlap saves.)
+  *placed = a.ffn && r->stage == MoeStage::kLowLatency && envInt("BATON_MOE_OVERLAP", 1) != 0;
+  return *placed                             ? moeDispatchLowLatencyGemm(r, wire, *gemm)
+         : r->stage == MoeStage::kNaive      ? moeDispatchNaive(r, wire, data)
+         : r->stage == MoeStage::kLowLatency ? moeDispatchLowLatency(r, wire, data)
+                                             : moeDispatchAlltoAllv(r, wire, data);  // normal: as alltoallv
+}
+
+// Groups the rows by local expert, keeping arrival order (source, token) within each: the row
+// counts per expert, each row's place, and (unless the stage placed them) the rows themselves in
+// recvTokens with their GEMM.
+ncclResult_t placeRowsByExpert(const MoeDispatchArgs& a, batonMoeRouting* r, const MoeGemm& gemm, bool placed,
+                               const std::vector<const char*>& data) {
+  const size_t rowBytes = a.fp8 ? a.hidden : a.hidden * r->elemSize, nRows = r->rows.size();
+  const size_t nScales = a.hidden / kFp8Block;
+  std::vector<size_t> next(r->perRank, 0);
+  for (const MoeRow& x : r->rows) ++next[x.expert];
+  for (int e = 0; e < r->perRank; ++e) a.recvPerExpert[e] = next[e];
+  *a.numRecv = nRows;
+  for (int e = 0, at = 0; e < r->perRank; ++e) {
+    const size_t c = next[e];
+    next[e] = (size_t)at, at += (int)c;
+  }
+  r->rowOf.resize(nRows);
+  for (size_t i = 0; i < nRows; ++i) r->rowOf[i] = (uint32_t)next[r->rows[i].expert]++;
+  if (!placed)
+    moePlaceRows(*r, data, static_cast<char*>(a.recvTokens), rowBytes, a.fp8 ? a.recvScales : nullptr, nScales,
+                 a.comm->tun.streamStores);
+  for (int e = 0, first = 0; a.ffn && !placed && e < r->perRank; first += (int)a.recvPerExpert[e++])
+    BATON_CHECK(moeExpertGemm(*r, gemm, e, (size_t)first, a.recvPerExpert[e]));
+  return ncclSuccess;
+}
+
+}  // namespace
+
+// A dispatch in named steps, every rank taking each: check our own arguments and the stage; agree
+// with every rank (shapes, verdicts, counts); check every rank's capacity; move the tokens by the
+// stage; place the rows by expert.
+ncclResult_t moeDispatch(const MoeDispatchArgs& a) {
+  ncclComm* comm = a.comm;
+  BATON_CHECK(checkCommReady(comm, a.fn));
+  if (inGroup())
+    return batonError(ncclInvalidUsage, "%s: cannot be issued inside ncclGroupStart/End (it waits for counts)", a.fn);
+  if (a.routing) *a.routing = nullptr;
+  MoeStage stage = MoeStage::kAuto;
+  ncclResult_t local = checkDispatch(a);
+  if (local == ncclSuccess) local = stageFromEnv(a.fn, &stage);
+  const std::string localWhy = local == ncclSuccess ? "" : lastError();
+  auto r = std::make_unique<batonMoeRouting>();
+  const int n = comm->nRanks;
+  r->comm = comm, r->stage = stage, r->hidden = a.hidden, r->elemSize = typeSize(a.type), r->numTokens = a.numTokens;
+  r->numExperts = a.numExperts, r->topk = a.topk, r->perRank = std::max(1, a.numExperts / n), r->type = a.type;
+  r->fp8 = a.fp8, r->wireBytes = a.fp8 ? fp8TokenBytes(a.hidden) : a.hidden * r->elemSize;
+  std::vector<uint64_t> all;
+  BATON_CHECK(agreeOnDispatch(a, stage, local, localWhy, r.get(), &all));
+  BATON_CHECK(checkCapacities(a, all));
   if (stage == MoeStage::kAuto || stage == MoeStage::kLowLatency) {
     // Auto is the low-latency stage: fastest at every shape measured, on one host and across two
     // (docs/perf.md). Across hosts its window is written with puts through the proxies.
@@ -225,44 +303,19 @@ ncclResult_t dispatch(const char* fn, const void* tokens, const int32_t* topkIdx
   }
   r->stage = stage;
   if (!comm->fusedScratch) comm->fusedScratch = std::make_shared<FusedScratch>();
-  const void* wire = fp8 ? quantize(*r, tokens) : tokens;
   MoeGemm gemm;
-  if (ffn) {
-    gemm.ffn = ffn, gemm.recvTokens = recvTokens, gemm.expertOut = expertOut;
-    widenWeights(*r, expertWeights, &gemm);
-    BATON_CHECK(moeExpertBlocks(r.get(), &gemm.blockStart));
-  }
-  // The low-latency stage with experts places the rows itself, multiplying each source's as they come.
-  // (BATON_MOE_OVERLAP=0: multiply once every row is in, to see what the overlap saves.)
-  const bool placed = ffn && stage == MoeStage::kLowLatency && envInt("BATON_MOE_OVERLAP", 1) != 0;
-  std::vector<const char*> data;  // the normal stage dispatches as alltoallv does
-  BATON_CHECK(placed                           ? moeDispatchLowLatencyGemm(r.get(), wire, gemm)
-              : stage == MoeStage::kNaive      ? moeDispatchNaive(r.get(), wire, &data)
-              : stage == MoeStage::kLowLatency ? moeDispatchLowLatency(r.get(), wire, &data)
-                                               : moeDispatchAlltoAllv(r.get(), wire, &data));
-  // Group the rows by local expert, keeping arrival order (source, token) within each.
-  const size_t rowBytes = fp8 ? hidden : hidden * r->elemSize, nRows = r->rows.size(), nScales = hidden / kFp8Block;
-  std::vector<size_t> next(r->perRank, 0);
-  for (const MoeRow& x : r->rows) ++next[x.expert];
-  for (int e = 0; e < r->perRank; ++e) recvPerExpert[e] = next[e];
-  *numRecv = nRows;
-  for (int e = 0, at = 0; e < r->perRank; ++e) {
-    const size_t c = next[e];
-    next[e] = (size_t)at, at += (int)c;
-  }
-  r->rowOf.resize(nRows);
-  for (size_t a = 0; a < nRows; ++a) r->rowOf[a] = (uint32_t)next[r->rows[a].expert]++;
-  if (!placed)
-    moePlaceRows(*r, data, static_cast<char*>(recvTokens), rowBytes, fp8 ? recvScales : nullptr, nScales,
-                 comm->tun.streamStores);
-  for (int e = 0, first = 0; ffn && !placed && e < r->perRank; first += (int)recvPerExpert[e++])
-    BATON_CHECK(moeExpertGemm(*r, gemm, e, (size_t)first, recvPerExpert[e]));
+  bool placed = false;
+  std::vector<const char*> data;
+  BATON_CHECK(moveTokens(a, r.get(), &gemm, &placed, &data));
+  BATON_CHECK(placeRowsByExpert(a, r.get(), gemm, placed, data));
   if (stage == MoeStage::kLowLatency) BATON_CHECK(moeLowLatencyDispatchEnd(*r));  // rows out of the window
-  BATON_INFO(kSubColl, "%s: %zu tokens, hidden %zu, top-%d of %d experts, stage %s%s: %zu rows received", fn, numTokens,
-             hidden, topk, numExperts, moeStageName(stage), fp8 ? ", fp8" : "", nRows);
-  *routing = r.release();
+  BATON_INFO(kSubColl, "%s: %zu tokens, hidden %zu, top-%d of %d experts, stage %s%s: %zu rows received", a.fn,
+             a.numTokens, a.hidden, a.topk, a.numExperts, moeStageName(stage), a.fp8 ? ", fp8" : "", r->rows.size());
+  *a.routing = r.release();
   return ncclSuccess;
 }
+
+namespace {
 
 // What every call after dispatch checks first.
 ncclResult_t checkRouting(const char* fn, const batonMoeRouting* r, ncclComm* comm) {
@@ -288,9 +341,11 @@ ncclResult_t checkTokens(const char* fn, const batonMoeRouting* r, const void* t
   return checkHostMemory(tokens, fn, name);
 }
 
+}  // namespace
+
 // Combine, and dispatch's backward pass (a combine with every weight 1).
-ncclResult_t combine(const char* fn, const void* expertOut, const float* weights, void* out, batonMoeRouting_t r,
-                     ncclComm* comm) {
+ncclResult_t moeCombine(const char* fn, const void* expertOut, const float* weights, void* out, batonMoeRouting_t r,
+                        ncclComm* comm) {
   BATON_CHECK(checkRouting(fn, r, comm));
   BATON_CHECK(checkRows(fn, r, expertOut, fn == std::string("batonMoeCombine") ? "expertOut" : "gradRecv"));
   BATON_CHECK(checkTokens(fn, r, out, fn == std::string("batonMoeCombine") ? "out" : "gradTokens"));
@@ -307,8 +362,8 @@ ncclResult_t combine(const char* fn, const void* expertOut, const float* weights
 
 // Combine's backward pass: each token's gradient (and its weights) to its rows, the weighted
 // gradient there, and each row's <y, gradient> back to the token's rank.
-ncclResult_t combineBackward(const void* gradOut, const float* weights, const void* expertOut, void* gradExpertOut,
-                             float* gradWeights, batonMoeRouting_t r, ncclComm* comm) {
+ncclResult_t moeCombineBackward(const void* gradOut, const float* weights, const void* expertOut, void* gradExpertOut,
+                                float* gradWeights, batonMoeRouting_t r, ncclComm* comm) {
   const char* fn = "batonMoeCombineBackward";
   BATON_CHECK(checkRouting(fn, r, comm));
   BATON_CHECK(checkTokens(fn, r, gradOut, "gradOut"));
@@ -346,67 +401,4 @@ ncclResult_t combineBackward(const void* gradOut, const float* weights, const vo
   return ncclSuccess;
 }
 
-}  // namespace
 }  // namespace baton
-
-using namespace baton;
-
-extern "C" __attribute__((visibility("default"))) ncclResult_t batonMoeDispatch(
-    const void* tokens, const int32_t* topkIdx, size_t numTokens, size_t hidden, int numExperts, int topk,
-    ncclDataType_t datatype, void* recvTokens, size_t recvCapacity, size_t* recvPerExpert, size_t* numRecv,
-    batonMoeRouting_t* routing, ncclComm_t comm, cudaStream_t) {
-  return guardedCall(comm, "batonMoeDispatch", [&] {
-    return dispatch("batonMoeDispatch", tokens, topkIdx, numTokens, hidden, numExperts, topk, datatype, recvTokens,
-                    nullptr, false, recvCapacity, recvPerExpert, numRecv, routing, comm);
-  });
-}
-
-extern "C" __attribute__((visibility("default"))) ncclResult_t batonMoeDispatchGemm(
-    const void* tokens, const int32_t* topkIdx, size_t numTokens, size_t hidden, int numExperts, int topk,
-    ncclDataType_t datatype, const void* const* expertWeights, size_t ffn, void* recvTokens, void* expertOut,
-    size_t recvCapacity, size_t* recvPerExpert, size_t* numRecv, batonMoeRouting_t* routing, ncclComm_t comm,
-    cudaStream_t) {
-  return guardedCall(comm, "batonMoeDispatchGemm", [&] {
-    return dispatch("batonMoeDispatchGemm", tokens, topkIdx, numTokens, hidden, numExperts, topk, datatype, recvTokens,
-                    nullptr, false, recvCapacity, recvPerExpert, numRecv, routing, comm, expertWeights, ffn, expertOut);
-  });
-}
-
-extern "C" __attribute__((visibility("default"))) ncclResult_t batonMoeDispatchFp8(
-    const void* tokens, const int32_t* topkIdx, size_t numTokens, size_t hidden, int numExperts, int topk,
-    ncclDataType_t datatype, void* recvTokens, float* recvScales, size_t recvCapacity, size_t* recvPerExpert,
-    size_t* numRecv, batonMoeRouting_t* routing, ncclComm_t comm, cudaStream_t) {
-  return guardedCall(comm, "batonMoeDispatchFp8", [&] {
-    return dispatch("batonMoeDispatchFp8", tokens, topkIdx, numTokens, hidden, numExperts, topk, datatype, recvTokens,
-                    recvScales, true, recvCapacity, recvPerExpert, numRecv, routing, comm);
-  });
-}
-
-extern "C" __attribute__((visibility("default"))) ncclResult_t batonMoeCombine(const void* expertOut,
-                                                                               const float* topkWeights, void* out,
-                                                                               batonMoeRouting_t routing,
-                                                                               ncclComm_t comm, cudaStream_t) {
-  return guardedCall(comm, "batonMoeCombine",
-                     [&] { return combine("batonMoeCombine", expertOut, topkWeights, out, routing, comm); });
-}
-
-extern "C" __attribute__((visibility("default"))) ncclResult_t batonMoeDispatchBackward(const void* gradRecv,
-                                                                                        void* gradTokens,
-                                                                                        batonMoeRouting_t routing,
-                                                                                        ncclComm_t comm, cudaStream_t) {
-  return guardedCall(comm, "batonMoeDispatchBackward",
-                     [&] { return combine("batonMoeDispatchBackward", gradRecv, nullptr, gradTokens, routing, comm); });
-}
-
-extern "C" __attribute__((visibility("default"))) ncclResult_t batonMoeCombineBackward(
-    const void* gradOut, const float* topkWeights, const void* expertOut, void* gradExpertOut, float* gradWeights,
-    batonMoeRouting_t routing, ncclComm_t comm, cudaStream_t) {
-  return guardedCall(comm, "batonMoeCombineBackward", [&] {
-    return combineBackward(gradOut, topkWeights, expertOut, gradExpertOut, gradWeights, routing, comm);
-  });
-}
-
-extern "C" __attribute__((visibility("default"))) ncclResult_t batonMoeRoutingDestroy(batonMoeRouting_t routing) {
-  delete routing;
-  return ncclSuccess;
-}

@@ -1,5 +1,5 @@
 // Cross-memory attach between processes of one host (cross_memory.h).
-#include "register/cross_memory.h"
+#include "misc/cross_memory.h"
 
 #include <sys/prctl.h>
 #include <sys/uio.h>
@@ -52,7 +52,8 @@ bool allowPeerAttach(const std::string& scope, std::string* note) {
   note->clear();
   if (scope.empty() || scope == "0") return true;  // the same user may attach already
   if (scope != "1") {
-    *note = "kernel.yama.ptrace_scope is " + scope + ": only root (2) or no process (3) may attach, so no single copies";
+    *note =
+        "kernel.yama.ptrace_scope is " + scope + ": only root (2) or no process (3) may attach, so no single copies";
     return false;
   }
   if (prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0) != 0) {

@@ -1,6 +1,6 @@
 // Opens the CUDA backend's plugin at run time, so one libnccl.so.2 serves machines with and without
 // CUDA: without a driver or a device the plugin says why and baton stays on the CPU backend.
-#include "gpu/gpu_plugin.h"
+#include "cuda_backend.h"
 
 #include <dlfcn.h>
 
@@ -90,5 +90,15 @@ int currentCudaDevice(char* desc, size_t descBytes) {
   int dev = -1;
   return b->probe(&dev, desc, descBytes) == 0 ? dev : -1;
 }
+
+ncclResult_t checkHostMemory(const void* p, const char* fn, const char* what) {
+  if (p && isDeviceMemory(p))
+    return batonError(ncclInvalidUsage,
+                      "%s: %s %p is device memory; the CUDA backend does not run this call (host buffers only)", fn,
+                      what, p);
+  return ncclSuccess;
+}
+
+const char* backendsInUse() { return cudaBackend() ? "CPU and CUDA backends" : "CPU backend"; }
 
 }  // namespace baton

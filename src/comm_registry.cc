@@ -1,9 +1,11 @@
 // The live-communicator registry and the checks every API function makes on its communicator
-// argument: a destroyed or foreign pointer is an error with a message, not a crash.
+// argument (comm_registry.h): a destroyed or foreign pointer is an error with a message, not a crash.
+#include "comm_registry.h"
+
 #include <atomic>
 #include <mutex>
 
-#include "api/argcheck.h"
+#include "comm.h"
 #include "comm_error.h"
 #include "misc/debug.h"
 
@@ -36,12 +38,14 @@ void unregisterComm(ncclComm* comm) {
     if (gLive[i].load(std::memory_order_relaxed) == comm) gLive[i].store(nullptr, std::memory_order_release);
 }
 
-static bool isLive(const ncclComm* comm) {
+namespace {
+bool isLive(const ncclComm* comm) {
   const int high = gLiveHigh.load(std::memory_order_acquire);
   for (int i = 0; i < high; ++i)
     if (gLive[i].load(std::memory_order_acquire) == comm) return true;
   return false;
 }
+}  // namespace
 
 ncclResult_t checkCommLive(ncclComm* comm, const char* fn) {
   if (!comm) return batonError(ncclInvalidArgument, "%s: comm is NULL", fn);
@@ -73,8 +77,7 @@ ncclResult_t checkCommReady(ncclComm* comm, const char* fn) {
   if (err != ncclSuccess)
     return batonError((ncclResult_t)err, "%s: comm %p is in an error state (%s: %s); abort it", fn, (void*)comm,
                       ncclGetErrorString((ncclResult_t)err), commFirstError(comm).c_str());
-  if (__atomic_load_n(&comm->abortFlag, __ATOMIC_ACQUIRE))
-    return batonError(ncclInvalidUsage, "%s: comm %p has been aborted", fn, (void*)comm);
+  if (flagIsSet(&comm->abortFlag)) return batonError(ncclInvalidUsage, "%s: comm %p has been aborted", fn, (void*)comm);
   if (comm->finalized.load())
     return batonError(ncclInvalidUsage, "%s: comm %p has been finalized; only ncclCommDestroy is allowed", fn,
                       (void*)comm);

@@ -1,4 +1,5 @@
-// A communicator's topology, rings and trees (lessons 06 and 07).
+// A communicator's topology, rings and trees (lessons 06 and 07): the core's init step that builds
+// them with src/topo/ (discovery, paths, search), which knows nothing of communicators.
 //
 // Each rank loads its host's topology (NCCL_TOPO_FILE, else hwloc discovery, cached per process);
 // the views are allgathered through the bootstrap and those of rank 0's host fused; every host of

@@ -5,6 +5,9 @@
 // user, Yama's ptrace_scope 0 (or no Yama), no seccomp filter refusing the calls. Init probes every
 // local peer and every rank learns every edge's answer, so both ends of a ring edge agree on
 // whether it carries pointers or values.
+//
+// Beside the sockets in misc/: a wrapper of what the kernel offers, which init (the core) probes and
+// the kernels' PeerCopy calls; it knows nothing of registration, whose buffers take peers' mappings.
 #pragma once
 
 #include <cstdint>
