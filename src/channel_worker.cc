@@ -1,3 +1,4 @@
+// A channel's worker thread (channel_worker.h): runs its work items in order, sleeping while idle.
 #include "channel_worker.h"
 
 #include <pthread.h>

@@ -1,3 +1,5 @@
+// ncclGroupStart/End's machinery (group.h): the calling thread's queued tasks, deferred inits, and
+// handing every communicator's tasks to the planner at the outermost end.
 #include "group.h"
 
 #include <map>

@@ -1,3 +1,5 @@
+// The proxy thread (proxy.h): progresses every registered task in turn, hot while there is work,
+// asleep in poll() otherwise.
 #include "proxy.h"
 
 #include <poll.h>

@@ -1,3 +1,5 @@
+// A group's sends and receives for one communicator (sendrecv_executor.h): connect the peers,
+// copy self-sends locally, progress every transfer round-robin until all are done.
 #include "sendrecv_executor.h"
 
 #include <algorithm>

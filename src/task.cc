@@ -1,3 +1,4 @@
+// Tasks (task.h): building them, a collective's shape, and the names of types and operators.
 #include "task.h"
 
 namespace baton {

@@ -1,3 +1,4 @@
+// The transport table (transport.h): which transport serves a connection between two ranks.
 #include "transport.h"
 
 #include "misc/debug.h"

@@ -1,3 +1,5 @@
+// The argument checks of argcheck.h: datatypes, operators (PreMulSum handles through redop.h),
+// roots, counts and pointers, each failure naming the function, the argument and its value.
 #include "api/argcheck.h"
 
 #include <cstdint>

@@ -1,3 +1,5 @@
+// ncclRedOpCreatePreMulSum / ncclRedOpDestroy (redop.h): a communicator's table of PreMulSum
+// slots, and turning an ncclRedOp_t into the operator the kernels take.
 #include "api/redop.h"
 
 #include <cstring>

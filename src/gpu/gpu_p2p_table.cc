@@ -1,3 +1,5 @@
+// The send/recv kernel's table laid out on the host (gpu_p2p_table.h): which block runs which
+// transfers, and each transfer's predecessor on its connector.
 #include "gpu/gpu_p2p_table.h"
 
 #include <algorithm>

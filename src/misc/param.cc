@@ -1,3 +1,5 @@
+// Reading the environment (param.h): integers, sizes and booleans, a malformed value named in a
+// WARN with the default taken instead.
 #include "misc/param.h"
 
 #include <cerrno>

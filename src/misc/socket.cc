@@ -1,3 +1,5 @@
+// TCP sockets for the bootstrap and the NET back-end (socket.h): addresses, the interface choice,
+// and reads and writes bounded by deadlines.
 #include "misc/socket.h"
 
 #include <arpa/inet.h>

@@ -1,3 +1,5 @@
+// The ranks-as-threads harness of the collective suites (harness.h): communicators cached per
+// rank count, and running a case with a thread per rank or one thread driving every rank in a group.
 #include "collectives/harness.h"
 
 #include <malloc.h>

@@ -1,3 +1,5 @@
+// One rank's exact-data checks of every collective and p2p pattern (coll_check.h), shared by the
+// multi-process workers.
 #include "process/coll_check.h"
 
 #include <cstdio>
