@@ -56,6 +56,7 @@ ncclResult_t FusedWindow::ensure(ncclComm* comm, size_t bytes, bool* usable, boo
 }
 
 void FusedWindow::account(Pattern p) {
+  ++calls_[p];
   for (int s = 0; s < dev_.nRanks; ++s)
     if (local(s) || netPuts_) ++seen_[signal(p, s)];
 }

@@ -53,6 +53,9 @@ class FusedWindow {
   // Signals (p, this rank) on `rank` once what was written through writable() is there: on this
   // host a release add after the stores; on another, a put of the staged bytes, then its add.
   ncclResult_t deliver(int rank, Pattern p, size_t offset, size_t bytes);
+  // Calls that went through the window, per pattern (account's count): what the tests read to see
+  // that the fused and optimized stages took the window and not the channels.
+  uint64_t callsThrough(Pattern p) const { return calls_[p]; }
   // MoE's combine-type calls so far (the same on every rank): which half of its double buffer a
   // call uses.
   uint64_t moeCombines = 0;
@@ -72,6 +75,7 @@ class FusedWindow {
   std::vector<int> lsaOf_;  // world rank -> LSA index, -1 on another host
   bool netPuts_ = false;
   std::vector<char> stage_;  // what deliver() puts to a rank of another host
+  uint64_t calls_[kPatterns] = {};
 };
 
 }  // namespace baton

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "collectives/harness.h"
+#include "comm.h"
+#include "fused/fused_window.h"
 #include "fused/tp_check.h"
 #include "gtest/gtest.h"
 
@@ -26,6 +28,12 @@ class StageEnv {
 };
 
 const std::vector<const char*> kStages = {"naive", "decomposed", "fused", "optimized"};
+
+// Calls of this rank that went through the fused window, both patterns (0 before its first use).
+uint64_t windowCalls(ncclComm_t comm) {
+  const baton::FusedWindow* w = comm->fusedWindow.get();
+  return w ? w->callsThrough(baton::FusedWindow::kGather) + w->callsThrough(baton::FusedWindow::kReduceScatter) : 0;
+}
 
 class FusedThreads : public ::testing::TestWithParam<int> {};
 
@@ -42,6 +50,7 @@ TEST_P(FusedThreads, EveryStageForwardAndBackwardExact) {
   uint64_t seed = 11;
   for (const char* stage : kStages) {
     StageEnv env(stage);
+    const uint64_t before = windowCalls(comms[0]);
     for (ncclDataType_t t : {ncclFloat, ncclFloat16, ncclBfloat16})
       for (const tpcheck::Shape& s : shapes) {
         std::vector<std::string> errs(n);
@@ -55,6 +64,16 @@ TEST_P(FusedThreads, EveryStageForwardAndBackwardExact) {
           EXPECT_EQ(errs[rank], "") << "stage " << stage << ", type " << t << ", m=" << s.m << " n=" << s.n
                                     << " k=" << s.k << ", rank " << rank;
       }
+    // The fused and optimized stages reach the peers of this host through the symmetric window
+    // (the rows read in place, the partials written into it); naive and decomposed never do. A
+    // silent fallback to the channels would pass the checks above: this fails it.
+    const uint64_t through = windowCalls(comms[0]) - before;
+    const bool windowStage = std::strcmp(stage, "fused") == 0 || std::strcmp(stage, "optimized") == 0;
+    if (n > 1 && windowStage) {
+      EXPECT_GT(through, 0u) << "stage " << stage << " never went through the window";
+    } else if (!windowStage) {
+      EXPECT_EQ(through, 0u) << "stage " << stage << " went through the window";
+    }
   }
 }
 // Either gradient alone (NULL for the other, on every rank), every stage.

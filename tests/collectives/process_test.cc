@@ -158,6 +158,32 @@ TEST(ProcessSingleCopy, EveryDirectCollectiveExactAndTheInfoLinesSayIt) {
   EXPECT_EQ(countOf(out, "checks passed"), 2u);
 }
 
+// Registered buffers between processes (lesson 09): the direct ring reads and writes the peers'
+// ncclMemAlloc memory, which they map (zero copy). The processes-registered suites check the data
+// only; this checks the path: every direct-ring collective's COLL line says "direct (zero copy)",
+// and with BATON_DIRECT=0 none does while the checks still pass.
+TEST(ProcessZeroCopy, RegisteredBuffersTakeTheDirectRingAndTheInfoLinesSayIt) {
+  const std::string run = envOr("BATON_BUILD", "build") + "/bin/baton-run";
+  const std::string worker = envOr("TESTDIR", "build/tests") + "/rank_worker";
+  if (!executable(run) || !executable(worker)) GTEST_SKIP() << run << " or " << worker << " is not built";
+  const std::string env =
+      "BATON_TEST_MEMORY=registered NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL NCCL_PROTO=Simple "
+      "BATON_SINGLE_COPY_BYTES=0 ";
+  std::string out;
+  int status = runCommand(env + "timeout -k 5 170 " + run + " -n 3 " + worker + " --quick", &out);
+  ASSERT_EQ(status, 0) << out.substr(0, 4000);
+  EXPECT_EQ(countOf(out, "checks passed"), 3u);
+  for (const char* f :
+       {"AllReduce: opCount", "AllGather: opCount", "ReduceScatter: opCount", "Broadcast: opCount", " Reduce: opCount"})
+    EXPECT_GT(linesWith(out, f, "direct (zero copy)"), 0u) << f << "\n" << out.substr(0, 4000);
+
+  out.clear();
+  status = runCommand(env + "BATON_DIRECT=0 timeout -k 5 170 " + run + " -n 2 " + worker + " --quick", &out);
+  ASSERT_EQ(status, 0) << out.substr(0, 4000);
+  EXPECT_EQ(countOf(out, "direct (zero copy)"), 0u);
+  EXPECT_EQ(countOf(out, "checks passed"), 2u);
+}
+
 // By default AllReduces take single copies only where the processes' caches are far apart, as a
 // cache line's round trip measured at init says (src/topo/cache_distance.h); AllGathers take them
 // either way. BATON_SINGLE_COPY_FAR_NS moves the line: 0 makes every machine far, a second near.
