@@ -112,6 +112,15 @@ for who in 0 1 3 103; do expect "^rank $who: done after 30 steps: w\[0\] = ([0-9
 out=$("$BIN/baton-perf" ag_gemm -t 2 -M 256,1024 -N 64 -K 512 -n 2 -r 1); echo "$out"
 expect '^#        M     gemm\(us\)     comm\(us\)    naive\(us\) decomposed\(us\)    fused\(us\) optimized\(us\) best/naive  overlap    GFLOP/s  wrong$' "$out"
 for m in 256 1024; do expect "^ +$m( +[0-9.]+){7} +-?[0-9]+% +[0-9.]+ +0$" "$out"; done
+# The timeline as text: one rank's fused spans from a BATON_TRACE file (thread ranks here; the
+# lesson's run is over the slowed link, as root).
+trace=$(mktemp /tmp/baton-lesson11.XXXXXX)
+BATON_TRACE=$trace "$BIN/baton-perf" ag_gemm -t 2 -M 256 -N 64 -K 512 -n 1 -w 0 -r 1 --compare optimized >/dev/null
+out=$(tools/scripts/trace-spans.py "$trace" --cat fused,op --from-last "gemm rows of rank 0"); echo "$out"
+rm -f "$trace"
+expect '^ start ms       ms  lane           name$' "$out"
+expect '^ +0\.000 +[0-9.]+  host +gemm rows of rank 0$' "$out"
+expect ' +host +gemm rows of rank 1$' "$out"
 out=$("$EX/11-device-api/own_kernel"); echo "$out"
 expect '^2 ranks \(LSA team of 2\), 65536 floats: own kernel +[0-9.]+ us, ncclAllReduce +[0-9.]+ us   result OK$' "$out"
 out=$("$BIN/baton-topo" --topo tests/topo/fixtures/dgx-h100.xml --simulate ag_gemm); echo "$out"
