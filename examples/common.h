@@ -88,8 +88,11 @@ static inline int traceBytesByRank(const char* path, int n, double* bytes) {
   text[got] = 0;
   for (int r = 0; r < n; ++r) bytes[r] = 0;
   for (char* at = strstr(text, "{\"name\":\""); at; at = strstr(at + 1, "{\"name\":\"")) {
-    char* end = strchr(at, '}');
-    if (!end || !strstr(at, "\"cat\":\"step\"") || strstr(at, "\"cat\":\"step\"") > end) continue;
+    char* end = strchr(at, '\n'); /* one event per line: search this one only */
+    if (end) *end = 0;
+    int step = strstr(at, "\"cat\":\"step\"") != NULL;
+    if (end) *end = '\n';
+    if (!step) continue;
     char name[64] = "";
     sscanf(at, "{\"name\":\"%63[^\"]", name);
     char* pid = strstr(at, "\"pid\":");

@@ -213,8 +213,8 @@ bool opBuffersRegistered(ncclComm* comm, const Task& t, const CollShape& s) {
 // NET zero copy for a ring collective (lesson 09): its registered buffers go to and from the
 // ring's NET connections without the staging copies on Simple steps (NCCL registers them with the
 // ring's NET connections likewise: ncclRegisterCollBuffers, src/register/coll_reg.cc).
-bool netZeroCopyRing(ncclComm* comm, bool registered, int nch) {
-  if (!comm->tun.netZeroCopy || !registered) return false;
+bool netZeroCopyRing(ncclComm* comm, const Task& t, const CollShape& s, int nch) {
+  if (!comm->tun.netZeroCopy || !opBuffersRegistered(comm, t, s)) return false;
   for (int c = 0; c < nch; ++c) {
     const Channel& ch = *comm->channels[c];
     if ((ch.sendConn && ch.sendConn->viaNet) || (ch.recvConn && ch.recvConn->viaNet)) return true;
@@ -226,14 +226,14 @@ bool netZeroCopyRing(ncclComm* comm, bool registered, int nch) {
 // write peers' ncclMemAlloc memory. True when this operation may use it. Not with NCCL_SHM_DISABLE:
 // the ring's neighbours then talk through NET's two staging FIFOs, which do not share the words
 // (ConnFifo::directTag) the direct ring exchanges its pointers in.
-bool zeroCopyBetweenProcesses(ncclComm* comm, const Task& t, const CollShape& s, bool registered) {
-  if (!registered || comm->allInProcess || !comm->tun.direct || comm->tun.shmDisable || !hasDirectRing(t.func) ||
+bool zeroCopyBetweenProcesses(ncclComm* comm, const Task& t, const CollShape& s) {
+  if (comm->reg->empty() || comm->allInProcess || !comm->tun.direct || comm->tun.shmDisable || !hasDirectRing(t.func) ||
       comm->nRanks < 2)
     return false;
   for (int r = 0; r < comm->nRanks; ++r)
     if (r != comm->rank && !comm->livenessPids[r] && comm->peers[r].pidHash != comm->peers[comm->rank].pidHash)
       return false;  // another host: no load/store path to it
-  return directRingWorthIt(comm, t, s);
+  return directRingWorthIt(comm, t, s) && opBuffersRegistered(comm, t, s);
 }
 
 // Plain buffers between processes of this host (lesson 09): the direct ring with single copies
@@ -272,8 +272,7 @@ ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool* skip)
   const int nch = channelsFor(comm, t, shape);
   AlgoProtoChoice choice;
   CollAlgo symAlgo;
-  const bool registered = opBuffersRegistered(comm, t, shape);
-  const bool zeroCopy = zeroCopyBetweenProcesses(comm, t, shape, registered);
+  const bool zeroCopy = zeroCopyBetweenProcesses(comm, t, shape);
   const bool singleCopy = singleCopyBetweenProcesses(comm, t, shape);
   if (t.func == kFuncAllReduce && comm->tun.allreduceAlgo == kAlgoNaive) choice = {kAlgoNaive, kProtoSimple, 0.0};
   // The smallest AllReduces take the LL one-shot even on windows (NCCL's AGxLL does the same: one
@@ -287,7 +286,7 @@ ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool* skip)
   const bool direct = (comm->allInProcess || zeroCopy || singleCopy) && comm->tun.direct && hasDirectRing(t.func) &&
                       directRingWorthIt(comm, t, shape) && choice.proto == kProtoSimple && choice.algo == kAlgoRing;
   const bool netZeroCopy = !direct && choice.algo == kAlgoRing && choice.proto == kProtoSimple && comm->nRanks > 1 &&
-                           netZeroCopyRing(comm, registered, nch);
+                           netZeroCopyRing(comm, t, shape, nch);
   const char* path = netZeroCopy          ? " NET zero copy"
                      : !direct            ? ""
                      : comm->allInProcess ? " direct"

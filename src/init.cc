@@ -39,6 +39,7 @@ ncclResult_t exchangePeerInfo(ncclComm* comm) {
   me.pidNs = pidNamespace();
   me.crossMemoryProbe = crossMemoryProbeAddress();
   me.gpu = comm->gpuDev >= 0;
+  me.yamaScope1 = yamaPtraceScope() == "1";
   BATON_CHECK(comm->bootstrap->allGather(comm->peers.data(), sizeof(PeerInfo)));
   for (const PeerInfo& p : comm->peers)
     if (p.version != NCCL_VERSION_CODE)
@@ -106,13 +107,16 @@ ncclResult_t agreeOnSingleCopy(ncclComm* comm) {
       localProcesses |= a.hostHash == b.hostHash && a.pidHash != b.pidHash && a.pidNs == b.pidNs && a.pidNs != 0;
   if (!localProcesses || comm->tun.singleCopy == 0) return ncclSuccess;
   // Under Yama's ptrace_scope 1 every rank lets its peers attach before any of them probes
-  // (cross_memory.h): the barrier orders every rank's prctl before every probe.
+  // (cross_memory.h): a barrier orders every rank's prctl before every probe, taken by every rank
+  // alike only where some rank's kernel is at scope 1, so other machines' inits pay nothing.
   std::string attachNote;
   if (!allowPeerAttach(yamaPtraceScope(), &attachNote))
     BATON_INFO(kSubInit, "no single copies from other processes to this one: %s; AllReduces use the FIFO",
                attachNote.c_str());
   else if (!attachNote.empty()) BATON_INFO(kSubInit, "%s", attachNote.c_str());
-  BATON_CHECK(comm->bootstrap->barrier());
+  bool anyScope1 = false;
+  for (const PeerInfo& p : comm->peers) anyScope1 |= p.yamaScope1 != 0;
+  if (anyScope1) BATON_CHECK(comm->bootstrap->barrier());
   std::vector<uint8_t> allowed((size_t)n * n, 0);  // [a * n + b]: a may read and write b's memory
   uint8_t* mine = &allowed[(size_t)comm->rank * n];
   for (int r = 0; r < n; ++r) {

@@ -33,6 +33,7 @@ struct PeerInfo {
   uint32_t pidNs = 0;             // low bits of the pid namespace's inode: pids compare only within one
   uint64_t crossMemoryProbe = 0;  // a word local peers read to test single copies (lesson 09)
   int32_t gpu = 0;                // a CUDA device was current at init (src/gpu/gpu_comm.h)
+  int32_t yamaScope1 = 0;         // its kernel's Yama ptrace_scope is 1: single copies need a prctl first
 };
 
 class Proxy;

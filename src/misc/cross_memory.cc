@@ -43,9 +43,12 @@ bool writeTo(const void* self, int peer, uint64_t remote, const void* local, uin
 }  // namespace
 
 std::string yamaPtraceScope() {
-  std::ifstream f("/proc/sys/kernel/yama/ptrace_scope");
-  std::string v;
-  return f >> v ? v : std::string();
+  static const std::string scope = [] {  // read once per process: every communicator's init asks
+    std::ifstream f("/proc/sys/kernel/yama/ptrace_scope");
+    std::string v;
+    return f >> v ? v : std::string();
+  }();
+  return scope;
 }
 
 bool allowPeerAttach(const std::string& scope, std::string* note) {

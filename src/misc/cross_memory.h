@@ -23,7 +23,7 @@ uint64_t crossMemoryProbeAddress();
 // right; else `why` says what failed (errno text, and Yama's setting when it is the likely cause).
 bool crossMemoryProbe(int pid, uint64_t addr, std::string* why);
 
-// Yama's kernel.yama.ptrace_scope ("" where the kernel has no Yama).
+// Yama's kernel.yama.ptrace_scope ("" where the kernel has no Yama), as the process first read it.
 std::string yamaPtraceScope();
 
 // Under Yama's ptrace_scope 1 (Ubuntu's default) a process may attach only to its descendants, so

@@ -16,8 +16,10 @@ import json
 import sys
 
 
-def events(path):
-    """Every complete ("X") event of the file; a file still being written may lack its closing bracket."""
+def read(path):
+    """The file's complete ("X") events and its lane names by (pid, tid), in one pass; a file still
+    being written may lack its closing bracket."""
+    spans, lanes = [], {}
     with open(path) as f:
         for line in f:
             line = line.strip().rstrip(",")
@@ -28,22 +30,10 @@ def events(path):
             except json.JSONDecodeError:
                 continue
             if e.get("ph") == "X":
-                yield e
-
-
-def lane_names(path):
-    names = {}
-    with open(path) as f:
-        for line in f:
-            line = line.strip().rstrip(",")
-            if '"thread_name"' not in line:
-                continue
-            try:
-                e = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            names[(e.get("pid"), e.get("tid"))] = e.get("args", {}).get("name", "")
-    return names
+                spans.append(e)
+            elif e.get("name") == "thread_name":
+                lanes[(e.get("pid"), e.get("tid"))] = e.get("args", {}).get("name", "")
+    return spans, lanes
 
 
 def main(argv):
@@ -56,7 +46,8 @@ def main(argv):
     a = ap.parse_args(argv)
     pid = a.rank + 1  # the timeline's process id is rank + 1 (0 holds the job's metadata)
     keep = set(filter(None, a.cat.split(",")))
-    spans = [e for e in events(a.trace) if e.get("pid") == pid]
+    spans, lanes = read(a.trace)
+    spans = [e for e in spans if e.get("pid") == pid]
     spans = [e for e in spans if (e.get("cat") in keep if keep else e.get("cat") != "step")]
     if not spans:
         print(f"no spans for rank {a.rank} in {a.trace}", file=sys.stderr)
@@ -70,7 +61,6 @@ def main(argv):
         spans = spans[starts[-1]:]
     if a.last > 0:
         spans = spans[-a.last:]
-    lanes = lane_names(a.trace)
     t0 = spans[0]["ts"]
     print(f"{'start ms':>9} {'ms':>8}  {'lane':<14} name")
     for e in spans:
