@@ -48,15 +48,6 @@ namespace detail {
 BATON_HD constexpr uint32_t floatBits(float f) { return __builtin_bit_cast(uint32_t, f); }
 BATON_HD constexpr float bitsFloat(uint32_t u) { return __builtin_bit_cast(float, u); }
 
-// v >> s, rounded to nearest with ties to even. Requires 1 <= s and v < 2^31 (s >= 32 gives 0).
-BATON_HD constexpr uint32_t shiftRne(uint32_t v, uint32_t s) {
-  if (s >= 32) return 0;
-  const uint32_t q = v >> s;
-  const uint32_t rem = v & ((1u << s) - 1u);
-  const uint32_t halfway = 1u << (s - 1);
-  return q + ((rem > halfway || (rem == halfway && (q & 1u))) ? 1u : 0u);
-}
-
 // A binary float format narrower than float: 1 sign bit, kExpBits exponent bits (bias
 // 2^(kExpBits-1)-1), kMantBits mantissa bits, with subnormals. kHasInf: IEEE-style (all-ones
 // exponent = inf/NaN). Otherwise the "FN" style: all-ones exponent is finite except the single NaN
@@ -64,6 +55,7 @@ BATON_HD constexpr uint32_t shiftRne(uint32_t v, uint32_t s) {
 template <int kExpBits, int kMantBits, bool kHasInf>
 struct NarrowFloat {
   static constexpr int kBias = (1 << (kExpBits - 1)) - 1;
+  static constexpr bool kHasInfinity = kHasInf;
   static constexpr uint32_t kSignBit = 1u << (kExpBits + kMantBits);
   static constexpr uint32_t kExpMask = ((1u << kExpBits) - 1u) << kMantBits;
   static constexpr uint32_t kMantMask = (1u << kMantBits) - 1u;
@@ -78,53 +70,48 @@ struct NarrowFloat {
     return kHasInf ? mag > kInf : mag == (kExpMask | kMantMask);
   }
 
-  // Exact widening to float.
+  static constexpr uint32_t kAllOnesExp = kExpMask >> kMantBits;
+  static constexpr uint32_t kMinNormalFloat = uint32_t(128 - kBias) << 23;  // |x| below: a subnormal (or 0)
+  static constexpr uint32_t kMaxOut = kHasInf ? kInf : kMaxFinite;          // where overflow lands
+  // One unit of the subnormal range, 2^(1-bias-M), and 2^23 units: a float whose last mantissa bit
+  // is worth one subnormal unit.
+  static constexpr float kUnit = bitsFloat(uint32_t(128 - kBias - kMantBits) << 23);
+  static constexpr float kUnitMagic = bitsFloat(uint32_t(151 - kBias - kMantBits) << 23);
+
+  // Exact widening to float. Branch-free (each case computed, one selected), so the reduce loops
+  // vectorize; a subnormal is mant * 2^(1-bias-M) computed from an integer, so no float denormal
+  // is ever an operand and a caller's flush-to-zero (DAZ/FTZ) modes cannot change the result.
   static BATON_HD constexpr float decode(uint32_t b) {
     const uint32_t sign = (b & kSignBit) << kSignShift;
     const uint32_t exp = (b & kExpMask) >> kMantBits;
-    uint32_t mant = b & kMantMask;
-    if (isNaN(b)) {
-      const uint32_t payload = kHasInf ? mant << kMantShift : 0u;
-      return bitsFloat(sign | 0x7fc00000u | payload);
-    }
-    if (kHasInf && exp == (kExpMask >> kMantBits)) return bitsFloat(sign | 0x7f800000u);
-    if (exp == 0) {
-      if (mant == 0) return bitsFloat(sign);
-      // Subnormal: normalize. Every narrow subnormal is a normal float.
-      uint32_t e = uint32_t(1 - kBias + 127);
-      while (!(mant & (1u << kMantBits))) {
-        mant <<= 1;
-        --e;
-      }
-      return bitsFloat(sign | e << 23 | (mant & kMantMask) << kMantShift);
-    }
-    return bitsFloat(sign | (exp + uint32_t(127 - kBias)) << 23 | mant << kMantShift);
+    const uint32_t mant = b & kMantMask;
+    const uint32_t normal = sign | (exp + uint32_t(127 - kBias)) << 23 | mant << kMantShift;
+    const uint32_t subnormal = sign | floatBits(float(int32_t(mant)) * kUnit);
+    // inf, or NaN made quiet (IEEE-style formats keep the payload; FN's single NaN has none)
+    const uint32_t special =
+        kHasInf ? sign | 0x7f800000u | mant << kMantShift | (mant ? 0x400000u : 0u) : sign | 0x7fc00000u;
+    const bool isSpecial = kHasInf ? exp == kAllOnesExp : (b & ~kSignBit) == (kExpMask | kMantMask);
+    return bitsFloat(isSpecial ? special : exp == 0 ? subnormal : normal);
   }
 
-  // float -> format, round to nearest even.
+  // float -> format, round to nearest even. Branch-free like decode.
   static BATON_HD constexpr uint32_t encode(float f) {
     const uint32_t x = floatBits(f);
     const uint32_t sign = (x >> kSignShift) & kSignBit;
     const uint32_t ax = x & 0x7fffffffu;
-    if (ax > 0x7f800000u) {  // NaN
-      if (kHasInf) return sign | kQuietNaN | ((ax >> kMantShift) & kMantMask);
-      return sign | kQuietNaN;
-    }
-    const uint32_t fexp = ax >> 23;
-    uint32_t mag;
-    if (int(fexp) - 127 >= 1 - kBias) {
-      // Normal in the target (or overflowing; float inf lands here too). Rebias the exponent and
-      // round the mantissa; a mantissa carry correctly bumps the exponent.
-      const uint32_t rebiased = (fexp - uint32_t(127 - kBias)) << 23 | (ax & 0x7fffffu);
-      mag = shiftRne(rebiased, uint32_t(kMantShift));
-    } else {
-      // Subnormal (or zero) in the target: value = m * 2^(e-23), target unit = 2^(1-bias-M).
-      const uint32_t m = (ax & 0x7fffffu) | (fexp ? 0x800000u : 0u);
-      const int e = fexp ? int(fexp) - 127 : -126;
-      mag = shiftRne(m, uint32_t(kMantShift + (1 - kBias) - e));
-    }
-    if (mag > kMaxFinite) mag = kHasInf ? kInf : kMaxFinite;
-    return sign | mag;
+    // Normal in the target (or overflowing; float inf lands here too): rebias the exponent and round
+    // the mantissa to nearest even; a mantissa carry correctly bumps the exponent.
+    const uint32_t rebiased = ax - (uint32_t(127 - kBias) << 23);
+    const uint32_t normal =
+        (rebiased + ((1u << (kMantShift - 1)) - 1u) + ((rebiased >> kMantShift) & 1u)) >> kMantShift;
+    // Subnormal (or zero) in the target: |x| + 2^23 units leaves round(|x| / unit) in the sum's low
+    // bits, rounded to nearest even by the FPU (the default rounding mode; a float denormal input
+    // rounds to 0 with or without DAZ, since the format's half unit is far above float's denormals).
+    const uint32_t subnormal = floatBits(bitsFloat(ax) + kUnitMagic) - floatBits(kUnitMagic);
+    uint32_t mag = ax < kMinNormalFloat ? subnormal : normal;
+    mag = mag < kMaxOut ? mag : kMaxOut;  // IEEE-style: inf; FN: saturate to the largest finite
+    const uint32_t nan = kHasInf ? kQuietNaN | ((ax >> kMantShift) & kMantMask) : kQuietNaN;
+    return sign | (ax > 0x7f800000u ? nan : mag);
   }
 };
 
@@ -153,9 +140,10 @@ struct FloatCodec<bfloat16_t> {
   static BATON_HD constexpr float to(bfloat16_t v) { return detail::bitsFloat(uint32_t(v.bits) << 16); }
   static BATON_HD constexpr bfloat16_t from(float f) {
     const uint32_t x = detail::floatBits(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return bfloat16_t{uint16_t((x >> 16) | 0x40u)};  // quiet NaN
     // Round to nearest even; carries propagate into the exponent, and past the max finite to inf.
-    return bfloat16_t{uint16_t((x + 0x7fffu + ((x >> 16) & 1u)) >> 16)};
+    // A NaN stays a NaN, made quiet (selected, not branched to, so the loops vectorize).
+    const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+    return bfloat16_t{uint16_t((x & 0x7fffffffu) > 0x7f800000u ? (x >> 16) | 0x40u : rounded)};
   }
 };
 
@@ -192,16 +180,24 @@ template <typename T, bool kIsFloat>
 struct NativeTraits {
   static constexpr bool isFloat = kIsFloat;
   using Compute = T;
+  using Bits = T;
   static BATON_HD constexpr Compute load(T v) { return v; }
   static BATON_HD constexpr T store(Compute v) { return v; }
+  static BATON_HD constexpr Compute loadBits(Bits v) { return v; }
+  static BATON_HD constexpr Bits storeBits(Compute v) { return v; }
 };
 
+// Bits is the storage word (uint16_t, uint8_t): the CPU's reduce loop reads and writes arrays of
+// it, since g++ vectorizes loops over integers but not over one-member structs.
 template <typename T>
 struct NarrowFloatTraits {
   static constexpr bool isFloat = true;
   using Compute = float;
+  using Bits = decltype(T::bits);
   static BATON_HD constexpr Compute load(T v) { return FloatCodec<T>::to(v); }
   static BATON_HD constexpr T store(Compute v) { return FloatCodec<T>::from(v); }
+  static BATON_HD constexpr Compute loadBits(Bits v) { return FloatCodec<T>::to(T{v}); }
+  static BATON_HD constexpr Bits storeBits(Compute v) { return FloatCodec<T>::from(v).bits; }
 };
 
 }  // namespace detail

@@ -119,8 +119,17 @@ class Primitives<T, Op, ProtoLL128> : public PrimitivesApi<Primitives<T, Op, Pro
         if (dst != from) memcpy(dst, from, cnt * sizeof(T));  // in place, dst is the source: nothing to move
       return;
     }
+    size_t e = 0;
+#if defined(BATON_REDUCE_X86)
+    if constexpr (kHasWideCodec<T>)  // the 16- and 8-bit floats: vector conversions (reduce_x86.h)
+      if (wideNarrowReduce())
+        e = x86::reduceWide<T, Op, M.recv, M.src, kPre, kPost, false>(op_, in, src, M.send ? out : nullptr,
+                                                                      M.dst ? dst : nullptr, cnt);
 #endif
-    for (size_t e = 0; e < cnt; ++e) {
+#else
+    size_t e = 0;
+#endif
+    for (; e < cnt; ++e) {
       const T v = reduceElem<T, Op, M>(op_, M.recv ? in[e] : T{}, M.src ? src[e] : T{});
       if constexpr (M.send) out[e] = v;
       if constexpr (M.dst) dst[e] = v;

@@ -15,6 +15,7 @@
 
 #include "datatypes.h"
 #include "exec_model.h"
+#include "reduce_x86.h"
 
 namespace baton {
 
@@ -222,19 +223,38 @@ BATON_HD void reduceCopy(const ExecCtx& ctx, const Op& op, const T* __restrict__
     if constexpr (M.dst) copyBytes(ctx, dst, in, n * sizeof(T));
     return;
   } else {
-    for (size_t i = threadId(ctx); i < n; i += threadCount(ctx)) {
+    // Over the storage words (Tr::Bits), with a unit stride when the block is one thread (always,
+    // on this backend): both let g++ vectorize the loop, conversions included.
+    using B = typename Tr::Bits;
+    const B* rb = reinterpret_cast<const B*>(recv);
+    const B* sb = reinterpret_cast<const B*>(src);
+    B* ob = reinterpret_cast<B*>(sendOut);
+    B* db = reinterpret_cast<B*>(dst);
+    auto one = [&](size_t i) {
       typename Op::C v;
       if constexpr (M.src) {
-        v = Tr::load(src[i]);
+        v = Tr::loadBits(sb[i]);
         if constexpr (kPre) v = op.pre(v);
-        if constexpr (M.recv) v = op(Tr::load(recv[i]), v);
+        if constexpr (M.recv) v = op(Tr::loadBits(rb[i]), v);
       } else {
-        v = Tr::load(recv[i]);
+        v = Tr::loadBits(rb[i]);
       }
       if constexpr (kPost) v = op.post(v);
-      const T out = Tr::store(v);
-      if constexpr (M.send) sendOut[i] = out;
-      if constexpr (M.dst) dst[i] = out;
+      const B out = Tr::storeBits(v);
+      if constexpr (M.send) ob[i] = out;
+      if constexpr (M.dst) db[i] = out;
+    };
+    if (threadCount(ctx) == 1) {
+      size_t i = 0;
+#if defined(BATON_REDUCE_X86)
+      if constexpr (kHasWideCodec<T>)
+        if (wideNarrowReduce())
+          i = x86::reduceWide<T, Op, M.recv, M.src, kPre, kPost, false>(op, recv, src, M.send ? sendOut : nullptr,
+                                                                        M.dst ? dst : nullptr, n);
+#endif
+      for (; i < n; ++i) one(i);
+    } else {
+      for (size_t i = threadId(ctx); i < n; i += threadCount(ctx)) one(i);
     }
   }
 #endif

@@ -282,6 +282,12 @@ class DirectRing {
         out0[i] = v;
         if (out1) out1[i] = v;
       }
+#if defined(BATON_REDUCE_X86)
+      if constexpr (kHasWideCodec<T>)  // the 16- and 8-bit floats: vector conversions (reduce_x86.h)
+        if (wideNarrowReduce())
+          i += x86::reduceWide < T, Op, true, true, !Op::kPreIdentity, Final && !Op::kPostIdentity,
+              true > (op_, in + i, src + i, out0 + i, out1 ? out1 + i : nullptr, cnt - i);
+#endif
       for (; i + kVec <= cnt; i += kVec) {
         alignas(16) T v[kVec];
         for (size_t e = 0; e < kVec; ++e)
