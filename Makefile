@@ -133,7 +133,7 @@ PROGRAM_LIBS := -L$(LIBDIR) -Wl,-rpath,'$$ORIGIN/../lib' -lnccl
 # nccl-tests' program names, each a link to baton-perf, which reads its own name (README's table).
 NCCL_TESTS_NAMES := all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf alltoall_perf \
                     sendrecv_perf gather_perf scatter_perf hypercube_perf
-tools: $(BINDIR)/baton-run $(BINDIR)/baton-perf $(BINDIR)/baton-topo $(NCCL_TESTS_NAMES:%=$(BINDIR)/%)
+tools: $(BINDIR)/baton-run $(BINDIR)/baton-perf $(BINDIR)/baton-topo $(BINDIR)/bench-reduce $(NCCL_TESTS_NAMES:%=$(BINDIR)/%)
 
 $(NCCL_TESTS_NAMES:%=$(BINDIR)/%): $(BINDIR)/baton-perf
 	ln -sfn baton-perf $@
@@ -141,6 +141,11 @@ $(NCCL_TESTS_NAMES:%=$(BINDIR)/%): $(BINDIR)/baton-perf
 $(BINDIR)/baton-run: $(wildcard tools/baton-run/*.cc tools/baton-run/*.h)
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++20 $(OPT) $(WARN) $(filter %.cc,$^) -o $@
+
+# The reduce loop alone, per element type (docs/perf.md): header-only, no library.
+$(BINDIR)/bench-reduce: tools/bench-reduce/bench_reduce.cc $(wildcard algorithms/*.h)
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++20 $(OPT) $(WARN) -Ialgorithms $< -o $@
 
 PERF_SRCS := $(wildcard tools/baton-perf/*.cc)
 PERF_OBJS := $(PERF_SRCS:%.cc=$(OBJ)/%.o)

@@ -55,7 +55,6 @@ BATON_HD constexpr float bitsFloat(uint32_t u) { return __builtin_bit_cast(float
 template <int kExpBits, int kMantBits, bool kHasInf>
 struct NarrowFloat {
   static constexpr int kBias = (1 << (kExpBits - 1)) - 1;
-  static constexpr bool kHasInfinity = kHasInf;
   static constexpr uint32_t kSignBit = 1u << (kExpBits + kMantBits);
   static constexpr uint32_t kExpMask = ((1u << kExpBits) - 1u) << kMantBits;
   static constexpr uint32_t kMantMask = (1u << kMantBits) - 1u;

@@ -272,12 +272,16 @@ class DirectRing {
     // Both outputs are written once and not read again by this rank: streaming (non-temporal)
     // stores skip the read-for-ownership of every output line, a third of the memory traffic.
     // They are weakly ordered, so forSlices fences (sfence) before the tail store releases them.
-    constexpr size_t kVec = 16 / sizeof(T);  // elements per 16-byte streaming store
+    // Each cache line is read whole before any of it is streamed out: in place, out0 is src, and
+    // a streaming store into a line that a later load of the same line still needs sends every
+    // 16 bytes to memory and back (1-byte types ran at 0.1 GB/s that way).
+    constexpr size_t kVec = 16 / sizeof(T);   // elements per 16-byte streaming store
+    constexpr size_t kLine = 64 / sizeof(T);  // elements per cache line
     if (stream_ && cnt * sizeof(T) >= kStreamBytes &&
         (!out1 || (reinterpret_cast<uintptr_t>(out0) % 16) == (reinterpret_cast<uintptr_t>(out1) % 16)) &&
         reinterpret_cast<uintptr_t>(out0) % sizeof(T) == 0) {
       size_t i = 0;
-      for (; i < cnt && reinterpret_cast<uintptr_t>(out0 + i) % 16; ++i) {  // up to the first aligned line
+      for (; i < cnt && reinterpret_cast<uintptr_t>(out0 + i) % 64; ++i) {  // up to the first whole line
         const T v = reduceElem < T, Op, Final ? kCombineFinal : kCombine > (op_, in[i], src[i]);
         out0[i] = v;
         if (out1) out1[i] = v;
@@ -288,13 +292,15 @@ class DirectRing {
           i += x86::reduceWide < T, Op, true, true, !Op::kPreIdentity, Final && !Op::kPostIdentity,
               true > (op_, in + i, src + i, out0 + i, out1 ? out1 + i : nullptr, cnt - i);
 #endif
-      for (; i + kVec <= cnt; i += kVec) {
-        alignas(16) T v[kVec];
-        for (size_t e = 0; e < kVec; ++e)
+      for (; i + kLine <= cnt; i += kLine) {
+        alignas(64) T v[kLine];
+        for (size_t e = 0; e < kLine; ++e)
           v[e] = reduceElem < T, Op, Final ? kCombineFinal : kCombine > (op_, in[i + e], src[i + e]);
-        const __m128i x = _mm_load_si128(reinterpret_cast<const __m128i*>(v));
-        _mm_stream_si128(reinterpret_cast<__m128i*>(out0 + i), x);
-        if (out1) _mm_stream_si128(reinterpret_cast<__m128i*>(out1 + i), x);
+        for (size_t l = 0; l < kLine; l += kVec) {
+          const __m128i x = _mm_load_si128(reinterpret_cast<const __m128i*>(v + l));
+          _mm_stream_si128(reinterpret_cast<__m128i*>(out0 + i + l), x);
+          if (out1) _mm_stream_si128(reinterpret_cast<__m128i*>(out1 + i + l), x);
+        }
       }
       for (; i < cnt; ++i) {
         const T v = reduceElem < T, Op, Final ? kCombineFinal : kCombine > (op_, in[i], src[i]);

@@ -29,6 +29,10 @@ suite unit-tests 300 "$TESTDIR/unit_tests"
 # check program's link against NVIDIA's nccl.h; with one, tools/scripts/gpu-check.sh (docs/cuda-backend.md).
 suite cuda-backend 600 tests/gpu/cuda_backend_test.sh
 suite collective-tests-threads 900 "$TESTDIR/collective_tests"
+# The 16- and 8-bit floats on the element loop too (BATON_CPU_SIMD=0): the stage before the
+# vector loop (algorithms/reduce_x86.h), which the default runs exercise wherever AVX2 is present.
+suite collective-tests-element-loop 300 env BATON_CPU_SIMD=0 "$TESTDIR/collective_tests" \
+  --gtest_filter='*EveryType*:*half*:*bfloat16*:*f8*'
 # Every protocol under the whole suite, on two channels (this machine's default is one per rank).
 for proto in LL LL128 Simple; do
   suite "collective-tests-$proto-2ch" 900 env NCCL_PROTO=$proto NCCL_MIN_NCHANNELS=2 "$TESTDIR/collective_tests"

@@ -29,7 +29,7 @@ LAYERS = [
     ["src/fused"],                                       # fused operations (use windows and the device API)
     ["src/moe"],                                         # MoE dispatch/combine (use fused and AlltoAll)
     ["src/api"],                                         # the exported entry points, and only there
-    ["tools/baton-topo"],                                # reads the library's internals, says so
+    ["tools/baton-topo", "tools/bench-reduce"],          # read the library's internals, say so
     ["tools/baton-perf", "tools/baton-run", "examples", "tests",
      "tools/bench-peers"],                               # bench-peers: MPI and Gloo peers, no baton header
 ]

@@ -86,6 +86,45 @@ std::vector<T> inputs(size_t n, uint32_t seed) {
   return v;
 }
 
+// The vector narrowing alone (narrow8/narrow16) on the encode probes, 16 floats at a time, against
+// the scalar encode; for e4m3 also its scaled form (the input times 2^-8, see widen16).
+template <typename T, bool kScaled>
+__attribute__((target("avx2,f16c"))) void narrowProbes(const float* in, T* out) {
+  if constexpr (sizeof(T) == 1) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), x86::narrow16<T, kScaled>(in));
+  } else {
+    alignas(16) T t[16];
+    x86::narrow8<T>(_mm256_load_ps(in), t);
+    x86::narrow8<T>(_mm256_load_ps(in + 8), t + 8);
+    memcpy(out, t, sizeof t);
+  }
+}
+template <typename T, bool kScaled = false>
+void checkVectorNarrow() {
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("f16c"))
+    GTEST_SKIP() << "this CPU has no AVX2/F16C: the vector loop never runs here";
+  alignas(32) float in[16];
+  alignas(32) float x[16];
+  T out[16];
+  int filled = 0;
+  uint64_t bad = 0, first = 0;
+  forEncodeProbes([&](uint32_t bits) {
+    x[filled] = std::bit_cast<float>(bits);
+    in[filled] = kScaled ? x[filled] * (1.0f / 256) : x[filled];
+    if (++filled < 16) return;
+    filled = 0;
+    narrowProbes<T, kScaled>(in, out);
+    for (int i = 0; i < 16; ++i)
+      if (out[i].bits != TypeTraits<T>::storeBits(x[i]) && bad++ == 0) first = bitsOf(x[i]);
+  });
+  EXPECT_EQ(bad, 0u) << "first mismatch at float bits 0x" << std::hex << first;
+}
+TEST(NarrowReduce, VectorNarrowMatchesEncodeHalf) { checkVectorNarrow<half_t>(); }
+TEST(NarrowReduce, VectorNarrowMatchesEncodeBfloat16) { checkVectorNarrow<bfloat16_t>(); }
+TEST(NarrowReduce, VectorNarrowMatchesEncodeE4M3) { checkVectorNarrow<fp8e4m3_t>(); }
+TEST(NarrowReduce, VectorNarrowMatchesEncodeE4M3Scaled) { checkVectorNarrow<fp8e4m3_t, true>(); }
+TEST(NarrowReduce, VectorNarrowMatchesEncodeE5M2) { checkVectorNarrow<fp8e5m2_t>(); }
+
 // The element loop's answer for one output element (reduce_ops.h, reduceElem).
 template <typename T, typename Op, bool kRecv, bool kSrc, bool kPre, bool kPost>
 T scalarOne(const Op& op, T r, T s) {
