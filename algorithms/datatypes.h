@@ -48,6 +48,14 @@ namespace detail {
 BATON_HD constexpr uint32_t floatBits(float f) { return __builtin_bit_cast(uint32_t, f); }
 BATON_HD constexpr float bitsFloat(uint32_t u) { return __builtin_bit_cast(float, u); }
 
+// c ? a : b by masks, not a branch: the float operations beside such a select then stay
+// unconditional, so g++ vectorizes the loops around the codecs (it will not hoist a float operation
+// out of a branch under the default -ftrapping-math).
+BATON_HD constexpr uint32_t select(bool c, uint32_t a, uint32_t b) {
+  const uint32_t m = 0u - uint32_t(c);
+  return (a & m) | (b & ~m);
+}
+
 // A binary float format narrower than float: 1 sign bit, kExpBits exponent bits (bias
 // 2^(kExpBits-1)-1), kMantBits mantissa bits, with subnormals. kHasInf: IEEE-style (all-ones
 // exponent = inf/NaN). Otherwise the "FN" style: all-ones exponent is finite except the single NaN
@@ -90,7 +98,7 @@ struct NarrowFloat {
     const uint32_t special =
         kHasInf ? sign | 0x7f800000u | mant << kMantShift | (mant ? 0x400000u : 0u) : sign | 0x7fc00000u;
     const bool isSpecial = kHasInf ? exp == kAllOnesExp : (b & ~kSignBit) == (kExpMask | kMantMask);
-    return bitsFloat(isSpecial ? special : exp == 0 ? subnormal : normal);
+    return bitsFloat(select(isSpecial, special, select(exp == 0, subnormal, normal)));
   }
 
   // float -> format, round to nearest even. Branch-free like decode.
@@ -107,10 +115,10 @@ struct NarrowFloat {
     // bits, rounded to nearest even by the FPU (the default rounding mode; a float denormal input
     // rounds to 0 with or without DAZ, since the format's half unit is far above float's denormals).
     const uint32_t subnormal = floatBits(bitsFloat(ax) + kUnitMagic) - floatBits(kUnitMagic);
-    uint32_t mag = ax < kMinNormalFloat ? subnormal : normal;
-    mag = mag < kMaxOut ? mag : kMaxOut;  // IEEE-style: inf; FN: saturate to the largest finite
+    uint32_t mag = select(ax < kMinNormalFloat, subnormal, normal);
+    mag = select(mag < kMaxOut, mag, kMaxOut);  // IEEE-style: inf; FN: saturate to the largest finite
     const uint32_t nan = kHasInf ? kQuietNaN | ((ax >> kMantShift) & kMantMask) : kQuietNaN;
-    return sign | (ax > 0x7f800000u ? nan : mag);
+    return sign | select(ax > 0x7f800000u, nan, mag);
   }
 };
 
@@ -142,7 +150,7 @@ struct FloatCodec<bfloat16_t> {
     // Round to nearest even; carries propagate into the exponent, and past the max finite to inf.
     // A NaN stays a NaN, made quiet (selected, not branched to, so the loops vectorize).
     const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
-    return bfloat16_t{uint16_t((x & 0x7fffffffu) > 0x7f800000u ? (x >> 16) | 0x40u : rounded)};
+    return bfloat16_t{uint16_t(detail::select((x & 0x7fffffffu) > 0x7f800000u, (x >> 16) | 0x40u, rounded))};
   }
 };
 

@@ -8,6 +8,8 @@
 //   |q * s - x| <= 2^-4 |x| + 2^-10 s
 // (3 mantissa bits: relative 2^-4 for normal values; absolute 2^-10 s below e4m3's smallest normal
 // 2^-6, where the step is 2^-9), plus float rounding of x / s and q * s. Inputs must be finite.
+// The codec is datatypes.h's e4m3, the one every fp8 reduction uses (branch-free, so the quantize
+// loop vectorizes).
 //
 // Memory-ordering contract: none (pure value code; the caller publishes the bytes it writes).
 #pragma once
@@ -25,24 +27,6 @@ constexpr float kFp8E4M3Max = 448.f;
 // A quantized token's bytes on the wire: its e4m3 elements, then its block scales.
 BATON_HD constexpr size_t fp8TokenBytes(size_t hidden) { return hidden + hidden / kFp8Block * sizeof(float); }
 
-// The e4m3 bits of y for |y| <= 448 (as block scaling guarantees), rounded to nearest even: the
-// bits FloatCodec<fp8e4m3_t>::from gives, without its branches, so a compiler can vectorize the
-// loop (the general codec made FP8 dispatch slower than bfloat16 dispatch on a CPU).
-BATON_HD uint8_t fp8EncodeInRange(float y) {
-  const uint32_t bits = detail::floatBits(y);
-  const uint32_t sign = (bits >> 24) & 0x80u;
-  const uint32_t a = bits & 0x7fffffffu;
-  // |y| >= 2^-6, an e4m3 normal: keep 3 mantissa bits (ties to even; a carry bumps the exponent),
-  // then rebias the exponent from 127 to 7.
-  const uint32_t normal = ((a + 0x7ffffu + ((a >> 20) & 1u)) >> 20) - ((127u - 7u) << 3);
-  // |y| < 2^-6: a count of 2^-9 steps, rounded to nearest even by the float adder (8 steps is the
-  // smallest normal, whose bits are 8 too).
-  const float steps = detail::bitsFloat(a) * 512.f;
-  const uint32_t sub = (uint32_t)(int32_t)((steps + 0x1.8p23f) - 0x1.8p23f);  // signed: no branch on x86
-  const uint32_t small = 0u - uint32_t(a < 0x3c800000u);                      // all ones below 2^-6: a select by mask
-  return uint8_t(sign | (sub & small) | (normal & ~small));
-}
-
 // Quantizes one token of `hidden` elements (a multiple of kFp8Block) of T (float or bfloat16_t):
 // q[0..hidden) the e4m3 bytes, scales[0..hidden/128) the block scales.
 template <typename T>
@@ -59,7 +43,7 @@ BATON_HD void fp8QuantizeToken(const T* x, size_t hidden, uint8_t* q, float* sca
     const float amax = detail::bitsFloat(amaxBits);
     const float s = amax > 0.f ? amax / kFp8E4M3Max : 1.f;
     scales[b] = s;
-    for (size_t e = 0; e < kFp8Block; ++e) q[b * kFp8Block + e] = fp8EncodeInRange(v[e] / s);
+    for (size_t e = 0; e < kFp8Block; ++e) q[b * kFp8Block + e] = FloatCodec<fp8e4m3_t>::from(v[e] / s).bits;
   }
 }
 
