@@ -119,13 +119,9 @@ class Primitives<T, Op, ProtoLL128> : public PrimitivesApi<Primitives<T, Op, Pro
         if (dst != from) memcpy(dst, from, cnt * sizeof(T));  // in place, dst is the source: nothing to move
       return;
     }
-    size_t e = 0;
-#if defined(BATON_REDUCE_X86)
-    if constexpr (kHasWideCodec<T>)  // the 16- and 8-bit floats: vector conversions (reduce_x86.h)
-      if (wideNarrowReduce())
-        e = x86::reduceWide<T, Op, M.recv, M.src, kPre, kPost, false>(op_, in, src, M.send ? out : nullptr,
-                                                                      M.dst ? dst : nullptr, cnt);
-#endif
+    // the 16- and 8-bit floats: vector conversions (reduce_x86.h)
+    size_t e = reduceVectorPrefix<T, Op, M.recv, M.src, kPre, kPost>(op_, in, src, M.send ? out : nullptr,
+                                                                     M.dst ? dst : nullptr, cnt);
 #else
     size_t e = 0;
 #endif

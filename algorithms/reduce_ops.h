@@ -245,13 +245,8 @@ BATON_HD void reduceCopy(const ExecCtx& ctx, const Op& op, const T* __restrict__
       if constexpr (M.dst) db[i] = out;
     };
     if (threadCount(ctx) == 1) {
-      size_t i = 0;
-#if defined(BATON_REDUCE_X86)
-      if constexpr (kHasWideCodec<T>)
-        if (wideNarrowReduce())
-          i = x86::reduceWide<T, Op, M.recv, M.src, kPre, kPost, false>(op, recv, src, M.send ? sendOut : nullptr,
-                                                                        M.dst ? dst : nullptr, n);
-#endif
+      size_t i = reduceVectorPrefix<T, Op, M.recv, M.src, kPre, kPost>(op, recv, src, M.send ? sendOut : nullptr,
+                                                                       M.dst ? dst : nullptr, n);
       for (; i < n; ++i) one(i);
     } else {
       for (size_t i = threadId(ctx); i < n; i += threadCount(ctx)) one(i);

@@ -218,3 +218,23 @@ __attribute__((target("avx2,f16c"))) size_t reduceWide(const Op& op, const T* re
 }  // namespace baton
 
 #endif
+
+#include <cstddef>
+
+namespace baton {
+
+// The one entry the element loops call: the vector loop where it applies (x86 with AVX2 and F16C,
+// a 16- or 8-bit float, BATON_CPU_SIMD not 0). Returns how many leading elements it did; 0 where it
+// does not apply, and the caller's element loop does them all. Host code only.
+template <typename T, typename Op, bool kRecv, bool kSrc, bool kPre, bool kPost, bool kStream = false>
+inline size_t reduceVectorPrefix(const Op& op, const T* recv, const T* src, T* out0, T* out1, size_t n) {
+#if defined(BATON_REDUCE_X86)
+  if constexpr (kHasWideCodec<T>)
+    if (wideNarrowReduce())
+      return x86::reduceWide<T, Op, kRecv, kSrc, kPre, kPost, kStream>(op, recv, src, out0, out1, n);
+#endif
+  (void)op, (void)recv, (void)src, (void)out0, (void)out1, (void)n;
+  return 0;
+}
+
+}  // namespace baton

@@ -286,12 +286,9 @@ class DirectRing {
         out0[i] = v;
         if (out1) out1[i] = v;
       }
-#if defined(BATON_REDUCE_X86)
-      if constexpr (kHasWideCodec<T>)  // the 16- and 8-bit floats: vector conversions (reduce_x86.h)
-        if (wideNarrowReduce())
-          i += x86::reduceWide < T, Op, true, true, !Op::kPreIdentity, Final && !Op::kPostIdentity,
-              true > (op_, in + i, src + i, out0 + i, out1 ? out1 + i : nullptr, cnt - i);
-#endif
+      // the 16- and 8-bit floats: vector conversions (reduce_x86.h)
+      i += reduceVectorPrefix < T, Op, true, true, !Op::kPreIdentity, Final && !Op::kPostIdentity,
+          true > (op_, in + i, src + i, out0 + i, out1 ? out1 + i : nullptr, cnt - i);
       for (; i + kLine <= cnt; i += kLine) {
         alignas(64) T v[kLine];
         for (size_t e = 0; e < kLine; ++e)
