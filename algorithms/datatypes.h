@@ -59,22 +59,25 @@ BATON_HD constexpr uint32_t select(bool c, uint32_t a, uint32_t b) {
 // A binary float format narrower than float: 1 sign bit, kExpBits exponent bits (bias
 // 2^(kExpBits-1)-1), kMantBits mantissa bits, with subnormals. kHasInf: IEEE-style (all-ones
 // exponent = inf/NaN). Otherwise the "FN" style: all-ones exponent is finite except the single NaN
-// encoding S.1...1.1...1, and overflow saturates to the largest finite value.
-template <int kExpBits, int kMantBits, bool kHasInf>
+// encoding S.1...1.1...1, and overflow saturates to the largest finite value. kHasNaN false (FP4
+// e2m1): every code is finite, and a NaN input saturates like an overflow (the block codecs of
+// block_formats.h catch NaN before an element is encoded).
+template <int kExpBits, int kMantBits, bool kHasInf, bool kHasNaN = true>
 struct NarrowFloat {
   static constexpr int kBias = (1 << (kExpBits - 1)) - 1;
   static constexpr uint32_t kSignBit = 1u << (kExpBits + kMantBits);
   static constexpr uint32_t kExpMask = ((1u << kExpBits) - 1u) << kMantBits;
   static constexpr uint32_t kMantMask = (1u << kMantBits) - 1u;
   static constexpr uint32_t kInf = kExpMask;  // meaningful only when kHasInf
-  static constexpr uint32_t kMaxFinite = kHasInf ? kExpMask - 1u : (kExpMask | kMantMask) - 1u;
+  static constexpr uint32_t kMaxFinite =
+      kHasInf ? kExpMask - 1u : (kHasNaN ? (kExpMask | kMantMask) - 1u : kExpMask | kMantMask);
   static constexpr uint32_t kQuietNaN = kHasInf ? kExpMask | (1u << (kMantBits - 1)) : kExpMask | kMantMask;
   static constexpr int kSignShift = 31 - kExpBits - kMantBits;  // float sign bit -> format sign bit
   static constexpr int kMantShift = 23 - kMantBits;             // float mantissa -> format mantissa
 
   static BATON_HD constexpr bool isNaN(uint32_t b) {
     const uint32_t mag = b & ~kSignBit;
-    return kHasInf ? mag > kInf : mag == (kExpMask | kMantMask);
+    return kHasInf ? mag > kInf : kHasNaN && mag == (kExpMask | kMantMask);
   }
 
   static constexpr uint32_t kAllOnesExp = kExpMask >> kMantBits;
@@ -97,7 +100,7 @@ struct NarrowFloat {
     // inf, or NaN made quiet (IEEE-style formats keep the payload; FN's single NaN has none)
     const uint32_t special =
         kHasInf ? sign | 0x7f800000u | mant << kMantShift | (mant ? 0x400000u : 0u) : sign | 0x7fc00000u;
-    const bool isSpecial = kHasInf ? exp == kAllOnesExp : (b & ~kSignBit) == (kExpMask | kMantMask);
+    const bool isSpecial = kHasInf ? exp == kAllOnesExp : kHasNaN && (b & ~kSignBit) == (kExpMask | kMantMask);
     return bitsFloat(select(isSpecial, special, select(exp == 0, subnormal, normal)));
   }
 
@@ -118,17 +121,34 @@ struct NarrowFloat {
     uint32_t mag = select(ax < kMinNormalFloat, subnormal, normal);
     mag = select(mag < kMaxOut, mag, kMaxOut);  // IEEE-style: inf; FN: saturate to the largest finite
     const uint32_t nan = kHasInf ? kQuietNaN | ((ax >> kMantShift) & kMantMask) : kQuietNaN;
-    return sign | select(ax > 0x7f800000u, nan, mag);
+    return sign | (kHasNaN ? select(ax > 0x7f800000u, nan, mag) : mag);
+  }
+
+  // float -> format, rounded toward zero (the lower neighbour of |f|; the start of stochastic
+  // rounding). Finite input only; saturates.
+  static BATON_HD constexpr uint32_t encodeTowardZero(float f) {
+    const uint32_t x = floatBits(f);
+    const uint32_t sign = (x >> kSignShift) & kSignBit;
+    const uint32_t ax = x & 0x7fffffffu;
+    const uint32_t normal = (ax - (uint32_t(127 - kBias) << 23)) >> kMantShift;
+    // Exact scaling, then truncation; a normal |f| is replaced by 0 first so the conversion is in range.
+    const bool sub = ax < kMinNormalFloat;
+    const uint32_t subnormal = uint32_t(bitsFloat(select(sub, ax, 0u)) * (1.f / kUnit));
+    uint32_t mag = select(sub, subnormal, normal);
+    mag = select(mag < kMaxFinite, mag, kMaxFinite);
+    return sign | mag;
   }
 };
 
 using HalfFormat = NarrowFloat<5, 10, true>;
 using Fp8E4M3Format = NarrowFloat<4, 3, false>;
 using Fp8E5M2Format = NarrowFloat<5, 2, true>;
+using Fp4E2M1Format = NarrowFloat<2, 1, false, false>;  // OCP MX's FP4: 0, 0.5, 1, 1.5, 2, 3, 4, 6
 
 static_assert(HalfFormat::kMaxFinite == 0x7bffu && HalfFormat::kQuietNaN == 0x7e00u);
 static_assert(Fp8E4M3Format::kMaxFinite == 0x7eu && Fp8E4M3Format::kQuietNaN == 0x7fu);
 static_assert(Fp8E5M2Format::kMaxFinite == 0x7bu && Fp8E5M2Format::kQuietNaN == 0x7eu);
+static_assert(Fp4E2M1Format::kMaxFinite == 0x7u && Fp4E2M1Format::decode(0x7u) == 6.f);
 
 }  // namespace detail
 

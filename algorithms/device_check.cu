@@ -9,6 +9,7 @@
 #include "alltoall.h"
 #include "alltoall_window.h"
 #include "baton/device.h"
+#include "block_formats.h"
 #include "coll_dispatch.h"
 #include "fp8_blocks.h"
 #include "sendrecv_progress.h"
@@ -72,6 +73,18 @@ __global__ void fp8QuantizeKernel(const bfloat16_t* tokens, size_t numTokens, si
                                   float* scales) {
   const size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
   if (t < numTokens) fp8QuantizeToken(tokens + t * hidden, hidden, q + t * hidden, scales + t * (hidden / kFp8Block));
+}
+
+// The wire formats' codecs (algorithms/block_formats.h, lesson 15): one segment per thread, each
+// format and rounding, bfloat16 in and float out.
+__global__ void wireCodecKernel(WireFormat f, const bfloat16_t* x, size_t segElems, size_t segs, uint8_t* wire,
+                                float* back, uint64_t seed) {
+  const size_t s = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  if (s >= segs) return;
+  uint8_t* seg = wire + s * wireSegmentBytes(f, segElems);
+  quantizeSegment(f, x + s * segElems, segElems, seg, WireRounding{seed != 0, seed, s * segElems});
+  dequantizeSegment(f, seg, segElems, back + s * segElems);
+  dequantizeAdd(f, seg, segElems, back + s * segElems);
 }
 
 // Every protocol, and a sample of the (type, operator) pairs; each instance compiles the ring, tree

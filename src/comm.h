@@ -241,6 +241,7 @@ struct ncclComm {
 
   // The fused operations' working memory (src/fused/fused_scratch.h), made by the first fused call.
   std::shared_ptr<baton::FusedScratch> fusedScratch;
+  uint64_t wireCalls = 0;  // include/baton/lowp.h's calls made: numbers stochastic rounding's streams
   std::shared_ptr<baton::FusedWindow> fusedWindow;  // the fused stages' symmetric window, made on first use
   // MoE's low-latency stage across hosts: a window whose device communicator puts to other hosts.
   std::shared_ptr<baton::FusedWindow> moeNetWindow;

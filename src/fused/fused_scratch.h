@@ -1,5 +1,5 @@
 // The fused operations' working memory, kept by the communicator from call to call (lesson 11;
-// the MoE operations of lesson 12 use it too).
+// the MoE operations of lesson 12 and the wire-format collectives of lesson 15 use it too).
 //
 // A fused call needs buffers as large as its operands (the gathered matrix, fp32 partials, widened
 // half/bfloat16 operands). Allocated fresh on every call they came from the kernel (over glibc's
@@ -35,6 +35,10 @@ class FusedScratch {
     kMoeSum,
     kMoePartial,
     kMoeQuant,
+    // Wire-format collectives (src/lowp/): quantized segments out and in, the fp32 sums.
+    kWireSend,
+    kWireRecv,
+    kWireSum,
     kSlots
   };
   // At least `bytes` bytes for `slot`, 64-byte aligned; earlier contents are not kept.

@@ -27,7 +27,7 @@ LAYERS = [
     ["src"],                                             # the core: communicator, groups, planner, proxy
     ["src/register", "src/fault", "src/alltoall", "src/gpu", "src/sim", "src/device_api"],  # subsystems
     ["src/fused"],                                       # fused operations (use windows and the device API)
-    ["src/moe"],                                         # MoE dispatch/combine (use fused and AlltoAll)
+    ["src/moe", "src/lowp"],                             # MoE dispatch/combine, wire-format collectives (use fused scratch and AlltoAll)
     ["src/api"],                                         # the exported entry points, and only there
     ["tools/baton-topo", "tools/bench-reduce"],          # read the library's internals, say so
     ["tools/baton-perf", "tools/baton-run", "examples", "tests",

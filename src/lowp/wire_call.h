@@ -1,0 +1,58 @@
+// What every wire-format collective (include/baton/lowp.h, lesson 15) does before it moves a byte:
+// check its own arguments and environment, then agree with its peers on the operation, count,
+// datatype, operator, wire format, algorithm and stage in one small all-gather, so a rank that
+// differs fails every rank with both sides named instead of hanging or decoding garbage.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "block_formats.h"
+#include "comm.h"
+#include "fused/fused_scratch.h"
+
+namespace baton {
+
+enum class WireOp : int { kAllGather = 1, kAllGatherPacked, kReduceScatter, kAllReduce };
+// How the bytes move: AllGather's one all-gather; ReduceScatter's AlltoAll of quantized chunks;
+// AllReduce as that ReduceScatter plus an all-gather of the requantized sums, or one-shot.
+enum class WireAlgo : int { kGather = 1, kAlltoAll, kRsAg, kOneShot };
+enum class WireStage : int { kNaive = 1 };
+
+struct WireCall {
+  ncclComm* comm = nullptr;
+  const char* fn = "";
+  WireOp op = WireOp::kAllGather;
+  WireFormat wire = WireFormat::kMxfp8;
+  WireAlgo algo = WireAlgo::kGather;
+  WireStage stage = WireStage::kNaive;
+  ncclDataType_t type = ncclFloat;
+  bool avg = false;  // ncclAvg: the fp32 sum divided by nRanks before it is rounded or requantized
+  size_t count = 0;  // AllGather: sendcount; ReduceScatter: recvcount; AllReduce: count
+  int rank = 0, nRanks = 1;
+  bool stochastic = false;
+  uint64_t seed = 0;  // this call's: BATON_LOWP_SEED mixed with the call's number
+  FusedScratch* scratch = nullptr;
+
+  // Rounding for the segment this rank quantizes as its `segment`-th (a distinct stream per rank,
+  // segment and call, so no two roundings share random numbers).
+  WireRounding rounding(int segment) const;
+  template <typename T>
+  T* buffer(FusedScratch::Slot slot, size_t count) const {
+    return static_cast<T*>(scratch->get(slot, count * sizeof(T)));
+  }
+};
+
+// Validates and agrees; redop is ignored for the AllGathers. On success *call is ready to run.
+ncclResult_t beginWireCall(WireCall* call, ncclComm* comm, const char* fn, WireOp op, const void* sendbuff,
+                           void* recvbuff, size_t count, ncclDataType_t type, int wire, ncclRedOp_t redop);
+
+const char* wireFormatName(WireFormat f);
+const char* wireAlgoName(WireAlgo a);
+
+// The collectives of the naive stage (src/lowp/wire_naive.cc).
+ncclResult_t wireAllGatherNaive(const WireCall& c, const void* sendbuff, void* recvbuff, bool packed);
+ncclResult_t wireReduceScatterNaive(const WireCall& c, const void* sendbuff, void* recvbuff);
+ncclResult_t wireAllReduceNaive(const WireCall& c, const void* sendbuff, void* recvbuff);
+
+}  // namespace baton

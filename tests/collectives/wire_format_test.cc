@@ -1,0 +1,409 @@
+// The wire-format collectives (include/baton/lowp.h, lesson 15) at 1-4 thread ranks: each result
+// against a reference computed here without communication (the codecs of block_formats.h applied
+// to each rank's input, sums in fp32 in rank order), bit for bit; integer-valued data that MXFP8
+// and MXFP4 carry exactly, summed exactly; every rank's AllReduce result the same; the INFO line
+// naming the algorithm that ran; NaN blocks; stochastic rounding; then bad input and ranks that
+// disagree.
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "baton/lowp.h"
+#include "block_formats.h"
+#include "collectives/harness.h"
+
+namespace bt {
+namespace {
+
+using baton::bfloat16_t;
+using baton::half_t;
+using baton::WireFormat;
+
+constexpr batonWireFormat_t kWires[] = {batonWireMxfp8, batonWireMxfp4, batonWireNvfp4};
+constexpr ncclDataType_t kTypes[] = {ncclFloat, ncclBfloat16, ncclHalf};
+
+size_t elemSize(ncclDataType_t t) { return t == ncclFloat ? 4 : 2; }
+
+float load(ncclDataType_t t, const char* p) {
+  if (t == ncclFloat) {
+    float f;
+    memcpy(&f, p, 4);
+    return f;
+  }
+  uint16_t b;
+  memcpy(&b, p, 2);
+  return t == ncclBfloat16 ? baton::toFloat(bfloat16_t{b}) : baton::toFloat(half_t{b});
+}
+
+void store(ncclDataType_t t, char* p, float v) {
+  if (t == ncclFloat) return (void)memcpy(p, &v, 4);
+  const uint16_t b = t == ncclBfloat16 ? baton::fromFloat<bfloat16_t>(v).bits : baton::fromFloat<half_t>(v).bits;
+  memcpy(p, &b, 2);
+}
+
+// count values of rank r: normal data, or integers from {0, +-1, +-2, +-3, +-4, +-6} with a 6 at the
+// start of every 16 (each block's scale is then 1 in MXFP8 and MXFP4, which carry them exactly).
+std::vector<char> input(ncclDataType_t t, size_t count, int r, bool integers) {
+  std::vector<char> v(count * elemSize(t));
+  std::mt19937 g(1000 + r);
+  std::normal_distribution<float> nd;
+  const float ints[] = {0, 1, 2, 3, 4, 6, -1, -2, -3, -4, -6};
+  for (size_t i = 0; i < count; ++i)
+    store(t, &v[i * elemSize(t)], integers ? (i % 16 == 0 ? 6.f : ints[g() % 11]) : nd(g) * (1 + (i % 97 == 0) * 50));
+  return v;
+}
+
+// Quantize -> dequantize of count elements at p, as floats (the reference's codec).
+std::vector<float> viaWire(batonWireFormat_t w, ncclDataType_t t, const char* p, size_t count) {
+  std::vector<uint8_t> seg(batonWireBytes(count, w) + 1);
+  std::vector<float> in(count), out(count);
+  for (size_t i = 0; i < count; ++i) in[i] = load(t, p + i * elemSize(t));
+  if (count) baton::quantizeSegment(WireFormat(w), in.data(), count, seg.data());
+  if (count) baton::dequantizeSegment(WireFormat(w), seg.data(), count, out.data());
+  return out;
+}
+
+struct Ranks {
+  std::vector<std::vector<char>> send, recv;
+};
+
+Ranks makeRanks(int n, ncclDataType_t t, size_t sendCount, size_t recvCount, bool integers) {
+  Ranks rk;
+  for (int r = 0; r < n; ++r) {
+    rk.send.push_back(input(t, sendCount, r, integers));
+    rk.recv.emplace_back(recvCount * elemSize(t) + 8, char(0x5a));  // 8 guard bytes
+  }
+  return rk;
+}
+
+void expectGuard(const std::vector<char>& buf, size_t bytes, const std::string& what) {
+  for (size_t i = bytes; i < buf.size(); ++i) ASSERT_EQ(buf[i], char(0x5a)) << what << ": wrote past recvbuff";
+}
+
+std::string caseName(batonWireFormat_t w, ncclDataType_t t, int n, size_t count) {
+  return std::string(batonWireName(w)) + " type " + std::to_string(t) + " " + std::to_string(n) + " ranks count " +
+         std::to_string(count);
+}
+
+TEST(WireFormat, AllGatherMatchesTheCodecPerRank) {
+  for (int n : {1, 2, 3, 4})
+    for (batonWireFormat_t w : kWires)
+      for (ncclDataType_t t : kTypes)
+        for (size_t count : {size_t(0), size_t(1), size_t(33), size_t(1000)}) {
+          const std::string what = caseName(w, t, n, count);
+          Ranks rk = makeRanks(n, t, count, count * n, false);
+          const Comms& comms = cachedComms(n);
+          ASSERT_EQ(runRanks(n, Drive::Threads,
+                             [&](int r) {
+                               return batonAllGatherWire(rk.send[r].data(), rk.recv[r].data(), count, t, w, comms[r],
+                                                         nullptr);
+                             }),
+                    "")
+              << what;
+          for (int p = 0; p < n; ++p) {
+            const std::vector<float> ref = viaWire(w, t, rk.send[p].data(), count);
+            for (int r = 0; r < n; ++r)
+              for (size_t i = 0; i < count; ++i) {
+                char want[4];
+                store(t, want, ref[i]);
+                ASSERT_EQ(memcmp(&rk.recv[r][(p * count + i) * elemSize(t)], want, elemSize(t)), 0)
+                    << what << ": rank " << r << " block " << p << " element " << i;
+              }
+          }
+          for (int r = 0; r < n; ++r) expectGuard(rk.recv[r], count * n * elemSize(t), what);
+        }
+}
+
+TEST(WireFormat, AllGatherPackedKeepsEveryRanksBytes) {
+  for (int n : {2, 3})
+    for (batonWireFormat_t w : kWires) {
+      const size_t count = 77, seg = batonWireBytes(count, w);
+      Ranks rk = makeRanks(n, ncclBfloat16, count, 0, false);
+      std::vector<std::vector<uint8_t>> packed(n, std::vector<uint8_t>(seg * n));
+      const Comms& comms = cachedComms(n);
+      ASSERT_EQ(runRanks(n, Drive::Threads,
+                         [&](int r) {
+                           return batonAllGatherWirePacked(rk.send[r].data(), packed[r].data(), count, ncclBfloat16, w,
+                                                           comms[r], nullptr);
+                         }),
+                "");
+      for (int p = 0; p < n; ++p) {
+        std::vector<uint8_t> mine(seg);
+        NCCL_ASSERT(batonWireQuantize(rk.send[p].data(), count, ncclBfloat16, w, mine.data()));
+        for (int r = 0; r < n; ++r)
+          ASSERT_EQ(memcmp(&packed[r][p * seg], mine.data(), seg), 0)
+              << batonWireName(w) << " rank " << r << " block " << p;
+      }
+    }
+}
+
+// The ReduceScatter's reference: rank r's result is sum over p (in order) of the codec applied to
+// rank p's chunk r, in fp32, divided by n for avg, rounded to the type.
+TEST(WireFormat, ReduceScatterSumsDecodedChunksInRankOrder) {
+  for (int n : {1, 2, 3, 4})
+    for (batonWireFormat_t w : kWires)
+      for (ncclDataType_t t : kTypes)
+        for (size_t count : {size_t(1), size_t(17), size_t(500)})
+          for (ncclRedOp_t op : {ncclSum, ncclAvg}) {
+            const std::string what = caseName(w, t, n, count) + (op == ncclAvg ? " avg" : " sum");
+            Ranks rk = makeRanks(n, t, count * n, count, false);
+            const Comms& comms = cachedComms(n);
+            ASSERT_EQ(runRanks(n, Drive::Threads,
+                               [&](int r) {
+                                 return batonReduceScatterWire(rk.send[r].data(), rk.recv[r].data(), count, t, w, op,
+                                                               comms[r], nullptr);
+                               }),
+                      "")
+                << what;
+            for (int r = 0; r < n; ++r) {
+              std::vector<float> acc(count, 0.f);
+              for (int p = 0; p < n; ++p) {
+                const std::vector<float> v = viaWire(w, t, &rk.send[p][r * count * elemSize(t)], count);
+                for (size_t i = 0; i < count; ++i) acc[i] += v[i];
+              }
+              for (size_t i = 0; i < count; ++i) {
+                char want[4];
+                store(t, want, op == ncclAvg ? acc[i] / float(n) : acc[i]);
+                ASSERT_EQ(memcmp(&rk.recv[r][i * elemSize(t)], want, elemSize(t)), 0)
+                    << what << ": rank " << r << " element " << i;
+              }
+              expectGuard(rk.recv[r], count * elemSize(t), what);
+            }
+          }
+}
+
+// AllReduce, each algorithm forced: the reference, every rank equal, the INFO line naming it.
+void checkAllReduce(const char* algo, bool inPlace) {
+  ScopedEnv env(ScopedEnv::Vars{{"BATON_LOWP_ALGO", algo}});
+  for (int n : {2, 3, 4})
+    for (batonWireFormat_t w : kWires)
+      for (ncclDataType_t t : {ncclFloat, ncclBfloat16})
+        for (size_t count : {size_t(1), size_t(7), size_t(1001)}) {
+          const std::string what = caseName(w, t, n, count) + " " + algo + (inPlace ? " in place" : "");
+          Ranks rk = makeRanks(n, t, count, count, false);
+          if (inPlace)
+            for (int r = 0; r < n; ++r) memcpy(rk.recv[r].data(), rk.send[r].data(), count * elemSize(t));
+          const Comms& comms = cachedComms(n);
+          const std::string log = captureLog("COLL", [&] {
+            ASSERT_EQ(runRanks(n, Drive::Threads,
+                               [&](int r) {
+                                 const void* src = inPlace ? rk.recv[r].data() : rk.send[r].data();
+                                 return batonAllReduceWire(src, rk.recv[r].data(), count, t, w, ncclSum, comms[r],
+                                                           nullptr);
+                               }),
+                      "")
+                << what;
+          });
+          EXPECT_NE(log.find(std::string("algorithm ") + algo), std::string::npos) << what << "\n" << log;
+          std::vector<float> ref(count, 0.f);
+          if (std::string(algo) == "oneshot") {
+            for (int p = 0; p < n; ++p) {
+              const std::vector<float> v = viaWire(w, t, rk.send[p].data(), count);
+              for (size_t i = 0; i < count; ++i) ref[i] += v[i];
+            }
+          } else {
+            const size_t chunk = (count + n - 1) / n;
+            for (size_t c0 = 0; c0 < count; c0 += chunk) {
+              const size_t len = std::min(chunk, count - c0);
+              std::vector<float> acc(len, 0.f);
+              for (int p = 0; p < n; ++p) {
+                const std::vector<float> v = viaWire(w, t, &rk.send[p][c0 * elemSize(t)], len);
+                for (size_t i = 0; i < len; ++i) acc[i] += v[i];
+              }
+              std::vector<char> accT(len * 4);
+              memcpy(accT.data(), acc.data(), len * 4);
+              const std::vector<float> again = viaWire(w, ncclFloat, accT.data(), len);
+              std::copy(again.begin(), again.end(), ref.begin() + c0);
+            }
+          }
+          for (int r = 0; r < n; ++r) {
+            for (size_t i = 0; i < count; ++i) {
+              char want[4];
+              store(t, want, ref[i]);
+              ASSERT_EQ(memcmp(&rk.recv[r][i * elemSize(t)], want, elemSize(t)), 0)
+                  << what << ": rank " << r << " element " << i;
+            }
+            ASSERT_EQ(memcmp(rk.recv[r].data(), rk.recv[0].data(), count * elemSize(t)), 0) << what;
+            expectGuard(rk.recv[r], count * elemSize(t), what);
+          }
+        }
+}
+
+TEST(WireFormat, AllReduceRsag) { checkAllReduce("rsag", false); }
+TEST(WireFormat, AllReduceOneShot) { checkAllReduce("oneshot", false); }
+TEST(WireFormat, AllReduceInPlace) {
+  checkAllReduce("rsag", true);
+  checkAllReduce("oneshot", true);
+}
+
+// Integers from {0, 1, 2, 3, 4, 6} with a 6 in every block travel exactly in MXFP8 and MXFP4, so
+// the sum is exact: a check that needs no codec at all.
+TEST(WireFormat, IntegerValuedDataSumsExactlyInMxFormats) {
+  const int n = 4;
+  for (batonWireFormat_t w : {batonWireMxfp8, batonWireMxfp4})
+    for (const char* algo : {"rsag", "oneshot"}) {
+      ScopedEnv env(ScopedEnv::Vars{{"BATON_LOWP_ALGO", algo}});
+      const size_t count = 4096 + 64;
+      Ranks rk = makeRanks(n, ncclFloat, count, count, true);
+      const Comms& comms = cachedComms(n);
+      ASSERT_EQ(runRanks(n, Drive::Threads,
+                         [&](int r) {
+                           return batonAllReduceWire(rk.send[r].data(), rk.recv[r].data(), count, ncclFloat, w, ncclSum,
+                                                     comms[r], nullptr);
+                         }),
+                "");
+      for (size_t i = 0; i < count; ++i) {
+        float want = 0;
+        for (int p = 0; p < n; ++p) want += load(ncclFloat, &rk.send[p][i * 4]);
+        // rsag requantizes the sums: exact while they fit the element format (|sum| <= 24 and
+        // every block's sums representable); the first element of every 16 is 24, the block max.
+        if (std::string(algo) == "rsag" && w == batonWireMxfp4) {
+          const float got = load(ncclFloat, &rk.recv[0][i * 4]);
+          ASSERT_LE(std::fabs(got - want), std::max(std::fabs(want) / 4.f, 1.f)) << i;  // half a step, scale 4
+          continue;
+        }
+        if (std::string(algo) == "rsag") {  // MXFP8: integers to 16 exact, 17..24 within half a step (2^-4)
+          ASSERT_LE(std::fabs(load(ncclFloat, &rk.recv[0][i * 4]) - want), std::fabs(want) / 16.f) << i;
+          continue;
+        }
+        ASSERT_EQ(load(ncclFloat, &rk.recv[0][i * 4]), want) << batonWireName(w) << " " << algo << " element " << i;
+      }
+    }
+}
+
+TEST(WireFormat, NaNBlocksAreCountedAndDecodeAsNaN) {
+  const int n = 2;
+  const size_t count = 64;
+  Ranks rk = makeRanks(n, ncclFloat, count, count, false);
+  const float nan = NAN;
+  memcpy(&rk.send[1][5 * 4], &nan, 4);  // block 0 of the MX formats, block 0 of NVFP4
+  const Comms& comms = cachedComms(n);
+  ScopedEnv env(ScopedEnv::Vars{{"BATON_LOWP_ALGO", "oneshot"}});
+  const std::string log = captureLog("COLL", [&] {
+    ASSERT_EQ(runRanks(n, Drive::Threads,
+                       [&](int r) {
+                         return batonAllReduceWire(rk.send[r].data(), rk.recv[r].data(), count, ncclFloat,
+                                                   batonWireMxfp8, ncclSum, comms[r], nullptr);
+                       }),
+              "");
+  });
+  EXPECT_NE(log.find("1 blocks held a NaN or an infinity"), std::string::npos) << log;
+  for (int r = 0; r < n; ++r)
+    for (size_t i = 0; i < count; ++i)
+      EXPECT_EQ(std::isnan(load(ncclFloat, &rk.recv[r][i * 4])), i < 32) << "rank " << r << " element " << i;
+}
+
+TEST(WireFormat, StochasticRoundingStaysWithinAStepAndAgreesAcrossRanks) {
+  const int n = 3;
+  const size_t count = 2000;
+  Ranks rk = makeRanks(n, ncclFloat, count, count, false), nearest = rk;
+  const Comms& comms = cachedComms(n);
+  auto run = [&](Ranks& x) {
+    return runRanks(n, Drive::Threads, [&](int r) {
+      return batonAllReduceWire(x.send[r].data(), x.recv[r].data(), count, ncclFloat, batonWireMxfp8, ncclSum, comms[r],
+                                nullptr);
+    });
+  };
+  ASSERT_EQ(run(nearest), "");
+  {
+    ScopedEnv env(ScopedEnv::Vars{{"BATON_LOWP_ROUNDING", "stochastic"}, {"BATON_LOWP_SEED", "7"}});
+    ASSERT_EQ(run(rk), "");
+  }
+  size_t differ = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const float s = load(ncclFloat, &rk.recv[0][i * 4]), e = load(ncclFloat, &nearest.recv[0][i * 4]);
+    differ += s != e;
+    // One quantization (oneshot at this size), each input within one step (twice the half step of
+    // rounding to nearest): 2 max(2^-4 |x|, 2^-10 S), S <= 2 amax / 448 of its block of 32.
+    double exact = 0, bound = 0;
+    for (int p = 0; p < n; ++p) {
+      const double x = load(ncclFloat, &rk.send[p][i * 4]);
+      double amax = 0;
+      for (size_t j = i / 32 * 32; j < std::min(count, i / 32 * 32 + 32); ++j)
+        amax = std::max(amax, (double)std::fabs(load(ncclFloat, &rk.send[p][j * 4])));
+      exact += x;
+      bound += 2 * std::max(std::fabs(x) / 16, 2 * amax / 448 / 1024);
+    }
+    ASSERT_LE(std::fabs(s - exact), bound * (1 + 1e-5) + 1e-6) << i;
+    for (int r = 1; r < n; ++r) ASSERT_EQ(memcmp(&rk.recv[r][i * 4], &rk.recv[0][i * 4], 4), 0);
+  }
+  EXPECT_GT(differ, count / 10) << "stochastic rounding changed too few results to have run";
+}
+
+TEST(WireFormat, BadInputNamesTheArgument) {
+  const Comms& comms = cachedComms(1);
+  float x[64] = {}, y[64] = {};
+  auto expectErr = [&](ncclResult_t got, ncclResult_t want, const char* words) {
+    EXPECT_EQ(got, want);
+    EXPECT_NE(std::string(ncclGetLastError(comms[0])).find(words), std::string::npos) << ncclGetLastError(comms[0]);
+  };
+  expectErr(batonAllReduceWire(x, y, 64, ncclFloat, batonWireFormat_t(7), ncclSum, comms[0], nullptr),
+            ncclInvalidArgument, "wire format 7");
+  expectErr(batonAllReduceWire(x, y, 16, ncclInt32, batonWireMxfp8, ncclSum, comms[0], nullptr), ncclInvalidArgument,
+            "datatype");
+  expectErr(batonAllReduceWire(x, y, 64, ncclFloat, batonWireMxfp8, ncclMax, comms[0], nullptr), ncclInvalidArgument,
+            "op 2");
+  expectErr(batonAllReduceWire(nullptr, y, 64, ncclFloat, batonWireMxfp8, ncclSum, comms[0], nullptr),
+            ncclInvalidArgument, "sendbuff");
+  expectErr(batonAllGatherWire(x, nullptr, 64, ncclFloat, batonWireNvfp4, comms[0], nullptr), ncclInvalidArgument,
+            "recvbuff");
+  expectErr(batonAllReduceWire(x, y, 64, ncclFloat, batonWireMxfp8, ncclSum, nullptr, nullptr), ncclInvalidArgument,
+            "comm");
+  {
+    ScopedEnv env(ScopedEnv::Vars{{"BATON_LOWP_STAGE", "optimized"}});
+    expectErr(batonAllReduceWire(x, y, 64, ncclFloat, batonWireMxfp8, ncclSum, comms[0], nullptr), ncclInvalidArgument,
+              "BATON_LOWP_STAGE=optimized");
+  }
+  ncclGroupStart();
+  expectErr(batonAllReduceWire(x, y, 64, ncclFloat, batonWireMxfp8, ncclSum, comms[0], nullptr), ncclInvalidUsage,
+            "ncclGroupStart");
+  ncclGroupEnd();
+  EXPECT_EQ(batonWireBytes(64, batonWireFormat_t(9)), 0u);
+  EXPECT_STREQ(batonWireName(batonWireFormat_t(9)), "unknown");
+  EXPECT_EQ(batonWireQuantize(x, 64, ncclInt8, batonWireMxfp8, y), ncclInvalidArgument);
+  EXPECT_EQ(batonWireDequantize(nullptr, 64, batonWireMxfp8, y, ncclFloat), ncclInvalidArgument);
+}
+
+// Ranks that disagree on the format (or one that rejects its own arguments) fail together, the
+// message naming both sides, instead of decoding each other's bytes.
+TEST(WireFormat, RanksThatDisagreeFailTogether) {
+  const int n = 2;
+  const Comms& comms = cachedComms(n);
+  std::vector<std::vector<float>> x(n, std::vector<float>(64, 1.f)), y = x;
+  std::vector<ncclResult_t> res(n);
+  std::vector<std::string> why(n);
+  runRanks(n, Drive::Threads, [&](int r) {
+    res[r] = batonAllReduceWire(x[r].data(), y[r].data(), 64, ncclFloat, r ? batonWireMxfp4 : batonWireMxfp8, ncclSum,
+                                comms[r], nullptr);
+    why[r] = ncclGetLastError(comms[r]);
+    return ncclSuccess;
+  });
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(res[r], ncclInvalidUsage);
+    EXPECT_NE(why[r].find("ranks disagree"), std::string::npos) << why[r];
+    EXPECT_NE(why[r].find("mxfp8"), std::string::npos) << why[r];
+    EXPECT_NE(why[r].find("mxfp4"), std::string::npos) << why[r];
+  }
+  runRanks(n, Drive::Threads, [&](int r) {
+    res[r] = batonAllReduceWire(x[r].data(), y[r].data(), 64, r ? ncclInt32 : ncclFloat, batonWireMxfp8, ncclSum,
+                                comms[r], nullptr);
+    why[r] = ncclGetLastError(comms[r]);
+    return ncclSuccess;
+  });
+  EXPECT_EQ(res[0], ncclInvalidUsage);
+  EXPECT_NE(why[0].find("rank 1 rejected its own arguments"), std::string::npos) << why[0];
+  EXPECT_EQ(res[1], ncclInvalidArgument);
+  // Both still work afterwards.
+  ASSERT_EQ(runRanks(n, Drive::Threads,
+                     [&](int r) {
+                       return batonAllReduceWire(x[r].data(), y[r].data(), 64, ncclFloat, batonWireMxfp8, ncclSum,
+                                                 comms[r], nullptr);
+                     }),
+            "");
+  EXPECT_EQ(y[0][0], 2.f);
+}
+
+}  // namespace
+}  // namespace bt
