@@ -132,6 +132,31 @@ BATON_HD constexpr float e2m1Value(const uint8_t* values, size_t i) {
   return Fp4E2M1Format::decode((values[i / 2] >> (4 * (i & 1))) & 0xfu);
 }
 
+// Elements [begin, end) of x, times mul (and divided by div: NVFP4), rounded to nearest even into
+// Fmt: a byte each for e4m3, two per byte for e2m1 (blocks start at even elements). Loops free of
+// branches and of indexing by i / 2, so a compiler vectorizes them.
+// kFull: a whole block of that many elements (a constant trip count, which a compiler unrolls and
+// vectorizes even where the block is shorter than its vector loop's step: NVFP4's 8 pairs).
+template <typename Fmt, bool kDivide, size_t kFull = 0, typename T>
+BATON_HD void encodeBlock(const T* x, size_t begin, size_t end, float mul, float div, uint8_t* values) {
+  if (kFull) end = begin + kFull;
+  auto scaled = [&](size_t i) {
+    const float v = TypeTraits<T>::load(x[i]) * mul;
+    return kDivide ? v / div : v;
+  };
+  if (Fmt::kMantMask == Fp8E4M3Format::kMantMask && Fmt::kExpMask == Fp8E4M3Format::kExpMask) {
+    for (size_t i = begin; i < end; ++i) values[i] = uint8_t(Fmt::encode(scaled(i)));
+    return;
+  }
+  // Codes first (a plain loop), then packed two per byte.
+  uint8_t codes[32];
+  const size_t n = end - begin;
+  for (size_t i = 0; i < n; ++i) codes[i] = uint8_t(Fmt::encode(scaled(begin + i)));
+  uint8_t* pairs = values + begin / 2;
+  for (size_t j = 0; j < n / 2; ++j) pairs[j] = uint8_t(codes[2 * j] | codes[2 * j + 1] << 4);
+  if (n & 1) pairs[n / 2] = codes[n - 1];
+}
+
 }  // namespace detail
 
 // Quantizes x[0..n) of T (float, bfloat16_t, half_t) into one segment at out (wireSegmentBytes
@@ -180,46 +205,97 @@ BATON_HD uint32_t quantizeSegment(WireFormat f, const T* x, size_t n, uint8_t* o
       scales[b] = uint8_t(e + 127);
       mul = detail::pow2(-e);  // e in [-126, 126]
     }
-    for (size_t i = begin; i < end; ++i) {
-      const float v = TypeTraits<T>::load(x[i]) * mul / div;
-      if (spec.valueBits == 8) {
-        values[i] = uint8_t(detail::encodeElement<detail::Fp8E4M3Format>(v, r, i));
-      } else {
-        const uint32_t q = detail::encodeElement<detail::Fp4E2M1Format>(v, r, i);
-        values[i / 2] |= uint8_t(q << (4 * (i & 1)));
+    // One loop per case, each free of branches, so a compiler vectorizes the round-to-nearest ones.
+    if (r.stochastic) {
+      for (size_t i = begin; i < end; ++i) {
+        const float v = TypeTraits<T>::load(x[i]) * mul / div;
+        if (spec.valueBits == 8) {
+          values[i] = uint8_t(detail::encodeElement<detail::Fp8E4M3Format>(v, r, i));
+        } else {
+          const uint32_t q = detail::encodeElement<detail::Fp4E2M1Format>(v, r, i);
+          values[i / 2] |= uint8_t(q << (4 * (i & 1)));
+        }
       }
+    } else if (end - begin < spec.blockElems) {  // the partial last block
+      if (f == WireFormat::kMxfp8) detail::encodeBlock<detail::Fp8E4M3Format, false>(x, begin, end, mul, div, values);
+      else if (f == WireFormat::kMxfp4)
+        detail::encodeBlock<detail::Fp4E2M1Format, false>(x, begin, end, mul, div, values);
+      else detail::encodeBlock<detail::Fp4E2M1Format, true>(x, begin, end, mul, div, values);
+    } else if (f == WireFormat::kMxfp8) {
+      detail::encodeBlock<detail::Fp8E4M3Format, false, 32>(x, begin, end, mul, div, values);
+    } else if (f == WireFormat::kMxfp4) {
+      detail::encodeBlock<detail::Fp4E2M1Format, false, 32>(x, begin, end, mul, div, values);
+    } else {
+      detail::encodeBlock<detail::Fp4E2M1Format, true, 16>(x, begin, end, mul, div, values);
     }
   }
   return nonFinite;
 }
 
-// Element i of a segment of n elements, as a float.
+namespace detail {
+
+// A block's scale byte as a float: 2^e for MX (NaN for 0xff), the e4m3 value for NVFP4.
+BATON_HD constexpr float blockScale(WireFormat f, uint8_t s) {
+  if (f == WireFormat::kNvfp4) return Fp8E4M3Format::decode(s);
+  return s == kE8m0NaN ? bitsFloat(0x7fc00000u) : s == 0 ? 0x1p-127f : pow2(int(s) - 127);
+}
+
+}  // namespace detail
+
+// Calls sink(i, value of element i) for every element of a segment of n, block by block:
+//   MXFP8, MXFP4: element x 2^e;   NVFP4: (element x e4m3 block scale, exact) x segment scale.
+template <typename Sink>
+BATON_HD void forEachWireValue(WireFormat f, const uint8_t* seg, size_t n, Sink&& sink) {
+  const WireSpec spec = wireSpec(f);
+  const size_t blocks = wireBlocks(f, n);
+  const uint8_t* scales = seg + spec.headerBytes;
+  const uint8_t* values = scales + blocks;
+  float segScale = 1.f;
+  if (f == WireFormat::kNvfp4) memcpy(&segScale, seg, sizeof segScale);
+  for (size_t b = 0; b < blocks; ++b) {
+    const size_t begin = b * spec.blockElems, end = begin + spec.blockElems < n ? begin + spec.blockElems : n;
+    const float s = detail::blockScale(f, scales[b]);
+    if (f == WireFormat::kMxfp8) {
+      for (size_t i = begin; i < end; ++i) sink(i, detail::Fp8E4M3Format::decode(values[i]) * s);
+    } else {
+      // The block's 16 values once (the same products as wireValue's), then one lookup per element.
+      float table[16];
+      for (uint32_t c = 0; c < 16; ++c)
+        table[c] = f == WireFormat::kMxfp4 ? detail::Fp4E2M1Format::decode(c) * s
+                                           : detail::Fp4E2M1Format::decode(c) * s * segScale;
+      const uint8_t* pairs = values + begin / 2;
+      const size_t len = end - begin;
+      for (size_t j = 0; j < len / 2; ++j) {
+        sink(begin + 2 * j, table[pairs[j] & 0xfu]);
+        sink(begin + 2 * j + 1, table[pairs[j] >> 4]);
+      }
+      if (len & 1) sink(end - 1, table[pairs[len / 2] & 0xfu]);
+    }
+  }
+}
+
+// Element i of a segment of n elements, as a float (the same value forEachWireValue gives).
 BATON_HD float wireValue(WireFormat f, const uint8_t* seg, size_t n, size_t i) {
   const WireSpec spec = wireSpec(f);
   const uint8_t* scales = seg + spec.headerBytes;
   const uint8_t* values = scales + wireBlocks(f, n);
-  const uint8_t s = scales[i / spec.blockElems];
-  if (f == WireFormat::kNvfp4) {
-    float segScale;
-    memcpy(&segScale, seg, sizeof segScale);
-    return detail::e2m1Value(values, i) * detail::Fp8E4M3Format::decode(s) * segScale;  // the first product is exact
-  }
-  const float scale = s == detail::kE8m0NaN ? detail::bitsFloat(0x7fc00000u)
-                      : s == 0              ? 0x1p-127f
-                                            : detail::pow2(int(s) - 127);
-  const float v = f == WireFormat::kMxfp8 ? detail::Fp8E4M3Format::decode(values[i]) : detail::e2m1Value(values, i);
-  return v * scale;
+  const float s = detail::blockScale(f, scales[i / spec.blockElems]);
+  if (f == WireFormat::kMxfp8) return detail::Fp8E4M3Format::decode(values[i]) * s;
+  if (f == WireFormat::kMxfp4) return detail::e2m1Value(values, i) * s;
+  float segScale;
+  memcpy(&segScale, seg, sizeof segScale);
+  return detail::e2m1Value(values, i) * s * segScale;
 }
 
 // Decodes a segment: out[i] = T(value i), rounded once.
 template <typename T>
 BATON_HD void dequantizeSegment(WireFormat f, const uint8_t* seg, size_t n, T* out) {
-  for (size_t i = 0; i < n; ++i) out[i] = TypeTraits<T>::store(wireValue(f, seg, n, i));
+  forEachWireValue(f, seg, n, [out](size_t i, float v) { out[i] = TypeTraits<T>::store(v); });
 }
 
 // acc[i] += value i (fp32 accumulation, the ReduceScatter's sum).
 BATON_HD void dequantizeAdd(WireFormat f, const uint8_t* seg, size_t n, float* acc) {
-  for (size_t i = 0; i < n; ++i) acc[i] += wireValue(f, seg, n, i);
+  forEachWireValue(f, seg, n, [acc](size_t i, float v) { acc[i] += v; });
 }
 
 }  // namespace baton

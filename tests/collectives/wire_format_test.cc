@@ -11,59 +11,17 @@
 #include <vector>
 
 #include "baton/lowp.h"
-#include "block_formats.h"
 #include "collectives/harness.h"
+#include "collectives/wire_case.h"
 
 namespace bt {
 namespace {
 
-using baton::bfloat16_t;
-using baton::half_t;
-using baton::WireFormat;
-
 constexpr batonWireFormat_t kWires[] = {batonWireMxfp8, batonWireMxfp4, batonWireNvfp4};
 constexpr ncclDataType_t kTypes[] = {ncclFloat, ncclBfloat16, ncclHalf};
 
-size_t elemSize(ncclDataType_t t) { return t == ncclFloat ? 4 : 2; }
-
-float load(ncclDataType_t t, const char* p) {
-  if (t == ncclFloat) {
-    float f;
-    memcpy(&f, p, 4);
-    return f;
-  }
-  uint16_t b;
-  memcpy(&b, p, 2);
-  return t == ncclBfloat16 ? baton::toFloat(bfloat16_t{b}) : baton::toFloat(half_t{b});
-}
-
-void store(ncclDataType_t t, char* p, float v) {
-  if (t == ncclFloat) return (void)memcpy(p, &v, 4);
-  const uint16_t b = t == ncclBfloat16 ? baton::fromFloat<bfloat16_t>(v).bits : baton::fromFloat<half_t>(v).bits;
-  memcpy(p, &b, 2);
-}
-
-// count values of rank r: normal data, or integers from {0, +-1, +-2, +-3, +-4, +-6} with a 6 at the
-// start of every 16 (each block's scale is then 1 in MXFP8 and MXFP4, which carry them exactly).
-std::vector<char> input(ncclDataType_t t, size_t count, int r, bool integers) {
-  std::vector<char> v(count * elemSize(t));
-  std::mt19937 g(1000 + r);
-  std::normal_distribution<float> nd;
-  const float ints[] = {0, 1, 2, 3, 4, 6, -1, -2, -3, -4, -6};
-  for (size_t i = 0; i < count; ++i)
-    store(t, &v[i * elemSize(t)], integers ? (i % 16 == 0 ? 6.f : ints[g() % 11]) : nd(g) * (1 + (i % 97 == 0) * 50));
-  return v;
-}
-
-// Quantize -> dequantize of count elements at p, as floats (the reference's codec).
-std::vector<float> viaWire(batonWireFormat_t w, ncclDataType_t t, const char* p, size_t count) {
-  std::vector<uint8_t> seg(batonWireBytes(count, w) + 1);
-  std::vector<float> in(count), out(count);
-  for (size_t i = 0; i < count; ++i) in[i] = load(t, p + i * elemSize(t));
-  if (count) baton::quantizeSegment(WireFormat(w), in.data(), count, seg.data());
-  if (count) baton::dequantizeSegment(WireFormat(w), seg.data(), count, out.data());
-  return out;
-}
+size_t elemSize(ncclDataType_t t) { return wireElemSize(t); }
+float load(ncclDataType_t t, const char* p) { return wireLoad(t, p); }
 
 struct Ranks {
   std::vector<std::vector<char>> send, recv;
@@ -72,7 +30,7 @@ struct Ranks {
 Ranks makeRanks(int n, ncclDataType_t t, size_t sendCount, size_t recvCount, bool integers) {
   Ranks rk;
   for (int r = 0; r < n; ++r) {
-    rk.send.push_back(input(t, sendCount, r, integers));
+    rk.send.push_back(wireInputs(t, sendCount, r, integers));
     rk.recv.emplace_back(recvCount * elemSize(t) + 8, char(0x5a));  // 8 guard bytes
   }
   return rk;
@@ -102,16 +60,9 @@ TEST(WireFormat, AllGatherMatchesTheCodecPerRank) {
                              }),
                     "")
               << what;
-          for (int p = 0; p < n; ++p) {
-            const std::vector<float> ref = viaWire(w, t, rk.send[p].data(), count);
-            for (int r = 0; r < n; ++r)
-              for (size_t i = 0; i < count; ++i) {
-                char want[4];
-                store(t, want, ref[i]);
-                ASSERT_EQ(memcmp(&rk.recv[r][(p * count + i) * elemSize(t)], want, elemSize(t)), 0)
-                    << what << ": rank " << r << " block " << p << " element " << i;
-              }
-          }
+          const std::vector<char> want = wireExpected(WireColl::kAllGather, w, t, false, n, count, 0, rk.send);
+          for (int r = 0; r < n; ++r)
+            ASSERT_EQ(memcmp(rk.recv[r].data(), want.data(), want.size()), 0) << what << ": rank " << r;
           for (int r = 0; r < n; ++r) expectGuard(rk.recv[r], count * n * elemSize(t), what);
         }
 }
@@ -158,17 +109,9 @@ TEST(WireFormat, ReduceScatterSumsDecodedChunksInRankOrder) {
                       "")
                 << what;
             for (int r = 0; r < n; ++r) {
-              std::vector<float> acc(count, 0.f);
-              for (int p = 0; p < n; ++p) {
-                const std::vector<float> v = viaWire(w, t, &rk.send[p][r * count * elemSize(t)], count);
-                for (size_t i = 0; i < count; ++i) acc[i] += v[i];
-              }
-              for (size_t i = 0; i < count; ++i) {
-                char want[4];
-                store(t, want, op == ncclAvg ? acc[i] / float(n) : acc[i]);
-                ASSERT_EQ(memcmp(&rk.recv[r][i * elemSize(t)], want, elemSize(t)), 0)
-                    << what << ": rank " << r << " element " << i;
-              }
+              const std::vector<char> want =
+                  wireExpected(WireColl::kReduceScatter, w, t, op == ncclAvg, n, count, r, rk.send);
+              ASSERT_EQ(memcmp(rk.recv[r].data(), want.data(), want.size()), 0) << what << ": rank " << r;
               expectGuard(rk.recv[r], count * elemSize(t), what);
             }
           }
@@ -197,34 +140,10 @@ void checkAllReduce(const char* algo, bool inPlace) {
                 << what;
           });
           EXPECT_NE(log.find(std::string("algorithm ") + algo), std::string::npos) << what << "\n" << log;
-          std::vector<float> ref(count, 0.f);
-          if (std::string(algo) == "oneshot") {
-            for (int p = 0; p < n; ++p) {
-              const std::vector<float> v = viaWire(w, t, rk.send[p].data(), count);
-              for (size_t i = 0; i < count; ++i) ref[i] += v[i];
-            }
-          } else {
-            const size_t chunk = (count + n - 1) / n;
-            for (size_t c0 = 0; c0 < count; c0 += chunk) {
-              const size_t len = std::min(chunk, count - c0);
-              std::vector<float> acc(len, 0.f);
-              for (int p = 0; p < n; ++p) {
-                const std::vector<float> v = viaWire(w, t, &rk.send[p][c0 * elemSize(t)], len);
-                for (size_t i = 0; i < len; ++i) acc[i] += v[i];
-              }
-              std::vector<char> accT(len * 4);
-              memcpy(accT.data(), acc.data(), len * 4);
-              const std::vector<float> again = viaWire(w, ncclFloat, accT.data(), len);
-              std::copy(again.begin(), again.end(), ref.begin() + c0);
-            }
-          }
+          const WireColl coll = std::string(algo) == "oneshot" ? WireColl::kAllReduceOneShot : WireColl::kAllReduceRsag;
+          const std::vector<char> want = wireExpected(coll, w, t, false, n, count, 0, rk.send);
           for (int r = 0; r < n; ++r) {
-            for (size_t i = 0; i < count; ++i) {
-              char want[4];
-              store(t, want, ref[i]);
-              ASSERT_EQ(memcmp(&rk.recv[r][i * elemSize(t)], want, elemSize(t)), 0)
-                  << what << ": rank " << r << " element " << i;
-            }
+            ASSERT_EQ(memcmp(rk.recv[r].data(), want.data(), want.size()), 0) << what << ": rank " << r;
             ASSERT_EQ(memcmp(rk.recv[r].data(), rk.recv[0].data(), count * elemSize(t)), 0) << what;
             expectGuard(rk.recv[r], count * elemSize(t), what);
           }

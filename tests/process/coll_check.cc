@@ -10,6 +10,7 @@
 #include "collectives/alltoallv_case.h"
 #include "collectives/moe_case.h"
 #include "collectives/rank_case.h"
+#include "collectives/wire_case.h"
 
 namespace bt {
 namespace {
@@ -150,6 +151,40 @@ CheckReport runProcessChecks(ncclComm_t comm, int rank, int n, bool quick) {
         }
       }
   unsetenv("BATON_MOE_STAGE");
+  // The wire-format collectives (baton's extra, lesson 15), bit for bit against wire_case.h.
+  for (batonWireFormat_t w : {batonWireMxfp8, batonWireMxfp4, batonWireNvfp4})
+    for (WireColl coll :
+         {WireColl::kAllGather, WireColl::kReduceScatter, WireColl::kAllReduceRsag, WireColl::kAllReduceOneShot})
+      for (size_t count : {size_t(1), size_t(77), quick ? size_t(1000) : size_t(70001)}) {
+        const ncclDataType_t type = count == 77 ? ncclHalf : ncclBfloat16;
+        const std::string what = std::string("wire ") + batonWireName(w) + " collective " + std::to_string(int(coll)) +
+                                 " count " + std::to_string(count);
+        std::vector<std::vector<char>> in(n);
+        const size_t sendElems = coll == WireColl::kReduceScatter ? count * n : count;
+        for (int p = 0; p < n; ++p) in[p] = wireInputs(type, sendElems, p, false);
+        const std::vector<char> want = wireExpected(coll, w, type, false, n, count, rank, in);
+        std::vector<char> got(want.size());
+        setenv("BATON_LOWP_ALGO", coll == WireColl::kAllReduceOneShot ? "oneshot" : "rsag", 1);
+        const ncclResult_t res =
+            coll == WireColl::kAllGather
+                ? batonAllGatherWire(in[rank].data(), got.data(), count, type, w, comm, nullptr)
+            : coll == WireColl::kReduceScatter
+                ? batonReduceScatterWire(in[rank].data(), got.data(), count, type, w, ncclSum, comm, nullptr)
+                : batonAllReduceWire(in[rank].data(), got.data(), count, type, w, ncclSum, comm, nullptr);
+        unsetenv("BATON_LOWP_ALGO");
+        if (res != ncclSuccess) {
+          ++rep.failed;
+          if (rep.firstFailure.empty())
+            rep.firstFailure = what + ": " + ncclGetErrorString(res) + ": " + ncclGetLastError(comm);
+          return rep;
+        }
+        if (got == want) {
+          ++rep.passed;
+        } else {
+          if (++rep.failed <= 10) fprintf(stderr, "rank %d: FAILED %s: results differ\n", rank, what.c_str());
+          if (rep.firstFailure.empty()) rep.firstFailure = what + ": results differ";
+        }
+      }
   return rep;
 }
 

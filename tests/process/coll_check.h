@@ -20,8 +20,9 @@ struct CheckReport {
 // {0, 1, 7, 1023} x roots {0, n/2, n-1} x in/out of place, then the large count (>= 4 MiB, odd;
 // root n-1) for float sum, int8 avg, bfloat16 max and double PreMulSum. quick: float, int8, half,
 // f8e5m2 and no large count. Then AlltoAllv with uneven and zero counts (units 1 and 777, and
-// 70001 unless quick), and MoE dispatch + combine and their backward passes on both stages (float and bfloat16; top-8
-// unless quick). Stops early only if an NCCL call fails (the communicator is then unusable); data mismatches are
+// 70001 unless quick), MoE dispatch + combine and their backward passes on both stages (float and bfloat16; top-8
+// unless quick), and the wire-format collectives (MXFP8, MXFP4, NVFP4; AllGather, ReduceScatter, AllReduce
+// rsag and oneshot; bfloat16 and half). Stops early only if an NCCL call fails (the communicator is then unusable); data mismatches are
 // counted.
 CheckReport runProcessChecks(ncclComm_t comm, int rank, int nranks, bool quick);
 

@@ -289,6 +289,8 @@ void printExplain(const Options& opt, ncclComm_t comm, int nranks);
 
 // The single-thread memcpy bandwidth of this run: 64 MiB, one warm-up, median of 5, GB/s (report.cc).
 double measureMemcpy();
+// "8", "64K", "1M", "2G", "4KB", "1MiB": binary units. False if not a size or if it overflows.
+bool parseSize(const std::string& s, size_t* out);
 
 // The ranks of a fused or MoE run: this process's rank and count from the launcher's environment
 // (baton/launch.h), `threads` thread ranks each, one communicator per thread rank. False (after a
@@ -326,5 +328,9 @@ int runFusedBench(int argc, char** argv);
 
 // baton-perf moe ...: MoE dispatch and combine per stage (moe_bench.cc).
 int runMoeBench(int argc, char** argv);
+
+// baton-perf --wire FORMATS ...: the wire-format collectives beside the plain one (wire_bench.cc).
+bool isWireRun(int argc, char** argv);
+int runWireBench(int argc, char** argv);
 
 }  // namespace batonperf

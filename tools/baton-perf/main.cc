@@ -114,6 +114,7 @@ double wrongIn(const std::vector<Row>& rows) {
 int main(int argc, char** argv) {
   if (argc > 1 && isFusedOp(argv[1])) return runFusedBench(argc, argv);
   if (argc > 1 && std::string(argv[1]) == "moe") return runMoeBench(argc, argv);
+  if (isWireRun(argc, argv)) return runWireBench(argc, argv);
   Options opt;
   if (int rc = parseOptions(argc, argv, &opt); rc >= 0) return rc;
 

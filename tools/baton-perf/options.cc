@@ -10,9 +10,7 @@
 #include "baton_perf.h"
 
 namespace batonperf {
-namespace {
 
-// "8", "64K", "1M", "2G", "4KB", "1MiB": binary units. False if not a size or if it overflows.
 bool parseSize(const std::string& s, size_t* out) {
   if (s.empty() || s[0] < '0' || s[0] > '9') return false;
   errno = 0;
@@ -32,6 +30,8 @@ bool parseSize(const std::string& s, size_t* out) {
   *out = size_t(v << shift);
   return true;
 }
+
+namespace {
 
 std::vector<std::string> splitList(const std::string& s) {
   std::vector<std::string> out;
