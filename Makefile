@@ -168,7 +168,7 @@ EXAMPLES := $(patsubst examples/%.c,$(BINDIR)/examples/%,$(EXAMPLE_SRCS)) \
 examples: $(EXAMPLES)
 $(BINDIR)/examples/%: examples/%.c include/nccl.h $(SO) $(LIBDIR)/libnccl.so
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -D_POSIX_C_SOURCE=200809L -O2 $(WARN) -Iinclude $< -o $@ -L$(LIBDIR) -Wl,-rpath,'$$ORIGIN/../../../lib' -lnccl -pthread
+	$(CC) -std=c11 -D_POSIX_C_SOURCE=200809L -O2 $(WARN) -Iinclude $< -o $@ -L$(LIBDIR) -Wl,-rpath,'$$ORIGIN/../../../lib' -lnccl -pthread -lm
 $(BINDIR)/examples/%: examples/%.cc include/nccl.h include/baton/device.h $(SO) $(LIBDIR)/libnccl.so
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++20 -O2 $(WARN) -Iinclude $< -o $@ -L$(LIBDIR) -Wl,-rpath,'$$ORIGIN/../../../lib' -lnccl -pthread

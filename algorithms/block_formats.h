@@ -32,6 +32,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "datatypes.h"
 
@@ -128,6 +129,12 @@ BATON_HD constexpr uint32_t nvfp4BlockScale(float target) {
   return c < Fp8E4M3Format::kMaxFinite ? c : Fp8E4M3Format::kMaxFinite;
 }
 
+// A block's scale byte as a float: 2^e for MX (NaN for 0xff), the e4m3 value for NVFP4.
+BATON_HD constexpr float blockScale(WireFormat f, uint8_t s) {
+  if (f == WireFormat::kNvfp4) return Fp8E4M3Format::decode(s);
+  return s == kE8m0NaN ? bitsFloat(0x7fc00000u) : s == 0 ? 0x1p-127f : pow2(int(s) - 127);
+}
+
 BATON_HD constexpr float e2m1Value(const uint8_t* values, size_t i) {
   return Fp4E2M1Format::decode((values[i / 2] >> (4 * (i & 1))) & 0xfu);
 }
@@ -159,6 +166,27 @@ BATON_HD void encodeBlock(const T* x, size_t begin, size_t end, float mul, float
 
 }  // namespace detail
 
+}  // namespace baton
+
+// The AVX2 block codecs (host x86 only; they need WireFormat and the formats above).
+#include "block_formats_x86.h"
+
+namespace baton {
+
+namespace detail {
+
+// Whether this build and CPU encode and decode whole blocks of T eight elements at a time.
+template <typename T>
+BATON_HD bool wideBlocks() {
+#if defined(BATON_REDUCE_X86)
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, bfloat16_t> || std::is_same_v<T, half_t>)
+    return wideNarrowReduce();
+#endif
+  return false;
+}
+
+}  // namespace detail
+
 // Quantizes x[0..n) of T (float, bfloat16_t, half_t) into one segment at out (wireSegmentBytes
 // bytes). Returns how many blocks held a NaN or an infinity (each now decodes to NaN).
 template <typename T>
@@ -170,19 +198,35 @@ BATON_HD uint32_t quantizeSegment(WireFormat f, const T* x, size_t n, uint8_t* o
   uint8_t* values = scales + blocks;
   const size_t valueBytes = (n * spec.valueBits + 7) / 8;
   for (size_t i = blocks + valueBytes + spec.headerBytes; i < wireSegmentBytes(f, n); ++i) out[i] = 0;  // padding
-  if (spec.valueBits == 4)
-    for (size_t i = 0; i < valueBytes; ++i) values[i] = 0;
+  const bool wide = !r.stochastic && detail::wideBlocks<T>();
+  const size_t fullBlocks = n / spec.blockElems;
   float segScale = 1.f;
   if (f == WireFormat::kNvfp4) {
-    const float amax = detail::bitsFloat(detail::absMaxBits(x, 0, n, true));
+    uint32_t amaxBits = detail::absMaxBits(x, wide ? fullBlocks * spec.blockElems : 0, n, true);
+#if defined(BATON_REDUCE_X86)
+    if (wide) {
+      const uint32_t head = x86::finiteAbsMaxWide(x, fullBlocks * spec.blockElems / 8);
+      amaxBits = head > amaxBits ? head : amaxBits;
+    }
+#endif
+    const float amax = detail::bitsFloat(amaxBits);
     segScale = amax > 0.f ? amax / (6.f * 448.f) : 1.f;
     segScale = segScale < 0x1p-126f ? 0x1p-126f : segScale;
     memcpy(out, &segScale, sizeof segScale);
   }
   uint32_t nonFinite = 0;
-  for (size_t b = 0; b < blocks; ++b) {
+  size_t firstBlock = 0;  // the whole blocks the AVX2 codecs took, if they did
+#if defined(BATON_REDUCE_X86)
+  if (wide) {
+    nonFinite = x86::quantizeBlocksWide(f, x, fullBlocks, segScale, scales, values);
+    firstBlock = fullBlocks;
+  }
+#endif
+  for (size_t b = firstBlock; b < blocks; ++b) {
     const size_t begin = b * spec.blockElems, end = begin + spec.blockElems < n ? begin + spec.blockElems : n;
     const uint32_t amaxBits = detail::absMaxBits(x, begin, end, false);
+    if (spec.valueBits == 4)  // stochastic rounding and NaN blocks OR into or skip their bytes
+      for (size_t i = begin / 2; i < (end + 1) / 2; ++i) values[i] = 0;
     if (amaxBits >= 0x7f800000u) {  // inf or NaN: the block decodes to NaN
       ++nonFinite;
       scales[b] = f == WireFormat::kNvfp4 ? detail::kNvfp4ScaleNaN : detail::kE8m0NaN;
@@ -206,6 +250,7 @@ BATON_HD uint32_t quantizeSegment(WireFormat f, const T* x, size_t n, uint8_t* o
       mul = detail::pow2(-e);  // e in [-126, 126]
     }
     // One loop per case, each free of branches, so a compiler vectorizes the round-to-nearest ones.
+    const bool full = end - begin == spec.blockElems;
     if (r.stochastic) {
       for (size_t i = begin; i < end; ++i) {
         const float v = TypeTraits<T>::load(x[i]) * mul / div;
@@ -216,7 +261,7 @@ BATON_HD uint32_t quantizeSegment(WireFormat f, const T* x, size_t n, uint8_t* o
           values[i / 2] |= uint8_t(q << (4 * (i & 1)));
         }
       }
-    } else if (end - begin < spec.blockElems) {  // the partial last block
+    } else if (!full) {  // the partial last block
       if (f == WireFormat::kMxfp8) detail::encodeBlock<detail::Fp8E4M3Format, false>(x, begin, end, mul, div, values);
       else if (f == WireFormat::kMxfp4)
         detail::encodeBlock<detail::Fp4E2M1Format, false>(x, begin, end, mul, div, values);
@@ -234,47 +279,57 @@ BATON_HD uint32_t quantizeSegment(WireFormat f, const T* x, size_t n, uint8_t* o
 
 namespace detail {
 
-// A block's scale byte as a float: 2^e for MX (NaN for 0xff), the e4m3 value for NVFP4.
-BATON_HD constexpr float blockScale(WireFormat f, uint8_t s) {
-  if (f == WireFormat::kNvfp4) return Fp8E4M3Format::decode(s);
-  return s == kE8m0NaN ? bitsFloat(0x7fc00000u) : s == 0 ? 0x1p-127f : pow2(int(s) - 127);
-}
-
-}  // namespace detail
-
-// Calls sink(i, value of element i) for every element of a segment of n, block by block:
+// Calls sink(i, value of element i) for the elements [begin, end) of one block whose scale is s:
 //   MXFP8, MXFP4: element x 2^e;   NVFP4: (element x e4m3 block scale, exact) x segment scale.
 template <typename Sink>
-BATON_HD void forEachWireValue(WireFormat f, const uint8_t* seg, size_t n, Sink&& sink) {
+BATON_HD void decodeBlock(WireFormat f, const uint8_t* values, size_t begin, size_t end, float s, float segScale,
+                          Sink&& sink) {
+  if (f == WireFormat::kMxfp8) {
+    for (size_t i = begin; i < end; ++i) sink(i, Fp8E4M3Format::decode(values[i]) * s);
+    return;
+  }
+  // The block's 16 values once (the same products as wireValue's), then one lookup per element.
+  float table[16];
+  for (uint32_t c = 0; c < 16; ++c)
+    table[c] = f == WireFormat::kMxfp4 ? Fp4E2M1Format::decode(c) * s : Fp4E2M1Format::decode(c) * s * segScale;
+  const uint8_t* pairs = values + begin / 2;
+  const size_t len = end - begin;
+  for (size_t j = 0; j < len / 2; ++j) {
+    sink(begin + 2 * j, table[pairs[j] & 0xfu]);
+    sink(begin + 2 * j + 1, table[pairs[j] >> 4]);
+  }
+  if (len & 1) sink(end - 1, table[pairs[len / 2] & 0xfu]);
+}
+
+// Decodes a segment block by block: whole blocks eight at a time where the CPU can (into T, or
+// added to fp32 when kAdd), the rest through decodeBlock.
+template <bool kAdd, typename T>
+BATON_HD void decodeSegment(WireFormat f, const uint8_t* seg, size_t n, T* out) {
   const WireSpec spec = wireSpec(f);
   const size_t blocks = wireBlocks(f, n);
   const uint8_t* scales = seg + spec.headerBytes;
   const uint8_t* values = scales + blocks;
   float segScale = 1.f;
   if (f == WireFormat::kNvfp4) memcpy(&segScale, seg, sizeof segScale);
-  for (size_t b = 0; b < blocks; ++b) {
+  size_t firstBlock = 0;  // the whole blocks the AVX2 codecs took, if they did
+#if defined(BATON_REDUCE_X86)
+  if (wideBlocks<T>()) {
+    firstBlock = n / spec.blockElems;
+    x86::decodeBlocksWide<T, kAdd>(f, scales, values, firstBlock, segScale, out);
+  }
+#endif
+  for (size_t b = firstBlock; b < blocks; ++b) {
     const size_t begin = b * spec.blockElems, end = begin + spec.blockElems < n ? begin + spec.blockElems : n;
-    const float s = detail::blockScale(f, scales[b]);
-    if (f == WireFormat::kMxfp8) {
-      for (size_t i = begin; i < end; ++i) sink(i, detail::Fp8E4M3Format::decode(values[i]) * s);
-    } else {
-      // The block's 16 values once (the same products as wireValue's), then one lookup per element.
-      float table[16];
-      for (uint32_t c = 0; c < 16; ++c)
-        table[c] = f == WireFormat::kMxfp4 ? detail::Fp4E2M1Format::decode(c) * s
-                                           : detail::Fp4E2M1Format::decode(c) * s * segScale;
-      const uint8_t* pairs = values + begin / 2;
-      const size_t len = end - begin;
-      for (size_t j = 0; j < len / 2; ++j) {
-        sink(begin + 2 * j, table[pairs[j] & 0xfu]);
-        sink(begin + 2 * j + 1, table[pairs[j] >> 4]);
-      }
-      if (len & 1) sink(end - 1, table[pairs[len / 2] & 0xfu]);
-    }
+    const float s = blockScale(f, scales[b]);
+    if constexpr (kAdd) decodeBlock(f, values, begin, end, s, segScale, [out](size_t i, float v) { out[i] += v; });
+    else
+      decodeBlock(f, values, begin, end, s, segScale, [out](size_t i, float v) { out[i] = TypeTraits<T>::store(v); });
   }
 }
 
-// Element i of a segment of n elements, as a float (the same value forEachWireValue gives).
+}  // namespace detail
+
+// Element i of a segment of n elements, as a float (the same value the segment decoders give).
 BATON_HD float wireValue(WireFormat f, const uint8_t* seg, size_t n, size_t i) {
   const WireSpec spec = wireSpec(f);
   const uint8_t* scales = seg + spec.headerBytes;
@@ -290,12 +345,12 @@ BATON_HD float wireValue(WireFormat f, const uint8_t* seg, size_t n, size_t i) {
 // Decodes a segment: out[i] = T(value i), rounded once.
 template <typename T>
 BATON_HD void dequantizeSegment(WireFormat f, const uint8_t* seg, size_t n, T* out) {
-  forEachWireValue(f, seg, n, [out](size_t i, float v) { out[i] = TypeTraits<T>::store(v); });
+  detail::decodeSegment<false>(f, seg, n, out);
 }
 
 // acc[i] += value i (fp32 accumulation, the ReduceScatter's sum).
 BATON_HD void dequantizeAdd(WireFormat f, const uint8_t* seg, size_t n, float* acc) {
-  forEachWireValue(f, seg, n, [acc](size_t i, float v) { acc[i] += v; });
+  detail::decodeSegment<true>(f, seg, n, acc);
 }
 
 }  // namespace baton

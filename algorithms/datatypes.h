@@ -64,6 +64,9 @@ BATON_HD constexpr uint32_t select(bool c, uint32_t a, uint32_t b) {
 // block_formats.h catch NaN before an element is encoded).
 template <int kExpBits, int kMantBits, bool kHasInf, bool kHasNaN = true>
 struct NarrowFloat {
+  static constexpr int kMantissaBits = kMantBits;
+  static constexpr bool kHasInfinity = kHasInf;
+  static constexpr bool kHasNaNCode = kHasNaN && !kHasInf;  // the FN style's single NaN code
   static constexpr int kBias = (1 << (kExpBits - 1)) - 1;
   static constexpr uint32_t kSignBit = 1u << (kExpBits + kMantBits);
   static constexpr uint32_t kExpMask = ((1u << kExpBits) - 1u) << kMantBits;

@@ -66,7 +66,7 @@ BATON_WIDE __m256 widen8(const void* p) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(w), 16));
 }
 
-// 8 floats narrowed to half or bfloat16, stored at `out` (16-byte aligned: a stack tile).
+// 8 floats narrowed to half or bfloat16, stored at `out`.
 template <typename T>
 BATON_WIDE void narrow8(__m256 f, T* out) {
   __m128i w;
@@ -84,7 +84,7 @@ BATON_WIDE void narrow8(__m256 f, T* out) {
     // 8 x 32-bit -> 8 x 16-bit in order (packs work per 128-bit lane; the permute joins the lanes)
     w = _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08));
   }
-  _mm_store_si128(reinterpret_cast<__m128i*>(out), w);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), w);
 }
 
 // fp8 goes through half, 16 elements in 16-bit lanes: every fp8 value is a half, and the half's

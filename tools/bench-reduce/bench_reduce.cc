@@ -3,7 +3,9 @@
 // (algorithms/reduce_x86.h) and through the element loop every type had before it, beside float,
 // int8 and a memcpy of the same bytes. Issue 42 asks for the codecs' element rate next to the
 // AllReduce figures (docs/perf.md). Medians of --repeats timings of --count elements (in cache by
-// default, 64 Ki; pass a larger count for memory).
+// default, 64 Ki; pass a larger count for memory). Then the wire formats' codecs
+// (algorithms/block_formats.h, lesson 15) on bfloat16 data: quantize, dequantize, and the
+// decode-and-add a ReduceScatter does per rank.
 //
 //   build/bin/bench-reduce [--count N] [--repeats R]
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include <cstring>
 #include <vector>
 
+#include "block_formats.h"
 #include "reduce_ops.h"
 
 namespace {
@@ -89,5 +92,23 @@ int main(int argc, char** argv) {
   row<half_t>("half", n, repeats);
   row<fp8e4m3_t>("f8e4m3", n, repeats);
   row<fp8e5m2_t>("f8e5m2", n, repeats);
+  printf(
+      "# wire codecs on bfloat16, %zu elements (Gelem/s): quantize, dequantize to bfloat16, decode-and-add to fp32\n",
+      n);
+  std::vector<bfloat16_t> x(n);
+  std::vector<float> acc(n, 0.f);
+  for (size_t i = 0; i < n; ++i) x[i] = fromFloat<bfloat16_t>(float(int(i * 37 % 255) - 127) / 64.f);
+  for (WireFormat f : {WireFormat::kMxfp8, WireFormat::kMxfp4, WireFormat::kNvfp4}) {
+    std::vector<uint8_t> seg(wireSegmentBytes(f, n));
+    std::vector<bfloat16_t> back(n);
+    const double q = medianSeconds(repeats, [&] { quantizeSegment(f, x.data(), n, seg.data()); });
+    const double d = medianSeconds(repeats, [&] { dequantizeSegment(f, seg.data(), n, back.data()); });
+    const double a = medianSeconds(repeats, [&] { dequantizeAdd(f, seg.data(), n, acc.data()); });
+    printf("  %-7s %9.2f %9.2f %9.2f\n",
+           f == WireFormat::kMxfp8   ? "mxfp8"
+           : f == WireFormat::kMxfp4 ? "mxfp4"
+                                     : "nvfp4",
+           n / q / 1e9, n / d / 1e9, n / a / 1e9);
+  }
   return 0;
 }

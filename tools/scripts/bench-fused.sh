@@ -5,7 +5,9 @@
 # as a network does: what the decomposed, fused and optimized stages can hide behind the GEMM.
 #
 #   tools/scripts/bench-fused.sh [--rate 1gbit] [--op ag_gemm] [--no-pin] [BATON-PERF ARGS...]
+#   tools/scripts/bench-fused.sh [--rate 1gbit] --wire mxfp8,mxfp4,nvfp4 [BATON-PERF ARGS...]
 #
+# --wire: lesson 15's wire formats instead (baton-perf --wire), over the same slowed link.
 # Defaults: --op ag_gemm, baton-perf's arguments -M 1024,2048 -N 256 -K 1024 -n 3 -w 1 -r 3
 # (about as long on the link as in the GEMM at 1 gbit). Prints baton-perf's table (rank 0): the GEMMs
 # alone, the collective alone over the slowed link, and every stage, with best/naive. Brings the
@@ -18,12 +20,14 @@ while (($#)); do
   case $1 in
     --rate) RATE=$2; shift 2 ;;
     --op) OP=$2; shift 2 ;;
+    --wire) OP=--wire; ARGS=("$2" "${ARGS[@]}"); shift 2 ;;
     --no-pin) PIN=0; shift ;;
-    -h|--help) sed -n '2,13s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) ARGS+=("$1"); shift ;;
   esac
 done
 ((${#ARGS[@]})) || ARGS=(-M 1024,2048 -N 256 -K 1024 -n 3 -w 1 -r 3)
+[[ $OP == --wire ]] && ((${#ARGS[@]} == 1)) && ARGS+=(-b 4M -e 64M -f 4 -n 2 -w 1 -r 3)
 export BATON_NETNS_PREFIX=bf
 NETNS=tests/net/netns.sh
 if ! reason=$("$NETNS" check 2>&1); then echo "bench-fused.sh: cannot make hosts here: $reason" >&2; exit 77; fi
