@@ -45,13 +45,18 @@ ncclResult_t algoFromEnv(const char* fn, WireOp op, WireFormat wire, size_t coun
   return ncclSuccess;
 }
 
-ncclResult_t fromEnv(const char* fn, WireStage* stage, bool* stochastic) {
+ncclResult_t fromEnv(const char* fn, WireStage* stage, size_t* pieceBytes, bool* stochastic) {
   const std::string s = envStr("BATON_LOWP_STAGE", "auto");
-  if (s != "auto" && s != "naive")
+  if (s != "auto" && s != "naive" && s != "pipelined")
     return batonError(ncclInvalidArgument,
-                      "%s: BATON_LOWP_STAGE=%s is not a stage (naive or auto; the optimized stage is not built yet)",
+                      "%s: BATON_LOWP_STAGE=%s is not a stage (naive, pipelined or auto; the optimized stage is not "
+                      "built yet)",
                       fn, s.c_str());
-  *stage = WireStage::kNaive;
+  *stage = s == "naive" ? WireStage::kNaive : WireStage::kPipelined;
+  const int64_t piece = envInt("BATON_LOWP_PIECE", 1 << 20, EnvLog::kQuiet);
+  if (piece < 1)
+    return batonError(ncclInvalidArgument, "%s: BATON_LOWP_PIECE=%lld is not a positive size", fn, (long long)piece);
+  *pieceBytes = size_t(piece);
   const std::string r = envStr("BATON_LOWP_ROUNDING", "nearest");
   if (r != "nearest" && r != "stochastic")
     return batonError(ncclInvalidArgument, "%s: BATON_LOWP_ROUNDING=%s is not a rounding (nearest or stochastic)", fn,
@@ -93,12 +98,12 @@ ncclResult_t checkLocal(WireCall* c, WireOp op, const void* sendbuff, void* recv
     return batonError(ncclInvalidArgument, "%s: count %zu x %zu ranks x %zu bytes overflows", fn, count, n, elem);
   if (count && !sendbuff) return batonError(ncclInvalidArgument, "%s: sendbuff is NULL with count %zu", fn, count);
   if (count && !recvbuff) return batonError(ncclInvalidArgument, "%s: recvbuff is NULL with count %zu", fn, count);
-  BATON_CHECK(fromEnv(fn, &c->stage, &c->stochastic));
+  BATON_CHECK(fromEnv(fn, &c->stage, &c->pieceBytes, &c->stochastic));
   return algoFromEnv(fn, op, c->wire, count, &c->algo);
 }
 
 // What the ranks must agree on, one word each; kVersion changes with the wire layout.
-enum AgreeWord { kVersion, kOp, kCount, kType, kWire, kAvg, kAlgo, kStage, kStochastic, kStatus, kWords };
+enum AgreeWord { kVersion, kOp, kCount, kType, kWire, kAvg, kAlgo, kStage, kStochastic, kPiece, kStatus, kWords };
 constexpr uint64_t kWireLayoutVersion = 1;
 
 }  // namespace
@@ -110,6 +115,10 @@ const char* wireFormatName(WireFormat f) {
     case WireFormat::kNvfp4: return "nvfp4";
     default: return "unknown";
   }
+}
+
+const char* wireStageName(WireStage s) {
+  return s == WireStage::kNaive ? "naive" : s == WireStage::kPipelined ? "pipelined" : "unknown";
 }
 
 const char* wireAlgoName(WireAlgo a) {
@@ -138,7 +147,7 @@ ncclResult_t beginWireCall(WireCall* call, ncclComm* comm, const char* fn, WireO
   c.seed = detail::mix64((uint64_t)envInt("BATON_LOWP_SEED", 0, EnvLog::kQuiet) ^ detail::mix64(comm->wireCalls++));
   const uint64_t mine[kWords] = {
       kWireLayoutVersion, (uint64_t)op,      count,        (uint64_t)type, (uint64_t)wire, c.avg,
-      (uint64_t)c.algo,   (uint64_t)c.stage, c.stochastic, (uint64_t)local};
+      (uint64_t)c.algo,   (uint64_t)c.stage, c.stochastic, c.pieceBytes,   (uint64_t)local};
   if (c.nRanks > 1) {
     std::vector<uint64_t> all((size_t)kWords * c.nRanks);
     Task t = collTask(kFuncAllGather, mine, all.data(), sizeof(mine), ncclInt8);
@@ -157,22 +166,23 @@ ncclResult_t beginWireCall(WireCall* call, ncclComm* comm, const char* fn, WireO
       return batonError(ncclInvalidUsage,
                         "%s: ranks disagree: rank %d called %s with count %" PRIu64
                         ", %s, wire %s, %s, "
-                        "algorithm %s, %s rounding, layout v%" PRIu64
-                        "; rank %d (this one) %s with count %zu, %s, "
-                        "wire %s, %s, algorithm %s, %s rounding, layout v%" PRIu64,
+                        "algorithm %s, stage %s (pieces of %" PRIu64 " bytes), %s rounding, layout v%" PRIu64
+                        "; rank %d (this one) %s with count %zu, %s, wire %s, %s, algorithm %s, stage %s (pieces of "
+                        "%zu bytes), %s rounding, layout v%" PRIu64,
                         fn, r, opName((WireOp)w[kOp]), w[kCount],
                         w[kType] < ncclNumTypes ? typeName((ncclDataType_t)w[kType]) : "?",
                         wireFormatName((WireFormat)w[kWire]), w[kAvg] ? "avg" : "sum", wireAlgoName((WireAlgo)w[kAlgo]),
-                        w[kStochastic] ? "stochastic" : "nearest", w[kVersion], c.rank, opName(op), count,
-                        typeName(type), wireFormatName(c.wire), c.avg ? "avg" : "sum", wireAlgoName(c.algo),
+                        wireStageName((WireStage)w[kStage]), w[kPiece], w[kStochastic] ? "stochastic" : "nearest",
+                        w[kVersion], c.rank, opName(op), count, typeName(type), wireFormatName(c.wire),
+                        c.avg ? "avg" : "sum", wireAlgoName(c.algo), wireStageName(c.stage), c.pieceBytes,
                         c.stochastic ? "stochastic" : "nearest", kWireLayoutVersion);
     }
   } else if (local != ncclSuccess) {
     return local;
   }
-  BATON_INFO(kSubColl, "%s: %zu %s elements as %s (%zu bytes per segment), stage naive, algorithm %s, %d ranks", fn,
-             count, typeName(type), wireFormatName(c.wire), wireSegmentBytes(c.wire, count), wireAlgoName(c.algo),
-             c.nRanks);
+  BATON_INFO(kSubColl, "%s: %zu %s elements as %s (%zu bytes per segment), stage %s, algorithm %s, %d ranks", fn, count,
+             typeName(type), wireFormatName(c.wire), wireSegmentBytes(c.wire, count), wireStageName(c.stage),
+             wireAlgoName(c.algo), c.nRanks);
   *call = c;
   return ncclSuccess;
 }

@@ -17,7 +17,8 @@ enum class WireOp : int { kAllGather = 1, kAllGatherPacked, kReduceScatter, kAll
 // How the bytes move: AllGather's one all-gather; ReduceScatter's AlltoAll of quantized chunks;
 // AllReduce as that ReduceScatter plus an all-gather of the requantized sums, or one-shot.
 enum class WireAlgo : int { kGather = 1, kAlltoAll, kRsAg, kOneShot };
-enum class WireStage : int { kNaive = 1 };
+// naive: quantize, move, decode, one after the other; pipelined: the same per piece, pieces overlapped.
+enum class WireStage : int { kNaive = 1, kPipelined = 2 };
 
 struct WireCall {
   ncclComm* comm = nullptr;
@@ -31,7 +32,8 @@ struct WireCall {
   size_t count = 0;  // AllGather: sendcount; ReduceScatter: recvcount; AllReduce: count
   int rank = 0, nRanks = 1;
   bool stochastic = false;
-  uint64_t seed = 0;  // this call's: BATON_LOWP_SEED mixed with the call's number
+  size_t pieceBytes = 0;  // the pipelined stage's piece, in the data's bytes (BATON_LOWP_PIECE)
+  uint64_t seed = 0;      // this call's: BATON_LOWP_SEED mixed with the call's number
   FusedScratch* scratch = nullptr;
 
   // Rounding for the segment this rank quantizes as its `segment`-th (a distinct stream per rank,
@@ -49,10 +51,17 @@ ncclResult_t beginWireCall(WireCall* call, ncclComm* comm, const char* fn, WireO
 
 const char* wireFormatName(WireFormat f);
 const char* wireAlgoName(WireAlgo a);
+const char* wireStageName(WireStage s);
 
 // The collectives of the naive stage (src/lowp/wire_naive.cc).
 ncclResult_t wireAllGatherNaive(const WireCall& c, const void* sendbuff, void* recvbuff, bool packed);
 ncclResult_t wireReduceScatterNaive(const WireCall& c, const void* sendbuff, void* recvbuff);
 ncclResult_t wireAllReduceNaive(const WireCall& c, const void* sendbuff, void* recvbuff);
+
+// The pipelined stage (src/lowp/wire_pipelined.cc): elements per piece (pieceBytes of the data,
+// rounded down to a multiple of 32 x nRanks, at least that), and the collectives.
+size_t wirePieceElems(const WireCall& c);
+ncclResult_t wireAllGatherPipelined(const WireCall& c, const void* sendbuff, void* recvbuff, bool packed);
+ncclResult_t wireReducePipelined(const WireCall& c, const void* sendbuff, void* recvbuff, bool requantize);
 
 }  // namespace baton

@@ -108,4 +108,32 @@ inline std::vector<char> wireExpected(WireColl coll, batonWireFormat_t w, ncclDa
   return out;
 }
 
+// The pipelined stage's result: wireExpected on each piece of pieceBytes of data (rounded down to a
+// multiple of 32 x n elements, at least that), as src/lowp/wire_pipelined.cc cuts them.
+inline std::vector<char> wireExpectedPieces(WireColl coll, batonWireFormat_t w, ncclDataType_t t, bool avg, int n,
+                                            size_t count, int r, const std::vector<std::vector<char>>& inputs,
+                                            size_t pieceBytes) {
+  if (coll == WireColl::kAllReduceOneShot) return wireExpected(coll, w, t, avg, n, count, r, inputs);
+  const size_t es = wireElemSize(t), unit = 32 * size_t(n);
+  const size_t per = std::max(unit, pieceBytes / es / unit * unit);
+  std::vector<char> out(wireExpected(coll, w, t, avg, n, count, r, inputs).size());
+  for (size_t b = 0; b < count; b += per) {
+    const size_t len = std::min(per, count - b);
+    std::vector<std::vector<char>> sliced(n);
+    for (int p = 0; p < n; ++p) {
+      if (coll == WireColl::kReduceScatter)  // every destination's part of this piece
+        for (int q = 0; q < n; ++q)
+          sliced[p].insert(sliced[p].end(), inputs[p].begin() + (q * count + b) * es,
+                           inputs[p].begin() + (q * count + b + len) * es);
+      else sliced[p].assign(inputs[p].begin() + b * es, inputs[p].begin() + (b + len) * es);
+    }
+    const std::vector<char> part = wireExpected(coll, w, t, avg, n, len, r, sliced);
+    if (coll == WireColl::kAllGather)
+      for (int p = 0; p < n; ++p)
+        std::copy(part.begin() + p * len * es, part.begin() + (p + 1) * len * es, out.begin() + (p * count + b) * es);
+    else std::copy(part.begin(), part.end(), out.begin() + b * es);
+  }
+  return out;
+}
+
 }  // namespace bt

@@ -45,6 +45,8 @@ std::string caseName(batonWireFormat_t w, ncclDataType_t t, int n, size_t count)
          std::to_string(count);
 }
 
+// The tests above the pipelined one run at sizes below one default piece (1 MiB), where both stages
+// give the naive stage's result.
 TEST(WireFormat, AllGatherMatchesTheCodecPerRank) {
   for (int n : {1, 2, 3, 4})
     for (batonWireFormat_t w : kWires)
@@ -249,6 +251,45 @@ TEST(WireFormat, StochasticRoundingStaysWithinAStepAndAgreesAcrossRanks) {
     for (int r = 1; r < n; ++r) ASSERT_EQ(memcmp(&rk.recv[r][i * 4], &rk.recv[0][i * 4], 4), 0);
   }
   EXPECT_GT(differ, count / 10) << "stochastic rounding changed too few results to have run";
+}
+
+// The pipelined stage over pieces of 512 bytes: several pieces and a short last one, each collective,
+// against the naive stage's result on each piece; the INFO line names the stage.
+TEST(WireFormat, PipelinedStageMatchesTheNaiveStagePerPiece) {
+  ScopedEnv env(
+      ScopedEnv::Vars{{"BATON_LOWP_STAGE", "pipelined"}, {"BATON_LOWP_PIECE", "512"}, {"BATON_LOWP_ALGO", "rsag"}});
+  for (int n : {2, 3})
+    for (batonWireFormat_t w : kWires)
+      for (WireColl coll : {WireColl::kAllGather, WireColl::kReduceScatter, WireColl::kAllReduceRsag})
+        for (size_t count : {size_t(100), size_t(1000), size_t(2049)}) {
+          const ncclDataType_t t = ncclBfloat16;
+          const std::string what = caseName(w, t, n, count) + " collective " + std::to_string(int(coll));
+          const size_t sendElems = coll == WireColl::kReduceScatter ? count * n : count;
+          const size_t recvElems = coll == WireColl::kAllGather ? count * n : count;
+          Ranks rk = makeRanks(n, t, sendElems, recvElems, false);
+          const Comms& comms = cachedComms(n);
+          const std::string log = captureLog("COLL", [&] {
+            ASSERT_EQ(runRanks(n, Drive::Threads,
+                               [&](int r) {
+                                 void* d = rk.recv[r].data();
+                                 const void* s = rk.send[r].data();
+                                 if (coll == WireColl::kAllGather)
+                                   return batonAllGatherWire(s, d, count, t, w, comms[r], nullptr);
+                                 if (coll == WireColl::kReduceScatter)
+                                   return batonReduceScatterWire(s, d, count, t, w, ncclAvg, comms[r], nullptr);
+                                 return batonAllReduceWire(s, d, count, t, w, ncclSum, comms[r], nullptr);
+                               }),
+                      "")
+                << what;
+          });
+          EXPECT_NE(log.find("stage pipelined"), std::string::npos) << what << "\n" << log;
+          for (int r = 0; r < n; ++r) {
+            const std::vector<char> want =
+                wireExpectedPieces(coll, w, t, coll == WireColl::kReduceScatter, n, count, r, rk.send, 512);
+            ASSERT_EQ(memcmp(rk.recv[r].data(), want.data(), want.size()), 0) << what << ": rank " << r;
+            expectGuard(rk.recv[r], recvElems * elemSize(t), what);
+          }
+        }
 }
 
 TEST(WireFormat, BadInputNamesTheArgument) {

@@ -162,9 +162,11 @@ CheckReport runProcessChecks(ncclComm_t comm, int rank, int n, bool quick) {
         std::vector<std::vector<char>> in(n);
         const size_t sendElems = coll == WireColl::kReduceScatter ? count * n : count;
         for (int p = 0; p < n; ++p) in[p] = wireInputs(type, sendElems, p, false);
-        const std::vector<char> want = wireExpected(coll, w, type, false, n, count, rank, in);
+        // The default (pipelined) stage in pieces of 8 KiB: 70001 elements take 18 of them.
+        const std::vector<char> want = wireExpectedPieces(coll, w, type, false, n, count, rank, in, 8192);
         std::vector<char> got(want.size());
         setenv("BATON_LOWP_ALGO", coll == WireColl::kAllReduceOneShot ? "oneshot" : "rsag", 1);
+        setenv("BATON_LOWP_PIECE", "8192", 1);
         const ncclResult_t res =
             coll == WireColl::kAllGather
                 ? batonAllGatherWire(in[rank].data(), got.data(), count, type, w, comm, nullptr)
@@ -172,6 +174,7 @@ CheckReport runProcessChecks(ncclComm_t comm, int rank, int n, bool quick) {
                 ? batonReduceScatterWire(in[rank].data(), got.data(), count, type, w, ncclSum, comm, nullptr)
                 : batonAllReduceWire(in[rank].data(), got.data(), count, type, w, ncclSum, comm, nullptr);
         unsetenv("BATON_LOWP_ALGO");
+        unsetenv("BATON_LOWP_PIECE");
         if (res != ncclSuccess) {
           ++rep.failed;
           if (rep.firstFailure.empty())
