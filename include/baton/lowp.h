@@ -30,8 +30,15 @@
  *                            result is bit for bit the same.
  * The error each format and operation can make is derived and measured in lesson 15.
  *
- * Stages (BATON_LOWP_STAGE): naive, the only one built so far: quantize into a buffer, move it with
- * an ordinary collective on bytes, decode (three passes over memory). Every call first agrees with
+ * Stages (BATON_LOWP_STAGE):
+ *   naive      quantize into a buffer, move it with an ordinary collective on bytes, decode: three
+ *              passes, one after the other.
+ *   pipelined  (auto: the default) the naive stage on pieces of BATON_LOWP_PIECE bytes of data (1 MiB;
+ *              rounded down to a multiple of 32 x nRanks elements), overlapped: while one piece
+ *              crosses the wire this rank quantizes the next and decodes the last. Each piece is
+ *              quantized on its own (its chunks, its NVFP4 segment scale), so the result is the naive
+ *              stage's on each piece; at most one piece, it is the naive stage's.
+ * An optimized stage (the codecs inside the protocol's copy loops) is not built. Every call first agrees with
  * its peers on the operation, count, datatype, operator, wire format and algorithm (one small
  * all-gather), and fails on every rank with ncclInvalidUsage naming both sides if they differ.
  * Every call is collective over comm's ranks, returns when this rank's output is complete, and may
