@@ -5,6 +5,7 @@
 #include "baton/lowp.h"
 #include "block_formats.h"
 #include "lowp/wire_call.h"
+#include "lowp/wire_steps.h"
 #include "misc/debug.h"
 
 using namespace baton;
@@ -25,15 +26,6 @@ ncclResult_t checkCodecArgs(const char* fn, const void* data, size_t count, nccl
   if (count && !packed)
     return batonError(ncclInvalidArgument, "%s: the packed pointer is NULL with count %zu", fn, count);
   return ncclSuccess;
-}
-
-template <typename F>
-ncclResult_t withType(ncclDataType_t t, F&& f) {
-  switch (t) {
-    case ncclFloat: return f(float{});
-    case ncclBfloat16: return f(bfloat16_t{});
-    default: return f(half_t{});
-  }
 }
 
 ncclResult_t runWire(ncclComm_t comm, const char* fn, WireOp op, const void* sendbuff, void* recvbuff, size_t count,
@@ -72,7 +64,7 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonWireQuantize
                                                                                  ncclDataType_t datatype,
                                                                                  batonWireFormat_t wire, void* packed) {
   BATON_CHECK(checkCodecArgs("batonWireQuantize", in, count, datatype, (int)wire, packed));
-  return withType(datatype, [&](auto tag) {
+  return withWireType(datatype, [&](auto tag) {
     quantizeSegment(WireFormat(wire), static_cast<const decltype(tag)*>(in), count, static_cast<uint8_t*>(packed));
     return ncclSuccess;
   });
@@ -82,7 +74,7 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonWireDequanti
                                                                                    batonWireFormat_t wire, void* out,
                                                                                    ncclDataType_t datatype) {
   BATON_CHECK(checkCodecArgs("batonWireDequantize", out, count, datatype, (int)wire, packed));
-  return withType(datatype, [&](auto tag) {
+  return withWireType(datatype, [&](auto tag) {
     dequantizeSegment(WireFormat(wire), static_cast<const uint8_t*>(packed), count, static_cast<decltype(tag)*>(out));
     return ncclSuccess;
   });

@@ -5,31 +5,18 @@
 // its chunks per rank), so results are the naive stage's on each piece (wirePieceElems says how
 // large a piece is). Double buffers: two pieces in flight per exchange at most.
 #include <algorithm>
-#include <cinttypes>
 #include <memory>
 #include <thread>
 #include <vector>
 
-#include "alltoall.h"
-#include "alltoall/alltoall_choice.h"
-#include "alltoall/alltoall_executor.h"
 #include "completion.h"
 #include "enqueue.h"
 #include "lowp/wire_call.h"
+#include "lowp/wire_steps.h"
 #include "misc/debug.h"
-#include "task.h"
 
 namespace baton {
 namespace {
-
-template <typename F>
-ncclResult_t withType(ncclDataType_t t, F&& f) {
-  switch (t) {
-    case ncclFloat: return f(float{});
-    case ncclBfloat16: return f(bfloat16_t{});
-    default: return f(half_t{});  // the call's checks let only float, bfloat16 and half through
-  }
-}
 
 // The exchanges in flight; waits for all of them on every way out, so no worker still writes a
 // buffer after an error returns.
@@ -59,23 +46,6 @@ class InFlight {
   std::vector<std::shared_ptr<Completion>> steps_;
 };
 
-std::vector<Task> gatherTasks(const WireCall& c, const void* mine, void* all, size_t bytes) {
-  Task t = collTask(kFuncAllGather, mine, all, bytes, ncclInt8);
-  t.op.nRanks = c.nRanks;
-  return {t};
-}
-
-std::vector<Task> alltoallBytesTasks(const WireCall& c, const void* send, void* recv, size_t blockBytes) {
-  const size_t n = (size_t)c.nRanks;
-  auto layout = std::make_shared<std::vector<size_t>>(4 * n);
-  for (size_t p = 0; p < n; ++p) {
-    (*layout)[p] = (*layout)[2 * n + p] = blockBytes;
-    (*layout)[n + p] = (*layout)[3 * n + p] = p * blockBytes;
-  }
-  const int algo = chooseAlltoAll(c.comm, blockBytes, /*sizeAgreed=*/true, kWindowNone);
-  return alltoallTasks(c.comm, algo, send, recv, std::move(layout), /*uniform=*/true);
-}
-
 // One piece: elements [begin, begin + len) of the operation's count; its chunk per rank
 // (ReduceScatter and AllReduce: ceil(len / n); AllGather: len) and bytes per segment.
 struct Piece {
@@ -96,20 +66,6 @@ std::vector<Piece> piecesOf(const WireCall& c, bool chunked) {
   return v;
 }
 
-void reportNonFinite(const WireCall& c, uint64_t blocks) {
-  if (blocks)
-    BATON_INFO(kSubColl, "%s: %" PRIu64 " blocks held a NaN or an infinity and travel as NaN (rank %d)", c.fn, blocks,
-               c.rank);
-}
-
-// acc[0..len) = the fp32 sum of n segments segBytes apart, in rank order (/ n for ncclAvg).
-void sumSegments(const WireCall& c, const uint8_t* segs, size_t segBytes, size_t len, float* acc) {
-  std::fill(acc, acc + len, 0.f);
-  for (int p = 0; p < c.nRanks; ++p) dequantizeAdd(c.wire, segs + (size_t)p * segBytes, len, acc);
-  if (c.avg)
-    for (size_t i = 0; i < len; ++i) acc[i] /= float(c.nRanks);
-}
-
 }  // namespace
 
 size_t wirePieceElems(const WireCall& c) {
@@ -126,7 +82,7 @@ ncclResult_t wireAllGatherPipelined(const WireCall& c, const void* sendbuff, voi
   uint8_t* buf = c.buffer<uint8_t>(FusedScratch::kWireSend, 2 * (n + 1) * maxSeg);
   auto mine = [&](size_t k) { return buf + (k % 2) * (n + 1) * maxSeg; };
   auto all = [&](size_t k) { return mine(k) + maxSeg; };
-  return withType(c.type, [&](auto tag) -> ncclResult_t {
+  return withWireType(c.type, [&](auto tag) -> ncclResult_t {
     using T = decltype(tag);
     const T* src = static_cast<const T*>(sendbuff);
     T* dst = static_cast<T*>(recvbuff);
@@ -136,7 +92,7 @@ ncclResult_t wireAllGatherPipelined(const WireCall& c, const void* sendbuff, voi
       if (k < pieces.size()) {
         const Piece& q = pieces[k];
         bad += quantizeSegment(c.wire, src + q.begin, q.len, mine(k), c.rounding(int(k)));
-        BATON_CHECK(flight.launch(gatherTasks(c, mine(k), all(k), q.segBytes), int(k % 2)));
+        BATON_CHECK(flight.launch(wireGatherTasks(c, mine(k), all(k), q.segBytes), int(k % 2)));
       }
       if (k >= 1) {
         const Piece& q = pieces[k - 1];
@@ -165,7 +121,7 @@ ncclResult_t wireReducePipelined(const WireCall& c, const void* sendbuff, void* 
   auto in = [&](size_t k) { return out(k) + n * maxSeg; };
   auto mine = [&](size_t k) { return in(k) + n * maxSeg; };
   auto all = [&](size_t k) { return mine(k) + maxSeg; };
-  return withType(c.type, [&](auto tag) -> ncclResult_t {
+  return withWireType(c.type, [&](auto tag) -> ncclResult_t {
     using T = decltype(tag);
     const T* src = static_cast<const T*>(sendbuff);
     T* dst = static_cast<T*>(recvbuff);
@@ -182,18 +138,18 @@ ncclResult_t wireReducePipelined(const WireCall& c, const void* sendbuff, void* 
           const size_t len = requantize ? q.chunkLen(p) : q.len;
           bad += quantizeSegment(c.wire, from, len, out(k) + p * q.segBytes, c.rounding(int(k) * seg + int(p)));
         }
-        BATON_CHECK(flight.launch(alltoallBytesTasks(c, out(k), in(k), q.segBytes), int(k % 2)));
+        BATON_CHECK(flight.launch(wireAlltoallTasks(c, out(k), in(k), q.segBytes), int(k % 2)));
       }
       if (k >= 1 && k <= K) {  // S(k-1), X2(k-1)
         const Piece& q = pieces[k - 1];
         BATON_CHECK(flight.wait(int((k - 1) % 2)));
         const size_t len = requantize ? q.chunkLen((size_t)c.rank) : q.len;
-        sumSegments(c, in(k - 1), q.segBytes, len, acc);
+        sumWireSegments(c, in(k - 1), q.segBytes, len, acc);
         if (!requantize) {
           for (size_t i = 0; i < len; ++i) dst[q.begin + i] = TypeTraits<T>::store(acc[i]);
         } else {
           bad += quantizeSegment(c.wire, acc, len, mine(k - 1), c.rounding(int(k - 1) * seg + c.nRanks));
-          BATON_CHECK(flight.launch(gatherTasks(c, mine(k - 1), all(k - 1), q.segBytes), 2 + int((k - 1) % 2)));
+          BATON_CHECK(flight.launch(wireGatherTasks(c, mine(k - 1), all(k - 1), q.segBytes), 2 + int((k - 1) % 2)));
         }
       }
       if (requantize && k >= 2) {  // D(k-2)
