@@ -22,8 +22,11 @@
  *                            (an AlltoAll), and each rank decodes and sums them in fp32 in rank
  *                            order, rounding once to datatype: every input is quantized once, and
  *                            the result does not depend on which rank computes it.
- *   batonAllReduceWire       BATON_LOWP_ALGO = rsag | oneshot | auto. rsag: the ReduceScatter above,
- *                            its fp32 sums quantized again and all-gathered (two quantizations);
+ *                            BATON_LOWP_ALGO=ring: a ring instead, each partial sum quantized again
+ *                            at every hop (nRanks-1 quantizations of growing sums: a larger error).
+ *   batonAllReduceWire       BATON_LOWP_ALGO = rsag | ring | oneshot | auto. rsag: the ReduceScatter
+ *                            above, its fp32 sums quantized again and all-gathered (two
+ *                            quantizations); ring: the same after the ring ReduceScatter;
  *                            oneshot: every rank's whole buffer quantized once and all-gathered,
  *                            each rank summing all of them (one quantization, nRanks x the bytes
  *                            received; auto takes it up to 64 KiB of wire per rank). Every rank's

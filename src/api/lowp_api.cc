@@ -33,18 +33,17 @@ ncclResult_t runWire(ncclComm_t comm, const char* fn, WireOp op, const void* sen
   return guardedCall(comm, fn, [&] {
     WireCall c;
     BATON_CHECK(beginWireCall(&c, comm, fn, op, sendbuff, recvbuff, count, type, (int)wire, redop));
-    const bool pipelined = c.stage == WireStage::kPipelined;
+    const bool pipelined = c.stage == WireStage::kPipelined;  // beginWireCall chose where it applies
     switch (op) {
       case WireOp::kAllGather:
-        return pipelined ? wireAllGatherPipelined(c, sendbuff, recvbuff, false)
+        return pipelined ? wireAllGatherPipelined(c, sendbuff, recvbuff)
                          : wireAllGatherNaive(c, sendbuff, recvbuff, false);
       case WireOp::kAllGatherPacked: return wireAllGatherNaive(c, sendbuff, recvbuff, true);
       case WireOp::kReduceScatter:
         return pipelined ? wireReducePipelined(c, sendbuff, recvbuff, false)
                          : wireReduceScatterNaive(c, sendbuff, recvbuff);
-      case WireOp::kAllReduce:  // one-shot is for small messages: one piece, nothing to overlap
-        return pipelined && c.algo == WireAlgo::kRsAg ? wireReducePipelined(c, sendbuff, recvbuff, true)
-                                                      : wireAllReduceNaive(c, sendbuff, recvbuff);
+      case WireOp::kAllReduce:
+        return pipelined ? wireReducePipelined(c, sendbuff, recvbuff, true) : wireAllReduceNaive(c, sendbuff, recvbuff);
     }
     return ncclInternalError;
   });

@@ -33,15 +33,17 @@ bool reduces(WireOp op) { return op == WireOp::kReduceScatter || op == WireOp::k
 
 ncclResult_t algoFromEnv(const char* fn, WireOp op, WireFormat wire, size_t count, WireAlgo* out) {
   const std::string v = envStr("BATON_LOWP_ALGO", "auto");
-  if (v != "auto" && v != "rsag" && v != "oneshot")
-    return batonError(ncclInvalidArgument, "%s: BATON_LOWP_ALGO=%s is not an algorithm (rsag, oneshot or auto)", fn,
-                      v.c_str());
+  if (v != "auto" && v != "rsag" && v != "oneshot" && v != "ring")
+    return batonError(ncclInvalidArgument, "%s: BATON_LOWP_ALGO=%s is not an algorithm (rsag, ring, oneshot or auto)",
+                      fn, v.c_str());
   if (op == WireOp::kAllReduce)
-    *out = v == "rsag" ? WireAlgo::kRsAg
+    *out = v == "rsag"   ? WireAlgo::kRsAg
+           : v == "ring" ? WireAlgo::kRing
            : v == "oneshot"
                ? WireAlgo::kOneShot
                : (wireSegmentBytes(wire, count) <= kOneShotMaxWireBytes ? WireAlgo::kOneShot : WireAlgo::kRsAg);
-  else *out = op == WireOp::kReduceScatter ? WireAlgo::kAlltoAll : WireAlgo::kGather;
+  else if (op == WireOp::kReduceScatter) *out = v == "ring" ? WireAlgo::kRing : WireAlgo::kAlltoAll;
+  else *out = WireAlgo::kGather;
   return ncclSuccess;
 }
 
@@ -99,7 +101,12 @@ ncclResult_t checkLocal(WireCall* c, WireOp op, const void* sendbuff, void* recv
   if (count && !sendbuff) return batonError(ncclInvalidArgument, "%s: sendbuff is NULL with count %zu", fn, count);
   if (count && !recvbuff) return batonError(ncclInvalidArgument, "%s: recvbuff is NULL with count %zu", fn, count);
   BATON_CHECK(fromEnv(fn, &c->stage, &c->pieceBytes, &c->stochastic));
-  return algoFromEnv(fn, op, c->wire, count, &c->algo);
+  BATON_CHECK(algoFromEnv(fn, op, c->wire, count, &c->algo));
+  // Nothing to overlap: one-shot (small messages), the ring (one hop after another), and AllGather's
+  // packed form (the bytes are the output). Every rank decides alike, so the agreement still holds.
+  if (c->algo == WireAlgo::kOneShot || c->algo == WireAlgo::kRing || op == WireOp::kAllGatherPacked)
+    c->stage = WireStage::kNaive;
+  return ncclSuccess;
 }
 
 // What the ranks must agree on, one word each; kVersion changes with the wire layout.
@@ -127,6 +134,7 @@ const char* wireAlgoName(WireAlgo a) {
     case WireAlgo::kAlltoAll: return "alltoall";
     case WireAlgo::kRsAg: return "rsag";
     case WireAlgo::kOneShot: return "oneshot";
+    case WireAlgo::kRing: return "ring";
   }
   return "?";
 }

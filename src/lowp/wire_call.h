@@ -14,9 +14,10 @@
 namespace baton {
 
 enum class WireOp : int { kAllGather = 1, kAllGatherPacked, kReduceScatter, kAllReduce };
-// How the bytes move: AllGather's one all-gather; ReduceScatter's AlltoAll of quantized chunks;
-// AllReduce as that ReduceScatter plus an all-gather of the requantized sums, or one-shot.
-enum class WireAlgo : int { kGather = 1, kAlltoAll, kRsAg, kOneShot };
+// How the bytes move: AllGather's one all-gather; ReduceScatter's AlltoAll of quantized chunks, or
+// a ring that requantizes the partial sums at every hop; AllReduce as the AlltoAll ReduceScatter
+// (rsag) or the ring one (ring), then an all-gather of the requantized sums, or one-shot.
+enum class WireAlgo : int { kGather = 1, kAlltoAll, kRsAg, kOneShot, kRing };
 // naive: quantize, move, decode, one after the other; pipelined: the same per piece, pieces overlapped.
 enum class WireStage : int { kNaive = 1, kPipelined = 2 };
 
@@ -58,10 +59,17 @@ ncclResult_t wireAllGatherNaive(const WireCall& c, const void* sendbuff, void* r
 ncclResult_t wireReduceScatterNaive(const WireCall& c, const void* sendbuff, void* recvbuff);
 ncclResult_t wireAllReduceNaive(const WireCall& c, const void* sendbuff, void* recvbuff);
 
+// The ring ReduceScatter (src/lowp/wire_ring.cc): chunk j of this rank's input (`total` elements)
+// is the up to `chunk` elements at src + j * stride; acc receives the fp32 sum of chunk `rank` over
+// all ranks, each partial sum quantized as it crosses a hop; *bad counts blocks with a NaN or inf.
+template <typename T>
+ncclResult_t wireRingReduce(const WireCall& c, const T* src, size_t stride, size_t chunk, size_t total, float* acc,
+                            uint64_t* bad);
+
 // The pipelined stage (src/lowp/wire_pipelined.cc): elements per piece (pieceBytes of the data,
 // rounded down to a multiple of 32 x nRanks, at least that), and the collectives.
 size_t wirePieceElems(const WireCall& c);
-ncclResult_t wireAllGatherPipelined(const WireCall& c, const void* sendbuff, void* recvbuff, bool packed);
+ncclResult_t wireAllGatherPipelined(const WireCall& c, const void* sendbuff, void* recvbuff);
 ncclResult_t wireReducePipelined(const WireCall& c, const void* sendbuff, void* recvbuff, bool requantize);
 
 }  // namespace baton

@@ -36,11 +36,17 @@ ncclResult_t wireReduceScatterNaive(const WireCall& c, const void* sendbuff, voi
   return withWireType(c.type, [&](auto tag) {
     using T = decltype(tag);
     uint64_t bad = 0;
-    for (size_t p = 0; p < n; ++p)
-      bad += quantizeSegment(c.wire, static_cast<const T*>(sendbuff) + p * c.count, c.count, out + p * segB,
-                             c.rounding(int(p)));
-    BATON_CHECK(runTasksNow(c.comm, wireAlltoallTasks(c, out, in, segB)));
-    sumWireSegments(c, in, segB, c.count, acc);
+    const T* src = static_cast<const T*>(sendbuff);
+    if (c.algo == WireAlgo::kRing) {
+      BATON_CHECK(wireRingReduce(c, src, c.count, c.count, c.count * n, acc, &bad));
+      if (c.avg)
+        for (size_t i = 0; i < c.count; ++i) acc[i] /= float(c.nRanks);
+    } else {
+      for (size_t p = 0; p < n; ++p)
+        bad += quantizeSegment(c.wire, src + p * c.count, c.count, out + p * segB, c.rounding(int(p)));
+      BATON_CHECK(runTasksNow(c.comm, wireAlltoallTasks(c, out, in, segB)));
+      sumWireSegments(c, in, segB, c.count, acc);
+    }
     T* dst = static_cast<T*>(recvbuff);
     for (size_t i = 0; i < c.count; ++i) dst[i] = TypeTraits<T>::store(acc[i]);
     reportNonFinite(c, bad);
@@ -68,17 +74,24 @@ ncclResult_t wireAllReduceNaive(const WireCall& c, const void* sendbuff, void* r
       reportNonFinite(c, bad);
       return ncclSuccess;
     }
-    // rsag: chunk p is [p * chunk, p * chunk + len(p)); the last chunks may be short or empty.
+    // rsag and ring: chunk p is [p * chunk, p * chunk + len(p)); the last chunks may be short or empty.
     const size_t chunk = (c.count + n - 1) / n;
     auto len = [&](size_t p) { return std::min(chunk, c.count - std::min(c.count, p * chunk)); };
     const size_t segB = wireSegmentBytes(c.wire, chunk), mineLen = len((size_t)c.rank);
+    float* acc = c.buffer<float>(FusedScratch::kWireSum, chunk);
+    if (c.algo == WireAlgo::kRing) {
+      BATON_CHECK(wireRingReduce(c, src, chunk, chunk, c.count, acc, &bad));
+      if (c.avg)
+        for (size_t i = 0; i < mineLen; ++i) acc[i] /= float(c.nRanks);
+    }
     uint8_t* out = c.buffer<uint8_t>(FusedScratch::kWireSend, segB * n);
     uint8_t* in = c.buffer<uint8_t>(FusedScratch::kWireRecv, segB * n);
-    float* acc = c.buffer<float>(FusedScratch::kWireSum, chunk);
-    for (size_t p = 0; p < n; ++p)
-      bad += quantizeSegment(c.wire, src + p * chunk, len(p), out + p * segB, c.rounding(int(p)));
-    BATON_CHECK(runTasksNow(c.comm, wireAlltoallTasks(c, out, in, segB)));
-    sumWireSegments(c, in, segB, mineLen, acc);
+    if (c.algo != WireAlgo::kRing) {
+      for (size_t p = 0; p < n; ++p)
+        bad += quantizeSegment(c.wire, src + p * chunk, len(p), out + p * segB, c.rounding(int(p)));
+      BATON_CHECK(runTasksNow(c.comm, wireAlltoallTasks(c, out, in, segB)));
+      sumWireSegments(c, in, segB, mineLen, acc);
+    }
     // The sums are quantized again (from fp32, not rounded to T first) and gathered; every rank,
     // this one included, decodes the same bytes, so every rank's result is the same.
     bad += quantizeSegment(c.wire, acc, mineLen, out, c.rounding(c.nRanks));

@@ -74,9 +74,8 @@ size_t wirePieceElems(const WireCall& c) {
 }
 
 // AllGather: Q(k) quantizes this rank's piece, X(k) all-gathers it, D(k) decodes every rank's.
-ncclResult_t wireAllGatherPipelined(const WireCall& c, const void* sendbuff, void* recvbuff, bool packed) {
+ncclResult_t wireAllGatherPipelined(const WireCall& c, const void* sendbuff, void* recvbuff) {
   if (c.count == 0) return ncclSuccess;
-  if (packed) return wireAllGatherNaive(c, sendbuff, recvbuff, true);  // the bytes are the output: nothing to overlap
   const std::vector<Piece> pieces = piecesOf(c, false);
   const size_t n = (size_t)c.nRanks, maxSeg = pieces[0].segBytes;
   uint8_t* buf = c.buffer<uint8_t>(FusedScratch::kWireSend, 2 * (n + 1) * maxSeg);

@@ -15,7 +15,14 @@
 
 namespace bt {
 
-enum class WireColl { kAllGather, kReduceScatter, kAllReduceRsag, kAllReduceOneShot };
+enum class WireColl {
+  kAllGather,
+  kReduceScatter,
+  kAllReduceRsag,
+  kAllReduceOneShot,
+  kReduceScatterRing,
+  kAllReduceRing
+};
 
 inline size_t wireElemSize(ncclDataType_t t) { return t == ncclFloat ? 4 : 2; }
 
@@ -85,7 +92,31 @@ inline std::vector<char> wireExpected(WireColl coll, batonWireFormat_t w, ncclDa
       for (float& a : acc) a /= float(n);
     return acc;
   };
-  if (coll == WireColl::kAllGather) {
+  // The ring: chunk j's partial sum starts at rank j+1 and goes around to rank j, quantized and
+  // decoded at every hop, each rank adding its own part in fp32 after the decode.
+  auto ringSum = [&](int j, size_t begin, size_t len) {
+    std::vector<float> acc(len);
+    for (size_t i = 0; i < len; ++i) acc[i] = wireLoad(t, &inputs[(j + 1) % n][(begin + i) * es]);
+    for (int k = 2; k <= n; ++k) {
+      const std::vector<float> got = viaWire(w, ncclFloat, reinterpret_cast<const char*>(acc.data()), len);
+      const int at = (j + k) % n;
+      for (size_t i = 0; i < len; ++i) acc[i] = got[i] + wireLoad(t, &inputs[at][(begin + i) * es]);
+    }
+    if (avg)
+      for (float& a : acc) a /= float(n);
+    return acc;
+  };
+  if (coll == WireColl::kReduceScatterRing) {
+    res = ringSum(r, size_t(r) * count, count);
+  } else if (coll == WireColl::kAllReduceRing) {
+    const size_t chunk = (count + n - 1) / n;
+    for (int j = 0; j < n; ++j) {
+      const size_t c0 = std::min(count, size_t(j) * chunk), len = std::min(chunk, count - c0);
+      std::vector<float> acc = ringSum(j, c0, len);
+      const std::vector<float> again = viaWire(w, ncclFloat, reinterpret_cast<const char*>(acc.data()), len);
+      res.insert(res.end(), again.begin(), again.end());
+    }
+  } else if (coll == WireColl::kAllGather) {
     for (int p = 0; p < n; ++p) {
       const std::vector<float> v = viaWire(w, t, inputs[p].data(), count);
       res.insert(res.end(), v.begin(), v.end());
@@ -109,11 +140,13 @@ inline std::vector<char> wireExpected(WireColl coll, batonWireFormat_t w, ncclDa
 }
 
 // The pipelined stage's result: wireExpected on each piece of pieceBytes of data (rounded down to a
-// multiple of 32 x n elements, at least that), as src/lowp/wire_pipelined.cc cuts them.
+// multiple of 32 x n elements, at least that), as src/lowp/wire_pipelined.cc cuts them; one-shot
+// and the ring run whole.
 inline std::vector<char> wireExpectedPieces(WireColl coll, batonWireFormat_t w, ncclDataType_t t, bool avg, int n,
                                             size_t count, int r, const std::vector<std::vector<char>>& inputs,
                                             size_t pieceBytes) {
-  if (coll == WireColl::kAllReduceOneShot) return wireExpected(coll, w, t, avg, n, count, r, inputs);
+  if (coll == WireColl::kAllReduceOneShot || coll == WireColl::kReduceScatterRing || coll == WireColl::kAllReduceRing)
+    return wireExpected(coll, w, t, avg, n, count, r, inputs);  // these run whole (the naive stage)
   const size_t es = wireElemSize(t), unit = 32 * size_t(n);
   const size_t per = std::max(unit, pieceBytes / es / unit * unit);
   std::vector<char> out(wireExpected(coll, w, t, avg, n, count, r, inputs).size());

@@ -142,7 +142,9 @@ void checkAllReduce(const char* algo, bool inPlace) {
                 << what;
           });
           EXPECT_NE(log.find(std::string("algorithm ") + algo), std::string::npos) << what << "\n" << log;
-          const WireColl coll = std::string(algo) == "oneshot" ? WireColl::kAllReduceOneShot : WireColl::kAllReduceRsag;
+          const WireColl coll = std::string(algo) == "oneshot" ? WireColl::kAllReduceOneShot
+                                : std::string(algo) == "ring"  ? WireColl::kAllReduceRing
+                                                               : WireColl::kAllReduceRsag;
           const std::vector<char> want = wireExpected(coll, w, t, false, n, count, 0, rk.send);
           for (int r = 0; r < n; ++r) {
             ASSERT_EQ(memcmp(rk.recv[r].data(), want.data(), want.size()), 0) << what << ": rank " << r;
@@ -153,6 +155,37 @@ void checkAllReduce(const char* algo, bool inPlace) {
 }
 
 TEST(WireFormat, AllReduceRsag) { checkAllReduce("rsag", false); }
+TEST(WireFormat, AllReduceRing) { checkAllReduce("ring", false); }
+
+// The ring ReduceScatter, its partial sums requantized at every hop, against wire_case.h's ring.
+TEST(WireFormat, ReduceScatterRingRequantizesEachHop) {
+  ScopedEnv env(ScopedEnv::Vars{{"BATON_LOWP_ALGO", "ring"}});
+  for (int n : {1, 2, 3, 4})
+    for (batonWireFormat_t w : kWires)
+      for (size_t count : {size_t(1), size_t(33), size_t(500)})
+        for (ncclRedOp_t op : {ncclSum, ncclAvg}) {
+          const ncclDataType_t t = ncclBfloat16;
+          const std::string what = caseName(w, t, n, count) + (op == ncclAvg ? " avg" : " sum");
+          Ranks rk = makeRanks(n, t, count * n, count, false);
+          const Comms& comms = cachedComms(n);
+          const std::string log = captureLog("COLL", [&] {
+            ASSERT_EQ(runRanks(n, Drive::Threads,
+                               [&](int r) {
+                                 return batonReduceScatterWire(rk.send[r].data(), rk.recv[r].data(), count, t, w, op,
+                                                               comms[r], nullptr);
+                               }),
+                      "")
+                << what;
+          });
+          EXPECT_NE(log.find("algorithm ring"), std::string::npos) << what;
+          for (int r = 0; r < n; ++r) {
+            const std::vector<char> want =
+                wireExpected(WireColl::kReduceScatterRing, w, t, op == ncclAvg, n, count, r, rk.send);
+            ASSERT_EQ(memcmp(rk.recv[r].data(), want.data(), want.size()), 0) << what << ": rank " << r;
+            expectGuard(rk.recv[r], count * elemSize(t), what);
+          }
+        }
+}
 TEST(WireFormat, AllReduceOneShot) { checkAllReduce("oneshot", false); }
 TEST(WireFormat, AllReduceInPlace) {
   checkAllReduce("rsag", true);

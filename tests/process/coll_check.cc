@@ -153,26 +153,27 @@ CheckReport runProcessChecks(ncclComm_t comm, int rank, int n, bool quick) {
   unsetenv("BATON_MOE_STAGE");
   // The wire-format collectives (baton's extra, lesson 15), bit for bit against wire_case.h.
   for (batonWireFormat_t w : {batonWireMxfp8, batonWireMxfp4, batonWireNvfp4})
-    for (WireColl coll :
-         {WireColl::kAllGather, WireColl::kReduceScatter, WireColl::kAllReduceRsag, WireColl::kAllReduceOneShot})
+    for (WireColl coll : {WireColl::kAllGather, WireColl::kReduceScatter, WireColl::kAllReduceRsag,
+                          WireColl::kAllReduceOneShot, WireColl::kReduceScatterRing, WireColl::kAllReduceRing})
       for (size_t count : {size_t(1), size_t(77), quick ? size_t(1000) : size_t(70001)}) {
         const ncclDataType_t type = count == 77 ? ncclHalf : ncclBfloat16;
         const std::string what = std::string("wire ") + batonWireName(w) + " collective " + std::to_string(int(coll)) +
                                  " count " + std::to_string(count);
         std::vector<std::vector<char>> in(n);
-        const size_t sendElems = coll == WireColl::kReduceScatter ? count * n : count;
+        const bool rs = coll == WireColl::kReduceScatter || coll == WireColl::kReduceScatterRing;
+        const size_t sendElems = rs ? count * n : count;
         for (int p = 0; p < n; ++p) in[p] = wireInputs(type, sendElems, p, false);
         // The default (pipelined) stage in pieces of 8 KiB: 70001 elements take 18 of them.
         const std::vector<char> want = wireExpectedPieces(coll, w, type, false, n, count, rank, in, 8192);
         std::vector<char> got(want.size());
-        setenv("BATON_LOWP_ALGO", coll == WireColl::kAllReduceOneShot ? "oneshot" : "rsag", 1);
+        const bool ring = coll == WireColl::kReduceScatterRing || coll == WireColl::kAllReduceRing;
+        setenv("BATON_LOWP_ALGO", coll == WireColl::kAllReduceOneShot ? "oneshot" : ring ? "ring" : "rsag", 1);
         setenv("BATON_LOWP_PIECE", "8192", 1);
         const ncclResult_t res =
             coll == WireColl::kAllGather
                 ? batonAllGatherWire(in[rank].data(), got.data(), count, type, w, comm, nullptr)
-            : coll == WireColl::kReduceScatter
-                ? batonReduceScatterWire(in[rank].data(), got.data(), count, type, w, ncclSum, comm, nullptr)
-                : batonAllReduceWire(in[rank].data(), got.data(), count, type, w, ncclSum, comm, nullptr);
+            : rs ? batonReduceScatterWire(in[rank].data(), got.data(), count, type, w, ncclSum, comm, nullptr)
+                 : batonAllReduceWire(in[rank].data(), got.data(), count, type, w, ncclSum, comm, nullptr);
         unsetenv("BATON_LOWP_ALGO");
         unsetenv("BATON_LOWP_PIECE");
         if (res != ncclSuccess) {

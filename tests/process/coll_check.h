@@ -22,8 +22,8 @@ struct CheckReport {
 // f8e5m2 and no large count. Then AlltoAllv with uneven and zero counts (units 1 and 777, and
 // 70001 unless quick), MoE dispatch + combine and their backward passes on both stages (float and bfloat16; top-8
 // unless quick), and the wire-format collectives (MXFP8, MXFP4, NVFP4; AllGather, ReduceScatter, AllReduce
-// rsag and oneshot; bfloat16 and half). Stops early only if an NCCL call fails (the communicator is then unusable);
-// data mismatches are counted.
+// rsag, ring and oneshot, ReduceScatter's ring; bfloat16 and half). Stops early only if an NCCL call fails (the
+// communicator is then unusable); data mismatches are counted.
 CheckReport runProcessChecks(ncclComm_t comm, int rank, int nranks, bool quick);
 
 }  // namespace bt
