@@ -40,10 +40,12 @@
  *              rounded down to a multiple of 32 x nRanks elements), overlapped: while one piece
  *              crosses the wire this rank quantizes the next and decodes the last. Each piece is
  *              quantized on its own (its chunks, its NVFP4 segment scale), so the result is the naive
- *              stage's on each piece; at most one piece, it is the naive stage's.
- * An optimized stage (the codecs inside the protocol's copy loops) is not built. Every call first agrees with
- * its peers on the operation, count, datatype, operator, wire format and algorithm (one small
- * all-gather), and fails on every rank with ncclInvalidUsage naming both sides if they differ.
+ *              stage's on each piece; at most one piece, it is the naive stage's. One-shot, the ring
+ *              and the packed AllGather have nothing to overlap and run naive.
+ * A fused stage (the codecs inside the protocol's copy loops) is not built. Every call first
+ * agrees with its peers on the operation, count, datatype, operator, wire format, algorithm,
+ * stage, piece and rounding (one small all-gather), and fails on every rank with
+ * ncclInvalidUsage naming both sides if they differ.
  * Every call is collective over comm's ranks, returns when this rank's output is complete, and may
  * not be issued inside ncclGroupStart/End; the stream is accepted and ignored (CPU backend). */
 #ifndef BATON_LOWP_H
