@@ -142,16 +142,13 @@ BATON_HD constexpr float e2m1Value(const uint8_t* values, size_t i) {
 // Elements [begin, end) of x, times mul (and divided by div: NVFP4), rounded to nearest even into
 // Fmt: a byte each for e4m3, two per byte for e2m1 (blocks start at even elements). Loops free of
 // branches and of indexing by i / 2, so a compiler vectorizes them.
-// kFull: a whole block of that many elements (a constant trip count, which a compiler unrolls and
-// vectorizes even where the block is shorter than its vector loop's step: NVFP4's 8 pairs).
-template <typename Fmt, bool kDivide, size_t kFull = 0, typename T>
+template <typename Fmt, bool kDivide, typename T>
 BATON_HD void encodeBlock(const T* x, size_t begin, size_t end, float mul, float div, uint8_t* values) {
-  if (kFull) end = begin + kFull;
   auto scaled = [&](size_t i) {
     const float v = TypeTraits<T>::load(x[i]) * mul;
     return kDivide ? v / div : v;
   };
-  if (Fmt::kMantMask == Fp8E4M3Format::kMantMask && Fmt::kExpMask == Fp8E4M3Format::kExpMask) {
+  if constexpr (std::is_same_v<Fmt, Fp8E4M3Format>) {
     for (size_t i = begin; i < end; ++i) values[i] = uint8_t(Fmt::encode(scaled(i)));
     return;
   }
@@ -249,8 +246,7 @@ BATON_HD uint32_t quantizeSegment(WireFormat f, const T* x, size_t n, uint8_t* o
       scales[b] = uint8_t(e + 127);
       mul = detail::pow2(-e);  // e in [-126, 126]
     }
-    // One loop per case, each free of branches, so a compiler vectorizes the round-to-nearest ones.
-    const bool full = end - begin == spec.blockElems;
+    // The partial last block, a block the AVX2 codecs did not take, or stochastic rounding.
     if (r.stochastic) {
       for (size_t i = begin; i < end; ++i) {
         const float v = TypeTraits<T>::load(x[i]) * mul / div;
@@ -261,17 +257,12 @@ BATON_HD uint32_t quantizeSegment(WireFormat f, const T* x, size_t n, uint8_t* o
           values[i / 2] |= uint8_t(q << (4 * (i & 1)));
         }
       }
-    } else if (!full) {  // the partial last block
-      if (f == WireFormat::kMxfp8) detail::encodeBlock<detail::Fp8E4M3Format, false>(x, begin, end, mul, div, values);
-      else if (f == WireFormat::kMxfp4)
-        detail::encodeBlock<detail::Fp4E2M1Format, false>(x, begin, end, mul, div, values);
-      else detail::encodeBlock<detail::Fp4E2M1Format, true>(x, begin, end, mul, div, values);
     } else if (f == WireFormat::kMxfp8) {
-      detail::encodeBlock<detail::Fp8E4M3Format, false, 32>(x, begin, end, mul, div, values);
+      detail::encodeBlock<detail::Fp8E4M3Format, false>(x, begin, end, mul, div, values);
     } else if (f == WireFormat::kMxfp4) {
-      detail::encodeBlock<detail::Fp4E2M1Format, false, 32>(x, begin, end, mul, div, values);
+      detail::encodeBlock<detail::Fp4E2M1Format, false>(x, begin, end, mul, div, values);
     } else {
-      detail::encodeBlock<detail::Fp4E2M1Format, true, 16>(x, begin, end, mul, div, values);
+      detail::encodeBlock<detail::Fp4E2M1Format, true>(x, begin, end, mul, div, values);
     }
   }
   return nonFinite;

@@ -12,6 +12,7 @@
 
 #include "baton/lowp.h"
 #include "block_formats.h"
+#include "collectives/data.h"
 
 namespace bt {
 
@@ -48,9 +49,7 @@ inline void wireStore(ncclDataType_t t, char* p, float v) {
 // every 16 (each block's scale is then 1 in MXFP8 and MXFP4, which carry them exactly); otherwise
 // values of about unit size with 7 significant bits, one in 97 fifty times larger (an outlier).
 inline float wireInput(int r, size_t i, bool integers) {
-  uint64_t h = (uint64_t(r) + 1) * 0x9e3779b97f4a7c15ull ^ (i * 0xbf58476d1ce4e5b9ull);
-  h = (h ^ (h >> 31)) * 0x94d049bb133111ebull;
-  h ^= h >> 29;
+  const uint64_t h = hashAt(15, r, i);
   if (integers) {
     const float ints[] = {0, 1, 2, 3, 4, 6, -1, -2, -3, -4, -6};
     return i % 16 == 0 ? 6.f : ints[h % 11];

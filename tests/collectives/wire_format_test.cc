@@ -92,32 +92,42 @@ TEST(WireFormat, AllGatherPackedKeepsEveryRanksBytes) {
     }
 }
 
-// The ReduceScatter's reference: rank r's result is sum over p (in order) of the codec applied to
-// rank p's chunk r, in fp32, divided by n for avg, rounded to the type.
-TEST(WireFormat, ReduceScatterSumsDecodedChunksInRankOrder) {
+// The ReduceScatter's references: all-to-all (the default), rank r's result is the sum over p (in
+// order) of the codec applied to rank p's chunk r, in fp32, divided by n for avg, rounded to the
+// type; ring (BATON_LOWP_ALGO=ring), the partial sums requantized at every hop, as wire_case.h
+// simulates them. The INFO line names the algorithm that ran.
+void checkReduceScatter(const char* algo, WireColl coll) {
+  ScopedEnv env(ScopedEnv::Vars{{"BATON_LOWP_ALGO", algo}});
   for (int n : {1, 2, 3, 4})
     for (batonWireFormat_t w : kWires)
       for (ncclDataType_t t : kTypes)
         for (size_t count : {size_t(1), size_t(17), size_t(500)})
           for (ncclRedOp_t op : {ncclSum, ncclAvg}) {
-            const std::string what = caseName(w, t, n, count) + (op == ncclAvg ? " avg" : " sum");
+            const std::string what = caseName(w, t, n, count) + (op == ncclAvg ? " avg " : " sum ") + algo;
             Ranks rk = makeRanks(n, t, count * n, count, false);
             const Comms& comms = cachedComms(n);
-            ASSERT_EQ(runRanks(n, Drive::Threads,
-                               [&](int r) {
-                                 return batonReduceScatterWire(rk.send[r].data(), rk.recv[r].data(), count, t, w, op,
-                                                               comms[r], nullptr);
-                               }),
-                      "")
+            const std::string log = captureLog("COLL", [&] {
+              ASSERT_EQ(runRanks(n, Drive::Threads,
+                                 [&](int r) {
+                                   return batonReduceScatterWire(rk.send[r].data(), rk.recv[r].data(), count, t, w, op,
+                                                                 comms[r], nullptr);
+                                 }),
+                        "")
+                  << what;
+            });
+            EXPECT_NE(log.find(coll == WireColl::kReduceScatterRing ? "algorithm ring" : "algorithm alltoall"),
+                      std::string::npos)
                 << what;
             for (int r = 0; r < n; ++r) {
-              const std::vector<char> want =
-                  wireExpected(WireColl::kReduceScatter, w, t, op == ncclAvg, n, count, r, rk.send);
+              const std::vector<char> want = wireExpected(coll, w, t, op == ncclAvg, n, count, r, rk.send);
               ASSERT_EQ(memcmp(rk.recv[r].data(), want.data(), want.size()), 0) << what << ": rank " << r;
               expectGuard(rk.recv[r], count * elemSize(t), what);
             }
           }
 }
+
+TEST(WireFormat, ReduceScatterSumsDecodedChunksInRankOrder) { checkReduceScatter("auto", WireColl::kReduceScatter); }
+TEST(WireFormat, ReduceScatterRingRequantizesEachHop) { checkReduceScatter("ring", WireColl::kReduceScatterRing); }
 
 // AllReduce, each algorithm forced: the reference, every rank equal, the INFO line naming it.
 void checkAllReduce(const char* algo, bool inPlace) {
@@ -157,35 +167,6 @@ void checkAllReduce(const char* algo, bool inPlace) {
 TEST(WireFormat, AllReduceRsag) { checkAllReduce("rsag", false); }
 TEST(WireFormat, AllReduceRing) { checkAllReduce("ring", false); }
 
-// The ring ReduceScatter, its partial sums requantized at every hop, against wire_case.h's ring.
-TEST(WireFormat, ReduceScatterRingRequantizesEachHop) {
-  ScopedEnv env(ScopedEnv::Vars{{"BATON_LOWP_ALGO", "ring"}});
-  for (int n : {1, 2, 3, 4})
-    for (batonWireFormat_t w : kWires)
-      for (size_t count : {size_t(1), size_t(33), size_t(500)})
-        for (ncclRedOp_t op : {ncclSum, ncclAvg}) {
-          const ncclDataType_t t = ncclBfloat16;
-          const std::string what = caseName(w, t, n, count) + (op == ncclAvg ? " avg" : " sum");
-          Ranks rk = makeRanks(n, t, count * n, count, false);
-          const Comms& comms = cachedComms(n);
-          const std::string log = captureLog("COLL", [&] {
-            ASSERT_EQ(runRanks(n, Drive::Threads,
-                               [&](int r) {
-                                 return batonReduceScatterWire(rk.send[r].data(), rk.recv[r].data(), count, t, w, op,
-                                                               comms[r], nullptr);
-                               }),
-                      "")
-                << what;
-          });
-          EXPECT_NE(log.find("algorithm ring"), std::string::npos) << what;
-          for (int r = 0; r < n; ++r) {
-            const std::vector<char> want =
-                wireExpected(WireColl::kReduceScatterRing, w, t, op == ncclAvg, n, count, r, rk.send);
-            ASSERT_EQ(memcmp(rk.recv[r].data(), want.data(), want.size()), 0) << what << ": rank " << r;
-            expectGuard(rk.recv[r], count * elemSize(t), what);
-          }
-        }
-}
 TEST(WireFormat, AllReduceOneShot) { checkAllReduce("oneshot", false); }
 TEST(WireFormat, AllReduceInPlace) {
   checkAllReduce("rsag", true);
