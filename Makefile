@@ -133,7 +133,13 @@ PROGRAM_LIBS := -L$(LIBDIR) -Wl,-rpath,'$$ORIGIN/../lib' -lnccl
 # nccl-tests' program names, each a link to baton-perf, which reads its own name (README's table).
 NCCL_TESTS_NAMES := all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf alltoall_perf \
                     sendrecv_perf gather_perf scatter_perf hypercube_perf
-tools: $(BINDIR)/baton-run $(BINDIR)/baton-perf $(BINDIR)/baton-topo $(BINDIR)/bench-reduce $(NCCL_TESTS_NAMES:%=$(BINDIR)/%)
+tools: $(BINDIR)/baton-run $(BINDIR)/baton-perf $(BINDIR)/baton-topo $(BINDIR)/bench-reduce $(BINDIR)/baton-doctor \
+       $(NCCL_TESTS_NAMES:%=$(BINDIR)/%)
+
+# Reads the ranks' flight-recorder dumps (lesson 14): a Python 3 script, copied as it is.
+$(BINDIR)/baton-doctor: tools/baton-doctor/baton-doctor
+	@mkdir -p $(dir $@)
+	cp $< $@
 
 $(NCCL_TESTS_NAMES:%=$(BINDIR)/%): $(BINDIR)/baton-perf
 	ln -sfn baton-perf $@
@@ -182,7 +188,7 @@ TEST_OBJS_C := $(COLL_SRCS:%.cc=$(OBJ)/%.o)
 # A program compiled against NVIDIA's own nccl.h (from the CUDA toolkit), run against baton.
 ABI_TEST := $(if $(NVIDIA_NCCL_H),$(TESTDIR)/nvidia_header_test,)
 TEST_BINS := $(TESTDIR)/unit_tests $(TESTDIR)/collective_tests $(TESTDIR)/rank_worker $(TESTDIR)/shrink_worker \
-             $(TESTDIR)/fault_worker $(TESTDIR)/soak_worker $(TESTDIR)/fused_worker
+             $(TESTDIR)/fault_worker $(TESTDIR)/soak_worker $(TESTDIR)/fused_worker $(TESTDIR)/hang_worker
 # The CUDA backend's check (tools/scripts/gpu-check.sh runs it on a GPU): device pointers and streams,
 # compiled against NVIDIA's nccl.h when the toolkit has one, linked to baton's libnccl.so.2.
 GPU_TEST := $(if $(NVCC),$(TESTDIR)/gpu_collectives $(TESTDIR)/gpu_sendrecv $(TESTDIR)/gpu_graph \
@@ -200,7 +206,7 @@ $(TESTDIR)/rank_worker: $(OBJ)/tests/process/rank_worker.o $(OBJ)/tests/process/
 	@mkdir -p $(dir $@)
 	$(CXX) -o $@ $(OBJ)/tests/process/rank_worker.o $(OBJ)/tests/process/coll_check.o -L$(LIBDIR) -Wl,-rpath,$(abspath $(LIBDIR)) -lnccl $(LDFLAGS)
 .SECONDARY: $(OBJ)/tests/process/shrink_worker.o $(OBJ)/tests/process/fault_worker.o $(OBJ)/tests/process/soak_worker.o \
-            $(OBJ)/tests/process/fused_worker.o
+            $(OBJ)/tests/process/fused_worker.o $(OBJ)/tests/process/hang_worker.o
 $(TESTDIR)/%_worker: $(OBJ)/tests/process/%_worker.o $(SO) $(LIBDIR)/libnccl.so
 	@mkdir -p $(dir $@)
 	$(CXX) -o $@ $< -L$(LIBDIR) -Wl,-rpath,$(abspath $(LIBDIR)) -lnccl $(LDFLAGS)

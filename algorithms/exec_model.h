@@ -63,6 +63,20 @@ struct WaitFailure {
   int cause = -1;  // kWaitPeerFailed: the rank whose failure stopped `peer`, if it said so
 };
 
+// What a stalled wait waits for, kept where a dump can read it (lesson 14's flight recorder). The
+// wait writes it only once it has stalled (its give-up test runs, every kWaitCheckEvery pauses),
+// refreshes `observed` and `lastNs` at each later test, and clears `state` when the wait ends well.
+// After giving up it keeps the peer and step it waited for. CPU backend only: a dump reads it from
+// another thread while the wait runs, so every word is a relaxed atomic (no ordering between them;
+// a dump may see one word of the next wait, which is harmless for a diagnosis).
+struct WaitNote {
+  uint64_t state = 0;  // 0: not waiting, 1: waiting, 1 + WaitResult: gave up
+  uint64_t peer = 0;   // peer + 1
+  uint64_t what = 0;   // a string literal's address, e.g. "recv tail"
+  uint64_t expected = 0, observed = 0;
+  uint64_t sinceNs = 0, lastNs = 0;  // nowNs(): when the wait stalled, its last give-up test
+};
+
 // Per-block context handed to every algorithm. On the GPU it lives in shared memory, so `failed`
 // (written by the thread that waits, read by all after a barrier) is one flag per block; thread
 // ids then come from threadIdx/blockDim, not from these fields.
@@ -78,6 +92,7 @@ struct ExecCtx {
   bool trace = false;                             // CPU only: record each FIFO step in the BATON_TRACE timeline
   const int32_t* peerPids = nullptr;              // CPU only: a same-host process peer's pid per rank (0: not watched)
   const uint64_t* watch[2] = {nullptr, nullptr};  // CPU only: the ring FIFOs' abortedBy words of this channel
+  WaitNote* note = nullptr;                       // CPU only: this channel's note (lesson 14), or none
   bool failed = false;                            // a wait gave up: the rest of the work drains as no-ops
   WaitFailure failure;
 };
@@ -171,6 +186,19 @@ inline void waitPause(uint32_t& it) { waitBackoff(it); }
 constexpr uint32_t kWaitCheckEvery = 64;  // each pause may already be a sleep
 #endif
 
+#if !defined(__CUDA_ARCH__)
+inline void noteStore(uint64_t& w, uint64_t v) { std::atomic_ref<uint64_t>(w).store(v, std::memory_order_relaxed); }
+#endif
+
+// A wait that stalled (its give-up test ran: `start` was set) ended well: clear the channel's note.
+BATON_HD void waitResumed(ExecCtx& ctx, uint64_t start) {
+#if !defined(__CUDA_ARCH__)
+  if (start && ctx.note) noteStore(ctx.note->state, 0);
+#else
+  (void)ctx, (void)start;
+#endif
+}
+
 // The give-up test of every wait, run every kWaitCheckEvery pauses: the abort flag, no progress
 // for ctx.timeoutNs since `start` (0: starts the clock now), or (CPU) a same-host peer process
 // that no longer exists, looked at once a wait has lasted 50 ms, or a ring neighbour whose
@@ -181,6 +209,20 @@ BATON_HD bool waitGiveUp(ExecCtx& ctx, uint64_t& start, int peer, const char* wh
   int reason = kWaitOk, cause = -1;
   if (abortRequested(ctx.abortFlag)) reason = kWaitAborted;
   const uint64_t t = waitClockNs();
+#if !defined(__CUDA_ARCH__)
+  if (ctx.note) {  // the flight recorder's view of this wait (WaitNote)
+    WaitNote& n = *ctx.note;
+    if (start == 0) {
+      noteStore(n.peer, (uint64_t)(peer + 1));
+      noteStore(n.what, (uint64_t)(uintptr_t)what);
+      noteStore(n.expected, expected);
+      noteStore(n.sinceNs, t);
+      noteStore(n.state, 1);
+    }
+    noteStore(n.observed, observed);
+    noteStore(n.lastNs, t);
+  }
+#endif
   if (start == 0) start = t;
   if (reason == kWaitOk && ctx.timeoutNs && t - start > ctx.timeoutNs) reason = kWaitTimeout;
 #if !defined(__CUDA_ARCH__)
@@ -195,6 +237,9 @@ BATON_HD bool waitGiveUp(ExecCtx& ctx, uint64_t& start, int peer, const char* wh
   }
 #endif
   if (reason == kWaitOk) return false;
+#if !defined(__CUDA_ARCH__)
+  if (ctx.note) noteStore(ctx.note->state, 1 + (uint64_t)reason);
+#endif
   ctx.failed = true;
   ctx.failure = {reason, ctx.rank, peer, ctx.channel, what, expected, observed, cause};
   return true;
@@ -212,6 +257,7 @@ BATON_HD bool waitAtLeast(ExecCtx& ctx, const uint64_t* word, uint64_t target, i
     v = loadAcquire(word);
     if (v < target && it % kWaitCheckEvery == 0 && waitGiveUp(ctx, start, peer, what, target, v)) return false;
   }
+  waitResumed(ctx, start);
   return true;
 }
 

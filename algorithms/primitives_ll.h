@@ -42,6 +42,7 @@ BATON_HD uint64_t readLL(ExecCtx& ctx, const LLLine* line, uint32_t flag, int pe
         waitGiveUp(ctx, start, peer, "LL line flag", flag, (uint32_t)(a >> 32)))
       return 0;
   }
+  waitResumed(ctx, start);
   return (a & 0xffffffffull) | (b << 32);
 }
 

@@ -42,6 +42,7 @@ BATON_HD bool waitLL128(ExecCtx& ctx, const LL128Line* line, uint64_t flag, int 
     if (f != flag && it % kWaitCheckEvery == 0 && waitGiveUp(ctx, start, peer, "LL128 line flag", flag, f))
       return false;
   }
+  waitResumed(ctx, start);
   return true;
 }
 

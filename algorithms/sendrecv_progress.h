@@ -156,6 +156,7 @@ BATON_HD void sendRecvRunAll(ExecCtx& ctx, SendRecvTransfer* xs, const int* afte
     }
     if (progressed) {
       idle = 0;
+      if (threadId(ctx) == 0) waitResumed(ctx, idleSince);
       idleSince = 0;
       continue;
     }

@@ -21,6 +21,7 @@
 #include "bootstrap/bootstrap.h"
 #include "channel_worker.h"
 #include "coll_args.h"
+#include "misc/flight_recorder.h"
 #include "nccl.h"
 #include "transport.h"
 #include "tuner/tuner.h"
@@ -226,6 +227,9 @@ struct ncclComm {
   ncclUniqueId growIdUsed{};  // the last one a grow used (a second use is an error)
   bool growIdUsedSet = false;
   uint64_t opCount = 0;
+  uint64_t p2pCount = 0;  // sends, receives and AlltoAlls recorded (the flight recorder numbers them)
+  // The last operations and each channel's wait (lesson 14; null with BATON_FLIGHT_RECORDER=0).
+  std::unique_ptr<baton::FlightRecorder> flight;
 
   std::mutex redOpMu;
   baton::RedOpSlot redOps[baton::kMaxRedOps];

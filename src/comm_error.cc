@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "comm.h"
+#include "comm_dump.h"
 #include "proxy.h"
 
 namespace baton {
@@ -24,12 +25,14 @@ void commNoteFailureCause(ncclComm* comm, int peer) {
 }
 
 void commSetError(ncclComm* comm, ncclResult_t err, const char* message) {
+  bool first = false;
   {
     // Under the lock, so a reader that sees asyncError set and then asks commFirstError (which
     // takes the lock) gets the message, not the empty string.
     std::lock_guard<std::mutex> lock(comm->firstErrorMu);
     int expected = ncclSuccess;
-    if (comm->asyncError.compare_exchange_strong(expected, err)) comm->firstError = message ? message : "";
+    if (comm->asyncError.compare_exchange_strong(expected, err))
+      comm->firstError = message ? message : "", first = true;
     // The GPU's kernels' waits read their own (pinned) flag: GpuComm::abort's store.
     if (comm->gpuAbortFlag) storeFlag(comm->gpuAbortFlag, 1);
   }
@@ -38,6 +41,8 @@ void commSetError(ncclComm* comm, ncclResult_t err, const char* message) {
   storeFlag(&comm->abortFlag, 1);
   commAnnounceFailure(comm);
   comm->proxy->kick();  // a sleeping proxy wakes and ends the NET connections
+  // The first failure leaves its flight recorder where BATON_DUMP_DIR says (lesson 14).
+  if (first) commDumpIfAsked(comm, "failure");
 }
 
 std::string commFirstError(ncclComm* comm) {

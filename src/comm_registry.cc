@@ -21,6 +21,13 @@ std::atomic<int> gLiveHigh{0};  // slots at or above this have never been used
 
 }  // namespace
 
+void forEachReadyComm(void (*fn)(ncclComm*)) {
+  std::lock_guard<std::mutex> lk(gCommsMu);  // commFree unregisters first: it waits for us
+  const int high = gLiveHigh.load(std::memory_order_relaxed);
+  for (int i = 0; i < high; ++i)
+    if (ncclComm* c = gLive[i].load(std::memory_order_acquire); c && c->initState.load() == ncclSuccess) fn(c);
+}
+
 bool registerComm(ncclComm* comm) {
   std::lock_guard<std::mutex> lk(gCommsMu);
   for (int i = 0; i < kMaxLiveComms; ++i) {

@@ -12,6 +12,8 @@ namespace baton {
 
 bool registerComm(ncclComm* comm);  // false: the registry is full
 void unregisterComm(ncclComm* comm);
+// Calls fn on every live, initialised communicator; none is freed meanwhile (a dump on a signal).
+void forEachReadyComm(void (*fn)(ncclComm*));
 // Validates `comm` for API function `fn`: NULL, not live, aborted, still initialising, failed.
 ncclResult_t checkCommReady(ncclComm* comm, const char* fn);
 ncclResult_t checkCommLive(ncclComm* comm, const char* fn);

@@ -119,6 +119,7 @@ ExecCtx makeCtx(ncclComm* comm, int channel) {
   ctx.jitter = comm->tun.jitter;
   ctx.jitterState = 0x9e3779b9u * (comm->rank + 1) + channel;
   ctx.trace = traceEnabled();
+  if (comm->flight) ctx.note = comm->flight->note(channel);
   return ctx;
 }
 
@@ -126,12 +127,14 @@ ExecCtx makeCtx(ncclComm* comm, int channel) {
 // With BATON_TRACE on, the item is one span on its channel's lane of the timeline.
 namespace {
 std::function<void()> wrapWork(ncclComm* comm, std::shared_ptr<Completion> done, std::function<ncclResult_t()> body,
-                               int channel, std::string name) {
-  return [comm, done, body, channel, name] {
+                               int channel, std::string name, std::vector<FlightRef> flight) {
+  return [comm, done, body, channel, name, flight] {
     ncclResult_t res = ncclSuccess;
     const uint64_t t0 = traceEnabled() ? traceNowNs() : 0;
+    for (FlightRef r : flight) comm->flight->partStart(r, channel);
     if (!flagIsSet(&comm->abortFlag)) res = body();
     else res = ncclInvalidUsage;
+    for (FlightRef r : flight) comm->flight->partEnd(r, channel, res);
     if (t0) traceComplete(comm->rank, channel, name.c_str(), "op", t0, traceNowNs());
     if (res != ncclSuccess) commSetError(comm, res, lastError());
     comm->inflight.fetch_sub(1);
@@ -169,6 +172,7 @@ struct CollPlan {
   std::vector<const void*> symSend;
   std::vector<void*> symRecv;
   std::vector<uint64_t> symEpochs;
+  FlightRef flight;  // its flight recorder entry
 };
 
 // Both buffers in symmetric windows every rank reaches: the symmetric kernel for this operation
@@ -255,6 +259,17 @@ bool singleCopyBetweenProcesses(ncclComm* comm, const Task& t, const CollShape& 
          s.totalBytes >= comm->tun.singleCopyBytes;
 }
 
+// The flight recorder's entry of a planned collective (lesson 14); `parts`: the work items it runs as.
+FlightRef recordColl(ncclComm* comm, const Task& t, uint64_t seq, CollAlgo algo, Proto proto, int nch, int parts,
+                     FlightBuffers buffers) {
+  if (!comm->flight) return {};
+  FlightOp op;
+  op.seq = seq, op.count = t.count, op.kind = kFlightColl, op.func = (uint8_t)t.func, op.type = (uint8_t)t.type;
+  op.redop = (uint8_t)t.op.kind, op.algo = (uint8_t)algo, op.proto = (uint8_t)proto, op.channels = (uint8_t)nch;
+  op.buffers = (uint8_t)buffers, op.root = t.root;
+  return comm->flight->record(op, parts);
+}
+
 // The COLL INFO line of one numbered collective (NCCL's shape, and the path it took).
 void logColl(const ncclComm* comm, const Task& t, uint64_t opCount, CollAlgo algo, Proto proto, int nch,
              const char* path) {
@@ -293,8 +308,17 @@ ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool* skip)
                      : singleCopy         ? " direct (single copy)"
                                           : " direct (zero copy)";
   logColl(comm, t, opCount, choice.algo, choice.proto, nch, path);
+  const bool onePart = (t.func == kFuncAllReduce && choice.algo == kAlgoNaive && comm->nRanks > 1) ||
+                       choice.algo == kAlgoOneShot;  // usesPeerConnectors
+  const FlightBuffers buffers = isSymmetric(choice.algo)                            ? kFlightWindow
+                                : (zeroCopy || opBuffersRegistered(comm, t, shape)) ? kFlightRegistered
+                                                                                    : kFlightPlain;
+  plan->flight = recordColl(comm, t, opCount, choice.algo, choice.proto, nch, onePart ? 1 : nch, buffers);
   *skip = t.count == 0;
-  if (*skip) return ncclSuccess;
+  if (*skip) {
+    if (comm->flight) comm->flight->oneShotEnd(plan->flight, ncclSuccess);
+    return ncclSuccess;
+  }
   plan->t = t;
   plan->nch = nch;
   plan->netZeroCopy = netZeroCopy;
@@ -403,6 +427,9 @@ bool runOneShotNow(ncclComm* comm, const Task& t, ncclResult_t* res) {
   if (!kernel || !useOneShot(comm, t, shape)) return false;  // planColl reports a missing kernel
   const uint64_t opCount = comm->opCount++;
   logColl(comm, t, opCount, kAlgoOneShot, kProtoLL, 1, "");
+  const FlightBuffers buffers =
+      comm->reg->empty() || !comm->reg->covers(t.sendbuff, shape.sendBytes) ? kFlightPlain : kFlightRegistered;
+  const FlightRef flight = recordColl(comm, t, opCount, kAlgoOneShot, kProtoLL, 1, 1, buffers);
   // Built on the first call, then only the call's fields change: zeroing and copying the whole
   // argument block cost more than the rest of the planning.
   CollArgs& a = comm->oneShotArgs;
@@ -421,6 +448,7 @@ bool runOneShotNow(ncclComm* comm, const Task& t, ncclResult_t* res) {
   ExecCtx ctx = makeCtx(comm, 0);
   kernel(ctx, a, t.op);
   *res = ctx.failed ? failureResult(ctx, comm, funcName(t.func)) : ncclSuccess;
+  if (comm->flight) comm->flight->oneShotEnd(flight, *res);
   if (*res != ncclSuccess) commSetError(comm, *res, lastError());
   comm->inflight.fetch_sub(1);
   return true;
@@ -445,7 +473,9 @@ ncclResult_t runCollectiveNow(ncclComm* comm, const Task& t, bool* handled) {
     // this thread to leave the communicator before freeing it.
     comm->inflight.fetch_add(1);
     comm->proxy->kick();
+    if (comm->flight) comm->flight->partStart(plan.flight, 0);
     res = runPart(comm, plan, 0);
+    if (comm->flight) comm->flight->partEnd(plan.flight, 0, res);
     if (res != ncclSuccess) commSetError(comm, res, lastError());
     comm->inflight.fetch_sub(1);
     return res;
@@ -508,16 +538,28 @@ ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plansIn, std::vec
   struct Part {
     int channel;
     std::function<ncclResult_t()> body;
-    std::string name;  // for the trace
+    std::string name;               // for the trace
+    std::vector<FlightRef> flight;  // the recorder's entries it runs
   };
   std::vector<Part> parts;
   for (size_t i = 0; i < plans->size(); ++i) {
     const CollPlan& p = (*plans)[i];
     const int nParts = usesPeerConnectors(p, comm) ? 1 : p.nch;
     for (int c = 0; c < nParts; ++c)
-      parts.push_back({c, [comm, plans, i, c] { return runPart(comm, (*plans)[i], c); }, p.traceName});
+      parts.push_back({c, [comm, plans, i, c] { return runPart(comm, (*plans)[i], c); }, p.traceName,
+                       comm->flight ? std::vector<FlightRef>{p.flight} : std::vector<FlightRef>{}});
   }
   if (!p2p.empty()) {
+    std::vector<FlightRef> refs;
+    if (comm->flight)
+      for (const Task& t : p2p) {
+        FlightOp op;
+        op.seq = comm->p2pCount++, op.count = t.count, op.type = (uint8_t)t.type, op.peer = t.peer;
+        op.kind = t.kind == Task::kSend ? kFlightSend : t.kind == Task::kRecv ? kFlightRecv : kFlightAlltoAll;
+        op.channels = 1;
+        op.buffers = comm->reg->empty() ? kFlightPlain : kFlightRegistered;  // not looked up per buffer
+        refs.push_back(comm->flight->record(op, 1));
+      }
     parts.push_back({0,
                      [comm, p2p] {
                        ExecCtx ctx = makeCtx(comm, 0);
@@ -525,7 +567,7 @@ ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plansIn, std::vec
                        if (res == ncclSuccess && ctx.failed) res = failureResult(ctx, comm, "Send/Recv");
                        return res;
                      },
-                     "Send/Recv batch"});
+                     "Send/Recv batch", std::move(refs)});
   }
   if (parts.empty()) return ncclSuccess;
   auto done = std::make_shared<Completion>((int)parts.size());
@@ -537,7 +579,8 @@ ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plansIn, std::vec
   comm->proxy->kick();  // NET connections move only while their proxy is awake
   std::vector<std::function<void()>> mine;
   for (Part& p : parts) {
-    std::function<void()> work = wrapWork(comm, done, std::move(p.body), p.channel, std::move(p.name));
+    std::function<void()> work =
+        wrapWork(comm, done, std::move(p.body), p.channel, std::move(p.name), std::move(p.flight));
     if (inlineCh0 && p.channel == 0) mine.push_back(std::move(work));
     else comm->channels[p.channel]->worker.submit(std::move(work));
   }

@@ -8,6 +8,7 @@
 
 #include "bootstrap/host_identity.h"
 #include "comm.h"
+#include "comm_dump.h"
 #include "comm_error.h"
 #include "comm_registry.h"
 #include "cuda_backend.h"
@@ -230,6 +231,8 @@ ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id) {
   BATON_CHECK(agreeOnKnobs(comm));
   BATON_CHECK(agreeOnSingleCopy(comm));
   BATON_CHECK(buildChannels(comm));
+  if (const size_t n = flightRecorderEntries()) comm->flight = std::make_unique<FlightRecorder>(n, comm->nChannels);
+  dumpSignalSetup();
   BATON_CHECK(initGpu(comm));
   BATON_CHECK(startWatchdog(comm));
   BATON_CHECK(comm->bootstrap->barrier());

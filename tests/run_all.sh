@@ -86,6 +86,9 @@ suite shrink-local 120 tests/tools/shrink_local_test.sh "$TESTDIR"
 suite fault-injection 300 tests/fault/fault_injection.sh --trials 24 "$TESTDIR"
 # A peer dies while its ncclMemAlloc buffers are mapped (registered and window): survivors fail cleanly.
 suite fault-registered 300 tests/fault/registered_kill_test.sh "$BIN"
+# Scripted hangs and mismatches on 4 processes (lesson 14): every rank ends within
+# BATON_WAIT_TIMEOUT + 5 s, and baton-doctor names the rank, the operation and the cause.
+suite hang-scenarios 180 tests/fault/hang_scenarios.sh "$TESTDIR" "$BIN"
 # make install into a temporary prefix and DESTDIR; programs built against it with flags,
 # pkg-config, the static archive and CMake; make uninstall.
 suite install 180 tests/tools/install_test.sh "$BUILD"

@@ -9,6 +9,7 @@
 #include "api/argcheck.h"
 #include "api/comm_init.h"
 #include "comm.h"
+#include "comm_dump.h"
 #include "comm_error.h"
 #include "cuda_backend.h"
 #include "fault/child_comm.h"
@@ -159,6 +160,7 @@ NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm);
 ncclResult_t pncclCommAbort(ncclComm_t comm) {
   if (!comm) return ncclSuccess;
   BATON_CHECK(checkCommLive(comm, "ncclCommAbort"));
+  commDumpIfAsked(comm, "abort");  // before the flag: what each channel waited for when the user gave up
   storeFlag(&comm->abortFlag, 1);
   if (comm->initState.load() == ncclSuccess) commAnnounceFailure(comm);  // neighbours waiting on us stop
   if (comm->watchdog) comm->watchdog->close();  // and a vote or agreement another thread waits in

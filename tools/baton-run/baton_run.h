@@ -48,6 +48,8 @@ void writeStr(int fd, const std::string& s);
 
 // "SIGSEGV" etc., or "signal N" for ones not in the table.
 std::string signalName(int sig);
+// "SIGUSR1", "USR1" or a number -> the signal (0: none of these).
+int signalNumber(const std::string& text);
 
 // A port on host (an IPv4/IPv6 literal; anything else, or a failed bind,
 // falls back to the wildcard address) that binds now: a random one below the

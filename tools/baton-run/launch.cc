@@ -41,19 +41,31 @@ void writeAll(int fd, const char* buf, size_t len) {
 
 void writeStr(int fd, const std::string& s) { writeAll(fd, s.data(), s.size()); }
 
+namespace {
+const struct {
+  int sig;
+  const char* name;
+} kSignals[] = {
+    {SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},   {SIGTRAP, "SIGTRAP"},
+    {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},   {SIGKILL, "SIGKILL"}, {SIGUSR1, "SIGUSR1"},
+    {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"}, {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"},
+    {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"}, {SIGSYS, "SIGSYS"},
+};
+}  // namespace
+
 std::string signalName(int sig) {
-  static const struct {
-    int sig;
-    const char* name;
-  } table[] = {
-      {SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},   {SIGTRAP, "SIGTRAP"},
-      {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},   {SIGKILL, "SIGKILL"}, {SIGUSR1, "SIGUSR1"},
-      {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"}, {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"},
-      {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"}, {SIGSYS, "SIGSYS"},
-  };
-  for (const auto& e : table)
+  for (const auto& e : kSignals)
     if (e.sig == sig) return e.name;
   return "signal " + std::to_string(sig);
+}
+
+int signalNumber(const std::string& text) {
+  const std::string name = text.rfind("SIG", 0) == 0 ? text : "SIG" + text;
+  for (const auto& e : kSignals)
+    if (name == e.name) return e.sig;
+  char* end = nullptr;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  return !text.empty() && *end == 0 && v > 0 && v < 65 ? (int)v : 0;
 }
 
 namespace {

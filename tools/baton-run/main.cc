@@ -44,6 +44,8 @@ const char kUsage[] =
     "\n"
     "BATON_RUN_HOST replaces 127.0.0.1 in NCCL_COMM_ID. Rank 0 inherits stdin unless\n"
     "it is a terminal; the other ranks read /dev/null. SIGINT/SIGTERM are forwarded.\n"
+    "With BATON_DUMP_SIGNAL set, the ranks still running when the grace ends get that\n"
+    "signal first (they dump their flight recorders: baton-doctor), and 1 s more.\n"
     "Exit status: 0 if all ranks exit 0, else the first failing rank's code (128+signal\n"
     "if it was killed); 127 if the program cannot be executed; 2 on a usage error.\n";
 
@@ -180,7 +182,9 @@ int main(int argc, char** argv) {
   }
 
   int alive = opt.nranks, firstCode = 0, signalsSeen = 0;
-  bool terminating = false, swept = false;
+  bool terminating = false, swept = false, dumpAsked = false;
+  const char* dumpEnv = getenv("BATON_DUMP_SIGNAL");
+  const int dumpSignal = dumpEnv && *dumpEnv ? signalNumber(dumpEnv) : 0;
   std::optional<Clock::time_point> graceDeadline, killDeadline, drainDeadline;
   const auto grace = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.graceSec));
 
@@ -211,6 +215,16 @@ int main(int argc, char** argv) {
   for (;;) {
     reap();
     auto now = Clock::now();
+    if (alive > 0 && !terminating && !dumpAsked && dumpSignal && graceDeadline && now >= *graceDeadline) {
+      // BATON_DUMP_SIGNAL: the ranks still running dump their flight recorders (lesson 14) before
+      // they are ended, so baton-doctor hears from a rank that sits in user code too.
+      writeStr(2, "baton-run: asking " + std::to_string(alive) + " remaining rank(s) for a dump (" +
+                      signalName(dumpSignal) + ")\n");
+      for (const Rank& rk : ranks)
+        if (rk.alive) kill(rk.pid, dumpSignal);
+      dumpAsked = true;
+      graceDeadline = now + std::chrono::seconds(1);
+    }
     if (alive > 0 && !terminating && graceDeadline && now >= *graceDeadline) {
       writeStr(2, "baton-run: terminating " + std::to_string(alive) + " remaining rank(s)\n");
       kill(-pgid, SIGTERM);

@@ -6,7 +6,7 @@
 #   tools/install/deb.sh BUILD OUTDIR
 #
 # The package is "baton": the files make install writes (headers, libnccl.so.2 and its links,
-# libnccl_static.a, baton-perf and nccl-tests' names, baton-run, baton-topo, pkg-config and CMake
+# libnccl_static.a, baton-perf and nccl-tests' names, baton-run, baton-topo, baton-doctor, pkg-config and CMake
 # files, docs), less install.sh's manifest (dpkg keeps its own list; `make uninstall` must not be
 # pointed at a package's files). Depends: the packages that own the shared libraries the library
 # and the tools load, found with ldd and dpkg -S on this machine, so `dpkg -i` on a machine without
@@ -36,16 +36,19 @@ MULTIARCH=$(gcc -print-multiarch 2>/dev/null || dpkg-architecture -qDEB_HOST_MUL
 INSTALL_LIBDIR=lib/$MULTIARCH "$HERE/install.sh" install "$BUILD" /usr "$PKG" >/dev/null
 rm -rf "$PKG/usr/share/baton"  # install.sh's manifest
 # As Debian packages ship them: no debug sections (the build keeps -g for the build folder).
-strip --strip-unneeded "$PKG"/usr/lib/$MULTIARCH/libnccl.so.2.* "$PKG"/usr/bin/baton-*
+# The ELF programs only: baton-doctor is a Python script.
+elfs=$(for f in "$PKG"/usr/bin/baton-*; do if [[ $(head -c 4 "$f") == $'\x7fELF' ]]; then echo "$f"; fi; done)
+strip --strip-unneeded "$PKG"/usr/lib/$MULTIARCH/libnccl.so.2.* $elfs
 strip --strip-debug "$PKG"/usr/lib/$MULTIARCH/libnccl_static.a
 
 # Runtime dependencies: the package of every shared library the installed binaries load.
-deps=$(for f in "$PKG"/usr/lib/$MULTIARCH/libnccl.so.2.* "$PKG"/usr/bin/baton-*; do ldd "$f"; done |
+deps=$(for f in "$PKG"/usr/lib/$MULTIARCH/libnccl.so.2.* $elfs; do ldd "$f"; done |
   awk '$2 == "=>" && $3 ~ /^\// {print $3}' | grep -v "$PKG" | sort -u |
   while read -r lib; do
     dpkg -S "$lib" 2>/dev/null || dpkg -S "$(readlink -f "$lib")" 2>/dev/null || true
   done | cut -d: -f1 | sort -u | paste -sd, | sed 's/,/, /g')
 [[ -n $deps ]] || { echo "deb.sh: found no packages for the libraries baton loads (dpkg -S)" >&2; exit 1; }
+deps="$deps, python3"  # baton-doctor
 
 mkdir -p "$PKG/DEBIAN"
 size=$(du -sk --exclude=DEBIAN "$PKG" | cut -f1)
@@ -64,7 +67,7 @@ Description: collective communications library with NCCL's API, on CPUs
  threads and processes on one host, sockets between hosts, ring and tree
  algorithms, the LL, LL128 and Simple protocols, buffer registration and
  fault-tolerant communicators. Also baton-perf with nccl-tests' program names
- (all_reduce_perf, ...), baton-run, baton-topo, pkg-config and CMake files.
+ (all_reduce_perf, ...), baton-run, baton-topo, baton-doctor, pkg-config and CMake files.
 EOF
 for script in postinst postrm; do
   printf '#!/bin/sh\nset -e\nldconfig\n' >"$PKG/DEBIAN/$script"
