@@ -112,7 +112,7 @@ void addRecord(std::string& out, const FlightRecord& r) {
   addFieldU(out, "enqueue_ns", r.enqueueNs);
   addFieldU(out, "start_ns", r.startNs);
   addFieldU(out, "end_ns", r.endNs);
-  addField(out, "state", r.result ? "failed" : r.endNs ? "done" : r.startNs ? "running" : "queued");
+  addField(out, "state", r.result ? "failed" : r.done ? "done" : r.startNs ? "running" : "queued");
   if (r.result) addField(out, "result", ncclGetErrorString((ncclResult_t)r.result));
   closeObject(out, '}');
 }

@@ -448,7 +448,7 @@ bool runOneShotNow(ncclComm* comm, const Task& t, ncclResult_t* res) {
   ExecCtx ctx = makeCtx(comm, 0);
   kernel(ctx, a, t.op);
   *res = ctx.failed ? failureResult(ctx, comm, funcName(t.func)) : ncclSuccess;
-  if (comm->flight) comm->flight->oneShotEnd(flight, *res);
+  if (comm->flight) comm->flight->quickEnd(flight, *res);
   if (*res != ncclSuccess) commSetError(comm, *res, lastError());
   comm->inflight.fetch_sub(1);
   return true;

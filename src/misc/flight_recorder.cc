@@ -60,7 +60,8 @@ FlightRecorder::FlightRecorder(size_t entries, int channels)
 
 FlightRef FlightRecorder::record(const FlightOp& op, int parts) {
   const uint64_t pos = next_.load(std::memory_order_relaxed);
-  const uint32_t slot = (uint32_t)(pos % n_);
+  const uint32_t slot = nextSlot_;  // pos % n_, without a division on the 8-byte path
+  nextSlot_ = slot + 1 == n_ ? 0 : slot + 1;
   uint64_t* e = entry(slot);
   store(e[kTag], 0);  // a reader copying the old entry now sees the tag change and skips it
   std::atomic_thread_fence(std::memory_order_release);
@@ -104,7 +105,7 @@ void FlightRecorder::oneShotEnd(FlightRef ref, int result) {
   if (!ref.tag) return;
   uint64_t* e = entry(ref.slot);
   if (load(e[kTag]) != ref.tag) return;
-  if (result) store(e[kResult], (uint64_t)result);
+  if (result) store(e[kResult], (uint64_t)(uint32_t)result);
   store(e[kStart], load(e[kEnqueue]));
   store(e[kEnd], ticks());
   store(channels_[0].last, ref.tag);
@@ -122,6 +123,15 @@ double FlightRecorder::nsPerTick() const {
 #else
   return 1.0;
 #endif
+}
+
+void FlightRecorder::quickEnd(FlightRef ref, int result) {
+  if (!ref.tag) return;
+  uint64_t* e = entry(ref.slot);
+  if (load(e[kTag]) != ref.tag) return;
+  store(e[kResult], (uint64_t)(uint32_t)result | kUntimedEnd);
+  store(e[kStart], load(e[kEnqueue]));
+  store(channels_[0].last, ref.tag);
 }
 
 uint64_t FlightRecorder::toNs(uint64_t t, double nsPerTick) const {
@@ -152,7 +162,9 @@ void FlightRecorder::snapshot(std::vector<FlightRecord>* records, std::vector<Fl
     r.op.channels = (uint8_t)(shape >> 48), r.op.buffers = (uint8_t)(shape >> 56);
     r.op.root = (int32_t)(uint32_t)rp, r.op.peer = (int32_t)(uint32_t)(rp >> 32);
     r.enqueueNs = load(e[kEnqueue]), r.startNs = load(e[kStart]), r.endNs = load(e[kEnd]);
-    r.result = (int)load(e[kResult]);
+    const uint64_t result = load(e[kResult]);
+    r.result = (int)(uint32_t)result;
+    r.done = r.endNs != 0 || (result & kUntimedEnd);
     std::atomic_thread_fence(std::memory_order_acquire);
     if (load(e[kTag]) != tag) continue;  // rewritten while we copied it
     r.enqueueNs = toNs(r.enqueueNs, k), r.startNs = toNs(r.startNs, k), r.endNs = toNs(r.endNs, k);

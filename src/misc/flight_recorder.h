@@ -40,7 +40,8 @@ struct FlightRecord {
   uint64_t tag = 0;  // position in the ring's history + 1
   FlightOp op;
   uint64_t enqueueNs = 0, startNs = 0, endNs = 0;
-  int result = 0;  // ncclResult_t of a part that failed (0: none failed)
+  bool done = false;  // every part ended (endNs is 0 when its end was not timed: quickEnd)
+  int result = 0;     // ncclResult_t of a part that failed (0: none failed)
 };
 
 // One channel's state: the entry it runs (its tag, 0: idle) and the note of its current wait.
@@ -73,8 +74,12 @@ class FlightRecorder {
   void partStart(FlightRef ref, int ch);
   // A part of `ref` on channel `ch` ended with `result`; the last one stamps the end time.
   void partEnd(FlightRef ref, int ch, int result);
-  // The one-part path (the caller runs it at once): start is the enqueue time.
+  // An operation the caller ran at once, in one part: start is the enqueue time.
   void oneShotEnd(FlightRef ref, int result);
+  // The same without reading the clock, for the 8-byte path, where the second read of the
+  // time-stamp counter was most of the recorder's cost: the entry is done, its end untimed
+  // (before the next entry's enqueue).
+  void quickEnd(FlightRef ref, int result);
 
   WaitNote* note(int ch) { return ch >= 0 && ch < (int)channels_.size() ? &channels_[ch].note : nullptr; }
   size_t capacity() const { return n_; }
@@ -85,6 +90,7 @@ class FlightRecorder {
   static uint64_t ticks();  // the recorder's clock
 
  private:
+  static constexpr uint64_t kUntimedEnd = 1ull << 32;  // in kResult: quickEnd's mark
   enum Word { kTag, kSeq, kCount, kShape, kRootPeer, kEnqueue, kStart, kEnd, kResult, kPartsLeft, kWords };
   uint64_t* entry(uint32_t slot) const { return &words_[(size_t)slot * kWords]; }
   double nsPerTick() const;
@@ -95,6 +101,7 @@ class FlightRecorder {
   uint64_t* words_;
   std::vector<FlightChannel> channels_;
   std::atomic<uint64_t> next_{0};
+  uint32_t nextSlot_ = 0;  // next_ % n_ (only the recording thread uses it)
   uint64_t ticks0_, ns0_;  // a pair of readings taken together, to convert ticks to ns
 };
 

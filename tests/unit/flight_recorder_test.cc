@@ -64,11 +64,13 @@ TEST(FlightRecorder, TheLastPartStampsTheEnd) {
   rec.partEnd(ref, 0, 0);
   rec.snapshot(&r, &ch);
   EXPECT_EQ(r[0].endNs, 0u) << "one part of two is still running";
+  EXPECT_FALSE(r[0].done);
   EXPECT_EQ(ch[0].running, 0u);
   EXPECT_EQ(ch[0].last, ref.tag);
   rec.partEnd(ref, 1, 5);  // the second fails
   rec.snapshot(&r, &ch);
   EXPECT_GE(r[0].endNs, r[0].startNs);
+  EXPECT_TRUE(r[0].done);
   EXPECT_EQ(r[0].result, 5);
 }
 
@@ -98,6 +100,21 @@ TEST(FlightRecorder, OneShotStartsAtItsEnqueue) {
   EXPECT_EQ(r[0].startNs, r[0].enqueueNs);
   EXPECT_GE(r[0].endNs, r[0].startNs);
   EXPECT_EQ(ch[0].last, ref.tag);
+}
+
+TEST(FlightRecorder, AQuickEndIsDoneButUntimed) {
+  FlightRecorder rec(4, 1);
+  const baton::FlightRef ref = rec.record(opWithSeq(0), 1);
+  std::vector<FlightRecord> r;
+  std::vector<FlightChannelView> ch;
+  rec.snapshot(&r, &ch);
+  EXPECT_FALSE(r[0].done);
+  rec.quickEnd(ref, 0);
+  rec.snapshot(&r, &ch);
+  EXPECT_TRUE(r[0].done);
+  EXPECT_EQ(r[0].endNs, 0u);
+  EXPECT_EQ(r[0].result, 0);
+  EXPECT_EQ(r[0].startNs, r[0].enqueueNs);
 }
 
 TEST(FlightRecorder, TimesAreMonotonicNanoseconds) {
