@@ -261,13 +261,13 @@ bool singleCopyBetweenProcesses(ncclComm* comm, const Task& t, const CollShape& 
 
 // The flight recorder's entry of a planned collective (lesson 14); `parts`: the work items it runs as.
 FlightRef recordColl(ncclComm* comm, const Task& t, uint64_t seq, CollAlgo algo, Proto proto, int nch, int parts,
-                     FlightBuffers buffers) {
+                     FlightBuffers buffers, bool timed = true) {
   if (!comm->flight) return {};
   FlightOp op;
   op.seq = seq, op.count = t.count, op.kind = kFlightColl, op.func = (uint8_t)t.func, op.type = (uint8_t)t.type;
   op.redop = (uint8_t)t.op.kind, op.algo = (uint8_t)algo, op.proto = (uint8_t)proto, op.channels = (uint8_t)nch;
   op.buffers = (uint8_t)buffers, op.root = t.root;
-  return comm->flight->record(op, parts);
+  return comm->flight->record(op, parts, timed);
 }
 
 // The COLL INFO line of one numbered collective (NCCL's shape, and the path it took).
@@ -429,7 +429,7 @@ bool runOneShotNow(ncclComm* comm, const Task& t, ncclResult_t* res) {
   logColl(comm, t, opCount, kAlgoOneShot, kProtoLL, 1, "");
   const FlightBuffers buffers =
       comm->reg->empty() || !comm->reg->covers(t.sendbuff, shape.sendBytes) ? kFlightPlain : kFlightRegistered;
-  const FlightRef flight = recordColl(comm, t, opCount, kAlgoOneShot, kProtoLL, 1, 1, buffers);
+  const FlightRef flight = recordColl(comm, t, opCount, kAlgoOneShot, kProtoLL, 1, 1, buffers, /*timed=*/false);
   // Built on the first call, then only the call's fields change: zeroing and copying the whole
   // argument block cost more than the rest of the planning.
   CollArgs& a = comm->oneShotArgs;

@@ -58,7 +58,7 @@ FlightRecorder::FlightRecorder(size_t entries, int channels)
   ticks0_ = p.ticks, ns0_ = p.ns;
 }
 
-FlightRef FlightRecorder::record(const FlightOp& op, int parts) {
+FlightRef FlightRecorder::record(const FlightOp& op, int parts, bool timed) {
   const uint64_t pos = next_.load(std::memory_order_relaxed);
   const uint32_t slot = nextSlot_;  // pos % n_, without a division on the 8-byte path
   nextSlot_ = slot + 1 == n_ ? 0 : slot + 1;
@@ -71,7 +71,7 @@ FlightRef FlightRecorder::record(const FlightOp& op, int parts) {
                        (uint64_t)op.algo << 32 | (uint64_t)op.proto << 40 | (uint64_t)op.channels << 48 |
                        (uint64_t)op.buffers << 56);
   store(e[kRootPeer], (uint64_t)(uint32_t)op.root | (uint64_t)(uint32_t)op.peer << 32);
-  store(e[kEnqueue], ticks());
+  store(e[kEnqueue], timed ? ticks() : 0);
   store(e[kStart], 0);
   store(e[kEnd], 0);
   store(e[kResult], 0);

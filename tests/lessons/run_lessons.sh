@@ -161,6 +161,21 @@ expect "^ +64( +[0-9.]+/ *[0-9.]+/ *[0-9.]+){3} +[0-9.]+ +[0-9.]+ +[0-9.]+ +0$" 
 out=$("$BIN/baton-perf" moe -t 2 -T 64 --hidden 256 -k 4 -n 2 -w 1 -r 1 --fp8); echo "$out"
 expect '^# baton-perf moe, bfloat16 \(dispatch in fp8 e4m3\), 2 ranks' "$out"
 expect "^ +64( +[0-9.]+/ *[0-9.]+/ *[0-9.]+){4} +[0-9.]+ +[0-9.]+ +[0-9.]+ +0$" "$out"
+# Lesson 14: a rank skips a collective; the ranks' dumps name it. Then a clean run: no fault, exit 0.
+dumps=$(mktemp -d)
+out=$(BATON_WAIT_TIMEOUT=3 BATON_DUMP_DIR=$dumps BATON_DUMP_SIGNAL=SIGUSR1 "$BIN/baton-run" -n 4 \
+  "$EX/14-debugging-hangs/stuck_job" skip 2 2>&1 || true); echo "$out"
+expect '^\[[013]\] rank [013]: step 5 failed: AllGather: rank [013] channel 0 timed out \(BATON_WAIT_TIMEOUT\)' "$out"
+expect '^baton-run: asking 1 remaining rank\(s\) for a dump \(SIGUSR1\)$' "$out"
+out=$("$BIN/baton-doctor" "$dumps" || true); echo "$out"
+expect '^ +2 +[^ ]+ +[0-9]+ +signal +AllReduce #4 +done +-$' "$out"
+expect '^  FAULT: rank 2 never called AllGather #5; its last operation is AllReduce #4, completed' "$out"
+rm -rf "$dumps"
+dumps=$(mktemp -d)
+BATON_DUMP_DIR=$dumps "$BIN/baton-run" -n 4 "$EX/14-debugging-hangs/stuck_job" none >/dev/null
+out=$("$BIN/baton-doctor" "$dumps"); echo "$out"
+expect '^  no fault found$' "$out"
+rm -rf "$dumps"
 # Lesson 15: one block through each wire format, then AllReduce with each, errors against the exact sum.
 out=$("$EX/15-wire-formats/wire_formats"); echo "$out"
 expect '^mxfp8: 48 bytes for 32 floats \(128 bytes\); block scale 2\^-2 \(e8m0 byte 0x7d\); max error 0.09 = 0.0009 of the block.s max$' "$out"
