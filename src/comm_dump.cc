@@ -160,8 +160,11 @@ std::string dumpText(ncclComm* comm, const char* reason) {
   std::vector<FlightRecord> records;
   std::vector<FlightChannelView> channels;
   if (comm->flight) comm->flight->snapshot(&records, &channels);
+  // The host as baton tells hosts apart (NCCL_HOSTID where set: namespaced hosts share a host name).
   char host[256] = "";
-  gethostname(host, sizeof host - 1);
+  const std::string hostId = envStr("NCCL_HOSTID");
+  if (!hostId.empty()) snprintf(host, sizeof host, "%s", hostId.c_str());
+  else gethostname(host, sizeof host - 1);
   char id[32];
   snprintf(id, sizeof id, "%016llx", (unsigned long long)comm->commHash);
   std::string out = "{";

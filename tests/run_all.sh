@@ -87,8 +87,10 @@ suite fault-injection 300 tests/fault/fault_injection.sh --trials 24 "$TESTDIR"
 # A peer dies while its ncclMemAlloc buffers are mapped (registered and window): survivors fail cleanly.
 suite fault-registered 300 tests/fault/registered_kill_test.sh "$BIN"
 # Scripted hangs and mismatches on 4 processes (lesson 14): every rank ends within
-# BATON_WAIT_TIMEOUT + 5 s, and baton-doctor names the rank, the operation and the cause.
+# BATON_WAIT_TIMEOUT + 5 s, and baton-doctor names the rank, the operation and the cause; then the
+# same on 2 namespaced hosts x 2, with a cut link between them (skipped where namespaces cannot be made).
 suite hang-scenarios 180 tests/fault/hang_scenarios.sh "$TESTDIR" "$BIN"
+suite hang-scenarios-2hosts 240 tests/fault/hang_scenarios.sh --hosts 2 "$TESTDIR" "$BIN"
 # make install into a temporary prefix and DESTDIR; programs built against it with flags,
 # pkg-config, the static archive and CMake; make uninstall.
 suite install 180 tests/tools/install_test.sh "$BUILD"

@@ -3,33 +3,54 @@
 # tests/process/hang_worker, one of which (the culprit) makes one mistake at one step, then runs
 # tools/baton-doctor on the ranks' dumps. A scenario passes when
 #   - every rank but a stopped or idle culprit ends within BATON_WAIT_TIMEOUT + 5 s of its start
-#     (the culprit that sits in user code is sent BATON_DUMP_SIGNAL, then killed, as a launcher would);
+#     (of the cut, for a cut link; the culprit that sits in user code is sent BATON_DUMP_SIGNAL, then
+#     killed, as a launcher would);
 #   - the doctor's first verdict names the scenario's cause, the culprit rank, the operation and its
-#     number (and on the clean run: no fault, and every result exact);
+#     number (a cut link: the network; the clean run: no fault, and every result exact);
 #   - no worker process is left.
-# Then the doctor's input handling: a corrupt dump beside good ones (named, skipped), two jobs'
-# dumps in one folder (told apart), and a dump folder that cannot be made (the job goes on).
+# On one host, then the doctor's input handling: a corrupt dump beside good ones (named, skipped),
+# two jobs' dumps in one folder (told apart), and a dump folder that cannot be made (the job goes on).
+# With --hosts 2 the ranks run 2 per namespaced host (tests/net/netns.sh, as root; skipped with the
+# reason elsewhere), and a ninth scenario cuts the link between the hosts mid-run.
 #
-#   hang_scenarios.sh TESTDIR BINDIR [scenario ...]      (make test runs every scenario)
+#   hang_scenarios.sh [--hosts 1|2] TESTDIR BINDIR [scenario ...]      (make test runs both)
 set -uo pipefail
-TESTDIR=${1:?usage: hang_scenarios.sh TESTDIR BINDIR [scenario ...]}
-BINDIR=${2:?usage: hang_scenarios.sh TESTDIR BINDIR [scenario ...]}
+hosts=1
+if [[ ${1:-} == --hosts ]]; then hosts=$2; shift 2; fi
+TESTDIR=${1:?usage: hang_scenarios.sh [--hosts 1|2] TESTDIR BINDIR [scenario ...]}
+BINDIR=${2:?usage: hang_scenarios.sh [--hosts 1|2] TESTDIR BINDIR [scenario ...]}
 shift 2
+HERE=$(cd "$(dirname "$0")" && pwd)
+export BATON_NETNS_PREFIX=bth
+if ((hosts == 2)); then
+  if ! reason=$("$HERE/../net/netns.sh" check 2>&1); then
+    echo "SKIP: $reason"
+    exit 77
+  fi
+  "$HERE/../net/netns.sh" up 2 || { echo "FAIL: netns.sh up"; exit 1; }
+fi
 doctor=$(cd "$(dirname "$0")/../.." && pwd)/tools/baton-doctor/baton-doctor
 worker=$TESTDIR/hang_worker
 scenarios=("$@")
 [[ ${#scenarios[@]} -gt 0 ]] || scenarios=(clean skip order count type root stop group-order)
+((hosts == 2)) && [[ $# -eq 0 ]] && scenarios+=(cut)
 T=${HANG_WAIT_TIMEOUT:-3}
 n=4
 work=$(mktemp -d)
-trap 'pkill -9 -f "$work" 2>/dev/null; pkill -9 -f "hang_worker --scenario .* --tag $work" 2>/dev/null; rm -rf "$work"' EXIT
+cleanup() {
+  pkill -9 -f "tag $work" 2>/dev/null
+  rm -rf "$work"
+  if ((hosts == 2)); then "$HERE/../net/netns.sh" down; fi
+}
+trap cleanup EXIT
 failed=0 passed=0
 
-# scenario -> culprit, step, expected verdict "kind field op seq"
-declare -A AT=([clean]=3 [skip]=5 [order]=4 [count]=4 [type]=4 [root]=2 [stop]=5 [group-order]=0)
-declare -A WANT=([clean]="none" [skip]="missing-call - AllGather 5" [order]="mismatch op AllReduce 4"
-  [count]="mismatch count AllReduce 4" [type]="mismatch type AllReduce 4" [root]="mismatch root Broadcast 2"
-  [stop]="no-dump - AllGather 5" [group-order]="mismatch op AllReduce 0")
+# scenario -> step, expected verdict "kind field op:seq[|op:seq]". A stopped rank may also hold the
+# previous step: across hosts its proxy (stopped with it) may not have sent that step's last data.
+declare -A AT=([clean]=3 [skip]=5 [order]=4 [count]=4 [type]=4 [root]=2 [stop]=5 [group-order]=0 [cut]=2)
+declare -A WANT=([clean]="none" [skip]="missing-call - AllGather:5" [order]="mismatch op AllReduce:4"
+  [count]="mismatch count AllReduce:4" [type]="mismatch type AllReduce:4" [root]="mismatch root Broadcast:2"
+  [stop]="no-dump - AllGather:5|AllReduce:4" [group-order]="mismatch op AllReduce:0" [cut]="network - -")
 
 run_scenario() {  # name culprit dumpdir -> sets $dir; returns 1 on a hang
   local s=$1 culprit=$2 dumpdir=$3
@@ -38,11 +59,23 @@ run_scenario() {  # name culprit dumpdir -> sets $dir; returns 1 on a hang
   local port=$((20000 + RANDOM % 12000)) pids=() r t0
   t0=$(date +%s%3N)
   for ((r = 0; r < n; r++)); do
-    env BATON_RANK=$r BATON_NRANKS=$n NCCL_COMM_ID=127.0.0.1:$port BATON_WAIT_TIMEOUT=$T BATON_DUMP_DIR="$dumpdir" \
+    local where=(env NCCL_COMM_ID=127.0.0.1:$port)  # 2 hosts: ranks 0, 1 on bth-h0, ranks 2, 3 on bth-h1
+    ((hosts == 2)) && where=(ip netns exec bth-h$((r / 2)) env NCCL_HOSTID=bth-h$((r / 2)) NCCL_COMM_ID=10.77.0.1:$port
+      NCCL_SOCKET_IFNAME=veth0)
+    "${where[@]}" BATON_RANK=$r BATON_NRANKS=$n BATON_WAIT_TIMEOUT=$T BATON_DUMP_DIR="$dumpdir" \
       BATON_DUMP_SIGNAL=SIGUSR1 timeout -s KILL 60 "$worker" --scenario "$s" --culprit "$culprit" --at "${AT[$s]}" \
       --tag "$work" >"$dir/out.$r" 2>&1 &
     pids+=($!)
   done
+  if [[ $s == cut ]]; then  # every rank past its first steps, then the link goes down
+    for ((i = 0; i < 300; i++)); do
+      [[ $(cat "$dir"/out.* 2>/dev/null | grep -c running) == "$n" ]] && break
+      sleep 0.1
+    done
+    sleep 0.5
+    t0=$(date +%s%3N)
+    ip -n bth-hub link set h1 down
+  fi
   local hung="" idle=0
   [[ $s == skip || $s == stop ]] && idle=1
   for ((r = 0; r < n; r++)); do
@@ -63,6 +96,7 @@ run_scenario() {  # name culprit dumpdir -> sets $dir; returns 1 on a hang
     kill -9 $child "${pids[$culprit]}" 2>/dev/null
     wait "${pids[$culprit]}" 2>/dev/null
   fi
+  [[ $s == cut ]] && ip -n bth-hub link set h1 up
   if [[ -n $hung ]]; then
     echo "  HANG:$hung (bound: BATON_WAIT_TIMEOUT $T s + 5 s)"
     return 1
@@ -71,15 +105,18 @@ run_scenario() {  # name culprit dumpdir -> sets $dir; returns 1 on a hang
 }
 
 check_verdict() {  # name culprit verdict-line
-  local s=$1 culprit=$2 line=$3 want kind field op seq
-  read -r kind field op seq <<<"${WANT[$s]}"
+  local s=$1 culprit=$2 line=$3 kind field ops alt ok=0
+  read -r kind field ops <<<"${WANT[$s]}"
   if [[ $kind == none ]]; then
-    [[ $line == *"kind=none"* ]] && return 0
-  else
-    [[ $line == *"kind=$kind "* && $line == *"ranks=$culprit "* && $line == *"op=$op seq=$seq"* ]] || return 1
-    [[ $field == - || $line == *"field=$field"* ]] && return 0
+    [[ $line == *"kind=none"* ]]
+    return
   fi
-  return 1
+  [[ $line == *"kind=$kind "* ]] || return 1
+  [[ $kind == network || $line == *"ranks=$culprit "* ]] || return 1
+  IFS='|' read -ra alt <<<"$ops"
+  for o in "${alt[@]}"; do [[ $o == - || $line == *"op=${o%%:*} seq=${o##*:}"* ]] && ok=1; done
+  ((ok)) || return 1
+  [[ $field == - || $line == *"field=$field"* ]]
 }
 
 for s in "${scenarios[@]}"; do
@@ -100,17 +137,17 @@ for s in "${scenarios[@]}"; do
   if pgrep -f "tag $work" >/dev/null; then ok=0 why+=" workers left"; pkill -9 -f "tag $work"; fi
   if ((ok)); then
     passed=$((passed + 1))
-    echo "PASS $s (culprit rank $culprit): $(grep -m1 'FAULT\|no fault' "$dir/doctor.txt" | sed 's/^ *//')"
+    echo "PASS $s (culprit rank $culprit, $hosts host(s)): $(grep -m1 'FAULT\|no fault' "$dir/doctor.txt" | sed 's/^ *//')"
   else
     failed=$((failed + 1))
-    echo "FAIL $s (culprit rank $culprit):$why"
+    echo "FAIL $s (culprit rank $culprit, $hosts host(s)):$why"
     sed 's/^/    /' "$dir/doctor.txt" | head -30
     tail -n 3 "$dir"/out.* | sed 's/^/    /'
   fi
 done
 
 # The doctor's input: a truncated dump beside good ones, and a second job's dumps in the same folder.
-if [[ -d $work/clean/dumps && -d $work/skip/dumps ]]; then
+if ((hosts == 1)) && [[ -d $work/clean/dumps && -d $work/skip/dumps ]]; then
   mixed=$work/mixed
   mkdir -p "$mixed"
   cp "$work"/clean/dumps/*.json "$work"/skip/dumps/*.json "$mixed"/
@@ -130,7 +167,7 @@ if [[ -d $work/clean/dumps && -d $work/skip/dumps ]]; then
 fi
 
 # A dump folder that cannot be made: the job completes, the error names the folder.
-if [[ " ${scenarios[*]} " == *" clean "* ]]; then
+if ((hosts == 1)) && [[ " ${scenarios[*]} " == *" clean "* ]]; then
   run_scenario clean 1 /proc/baton-cannot-be-here >/dev/null
   if [[ $(grep -l "completed" "$dir"/out.* | wc -l) == "$n" ]] && grep -q "/proc/baton-cannot-be-here" "$dir/out.0"; then
     passed=$((passed + 1))
@@ -142,5 +179,5 @@ if [[ " ${scenarios[*]} " == *" clean "* ]]; then
   fi
 fi
 
-echo "hang scenarios: $passed passed, $failed failed"
+echo "hang scenarios on $hosts host(s): $passed passed, $failed failed"
 ((failed == 0))

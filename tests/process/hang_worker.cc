@@ -13,6 +13,8 @@
 //   root         step S's Broadcast (S % 4 == 2) with root (S + 1) % nranks
 //   stop         SIGSTOPs itself before step S (a rank stopped in a debugger, or swapped out)
 //   group-order  steps S and S+1 inside one group, the culprit queueing them the other way round
+//   cut          none, but N becomes unbounded: every rank prints "rank R: running" after step S and
+//                goes on until the script cuts the link between two namespaced hosts
 // A rank whose collective fails prints "rank R: step S failed: <error>", aborts its communicator
 // (which dumps it, with BATON_DUMP_DIR set) and exits 1. A rank that completes every step dumps
 // its communicator (batonCommDumpState, as a program might at the end of a run) and exits 0.
@@ -105,10 +107,12 @@ int main(int argc, char** argv) {
   int rank = 0, n = 1;
   ncclCommUserRank(comm, &rank);
   ncclCommCount(comm, &n);
-  const bool culprit = rank == a.culprit && a.scenario != "clean";
+  const bool culprit = rank == a.culprit && a.scenario != "clean" && a.scenario != "cut";
   std::vector<float> in, out, in2, out2;
-  for (int s = 0; s < a.steps; ++s) {
+  const bool endless = a.scenario == "cut";
+  for (int s = 0; endless || s < a.steps; ++s) {
     ncclResult_t res = ncclSuccess;
+    if (endless && s == a.at) printf("rank %d: running\n", rank);
     if (culprit && s == a.at && a.scenario == "skip") {
       printf("rank %d: skips step %d and stays in user code\n", rank, s);
       for (;;) pause();  // the dump signal is served by baton's own thread; the script kills us
