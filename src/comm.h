@@ -140,6 +140,7 @@ struct SharedTunables {
   int alltoallAlgo;          // BATON_ALLTOALL_ALGO: an AlltoAllAlgo (algorithms/alltoall.h); auto = the tuner's
   size_t alltoallBruckBytes;  // BATON_ALLTOALL_BRUCK_BYTES: auto takes Bruck across hosts up to this buffer size
                               // (kAlltoAllBruckUnset: the tuning file's or the built-in, alltoall_choice.h)
+  bool checkArgs;             // BATON_CHECK_MODE=debug: every collective's arguments exchanged first (lesson 14)
 };
 constexpr size_t kAlltoAllBruckUnset = ~size_t(0);
 

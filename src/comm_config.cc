@@ -64,6 +64,11 @@ ncclResult_t readTunables(const ncclConfig_t& cfg, int rank, Tunables* t) {
   t->alltoallBruckBytes = envSet("BATON_ALLTOALL_BRUCK_BYTES")
                               ? (size_t)std::max<int64_t>(envInt("BATON_ALLTOALL_BRUCK_BYTES", 0), 0)
                               : kAlltoAllBruckUnset;
+  const std::string checkMode = envStr("BATON_CHECK_MODE", "default");
+  if (strcasecmp(checkMode.c_str(), "default") != 0 && strcasecmp(checkMode.c_str(), "debug") != 0)
+    return batonError(ncclInvalidArgument, "BATON_CHECK_MODE=%s is not a check mode (default or debug)",
+                      checkMode.c_str());
+  t->checkArgs = strcasecmp(checkMode.c_str(), "debug") == 0;
   // Every rank uses rank 0's model (shared at init), so only rank 0 reads the tuning file.
   t->model = rank == 0 ? initialTuningModel() : defaultTuningModel();
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "alltoall.h"
+#include "coll_arg_check.h"
 #include "comm.h"
 #include "comm_error.h"
 #include "completion.h"
@@ -173,6 +174,9 @@ struct CollPlan {
   std::vector<void*> symRecv;
   std::vector<uint64_t> symEpochs;
   FlightRef flight;  // its flight recorder entry
+  // BATON_CHECK_MODE=debug: channel 0's part stores 1 once every rank's arguments matched; the other
+  // channels' parts wait for it, so a mismatch is reported by the check, not by a scrambled step.
+  mutable uint64_t argsChecked = 0;
 };
 
 // Both buffers in symmetric windows every rank reaches: the symmetric kernel for this operation
@@ -364,6 +368,21 @@ bool usesPeerConnectors(const CollPlan& p, const ncclComm* comm) {
 
 // Channel c's part of a planned collective, on whichever thread plays that channel's block.
 ncclResult_t runPart(ncclComm* comm, const CollPlan& p, int c) {
+  if (comm->tun.checkArgs) {  // BATON_CHECK_MODE=debug (lesson 14)
+    if (c == 0) {
+      ExecCtx ctx = makeCtx(comm, 0);
+      BATON_CHECK(checkCollArgs(comm, p.t, p.base.opTag - 1, ctx));
+      if (ctx.failed) {
+        const std::string what = std::string(funcName(p.t.func)) + "'s argument check (BATON_CHECK_MODE=debug)";
+        return failureResult(ctx, comm, what.c_str());
+      }
+      storeRelease(&p.argsChecked, 1);
+    } else {
+      ExecCtx ctx = makeCtx(comm, c);
+      if (!waitAtLeast(ctx, &p.argsChecked, 1, comm->rank, "the argument check on channel 0"))
+        return failureResult(ctx, comm, funcName(p.t.func));
+    }
+  }
   CollArgs a = p.base;
   if (usesPeerConnectors(p, comm)) {
     const bool everyone = p.base.algo == kAlgoOneShot;  // naive: rank 0 and the others
@@ -418,7 +437,8 @@ ncclResult_t runPart(ncclComm* comm, const CollPlan& p, int c) {
 // the call alone (registrations and windows do not change that choice), so it skips the plan, its
 // copies and its run-time dispatch: the arguments, the kernel, this thread. False: not this case.
 bool runOneShotNow(ncclComm* comm, const Task& t, ncclResult_t* res) {
-  if (t.func != kFuncAllReduce || !comm->allPeersConnected || t.count == 0 || comm->tun.allreduceAlgo == kAlgoNaive)
+  if (t.func != kFuncAllReduce || !comm->allPeersConnected || t.count == 0 || comm->tun.allreduceAlgo == kAlgoNaive ||
+      comm->tun.checkArgs)
     return false;
   const size_t typeBytes = typeSize(t.type);
   const CollKernel kernel = collKernel(t.func, t.type, t.op.kind);

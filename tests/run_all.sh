@@ -91,6 +91,9 @@ suite fault-registered 300 tests/fault/registered_kill_test.sh "$BIN"
 # same on 2 namespaced hosts x 2, with a cut link between them (skipped where namespaces cannot be made).
 suite hang-scenarios 180 tests/fault/hang_scenarios.sh "$TESTDIR" "$BIN"
 suite hang-scenarios-2hosts 240 tests/fault/hang_scenarios.sh --hosts 2 "$TESTDIR" "$BIN"
+# BATON_CHECK_MODE=debug on correct programs: every collective's arguments exchanged first, no false alarm.
+suite collective-tests-check-debug 300 env BATON_CHECK_MODE=debug "$TESTDIR/collective_tests" \
+  --gtest_filter='ThreadsQuick*:Group.*:Broadcast*:Reduce.*'
 # make install into a temporary prefix and DESTDIR; programs built against it with flags,
 # pkg-config, the static archive and CMake; make uninstall.
 suite install 180 tests/tools/install_test.sh "$BUILD"

@@ -9,7 +9,9 @@
 #     number (a cut link: the network; the clean run: no fault, and every result exact);
 #   - no worker process is left.
 # On one host, then the doctor's input handling: a corrupt dump beside good ones (named, skipped),
-# two jobs' dumps in one folder (told apart), and a dump folder that cannot be made (the job goes on).
+# two jobs' dumps in one folder (told apart), the five mismatches again under BATON_CHECK_MODE=debug
+# (every rank fails at once, naming the culprit and both values), and a dump folder that cannot be
+# made (the job goes on).
 # With --hosts 2 the ranks run 2 per namespaced host (tests/net/netns.sh, as root; skipped with the
 # reason elsewhere), and a ninth scenario cuts the link between the hosts mid-run.
 #
@@ -32,7 +34,7 @@ fi
 doctor=$(cd "$(dirname "$0")/../.." && pwd)/tools/baton-doctor/baton-doctor
 worker=$TESTDIR/hang_worker
 scenarios=("$@")
-[[ ${#scenarios[@]} -gt 0 ]] || scenarios=(clean skip order count type root stop group-order)
+[[ ${#scenarios[@]} -gt 0 ]] || scenarios=(clean skip order count type redop root stop group-order)
 ((hosts == 2)) && [[ $# -eq 0 ]] && scenarios+=(cut)
 T=${HANG_WAIT_TIMEOUT:-3}
 n=4
@@ -47,9 +49,10 @@ failed=0 passed=0
 
 # scenario -> step, expected verdict "kind field op:seq[|op:seq]". A stopped rank may also hold the
 # previous step: across hosts its proxy (stopped with it) may not have sent that step's last data.
-declare -A AT=([clean]=3 [skip]=5 [order]=4 [count]=4 [type]=4 [root]=2 [stop]=5 [group-order]=0 [cut]=2)
+declare -A AT=([clean]=3 [skip]=5 [order]=4 [count]=4 [type]=4 [redop]=4 [root]=2 [stop]=5 [group-order]=0 [cut]=2)
 declare -A WANT=([clean]="none" [skip]="missing-call - AllGather:5" [order]="mismatch op AllReduce:4"
-  [count]="mismatch count AllReduce:4" [type]="mismatch type AllReduce:4" [root]="mismatch root Broadcast:2"
+  [count]="mismatch count AllReduce:4" [type]="mismatch type AllReduce:4" [redop]="mismatch redop AllReduce:4"
+  [root]="mismatch root Broadcast:2"
   [stop]="no-dump - AllGather:5|AllReduce:4" [group-order]="mismatch op AllReduce:0" [cut]="network - -")
 
 run_scenario() {  # name culprit dumpdir -> sets $dir; returns 1 on a hang
@@ -164,6 +167,38 @@ if ((hosts == 1)) && [[ -d $work/clean/dumps && -d $work/skip/dumps ]]; then
     echo "FAIL doctor input"
     sed 's/^/    /' "$work/mixed.txt" | head -30
   fi
+fi
+
+# BATON_CHECK_MODE=debug: each mismatch fails at once on every rank, as ncclInvalidUsage naming the
+# culprit and both values (well before BATON_WAIT_TIMEOUT: the check, not a timeout, ends it).
+if ((hosts == 1)); then
+  for s in count type redop root order group-order; do
+    culprit=$(((RANDOM % (n - 1)) + 1))
+    dir=$work/debug-$s
+    mkdir -p "$dir"
+    port=$((20000 + RANDOM % 12000)) pids=() t0=$(date +%s%3N)
+    for ((r = 0; r < n; r++)); do
+      env BATON_RANK=$r BATON_NRANKS=$n NCCL_COMM_ID=127.0.0.1:$port BATON_WAIT_TIMEOUT=$T BATON_CHECK_MODE=debug \
+        timeout -s KILL 60 "$worker" --scenario "$s" --culprit "$culprit" --at "${AT[$s]}" --tag "$work" \
+        >"$dir/out.$r" 2>&1 &
+      pids+=($!)
+    done
+    for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+    took=$(($(date +%s%3N) - t0)) ok=1
+    for ((r = 0; r < n; r++)); do
+      if ((r == culprit)); then want="differ from this rank's (rank $culprit): "
+      else want="rank $culprit's arguments differ from this rank's (rank $r): "; fi
+      grep -q "failed: .*$want.*(BATON_CHECK_MODE=debug)" "$dir/out.$r" || ok=0
+    done
+    if ((ok && took < T * 1000)); then
+      passed=$((passed + 1))
+      echo "PASS debug check, $s (culprit rank $culprit): every rank failed in $took ms: $(grep -ho "rank $culprit's arguments.*" "$dir"/out.* | head -1)"
+    else
+      failed=$((failed + 1))
+      echo "FAIL debug check, $s (culprit rank $culprit, $took ms)"
+      tail -n 2 "$dir"/out.* | sed 's/^/    /'
+    fi
+  done
 fi
 
 # A dump folder that cannot be made: the job completes, the error names the folder.

@@ -176,6 +176,10 @@ BATON_DUMP_DIR=$dumps "$BIN/baton-run" -n 4 "$EX/14-debugging-hangs/stuck_job" n
 out=$("$BIN/baton-doctor" "$dumps"); echo "$out"
 expect '^  no fault found$' "$out"
 rm -rf "$dumps"
+# BATON_CHECK_MODE=debug: the count mismatch fails every rank at once, naming both sides.
+out=$(BATON_CHECK_MODE=debug "$BIN/baton-run" -n 4 "$EX/14-debugging-hangs/stuck_job" count 2 2>&1 || true); echo "$out"
+expect "^\[0\] rank 0: step 5 failed: AllGather #5: rank 2's arguments differ from this rank's \(rank 0\): count 65535 against 65536 \(BATON_CHECK_MODE=debug\)$" "$out"
+expect "^\[2\] rank 2: step 5 failed: AllGather #5: rank 0's arguments differ from this rank's \(rank 2\): count 65536 against 65535 \(BATON_CHECK_MODE=debug\)$" "$out"
 # Lesson 15: one block through each wire format, then AllReduce with each, errors against the exact sum.
 out=$("$EX/15-wire-formats/wire_formats"); echo "$out"
 expect '^mxfp8: 48 bytes for 32 floats \(128 bytes\); block scale 2\^-2 \(e8m0 byte 0x7d\); max error 0.09 = 0.0009 of the block.s max$' "$out"

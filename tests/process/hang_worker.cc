@@ -10,6 +10,7 @@
 //   order        calls step S+1's collective before step S's
 //   count        step S's AllReduce with C - 1 elements
 //   type         step S's AllReduce on bfloat16 (the same count: half the bytes)
+//   redop        step S's AllReduce with ncclMax (the same bytes: it completes, with wrong results)
 //   root         step S's Broadcast (S % 4 == 2) with root (S + 1) % nranks
 //   stop         SIGSTOPs itself before step S (a rank stopped in a debugger, or swapped out)
 //   group-order  steps S and S+1 inside one group, the culprit queueing them the other way round
@@ -47,17 +48,19 @@ ncclResult_t issue(const Args& a, int s, bool culprit, ncclComm_t comm, int rank
   const int kind = s % 4;
   size_t c = a.count;
   ncclDataType_t type = ncclFloat;
+  ncclRedOp_t redop = ncclSum;
   int root = s % n;
   if (culprit && s == a.at) {
     if (a.scenario == "count") c -= 1;
     if (a.scenario == "type") type = ncclBfloat16;
     if (a.scenario == "root") root = (s + 1) % n;
+    if (a.scenario == "redop") redop = ncclMax;
   }
   in.assign(kind == 3 ? c * n : c, 0.0f);
   for (size_t i = 0; i < in.size(); ++i) in[i] = value(rank, i, s);
   out.assign(kind == 1 ? c * n : c, -1.0f);
   switch (kind) {
-    case 0: return ncclAllReduce(in.data(), out.data(), c, type, ncclSum, comm, nullptr);
+    case 0: return ncclAllReduce(in.data(), out.data(), c, type, redop, comm, nullptr);
     case 1: return ncclAllGather(in.data(), out.data(), c, type, comm, nullptr);
     case 2: return ncclBroadcast(in.data(), out.data(), c, type, root, comm, nullptr);
     default: return ncclReduceScatter(in.data(), out.data(), c, type, ncclSum, comm, nullptr);
