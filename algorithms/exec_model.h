@@ -187,7 +187,7 @@ constexpr uint32_t kWaitCheckEvery = 64;  // each pause may already be a sleep
 #endif
 
 #if !defined(__CUDA_ARCH__)
-inline void noteStore(uint64_t& w, uint64_t v) { std::atomic_ref<uint64_t>(w).store(v, std::memory_order_relaxed); }
+inline void noteStore(uint64_t& w, uint64_t v) { AtomicRef64(w).store(v, BATON_MO(relaxed)); }
 #endif
 
 // A wait that stalled (its give-up test ran: `start` was set) ended well: clear the channel's note.
