@@ -314,9 +314,19 @@ cudaError_t rankSafePool(int dev, bool keep, cudaMemPool_t* out);  // sendrecv_k
 
 int allocAsync(int dev, void** p, size_t bytes, void* stream) {
   SCOPED(dev, "cudaMallocFromPoolAsync");
+  const cudaStream_t s = static_cast<cudaStream_t>(stream);
+  // A capturing stream refuses an explicit pool (cudaErrorStreamCaptureUnsupported, seen on the
+  // H200 on 2026-11-29): there the allocation becomes a graph memory node, from the graph's own
+  // memory, which cudaMallocAsync records.
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  cudaError_t e = cudaStreamIsCapturing(s, &capturing);
+  if (e == cudaSuccess && capturing == cudaStreamCaptureStatusActive) {
+    e = cudaMallocAsync(p, bytes, s);
+    return e == cudaSuccess ? 0 : fail(e, "cudaMallocAsync(%zu bytes, device %d, capturing stream %p)", bytes, dev, stream);
+  }
   cudaMemPool_t pool;
-  cudaError_t e = rankSafePool(dev, /*keep=*/false, &pool);
-  if (e == cudaSuccess) e = cudaMallocFromPoolAsync(p, bytes, pool, static_cast<cudaStream_t>(stream));
+  if (e == cudaSuccess) e = rankSafePool(dev, /*keep=*/false, &pool);
+  if (e == cudaSuccess) e = cudaMallocFromPoolAsync(p, bytes, pool, s);
   return e == cudaSuccess ? 0 : fail(e, "cudaMallocFromPoolAsync(%zu bytes, device %d, stream %p)", bytes, dev, stream);
 }
 
