@@ -66,7 +66,13 @@ ncclResult_t checkCollArgs(ncclComm* comm, const Task& t, uint64_t seq, ExecCtx&
   ch.ringSend.netDirect = ch.ringRecv.netDirect = false;
   const CollKernel kernel = collKernel(kFuncAllGather, ncclUint8, kOpSum);
   if (!kernel) return batonError(ncclInternalError, "BATON_CHECK_MODE=debug: no AllGather kernel for bytes");
+  // The next rank may find a difference and stop before this rank has received every record (they
+  // come from the previous rank, which drains into this one before it stops): its stop must not
+  // end this rank's receives. A next rank that dies is still caught (abort flag, wait timeout).
+  const uint64_t* nextStop = ctx.watch[0];
+  ctx.watch[0] = nullptr;
   kernel(ctx, a, OpParams{});
+  ctx.watch[0] = nextStop;
   if (ctx.failed) return ncclSuccess;  // the caller names the wait, as for any other
   const char* fn = funcName(t.func);
   for (int r = 0; r < n; ++r) {
