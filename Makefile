@@ -134,6 +134,7 @@ PROGRAM_LIBS := -L$(LIBDIR) -Wl,-rpath,'$$ORIGIN/../lib' -lnccl
 NCCL_TESTS_NAMES := all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf alltoall_perf \
                     sendrecv_perf gather_perf scatter_perf hypercube_perf
 tools: $(BINDIR)/baton-run $(BINDIR)/baton-perf $(BINDIR)/baton-topo $(BINDIR)/bench-reduce $(BINDIR)/baton-doctor \
+       $(BINDIR)/baton-ras \
        $(NCCL_TESTS_NAMES:%=$(BINDIR)/%)
 
 # Reads the ranks' flight-recorder dumps (lesson 14): a Python 3 script, copied as it is.
@@ -143,6 +144,11 @@ $(BINDIR)/baton-doctor: tools/baton-doctor/baton-doctor
 
 $(NCCL_TESTS_NAMES:%=$(BINDIR)/%): $(BINDIR)/baton-perf
 	ln -sfn baton-perf $@
+
+# NCCL's RAS client protocol (lesson 14): no baton header, no library.
+$(BINDIR)/baton-ras: tools/baton-ras/baton-ras.cc
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++20 $(OPT) $(WARN) $< -o $@
 
 $(BINDIR)/baton-run: $(wildcard tools/baton-run/*.cc tools/baton-run/*.h)
 	@mkdir -p $(dir $@)
@@ -188,7 +194,8 @@ TEST_OBJS_C := $(COLL_SRCS:%.cc=$(OBJ)/%.o)
 # A program compiled against NVIDIA's own nccl.h (from the CUDA toolkit), run against baton.
 ABI_TEST := $(if $(NVIDIA_NCCL_H),$(TESTDIR)/nvidia_header_test,)
 TEST_BINS := $(TESTDIR)/unit_tests $(TESTDIR)/collective_tests $(TESTDIR)/rank_worker $(TESTDIR)/shrink_worker \
-             $(TESTDIR)/fault_worker $(TESTDIR)/soak_worker $(TESTDIR)/fused_worker $(TESTDIR)/hang_worker
+             $(TESTDIR)/fault_worker $(TESTDIR)/soak_worker $(TESTDIR)/fused_worker $(TESTDIR)/hang_worker \
+             $(TESTDIR)/ras_worker
 # The CUDA backend's check (tools/scripts/gpu-check.sh runs it on a GPU): device pointers and streams,
 # compiled against NVIDIA's nccl.h when the toolkit has one, linked to baton's libnccl.so.2.
 GPU_TEST := $(if $(NVCC),$(TESTDIR)/gpu_collectives $(TESTDIR)/gpu_sendrecv $(TESTDIR)/gpu_graph \
@@ -206,7 +213,7 @@ $(TESTDIR)/rank_worker: $(OBJ)/tests/process/rank_worker.o $(OBJ)/tests/process/
 	@mkdir -p $(dir $@)
 	$(CXX) -o $@ $(OBJ)/tests/process/rank_worker.o $(OBJ)/tests/process/coll_check.o -L$(LIBDIR) -Wl,-rpath,$(abspath $(LIBDIR)) -lnccl $(LDFLAGS)
 .SECONDARY: $(OBJ)/tests/process/shrink_worker.o $(OBJ)/tests/process/fault_worker.o $(OBJ)/tests/process/soak_worker.o \
-            $(OBJ)/tests/process/fused_worker.o $(OBJ)/tests/process/hang_worker.o
+            $(OBJ)/tests/process/fused_worker.o $(OBJ)/tests/process/hang_worker.o $(OBJ)/tests/process/ras_worker.o
 $(TESTDIR)/%_worker: $(OBJ)/tests/process/%_worker.o $(SO) $(LIBDIR)/libnccl.so
 	@mkdir -p $(dir $@)
 	$(CXX) -o $@ $< -L$(LIBDIR) -Wl,-rpath,$(abspath $(LIBDIR)) -lnccl $(LDFLAGS)

@@ -20,40 +20,13 @@
 #include "comm_error.h"
 #include "comm_registry.h"
 #include "misc/debug.h"
+#include "misc/json_text.h"
 #include "misc/param.h"
 #include "task.h"
 
 namespace baton {
 
 namespace {
-// JSON text without a library: numbers, and strings escaped.
-void addString(std::string& out, const char* s) {
-  out += '"';
-  for (; s && *s; ++s) {
-    const unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') out += '\\', out += (char)c;
-    else if (c < 0x20) {
-      char esc[8];
-      snprintf(esc, sizeof esc, "\\u%04x", c);
-      out += esc;
-    } else out += (char)c;
-  }
-  out += '"';
-}
-void addField(std::string& out, const char* key, const char* value) {
-  addString(out, key), out += ':', addString(out, value), out += ',';
-}
-void addField(std::string& out, const char* key, long long value) {
-  addString(out, key), out += ':', out += std::to_string(value), out += ',';
-}
-void addFieldU(std::string& out, const char* key, unsigned long long value) {
-  addString(out, key), out += ':', out += std::to_string(value), out += ',';
-}
-void closeObject(std::string& out, char close) {
-  if (!out.empty() && out.back() == ',') out.pop_back();
-  out += close;
-}
-
 uint64_t clockNs(clockid_t id) {
   timespec ts;
   clock_gettime(id, &ts);
@@ -92,68 +65,68 @@ const char* waitStateName(uint64_t s) {
 
 void addRecord(std::string& out, const FlightRecord& r) {
   out += '{';
-  addFieldU(out, "tag", r.tag);
-  addField(out, "kind", kindName(r.op.kind));
-  addFieldU(out, "seq", r.op.seq);
+  jsonFieldU(out, "tag", r.tag);
+  jsonField(out, "kind", kindName(r.op.kind));
+  jsonFieldU(out, "seq", r.op.seq);
   if (r.op.kind == kFlightColl) {
-    addField(out, "op", funcName(r.op.func));
-    addField(out, "redop", opName((RedOpKind)r.op.redop));
-    addField(out, "root", r.op.root);
-    addField(out, "algo", algoName((CollAlgo)r.op.algo));
-    addField(out, "proto", protoName(r.op.proto));
+    jsonField(out, "op", funcName(r.op.func));
+    jsonField(out, "redop", opName((RedOpKind)r.op.redop));
+    jsonField(out, "root", r.op.root);
+    jsonField(out, "algo", algoName((CollAlgo)r.op.algo));
+    jsonField(out, "proto", protoName(r.op.proto));
   } else {
-    addField(out, "op", r.op.kind == kFlightSend ? "Send" : r.op.kind == kFlightRecv ? "Recv" : "AlltoAll");
-    if (r.op.kind != kFlightAlltoAll) addField(out, "peer", r.op.peer);
+    jsonField(out, "op", r.op.kind == kFlightSend ? "Send" : r.op.kind == kFlightRecv ? "Recv" : "AlltoAll");
+    if (r.op.kind != kFlightAlltoAll) jsonField(out, "peer", r.op.peer);
   }
-  addFieldU(out, "count", r.op.count);
-  addField(out, "type", typeName((ncclDataType_t)r.op.type));
-  addField(out, "channels", r.op.channels);
-  addField(out, "buffers", buffersName(r.op.buffers));
-  addFieldU(out, "enqueue_ns", r.enqueueNs);
-  addFieldU(out, "start_ns", r.startNs);
-  addFieldU(out, "end_ns", r.endNs);
-  addField(out, "state", r.result ? "failed" : r.done ? "done" : r.startNs ? "running" : "queued");
-  if (r.result) addField(out, "result", ncclGetErrorString((ncclResult_t)r.result));
-  closeObject(out, '}');
+  jsonFieldU(out, "count", r.op.count);
+  jsonField(out, "type", typeName((ncclDataType_t)r.op.type));
+  jsonField(out, "channels", r.op.channels);
+  jsonField(out, "buffers", buffersName(r.op.buffers));
+  jsonFieldU(out, "enqueue_ns", r.enqueueNs);
+  jsonFieldU(out, "start_ns", r.startNs);
+  jsonFieldU(out, "end_ns", r.endNs);
+  jsonField(out, "state", r.result ? "failed" : r.done ? "done" : r.startNs ? "running" : "queued");
+  if (r.result) jsonField(out, "result", ncclGetErrorString((ncclResult_t)r.result));
+  jsonClose(out, '}');
 }
 
 void addChannel(std::string& out, ncclComm* comm, int c, const FlightChannelView& v) {
   out += '{';
-  addField(out, "id", c);
-  addFieldU(out, "running_tag", v.running);
-  addFieldU(out, "last_tag", v.last);
+  jsonField(out, "id", c);
+  jsonFieldU(out, "running_tag", v.running);
+  jsonFieldU(out, "last_tag", v.last);
   const WaitNote& n = v.note;
   out += "\"wait\":{";
-  addField(out, "state", waitStateName(n.state));
+  jsonField(out, "state", waitStateName(n.state));
   if (n.state) {
-    addField(out, "peer", (long long)n.peer - 1);
-    addField(out, "what", n.what ? reinterpret_cast<const char*>((uintptr_t)n.what) : "?");
-    addFieldU(out, "expected", n.expected);
-    addFieldU(out, "observed", n.observed);
-    addFieldU(out, "since_ns", n.sinceNs);
-    addFieldU(out, "last_ns", n.lastNs);
+    jsonField(out, "peer", (long long)n.peer - 1);
+    jsonField(out, "what", n.what ? reinterpret_cast<const char*>((uintptr_t)n.what) : "?");
+    jsonFieldU(out, "expected", n.expected);
+    jsonFieldU(out, "observed", n.observed);
+    jsonFieldU(out, "since_ns", n.sinceNs);
+    jsonFieldU(out, "last_ns", n.lastNs);
   }
-  closeObject(out, '}');
+  jsonClose(out, '}');
   out += ',';
   if (c < (int)comm->channels.size()) {  // the ring's neighbours and its FIFOs' counters
     const Channel& ch = *comm->channels[c];
     const int n = (int)ch.ringUserRanks.size();
     out += "\"ring\":{";
     if (n > 0) {
-      addField(out, "prev", ch.ringUserRanks[(ch.ringIndex + n - 1) % n]);
-      addField(out, "next", ch.ringUserRanks[(ch.ringIndex + 1) % n]);
+      jsonField(out, "prev", ch.ringUserRanks[(ch.ringIndex + n - 1) % n]);
+      jsonField(out, "next", ch.ringUserRanks[(ch.ringIndex + 1) % n]);
     }
     if (ch.ringSend.fifo) {  // steps this rank posted, and the next rank consumed
-      addFieldU(out, "send_tail", loadAcquire(&ch.ringSend.fifo->tail));
-      addFieldU(out, "send_head", loadAcquire(&ch.ringSend.fifo->head));
+      jsonFieldU(out, "send_tail", loadAcquire(&ch.ringSend.fifo->tail));
+      jsonFieldU(out, "send_head", loadAcquire(&ch.ringSend.fifo->head));
     }
     if (ch.ringRecv.fifo) {  // steps the previous rank posted, and this rank consumed
-      addFieldU(out, "recv_tail", loadAcquire(&ch.ringRecv.fifo->tail));
-      addFieldU(out, "recv_head", loadAcquire(&ch.ringRecv.fifo->head));
+      jsonFieldU(out, "recv_tail", loadAcquire(&ch.ringRecv.fifo->tail));
+      jsonFieldU(out, "recv_head", loadAcquire(&ch.ringRecv.fifo->head));
     }
-    closeObject(out, '}');
+    jsonClose(out, '}');
   }
-  closeObject(out, '}');
+  jsonClose(out, '}');
 }
 
 std::string dumpText(ncclComm* comm, const char* reason) {
@@ -168,28 +141,28 @@ std::string dumpText(ncclComm* comm, const char* reason) {
   char id[32];
   snprintf(id, sizeof id, "%016llx", (unsigned long long)comm->commHash);
   std::string out = "{";
-  addField(out, "format", "baton-flight-recorder");
-  addField(out, "version", 1);
-  addField(out, "comm", id);
-  addField(out, "rank", comm->rank);
-  addField(out, "nranks", comm->nRanks);
-  addField(out, "host", host);
-  addField(out, "pid", (long long)getpid());
-  addField(out, "reason", reason);
+  jsonField(out, "format", "baton-flight-recorder");
+  jsonField(out, "version", 1);
+  jsonField(out, "comm", id);
+  jsonField(out, "rank", comm->rank);
+  jsonField(out, "nranks", comm->nRanks);
+  jsonField(out, "host", host);
+  jsonField(out, "pid", (long long)getpid());
+  jsonField(out, "reason", reason);
   // Times below are CLOCK_MONOTONIC; these two, read together, put them on the wall clock.
-  addFieldU(out, "mono_ns", clockNs(CLOCK_MONOTONIC));
-  addFieldU(out, "realtime_ns", clockNs(CLOCK_REALTIME));
-  addFieldU(out, "wait_timeout_ns", comm->tun.waitTimeoutNs);
-  addFieldU(out, "op_count", comm->opCount);
-  addFieldU(out, "recorder_entries", comm->flight ? comm->flight->capacity() : 0);
-  addFieldU(out, "recorded", comm->flight ? comm->flight->recorded() : 0);
+  jsonFieldU(out, "mono_ns", clockNs(CLOCK_MONOTONIC));
+  jsonFieldU(out, "realtime_ns", clockNs(CLOCK_REALTIME));
+  jsonFieldU(out, "wait_timeout_ns", comm->tun.waitTimeoutNs);
+  jsonFieldU(out, "op_count", comm->opCount);
+  jsonFieldU(out, "recorder_entries", comm->flight ? comm->flight->capacity() : 0);
+  jsonFieldU(out, "recorded", comm->flight ? comm->flight->recorded() : 0);
   const int err = comm->asyncError.load();
-  addField(out, "error_code", err);
-  addField(out, "error", commFirstError(comm).c_str());
-  addField(out, "failure_cause", (long long)comm->failureCause.load() - 1);
+  jsonField(out, "error_code", err);
+  jsonField(out, "error", commFirstError(comm).c_str());
+  jsonField(out, "failure_cause", (long long)comm->failureCause.load() - 1);
   out += "\"channels\":[";
   for (size_t c = 0; c < channels.size(); ++c) addChannel(out, comm, (int)c, channels[c]), out += ',';
-  closeObject(out, ']');
+  jsonClose(out, ']');
   out += ",\"ops\":[\n";
   for (const FlightRecord& r : records) addRecord(out, r), out += ",\n";
   if (!records.empty()) out.pop_back(), out.pop_back();

@@ -21,7 +21,7 @@ std::atomic<int> gLiveHigh{0};  // slots at or above this have never been used
 
 }  // namespace
 
-void forEachReadyComm(void (*fn)(ncclComm*)) {
+void forEachReadyComm(const std::function<void(ncclComm*)>& fn) {
   std::lock_guard<std::mutex> lk(gCommsMu);  // commFree unregisters first: it waits for us
   const int high = gLiveHigh.load(std::memory_order_relaxed);
   for (int i = 0; i < high; ++i)

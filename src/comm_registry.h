@@ -4,6 +4,8 @@
 // init, and the entry points (src/api/) and the subsystems' own checks read it.
 #pragma once
 
+#include <functional>
+
 #include "nccl.h"
 
 struct ncclComm;
@@ -13,7 +15,7 @@ namespace baton {
 bool registerComm(ncclComm* comm);  // false: the registry is full
 void unregisterComm(ncclComm* comm);
 // Calls fn on every live, initialised communicator; none is freed meanwhile (a dump on a signal).
-void forEachReadyComm(void (*fn)(ncclComm*));
+void forEachReadyComm(const std::function<void(ncclComm*)>& fn);
 // Validates `comm` for API function `fn`: NULL, not live, aborted, still initialising, failed.
 ncclResult_t checkCommReady(ncclComm* comm, const char* fn);
 ncclResult_t checkCommLive(ncclComm* comm, const char* fn);

@@ -266,6 +266,8 @@ bool singleCopyBetweenProcesses(ncclComm* comm, const Task& t, const CollShape& 
 // The flight recorder's entry of a planned collective (lesson 14); `parts`: the work items it runs as.
 FlightRef recordColl(ncclComm* comm, const Task& t, uint64_t seq, CollAlgo algo, Proto proto, int nch, int parts,
                      FlightBuffers buffers, bool timed = true) {
+  std::atomic<uint64_t>& planned = comm->collCounts[t.func];
+  planned.store(planned.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   if (!comm->flight) return {};
   FlightOp op;
   op.seq = seq, op.count = t.count, op.kind = kFlightColl, op.func = (uint8_t)t.func, op.type = (uint8_t)t.type;

@@ -91,6 +91,10 @@ suite fault-registered 300 tests/fault/registered_kill_test.sh "$BIN"
 # same on 2 namespaced hosts x 2, with a cut link between them (skipped where namespaces cannot be made).
 suite hang-scenarios 180 tests/fault/hang_scenarios.sh "$TESTDIR" "$BIN"
 suite hang-scenarios-2hosts 240 tests/fault/hang_scenarios.sh --hosts 2 "$TESTDIR" "$BIN"
+# NCCL's RAS service on 8 processes: baton-ras and a client written against NCCL's protocol alone
+# ask it, a killed rank is named dead (status and monitor), another process takes the address over
+# when the listening one dies, and a rank that stops calling collectives is named.
+suite ras 120 tests/fault/ras_check.sh "$TESTDIR" "$BIN"
 # BATON_CHECK_MODE=debug on correct programs: every collective's arguments exchanged first, no false alarm.
 suite collective-tests-check-debug 300 env BATON_CHECK_MODE=debug "$TESTDIR/collective_tests" \
   --gtest_filter='ThreadsQuick*:Group.*:Broadcast*:Reduce.*'

@@ -18,6 +18,7 @@
 #include "group.h"
 #include "misc/debug.h"
 #include "misc/param.h"
+#include "ras/ras_service.h"
 #include "register/registration.h"
 
 using namespace baton;
@@ -40,6 +41,7 @@ ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId* commId, i
   ncclComm* comm = nullptr;
   BATON_CHECK(commAlloc(&comm, nranks, rank, config, fn));
   attachRegistration(comm);
+  rasServiceStart();  // once per process: NCCL's RAS clients can ask about its communicators
   // The CUDA backend (src/cuda/): a device current now (InitAll: its devlist's) makes a GPU rank.
   char desc[256];
   if (const int current = currentCudaDevice(desc, sizeof desc); current >= 0) {

@@ -322,7 +322,8 @@ int allocAsync(int dev, void** p, size_t bytes, void* stream) {
   cudaError_t e = cudaStreamIsCapturing(s, &capturing);
   if (e == cudaSuccess && capturing == cudaStreamCaptureStatusActive) {
     e = cudaMallocAsync(p, bytes, s);
-    return e == cudaSuccess ? 0 : fail(e, "cudaMallocAsync(%zu bytes, device %d, capturing stream %p)", bytes, dev, stream);
+    return e == cudaSuccess ? 0
+                            : fail(e, "cudaMallocAsync(%zu bytes, device %d, capturing stream %p)", bytes, dev, stream);
   }
   cudaMemPool_t pool;
   if (e == cudaSuccess) e = rankSafePool(dev, /*keep=*/false, &pool);

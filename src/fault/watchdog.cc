@@ -57,6 +57,7 @@ Watchdog::Watchdog(ncclComm* comm, uint64_t timeoutNs)
       inbuf_(comm->nRanks),
       where_(comm->nRanks),
       dead_(comm->nRanks + 1),
+      deadWhy_(comm->nRanks),
       agreement_(comm->rank, comm->nRanks, [this](int peer, const AgreeMsg& m) { send(peer, m.type, &m); }) {}
 
 ncclResult_t Watchdog::start(ncclComm* comm, uint64_t timeoutNs, SubsystemPtr<Watchdog>* out) {
@@ -136,11 +137,18 @@ Watchdog::~Watchdog() {
   socketClose(wakeFd_);
 }
 
+static_assert(kRasStateWords <= kWireMaxRasWords, "a RAS reply must fit the frames peers accept");
+
 void Watchdog::send(int peer, uint32_t type, const AgreeMsg* msg) {
+  sendFrame(peer, type, msg ? msg->round : 0, msg ? msg->key : 0, msg ? msg->value.words.data() : nullptr,
+            msg ? msg->value.words.size() : 0);
+}
+
+void Watchdog::sendFrame(int peer, uint32_t type, uint32_t round, uint64_t key, const void* words, size_t nWords) {
   if (fds_[peer] < 0 || left_[peer]) return;
-  WireHeader h{type, msg ? msg->round : 0, msg ? msg->key : 0, msg ? (uint32_t)msg->value.words.size() : 0, 0};
+  const WireHeader h{type, round, key, (uint32_t)nWords, 0};
   std::string buf(reinterpret_cast<const char*>(&h), sizeof h);
-  if (msg) buf.append(reinterpret_cast<const char*>(msg->value.words.data()), msg->value.words.size() * 8);
+  if (nWords) buf.append(static_cast<const char*>(words), nWords * 8);
   if (!sendQuiet(fds_[peer], buf.data(), buf.size()) && !leaving_) {
     // Reported by the thread's next pass (suspect() would re-enter the agreement that is sending).
     shutdown(fds_[peer], SHUT_RDWR);
@@ -157,6 +165,7 @@ void Watchdog::reportDead(int peer, const std::string& why) {
 void Watchdog::suspect(int peer, const std::string& why) {
   if (dead_.has(peer) || leaving_) return;
   dead_.add(peer);
+  deadWhy_[peer] = why;
   socketClose(fds_[peer]);
   const PeerInfo& info = comm_->peers[peer];
   char msg[512];
@@ -211,6 +220,15 @@ void Watchdog::onBytes(int peer) {
       // that destroys a communicator on one rank while others use it learns that it is gone).
       left_[peer] = true;
       agreement_.onGone(peer);
+    } else if (h.type == kWireRasQuery) {
+      // Answered here, by the watchdog's thread: the rank's own threads are never asked to stop.
+      const RasRankState st = rasStateOf(comm_);
+      sendFrame(peer, kWireRasReply, 0, h.key, &st, kRasStateWords);
+    } else if (h.type == kWireRasReply) {
+      if (h.nWords == kRasStateWords && h.key == rasQuery_ && peer < (int)rasAnswers_.size()) {
+        memcpy(&rasAnswers_[peer].state, in.data() + off + sizeof h, sizeof(RasRankState));
+        rasAnswers_[peer].replied = true;
+      }
     } else if ((h.type == kAgreeRound || h.type == kAgreeDecide) && !leaving_ && h.nWords == dead_.words.size() &&
                !(h.key >= kAgreeVoteKind && h.key < voteFloor_)) {
       AgreeMsg m = agreeMsgFromFrame(h, in.data() + off, nRanks_ + 1);
@@ -323,6 +341,43 @@ ncclResult_t Watchdog::agree(uint64_t key, const RankSet& proposal, uint64_t tim
     return batonError(ncclRemoteError, "rank %d: agreement 0x%llx did not finish within %.1f s", rank_,
                       (unsigned long long)key, timeoutNs / 1e9);
   return ncclSuccess;
+}
+
+std::vector<Watchdog::RasAnswer> Watchdog::rasGather(uint64_t timeoutNs) {
+  std::unique_lock<std::mutex> lock(mu_);
+  Waiter waiter(this);
+  rasAnswers_.assign(nRanks_, RasAnswer{});
+  const uint64_t query = ++rasQuery_;
+  auto pending = [&] {
+    for (int p = 0; p < nRanks_; ++p) {
+      RasAnswer& a = rasAnswers_[p];
+      a.dead = dead_.has(p), a.left = left_[p];
+      if (p != rank_ && !a.replied && !a.dead && !a.left) return true;
+    }
+    return false;
+  };
+  for (int p = 0; p < nRanks_; ++p)
+    if (p != rank_ && !dead_.has(p)) sendFrame(p, kWireRasQuery, 0, query, nullptr, 0);
+  const uint64_t one = 1;
+  (void)!write(wakeFd_, &one, sizeof one);  // the thread polls the replies' sockets
+  cv_.wait_for(lock, std::chrono::nanoseconds(timeoutNs), [&] { return closing_ || !pending(); });
+  pending();  // refresh the dead and left marks
+  std::vector<RasAnswer> out = std::move(rasAnswers_);
+  rasAnswers_.clear();
+  for (int p = 0; p < nRanks_; ++p) out[p].where = where_[p], out[p].why = deadWhy_[p];
+  return out;
+}
+
+std::vector<Watchdog::RasAnswer> Watchdog::deadRanks() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<RasAnswer> out;
+  for (int p = 0; p < nRanks_; ++p) {
+    if (p == rank_ || !dead_.has(p)) continue;
+    RasAnswer a;
+    a.state.rank = p, a.dead = true, a.where = where_[p], a.why = deadWhy_[p];
+    out.push_back(std::move(a));
+  }
+  return out;
 }
 
 bool Watchdog::anyDead(const std::vector<int>& ranks) {

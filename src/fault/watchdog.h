@@ -30,6 +30,7 @@
 #include "comm.h"
 #include "fault/agreement.h"
 #include "nccl.h"
+#include "ras/rank_state.h"
 
 namespace baton {
 
@@ -59,12 +60,27 @@ class Watchdog {
   // Whether this rank already knows one of `ranks` to be dead.
   bool anyDead(const std::vector<int>& ranks);
 
+  // NCCL's RAS service (src/ras/): every other rank's RasRankState, asked over this mesh and
+  // answered by the peers' watchdog threads; waits at most `timeoutNs` for the answers. A rank
+  // known dead, or gone (it said goodbye), is not asked. Queries from one thread at a time.
+  struct RasAnswer {
+    RasRankState state;
+    bool replied = false, dead = false, left = false;
+    std::string where, why;  // its watchdog address; why it is dead
+  };
+  std::vector<RasAnswer> rasGather(uint64_t timeoutNs);
+  // Where `rank`'s watchdog listened (host:port), for messages; fixed after start.
+  const std::string& addressOf(int rank) const { return where_[rank]; }
+  // The ranks this rank knows dead (state.rank), with why and where (the RAS monitor's events).
+  std::vector<RasAnswer> deadRanks();
+
  private:
   Watchdog(ncclComm* comm, uint64_t timeoutNs);
   struct Waiter;
   void run();
   // Under mu_.
   void send(int peer, uint32_t type, const AgreeMsg* msg);
+  void sendFrame(int peer, uint32_t type, uint32_t round, uint64_t key, const void* words, size_t nWords);
   void suspect(int peer, const std::string& why);
   void onBytes(int peer);
   void startFailureEpoch();
@@ -75,12 +91,15 @@ class Watchdog {
   uint64_t timeoutNs_, intervalNs_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<int> fds_;             // -1: me, gone or dead
-  std::vector<uint64_t> lastHeard_;  // monotonic ns
-  std::vector<bool> left_;           // said goodbye
-  std::vector<std::string> inbuf_;   // bytes of a message not complete yet
-  std::vector<std::string> where_;   // each peer's watchdog address, for messages
-  RankSet dead_;                     // this rank's own knowledge, grows only
+  std::vector<int> fds_;              // -1: me, gone or dead
+  std::vector<uint64_t> lastHeard_;   // monotonic ns
+  std::vector<bool> left_;            // said goodbye
+  std::vector<std::string> inbuf_;    // bytes of a message not complete yet
+  std::vector<std::string> where_;    // each peer's watchdog address, for messages
+  RankSet dead_;                      // this rank's own knowledge, grows only
+  std::vector<std::string> deadWhy_;  // why each dead rank is dead
+  uint64_t rasQuery_ = 0;             // the RAS query whose answers rasAnswers_ collects
+  std::vector<RasAnswer> rasAnswers_;
   Agreement agreement_;
   uint64_t failureEpoch_ = 0;            // the newest failure agreement this rank is in
   uint64_t voteFloor_ = kAgreeVoteKind;  // votes below this are forgotten; their late messages dropped

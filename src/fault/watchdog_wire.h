@@ -15,7 +15,9 @@
 
 namespace baton {
 
-enum WireType : uint32_t { kWireHeartbeat = 10, kWireBye = 11 };  // and kAgreeRound, kAgreeDecide
+// And kAgreeRound, kAgreeDecide. A RAS query carries no words; its reply, a RasRankState's.
+enum WireType : uint32_t { kWireHeartbeat = 10, kWireBye = 11, kWireRasQuery = 12, kWireRasReply = 13 };
+constexpr uint32_t kWireMaxRasWords = 32;  // a RAS reply's words at most (src/ras/rank_state.h)
 
 struct WireHeader {
   uint32_t type;
@@ -29,11 +31,11 @@ enum class FrameRead { kNeedMore, kFrame, kStranger };
 
 // Looks at the front of `in`: a whole frame (its header in *h, its length in *len), not enough
 // bytes yet, or bytes no rank of a communicator whose rank sets have `nWords` words sends (the
-// connection is then ended and reported as a failure).
+// connection is then ended and reported as a failure). A RAS reply may carry kWireMaxRasWords.
 inline FrameRead readWatchdogFrame(std::string_view in, size_t nWords, WireHeader* h, size_t* len) {
   if (in.size() < sizeof(WireHeader)) return FrameRead::kNeedMore;
   memcpy(h, in.data(), sizeof *h);
-  if (h->nWords > nWords) return FrameRead::kStranger;
+  if (h->nWords > (h->type == kWireRasReply ? kWireMaxRasWords : nWords)) return FrameRead::kStranger;
   *len = sizeof *h + (size_t)h->nWords * 8;
   return in.size() < *len ? FrameRead::kNeedMore : FrameRead::kFrame;
 }

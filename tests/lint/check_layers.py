@@ -25,26 +25,28 @@ LAYERS = [
     ["src/bootstrap", "transports", "src/cuda"],         # rendezvous; FIFOs' memory; the nvcc plugin
     ["src/topo", "src/tuner", "src/cpu_kernels"],        # topology and the cache probe; cost model; kernels
     ["src"],                                             # the core: communicator, groups, planner, proxy
-    ["src/register", "src/fault", "src/alltoall", "src/gpu", "src/sim", "src/device_api"],  # subsystems
+    ["src/register", "src/fault", "src/alltoall", "src/gpu", "src/sim", "src/device_api", "src/ras"],  # subsystems
     ["src/fused"],                                       # fused operations (use windows and the device API)
     ["src/moe", "src/lowp"],                             # MoE dispatch/combine, wire-format collectives (use fused scratch and AlltoAll)
     ["src/api"],                                         # the exported entry points, and only there
     ["tools/baton-topo", "tools/bench-reduce"],          # read the library's internals, say so
-    ["tools/baton-perf", "tools/baton-run", "examples", "tests",
+    ["tools/baton-perf", "tools/baton-run", "tools/baton-ras", "examples", "tests",
      "tools/bench-peers"],                               # bench-peers: MPI and Gloo peers, no baton header
 ]
 
 # Rooms whose files may include rooms beside them on the same layer (and why).
 FLAT = {
     "src/gpu": {"src/register", "src/alltoall"},  # the GPU communicator serves windows and AlltoAll on device memory
-    "src/fault": {"src/register"},                # shrink and abort release the registration state they own
+    "src/fault": {"src/register", "src/ras"},     # shrink and abort release the registration state they own;
+                                                  # the watchdog answers RAS queries with a rank's state
+    "src/ras": {"src/fault"},                     # the RAS service asks other processes' ranks over the watchdog's mesh
     "src/alltoall": {"src/register"},             # AlltoAll by stores goes into the peers' windows (lesson 12)
     "src/device_api": {"src/register"},           # a device communicator's pads are a window of ncclMemAlloc memory
     "tests": {"tools/baton-perf", "tools/baton-run", "examples"},
 }
 
 # Tools that the user runs are built against public headers only (include/).
-PUBLIC_ONLY = {"tools/baton-perf", "tools/baton-run", "examples"}
+PUBLIC_ONLY = {"tools/baton-perf", "tools/baton-run", "tools/baton-ras", "examples"}
 
 # Includes that run up, each with why it stays (at most 5: see docs/architecture.md).
 EXCEPTIONS = {

@@ -6,7 +6,7 @@
 #   tools/install/deb.sh BUILD OUTDIR
 #
 # The package is "baton": the files make install writes (headers, libnccl.so.2 and its links,
-# libnccl_static.a, baton-perf and nccl-tests' names, baton-run, baton-topo, baton-doctor, pkg-config and CMake
+# libnccl_static.a, baton-perf and nccl-tests' names, baton-run, baton-topo, baton-doctor, baton-ras, pkg-config and CMake
 # files, docs), less install.sh's manifest (dpkg keeps its own list; `make uninstall` must not be
 # pointed at a package's files). Depends: the packages that own the shared libraries the library
 # and the tools load, found with ldd and dpkg -S on this machine, so `dpkg -i` on a machine without
@@ -67,7 +67,7 @@ Description: collective communications library with NCCL's API, on CPUs
  threads and processes on one host, sockets between hosts, ring and tree
  algorithms, the LL, LL128 and Simple protocols, buffer registration and
  fault-tolerant communicators. Also baton-perf with nccl-tests' program names
- (all_reduce_perf, ...), baton-run, baton-topo, baton-doctor, pkg-config and CMake files.
+ (all_reduce_perf, ...), baton-run, baton-topo, baton-doctor, baton-ras, pkg-config and CMake files.
 EOF
 for script in postinst postrm; do
   printf '#!/bin/sh\nset -e\nldconfig\n' >"$PKG/DEBIAN/$script"

@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# NCCL's RAS service (lesson 14), on real processes: 8 ranks of tests/process/ras_worker run
+# AllReduces while clients ask the job's RAS service (NCCL_RAS_ADDR on loopback) what it is doing.
+# It passes when
+#   - baton-ras answers in under 1 s with every rank RUNNING (the job summary, 8 processes);
+#   - a client written against NCCL's protocol alone (ras_protocol_client.py: CLIENT PROTOCOL 2,
+#     TIMEOUT, SET FORMAT json, STATUS) parses the JSON: 1 communicator, 8 ranks, none missing;
+#   - queries never stall the job: the AllReduce counts move on between two answers with 20
+#     queries in between; bad lines get NCCL's ERROR answers;
+#   - a monitor (baton-ras -m) prints PEER_DEAD naming a rank killed with SIGKILL, and the status
+#     names it dead (text and JSON), with every survivor reporting the error;
+#   - after the process that listens is killed too, another process takes the address over within
+#     2 s and names both dead ranks;
+#   - a rank that stops calling collectives (it stays in user code) is named by the status: the
+#     others launched one AllReduce more, and they wait for data in it; a stopped process (SIGSTOP)
+#     is named unresponsive, and a query with TIMEOUT 1 does not wait for it longer;
+#   - no worker is left.
+#
+#   ras_check.sh TESTDIR BINDIR      (make test runs it)
+set -uo pipefail
+TESTDIR=${1:?usage: ras_check.sh TESTDIR BINDIR}
+BINDIR=${2:?usage: ras_check.sh TESTDIR BINDIR}
+HERE=$(cd "$(dirname "$0")" && pwd)
+worker=$TESTDIR/ras_worker
+ras=$BINDIR/baton-ras
+client=$HERE/ras_protocol_client.py
+for f in "$worker" "$ras"; do [[ -x $f ]] || { echo "FAIL: $f is missing"; exit 1; }; done
+if ! command -v ss >/dev/null; then echo "SKIP: 'ss' (iproute2) is needed to find the listening process"; exit 77; fi
+work=$(mktemp -d)
+cleanup() {
+  pkill -9 -f "tag $work" 2>/dev/null
+  [[ -n ${monitor_pid:-} ]] && kill "$monitor_pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+failed=0 passed=0
+pass() { echo "  ok: $*"; passed=$((passed + 1)); }
+fail() { echo "  FAIL: $*"; failed=$((failed + 1)); }
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+start_job() {  # n dir extra-worker-args... ; sets pids, rasport
+  local n=$1 dir=$2
+  shift 2
+  mkdir -p "$dir"
+  rasport=$(free_port)
+  local port=$((20000 + RANDOM % 12000)) r
+  pids=()
+  for ((r = 0; r < n; r++)); do
+    NCCL_COMM_ID=127.0.0.1:$port BATON_RANK=$r BATON_NRANKS=$n NCCL_RAS_ADDR=127.0.0.1:$rasport \
+      BATON_WAIT_TIMEOUT=60 BATON_TIMEOUT=5 timeout -s KILL 120 "$worker" --stop "$dir/stop" "$@" --tag "$work" \
+      >"$dir/out.$r" 2>&1 &
+    pids+=($!)
+  done
+  for ((i = 0; i < 300; i++)); do
+    [[ $(cat "$dir"/out.* 2>/dev/null | grep -c running) == "$n" ]] && return 0
+    sleep 0.1
+  done
+  echo "  (the job did not start: $(cat "$dir"/out.* | head -5))"
+  return 1
+}
+end_job() {  # dir
+  touch "$1/stop"
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+}
+# The pid of the process that listens on the RAS port.
+listener() { ss -ltnpH "sport = :$1" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2; }
+worker_of() { pgrep -P "$1"; }  # the worker below `timeout`
+
+echo "== 8 processes, every rank healthy"
+export NCCL_RAS_ADDR  # baton-ras reads it for its default address
+dir=$work/healthy
+start_job 8 "$dir" || { echo "FAIL: job"; exit 1; }
+NCCL_RAS_ADDR=127.0.0.1:$rasport
+t0=$(date +%s%N)
+"$ras" >"$dir/status.txt" 2>&1
+rc=$? took_ms=$((($(date +%s%N) - t0) / 1000000))
+# A rank one AllReduce ahead of another is normal under way (MISMATCH, a warning, as in NCCL).
+if ((rc == 0)) && ((took_ms < 1000)) && grep -qE "RUNNING  (OK|MISMATCH)$" "$dir/status.txt" &&
+  ! grep -q "^Errors" "$dir/status.txt" &&
+  awk '/^ *\(total\)/ {getline; exit !($1 == 1 && $4 == 8)}' "$dir/status.txt"; then
+  pass "baton-ras answered in $took_ms ms: 1 node, 8 processes, RUNNING, no error"
+else
+  fail "baton-ras (exit $rc, $took_ms ms):"; sed 's/^/    /' "$dir/status.txt"
+fi
+"$ras" -v >"$dir/verbose.txt" 2>&1
+if [[ $(grep -cE '^ +[0-9]+ .* RUNNING +[0-9]+' "$dir/verbose.txt") == 8 ]]; then
+  pass "verbose status lists the 8 ranks with their counts"
+else
+  fail "verbose status:"; sed 's/^/    /' "$dir/verbose.txt"
+fi
+digest1=$(python3 "$client" 127.0.0.1 "$rasport" 5)
+if [[ $digest1 == *"size=8 ranks=8 missing=0 dead= unresponsive="* ]]; then
+  pass "NCCL-protocol client parsed the JSON: $digest1"
+else
+  fail "NCCL-protocol client: $digest1"
+fi
+for i in $(seq 20); do "$ras" -f json >/dev/null 2>&1; done
+digest2=$(python3 "$client" 127.0.0.1 "$rasport" 5)
+c1=$(sed -n 's/.*allreduce=\([0-9]*\)-.*/\1/p' <<<"$digest1")
+c2=$(sed -n 's/.*allreduce=\([0-9]*\)-.*/\1/p' <<<"$digest2")
+if [[ -n $c1 && -n $c2 ]] && ((c2 > c1)); then
+  pass "the job went on under 20 queries: AllReduces $c1 -> $c2"
+else
+  fail "counts did not move: '$digest1' then '$digest2'"
+fi
+bad_format=$(python3 "$client" 127.0.0.1 "$rasport" --line "SET FORMAT xml")
+bad_cmd=$(python3 "$client" 127.0.0.1 "$rasport" --line "REBOOT")
+bad_timeout=$(python3 "$client" 127.0.0.1 "$rasport" --line "TIMEOUT soon")
+if [[ $bad_format == "ERROR: Invalid format xml" && $bad_cmd == "ERROR: Unknown command REBOOT" &&
+  $bad_timeout == "ERROR: Invalid timeout value soon" ]]; then
+  pass "bad lines get NCCL's ERROR answers"
+else
+  fail "bad lines: '$bad_format' '$bad_cmd' '$bad_timeout'"
+fi
+
+echo "== a rank killed with SIGKILL, then the listening process too"
+server=$(listener "$rasport")
+victim=
+for ((r = 7; r > 0; r--)); do
+  w=$(worker_of "${pids[$r]}")
+  [[ -n $w && $w != "$server" ]] && { victim=$r victim_pid=$w; break; }
+done
+"$ras" -m >"$dir/monitor.txt" 2>"$dir/monitor.err" &
+monitor_pid=$!
+sleep 0.5
+kill -9 "$victim_pid"
+for ((i = 0; i < 30; i++)); do
+  grep -q "PEER_DEAD" "$dir/monitor.txt" && break
+  sleep 0.1
+done
+if grep -q "PEER_DEAD: Process $victim_pid on node $(hostname) managing rank $victim " "$dir/monitor.txt"; then
+  pass "monitor: $(head -1 "$dir/monitor.txt" | cut -c1-140)"
+else
+  fail "monitor saw no PEER_DEAD for rank $victim (pid $victim_pid):"; sed 's/^/    /' "$dir"/monitor.*
+fi
+"$ras" >"$dir/dead.txt" 2>&1
+if grep -q "^DEAD" "$dir/dead.txt" && grep -q "Process $victim_pid on node" "$dir/dead.txt" &&
+  grep -q "The missing rank: $victim$" "$dir/dead.txt" && grep -q "ERROR$" "$dir/dead.txt"; then
+  pass "status names rank $victim (pid $victim_pid) dead and the communicator in ERROR"
+else
+  fail "status after the kill:"; sed 's/^/    /' "$dir/dead.txt"
+fi
+digest=$(python3 "$client" 127.0.0.1 "$rasport" 5)
+if [[ $digest == *"ranks=7 missing=1 dead=$victim unresponsive= "* && $digest == *"errors=6 "* ]]; then
+  pass "JSON: $digest"
+else
+  fail "JSON after the kill: $digest"
+fi
+kill -9 "$server"
+t0=$(date +%s%N)
+for ((i = 0; i < 40; i++)); do
+  "$ras" >"$dir/takeover.txt" 2>&1 && break
+  sleep 0.1
+done
+took_ms=$((($(date +%s%N) - t0) / 1000000))
+if ((took_ms < 2500)) && grep -q "2 job processes are considered dead" "$dir/takeover.txt"; then
+  pass "another process answered $took_ms ms after the listener was killed, naming both dead ranks"
+else
+  fail "takeover ($took_ms ms):"; sed 's/^/    /' "$dir/takeover.txt"
+fi
+kill "$monitor_pid" 2>/dev/null; wait "$monitor_pid" 2>/dev/null; monitor_pid=
+end_job "$dir"
+
+echo "== a rank that stops calling collectives"
+dir=$work/idle
+start_job 4 "$dir" --idle-rank 2 --idle-at 40 || { echo "FAIL: job"; exit 1; }
+NCCL_RAS_ADDR=127.0.0.1:$rasport
+for ((i = 0; i < 100; i++)); do
+  grep -q "stays in user code" "$dir/out.2" && break
+  sleep 0.1
+done
+sleep 1.5  # the others' waits note their peer after their first give-up test
+"$ras" >"$dir/status.txt" 2>&1
+if grep -q "3 ranks have launched up to operation 41" "$dir/status.txt" &&
+  grep -q "1 rank has launched up to operation 40" "$dir/status.txt" &&
+  grep -qE "^  Rank 2 -- process [0-9]+ on node" "$dir/status.txt" &&
+  grep -qE "^  Rank [0-9] waits for data from rank 2 for [0-9.]+ s, in AllReduce #40" "$dir/status.txt"; then
+  pass "status names rank 2: 40 AllReduces against the others' 41, and a rank waiting for its data in AllReduce #40"
+else
+  fail "idle rank:"; sed 's/^/    /' "$dir/status.txt"
+fi
+# A stopped process (SIGSTOP: a debugger, swapped out) cannot answer; the query does not wait for it
+# past the client's timeout, and names it.
+server=$(listener "$rasport") stopped=
+for r in 1 3 0; do
+  w=$(worker_of "${pids[$r]}")
+  [[ -n $w && $w != "$server" ]] && { stopped=$r stopped_pid=$w; break; }
+done
+kill -STOP "$stopped_pid"
+t0=$(date +%s%N)
+"$ras" -t 1 >"$dir/stopped.txt" 2>&1
+took_ms=$((($(date +%s%N) - t0) / 1000000))
+if ((took_ms < 2500)) && grep -q "Rank $stopped -- process $stopped_pid on node .*: did not answer in time" "$dir/stopped.txt" &&
+  grep -q "Encountered 1 communication timeout" "$dir/stopped.txt"; then
+  pass "a stopped rank ($stopped) is named unresponsive; the answer took $took_ms ms with TIMEOUT 1"
+else
+  fail "stopped rank ($took_ms ms):"; sed 's/^/    /' "$dir/stopped.txt"
+fi
+kill -9 "$stopped_pid"
+end_job "$dir"
+
+left=$(pgrep -f "tag $work" | wc -l)
+if ((left == 0)); then pass "no worker left"; else fail "$left workers left"; fi
+echo "ras_check: $passed passed, $failed failed"
+((failed == 0))

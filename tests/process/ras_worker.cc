@@ -1,0 +1,110 @@
+// One rank of the RAS checks (tests/fault/ras_check.sh, lesson 14), a process per rank:
+//
+//   ras_worker --stop FILE [--seconds S] [--count C] [--idle-rank R --idle-at K] [--tag T]
+//
+// Every rank runs AllReduce after AllReduce (sum of C int32, 4096 by default, every result checked
+// exactly), 2 ms apart, and prints "rank R: running" after the tenth. Element 0 of each carries a
+// vote to stop: a rank that sees FILE (or has run S seconds, 120 by default) votes, and every rank
+// stops after the AllReduce that carried the vote, so none is left waiting for the others.
+// --idle-rank R --idle-at K: rank R stops calling collectives before its K-th AllReduce and stays in
+// "user code" until FILE appears (the others wait in AllReduce K for it: what RAS must show).
+// A rank whose AllReduce fails (a peer was killed) prints "rank R: AllReduce #k failed: <error>",
+// keeps its communicator, so the RAS service can still be asked about it, until FILE appears, then
+// aborts it and exits 3. A rank that stops normally destroys its communicator and exits 0.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "baton/launch.h"
+#include "nccl.h"
+
+namespace {
+
+bool exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+void waitFor(const std::string& path, double seconds) {
+  const auto t0 = std::chrono::steady_clock::now();
+  while (!exists(path) && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds)
+    usleep(20000);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string stop;
+  double seconds = 120;
+  size_t count = 4096;
+  int idleRank = -1;
+  long idleAt = -1;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i];
+    if (k == "--stop") stop = argv[i + 1];
+    else if (k == "--seconds") seconds = atof(argv[i + 1]);
+    else if (k == "--count") count = strtoull(argv[i + 1], nullptr, 10);
+    else if (k == "--idle-rank") idleRank = atoi(argv[i + 1]);
+    else if (k == "--idle-at") idleAt = atol(argv[i + 1]);
+    else if (k == "--tag") continue;  // the script's mark, to find its processes
+    else {
+      fprintf(stderr, "ras_worker: unknown argument %s\n", argv[i]);
+      return 2;
+    }
+  }
+  if (stop.empty() || count < 2) {
+    fprintf(stderr, "ras_worker: --stop FILE is required (and --count at least 2)\n");
+    return 2;
+  }
+  setvbuf(stdout, nullptr, _IOLBF, 0);
+  ncclComm_t comm = nullptr;
+  if (batonCommInitFromEnv(&comm, nullptr) != ncclSuccess) {
+    fprintf(stderr, "init failed: %s\n", ncclGetLastError(nullptr));
+    return 2;
+  }
+  int rank = 0, n = 1;
+  ncclCommUserRank(comm, &rank);
+  ncclCommCount(comm, &n);
+  std::vector<int32_t> buf(count);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (long k = 0;; ++k) {
+    if (rank == idleRank && k == idleAt) {
+      printf("rank %d: stays in user code before AllReduce #%ld\n", rank, k);
+      waitFor(stop, seconds);
+      ncclCommAbort(comm);
+      return 0;
+    }
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    buf[0] = exists(stop) || elapsed > seconds;
+    for (size_t i = 1; i < count; ++i) buf[i] = rank + (int32_t)(i % 1000);
+    ncclResult_t res = ncclAllReduce(buf.data(), buf.data(), count, ncclInt32, ncclSum, comm, nullptr);
+    if (res == ncclSuccess) res = ncclCommGetAsyncError(comm, &res) == ncclSuccess ? res : ncclInternalError;
+    if (res != ncclSuccess) {
+      printf("rank %d: AllReduce #%ld failed: %s\n", rank, k, ncclGetLastError(comm));
+      waitFor(stop, seconds);
+      ncclCommAbort(comm);
+      return 3;
+    }
+    for (size_t i = 1; i < count; ++i) {
+      const int32_t want = n * (int32_t)(i % 1000) + n * (n - 1) / 2;
+      if (buf[i] != want) {
+        printf("rank %d: AllReduce #%ld: element %zu is %d, expected %d\n", rank, k, i, buf[i], want);
+        ncclCommAbort(comm);
+        return 4;
+      }
+    }
+    if (k == 10) printf("rank %d: running\n", rank);
+    if (buf[0] > 0) {
+      printf("rank %d: stopped after %ld AllReduces\n", rank, k + 1);
+      break;
+    }
+    usleep(2000);
+  }
+  ncclCommDestroy(comm);
+  return 0;
+}
