@@ -95,6 +95,9 @@ suite hang-scenarios-2hosts 240 tests/fault/hang_scenarios.sh --hosts 2 "$TESTDI
 # ask it, a killed rank is named dead (status and monitor), another process takes the address over
 # when the listening one dies, and a rank that stops calling collectives is named.
 suite ras 120 tests/fault/ras_check.sh "$TESTDIR" "$BIN"
+# The same job on 2 namespaced hosts x 4: each host's service reports both hosts' ranks, and names a
+# rank killed on the other host (skipped where namespaces cannot be made).
+suite ras-2hosts 120 tests/fault/ras_check.sh --hosts 2 "$TESTDIR" "$BIN"
 # BATON_CHECK_MODE=debug on correct programs: every collective's arguments exchanged first, no false alarm.
 suite collective-tests-check-debug 300 env BATON_CHECK_MODE=debug "$TESTDIR/collective_tests" \
   --gtest_filter='ThreadsQuick*:Group.*:Broadcast*:Reduce.*'

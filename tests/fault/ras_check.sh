@@ -16,11 +16,26 @@
 #     is named unresponsive, and a query with TIMEOUT 1 does not wait for it longer;
 #   - no worker is left.
 #
-#   ras_check.sh TESTDIR BINDIR      (make test runs it)
+# With --hosts 2 the 8 ranks run 4 per namespaced host (tests/net/netns.sh, as root; skipped with
+# the reason elsewhere), each host with its own service on its own loopback: asked on either host,
+# it reports both hosts' ranks, and a rank killed on one host is named dead, with its host, by the
+# other's.
+#
+#   ras_check.sh [--hosts 1|2] TESTDIR BINDIR      (make test runs both)
 set -uo pipefail
-TESTDIR=${1:?usage: ras_check.sh TESTDIR BINDIR}
-BINDIR=${2:?usage: ras_check.sh TESTDIR BINDIR}
+hosts=1
+if [[ ${1:-} == --hosts ]]; then hosts=$2; shift 2; fi
+TESTDIR=${1:?usage: ras_check.sh [--hosts 1|2] TESTDIR BINDIR}
+BINDIR=${2:?usage: ras_check.sh [--hosts 1|2] TESTDIR BINDIR}
 HERE=$(cd "$(dirname "$0")" && pwd)
+export BATON_NETNS_PREFIX=btr
+if ((hosts == 2)); then
+  if ! reason=$("$HERE/../net/netns.sh" check 2>&1); then
+    echo "SKIP: $reason"
+    exit 77
+  fi
+  "$HERE/../net/netns.sh" up 2 || { echo "FAIL: netns.sh up"; exit 1; }
+fi
 worker=$TESTDIR/ras_worker
 ras=$BINDIR/baton-ras
 client=$HERE/ras_protocol_client.py
@@ -31,6 +46,7 @@ cleanup() {
   pkill -9 -f "tag $work" 2>/dev/null
   [[ -n ${monitor_pid:-} ]] && kill "$monitor_pid" 2>/dev/null
   rm -rf "$work"
+  if ((hosts == 2)); then "$HERE/../net/netns.sh" down; fi
 }
 trap cleanup EXIT
 failed=0 passed=0
@@ -46,7 +62,10 @@ start_job() {  # n dir extra-worker-args... ; sets pids, rasport
   local port=$((20000 + RANDOM % 12000)) r
   pids=()
   for ((r = 0; r < n; r++)); do
-    NCCL_COMM_ID=127.0.0.1:$port BATON_RANK=$r BATON_NRANKS=$n NCCL_RAS_ADDR=127.0.0.1:$rasport \
+    local where=(env NCCL_COMM_ID=127.0.0.1:$port)  # 2 hosts: ranks 0-3 on btr-h0, 4-7 on btr-h1
+    ((hosts == 2)) && where=(ip netns exec btr-h$((r * 2 / n)) env NCCL_HOSTID=btr-h$((r * 2 / n))
+      NCCL_COMM_ID=10.77.0.1:$port NCCL_SOCKET_IFNAME=veth0)
+    "${where[@]}" BATON_RANK=$r BATON_NRANKS=$n NCCL_RAS_ADDR=127.0.0.1:$rasport \
       BATON_WAIT_TIMEOUT=60 BATON_TIMEOUT=5 timeout -s KILL 120 "$worker" --stop "$dir/stop" "$@" --tag "$work" \
       >"$dir/out.$r" 2>&1 &
     pids+=($!)
@@ -65,6 +84,39 @@ end_job() {  # dir
 # The pid of the process that listens on the RAS port.
 listener() { ss -ltnpH "sport = :$1" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2; }
 worker_of() { pgrep -P "$1"; }  # the worker below `timeout`
+
+if ((hosts == 2)); then
+  echo "== 8 processes on 2 namespaced hosts"
+  dir=$work/hosts
+  start_job 8 "$dir" || { echo "FAIL: job"; exit 1; }
+  on() { ip netns exec "btr-h$1" env NCCL_RAS_ADDR=127.0.0.1:$rasport "${@:2}"; }
+  for h in 0 1; do
+    on $h "$ras" >"$dir/status.$h" 2>&1
+    if awk '/^ *\(total\)/ {getline; exit !($1 == 2 && $2 == 4 && $4 == 8)}' "$dir/status.$h" &&
+      ! grep -q "^Errors" "$dir/status.$h"; then
+      pass "asked on btr-h$h: 2 nodes, 4 processes each, 8 processes, no error"
+    else
+      fail "asked on btr-h$h:"; sed 's/^/    /' "$dir/status.$h"
+    fi
+  done
+  victim_pid=$(worker_of "${pids[6]}")
+  kill -9 "$victim_pid"
+  sleep 0.5
+  on 0 "$ras" >"$dir/dead.0" 2>&1
+  on 0 python3 "$client" 127.0.0.1 "$rasport" 5 >"$dir/dead.json" 2>&1
+  if grep -q "Process $victim_pid on node btr-h1" "$dir/dead.0" && grep -q "The missing rank: 6$" "$dir/dead.0" &&
+    grep -q "ranks=7 missing=1 dead=6 " "$dir/dead.json"; then
+    pass "asked on btr-h0: rank 6 (pid $victim_pid) on btr-h1 is dead: $(cat "$dir/dead.json")"
+  else
+    fail "after the kill on btr-h1:"; sed 's/^/    /' "$dir/dead.0" "$dir/dead.json"
+  fi
+  end_job "$dir"
+  left=$(pgrep -f "tag $work" | wc -l)
+  if ((left == 0)); then pass "no worker left"; else fail "$left workers left"; fi
+  echo "ras_check on 2 hosts: $passed passed, $failed failed"
+  ((failed == 0))
+  exit
+fi
 
 echo "== 8 processes, every rank healthy"
 export NCCL_RAS_ADDR  # baton-ras reads it for its default address
