@@ -82,10 +82,15 @@ CommFacts factsOf(const RasCommView& c) {
   return f;
 }
 
+// A rank named in a warning: where it runs, and (baton's addition) its last collective, which
+// tells a rank that never called the next one from one still inside it.
 std::string rankWhere(const RasRankView& r) {
-  char buf[256];
-  snprintf(buf, sizeof buf, "Rank %d -- process %d on node %s", r.state.rank >= 0 ? r.state.rank : 0, r.pid,
-           r.node.empty() ? "?" : r.node.c_str());
+  char buf[320];
+  int n = snprintf(buf, sizeof buf, "Rank %d -- process %d on node %s", r.state.rank >= 0 ? r.state.rank : 0, r.pid,
+                   r.node.empty() ? "?" : r.node.c_str());
+  if (r.state.lastFunc >= 0 && n > 0 && n < (int)sizeof buf)
+    snprintf(buf + n, sizeof buf - n, "; last collective %s #%llu, %s", rasCollName(r.state.lastFunc),
+             (unsigned long long)r.state.lastSeq, r.state.flags & kRasLastDone ? "done" : "in flight");
   return buf;
 }
 

@@ -159,7 +159,7 @@ TEST(RasReport, DeadAndUnresponsiveRanks) {
 TEST(RasReport, CountMismatchNamesTheOutlierAndItsWaiters) {
   RasJobView job = job4(42);
   RasRankView& idle = job.comms[0].ranks[2];
-  idle.state.collCount[baton::kFuncAllReduce] = 41;
+  idle.state.collCount[baton::kFuncAllReduce] = 41, idle.state.lastSeq = 40;  // it never called #41
   RasRankView& waiter = job.comms[0].ranks[3];
   waiter.state.flags = baton::kRasWaiting, waiter.state.waitPeer = 2, waiter.state.waitMs = 2500;
   const std::string t = baton::rasStatusText(job, false);
@@ -167,7 +167,7 @@ TEST(RasReport, CountMismatchNamesTheOutlierAndItsWaiters) {
   EXPECT_NE(t.find("Communicator ranks have different AllReduce operation counts\n"
                    "  3 ranks have launched up to operation 42\n"
                    "  1 rank has launched up to operation 41\n"
-                   "  Rank 2 -- process 102 on node hostB\n"),
+                   "  Rank 2 -- process 102 on node hostB; last collective AllReduce #40, done\n"),
             std::string::npos)
       << t;
   EXPECT_NE(t.find("STALLED\n  Rank 3 waits for data from rank 2 for 2.5 s, in AllReduce #41"), std::string::npos) << t;
