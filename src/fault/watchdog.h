@@ -30,7 +30,7 @@
 #include "comm.h"
 #include "fault/agreement.h"
 #include "nccl.h"
-#include "ras/rank_state.h"
+#include "fault/rank_state.h"
 
 namespace baton {
 

@@ -17,7 +17,7 @@ namespace baton {
 
 // And kAgreeRound, kAgreeDecide. A RAS query carries no words; its reply, a RasRankState's.
 enum WireType : uint32_t { kWireHeartbeat = 10, kWireBye = 11, kWireRasQuery = 12, kWireRasReply = 13 };
-constexpr uint32_t kWireMaxRasWords = 32;  // a RAS reply's words at most (src/ras/rank_state.h)
+constexpr uint32_t kWireMaxRasWords = 32;  // a RAS reply's words at most (src/fault/rank_state.h)
 
 struct WireHeader {
   uint32_t type;

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "ras/rank_state.h"
+#include "fault/rank_state.h"
 
 namespace baton {
 

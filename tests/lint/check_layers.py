@@ -37,8 +37,7 @@ LAYERS = [
 # Rooms whose files may include rooms beside them on the same layer (and why).
 FLAT = {
     "src/gpu": {"src/register", "src/alltoall"},  # the GPU communicator serves windows and AlltoAll on device memory
-    "src/fault": {"src/register", "src/ras"},     # shrink and abort release the registration state they own;
-                                                  # the watchdog answers RAS queries with a rank's state
+    "src/fault": {"src/register"},                # shrink and abort release the registration state they own
     "src/ras": {"src/fault"},                     # the RAS service asks other processes' ranks over the watchdog's mesh
     "src/alltoall": {"src/register"},             # AlltoAll by stores goes into the peers' windows (lesson 12)
     "src/device_api": {"src/register"},           # a device communicator's pads are a window of ncclMemAlloc memory

@@ -1,11 +1,12 @@
 // One rank of the RAS checks (tests/fault/ras_check.sh, lesson 14), a process per rank:
 //
-//   ras_worker --stop FILE [--seconds S] [--count C] [--idle-rank R --idle-at K] [--tag T]
+//   ras_worker --stop FILE [--seconds S] [--count C] [--pause-us P] [--idle-rank R --idle-at K] [--tag T]
 //
 // Every rank runs AllReduce after AllReduce (sum of C int32, 4096 by default, every result checked
-// exactly), 2 ms apart, and prints "rank R: running" after the tenth. Element 0 of each carries a
-// vote to stop: a rank that sees FILE (or has run S seconds, 120 by default) votes, and every rank
-// stops after the AllReduce that carried the vote, so none is left waiting for the others.
+// exactly), P microseconds apart (2000; tools/scripts/bench-ras.sh runs them back to back), and prints "rank R:
+// running" after the tenth. Element 0 of each carries a vote to stop: a rank that sees FILE (or has run S seconds, 120
+// by default) votes, and every rank stops after the AllReduce that carried the vote, so none is left waiting for the
+// others.
 // --idle-rank R --idle-at K: rank R stops calling collectives before its K-th AllReduce and stays in
 // "user code" until FILE appears (the others wait in AllReduce K for it: what RAS must show).
 // A rank whose AllReduce fails (a peer was killed) prints "rank R: AllReduce #k failed: <error>",
@@ -44,6 +45,7 @@ int main(int argc, char** argv) {
   size_t count = 4096;
   int idleRank = -1;
   long idleAt = -1;
+  long pauseUs = 2000;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     if (k == "--stop") stop = argv[i + 1];
@@ -51,6 +53,7 @@ int main(int argc, char** argv) {
     else if (k == "--count") count = strtoull(argv[i + 1], nullptr, 10);
     else if (k == "--idle-rank") idleRank = atoi(argv[i + 1]);
     else if (k == "--idle-at") idleAt = atol(argv[i + 1]);
+    else if (k == "--pause-us") pauseUs = atol(argv[i + 1]);
     else if (k == "--tag") continue;  // the script's mark, to find its processes
     else {
       fprintf(stderr, "ras_worker: unknown argument %s\n", argv[i]);
@@ -103,7 +106,7 @@ int main(int argc, char** argv) {
       printf("rank %d: stopped after %ld AllReduces\n", rank, k + 1);
       break;
     }
-    usleep(2000);
+    if (pauseUs > 0) usleep((useconds_t)pauseUs);
   }
   ncclCommDestroy(comm);
   return 0;

@@ -1,8 +1,9 @@
 // What one rank tells NCCL's RAS service about itself (lesson 14, docs/fault-tolerance.md, "The
 // RAS service"): its communicator's status, its collective counts and, from the flight recorder,
 // its last operation and the peer it waits for. A fixed block of 64-bit words, so it crosses the
-// watchdog's mesh as one frame (src/fault/watchdog.cc answers a peer's query with it from the
-// watchdog's thread: a query never waits for, or stalls, the rank's collectives).
+// watchdog's mesh as one frame: the watchdog (watchdog.cc) answers a peer's query with it from its
+// own thread, so a query never waits for, or stalls, the rank's collectives; the service that asks
+// (src/ras/) sits above.
 #pragma once
 
 #include <cstddef>

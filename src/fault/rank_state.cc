@@ -1,5 +1,5 @@
 // A rank's RAS state (rank_state.h), filled from the communicator by any thread.
-#include "ras/rank_state.h"
+#include "fault/rank_state.h"
 
 #include <unistd.h>
 
