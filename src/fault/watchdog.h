@@ -29,8 +29,8 @@
 
 #include "comm.h"
 #include "fault/agreement.h"
-#include "nccl.h"
 #include "fault/rank_state.h"
+#include "nccl.h"
 
 namespace baton {
 
