@@ -176,6 +176,20 @@ BATON_DUMP_DIR=$dumps "$BIN/baton-run" -n 4 "$EX/14-debugging-hangs/stuck_job" n
 out=$("$BIN/baton-doctor" "$dumps"); echo "$out"
 expect '^  no fault found$' "$out"
 rm -rf "$dumps"
+# The RAS service while the job hangs: rank 2 launched one AllGather fewer, and rank 3 waits for it.
+rasport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+NCCL_RAS_ADDR=127.0.0.1:$rasport BATON_WAIT_TIMEOUT=20 "$BIN/baton-run" -n 4 "$EX/14-debugging-hangs/stuck_job" skip 2 \
+  >/dev/null 2>&1 &
+stuck=$!
+for i in $(seq 60); do
+  out=$(NCCL_RAS_ADDR=127.0.0.1:$rasport "$BIN/baton-ras" 2>&1) && [[ $out == *"STALLED"*"rank 2 for"* ]] && break
+  sleep 0.2
+done
+echo "$out"
+kill "$stuck"; wait "$stuck" 2>/dev/null || true  # baton-run ends its ranks and exits 143
+expect '^  1 rank has launched up to operation 2$' "$out"
+expect '^  Rank 2 -- process [0-9]+ on node .*; last collective AllReduce #4, done$' "$out"
+expect '^  Rank 3 waits for data from rank 2 for [0-9.]+ s, in AllGather #5$' "$out"
 # BATON_CHECK_MODE=debug: the count mismatch fails every rank at once, naming both sides.
 out=$(BATON_CHECK_MODE=debug "$BIN/baton-run" -n 4 "$EX/14-debugging-hangs/stuck_job" count 2 2>&1 || true); echo "$out"
 expect "^\[0\] rank 0: step 5 failed: AllGather #5: rank 2's arguments differ from this rank's \(rank 0\): count 65535 against 65536 \(BATON_CHECK_MODE=debug\)$" "$out"
