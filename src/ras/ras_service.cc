@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -74,11 +75,13 @@ struct Client {
   std::string in;
   RasSession session;
   bool monitor = false;
+  uint64_t lastLineNs = 0;  // when it connected or last sent a whole line
 };
 
 class RasService {
  public:
-  RasService(std::string host, std::string port) : host_(std::move(host)), port_(std::move(port)) {}
+  RasService(std::string host, std::string port, uint64_t idleNs)
+      : host_(std::move(host)), port_(std::move(port)), idleNs_(idleNs) {}
   void run();
 
  private:
@@ -88,6 +91,7 @@ class RasService {
   void checkDeaths(bool quiet);
 
   std::string host_, port_;
+  uint64_t idleNs_;  // a client that sends no whole line for this long is dropped (not a monitor)
   int lfd_ = -1;
   bool saidTaken_ = false, gaveUp_ = false;
   uint64_t nextTryNs_ = 0;
@@ -256,6 +260,7 @@ void RasService::onClient(Client& c) {
   while (c.fd >= 0 && (nl = c.in.find('\n')) != std::string::npos) {
     const std::string line = c.in.substr(0, nl);
     c.in.erase(0, nl + 1);
+    c.lastLineNs = nowNs();
     if (c.monitor) continue;  // a monitoring client only listens
     std::string reply;
     const RasAction act = rasOnLine(c.session, line, &reply);
@@ -290,12 +295,15 @@ void RasService::run() {
     if (lfd_ >= 0 && pfds[i++].revents) {
       const int fd = accept4(lfd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (fd >= 0 && clients_.size() >= kMaxClients) close(fd);
-      else if (fd >= 0) clients_.push_back(Client{fd, {}, {}, false});
+      else if (fd >= 0) clients_.push_back(Client{fd, {}, {}, false, nowNs()});
     }
     for (size_t k = 0; k + i < pfds.size() && k < clients_.size(); ++k)
       if (pfds[k + i].revents) onClient(clients_[k]);
     bool monitoring = false;
-    for (const Client& c : clients_) monitoring |= c.fd >= 0 && c.monitor;
+    for (Client& c : clients_) {
+      monitoring |= c.fd >= 0 && c.monitor;
+      if (c.fd >= 0 && !c.monitor && nowNs() - c.lastLineNs > idleNs_) close(c.fd), c.fd = -1;  // silent
+    }
     if (monitoring) checkDeaths(false);
     std::erase_if(clients_, [](const Client& c) { return c.fd < 0; });
   }
@@ -336,7 +344,8 @@ void rasServiceStart() {
     }
     // Never freed and detached: it serves as long as the process lives, and touches no object
     // that exit() destroys (the registry's lock is a plain mutex).
-    RasService* service = new RasService(host, port);
+    const double idle = envSeconds("BATON_RAS_IDLE_TIMEOUT", 60);
+    RasService* service = new RasService(host, port, (uint64_t)(std::max(idle, 0.1) * 1e9));
     std::thread([service] { service->run(); }).detach();
   });
 }

@@ -6,7 +6,8 @@
 #   - a client written against NCCL's protocol alone (ras_protocol_client.py: CLIENT PROTOCOL 2,
 #     TIMEOUT, SET FORMAT json, STATUS) parses the JSON: 1 communicator, 8 ranks, none missing;
 #   - queries never stall the job: the AllReduce counts move on between two answers with 20
-#     queries in between; bad lines get NCCL's ERROR answers;
+#     queries in between; bad lines get NCCL's ERROR answers; a client that sends nothing or floods
+#     bytes is dropped, one that hangs up mid-answer is survived;
 #   - a monitor (baton-ras -m) prints PEER_DEAD naming a rank killed with SIGKILL, and the status
 #     names it dead (text and JSON), with every survivor reporting the error;
 #   - after the process that listens is killed too, another process takes the address over within
@@ -14,6 +15,9 @@
 #   - a rank that stops calling collectives (it stays in user code) is named by the status: the
 #     others launched one AllReduce more, and they wait for data in it; a stopped process (SIGSTOP)
 #     is named unresponsive, and a query with TIMEOUT 1 does not wait for it longer;
+#   - a rank killed while the survivors agree and shrink: every query meanwhile is answered with
+#     whole JSON, and then both communicators are reported (the old one with the dead rank, the new
+#     one of 5 ranks, complete);
 #   - no worker is left.
 #
 # With --hosts 2 the 8 ranks run 4 per namespaced host (tests/net/netns.sh, as root; skipped with
@@ -66,7 +70,7 @@ start_job() {  # n dir extra-worker-args... ; sets pids, rasport
     ((hosts == 2)) && where=(ip netns exec btr-h$((r * 2 / n)) env NCCL_HOSTID=btr-h$((r * 2 / n))
       NCCL_COMM_ID=10.77.0.1:$port NCCL_SOCKET_IFNAME=veth0)
     "${where[@]}" BATON_RANK=$r BATON_NRANKS=$n NCCL_RAS_ADDR=127.0.0.1:$rasport \
-      BATON_WAIT_TIMEOUT=60 BATON_TIMEOUT=5 timeout -s KILL 120 "$worker" --stop "$dir/stop" "$@" --tag "$work" \
+      BATON_WAIT_TIMEOUT=60 BATON_TIMEOUT=5 BATON_RAS_IDLE_TIMEOUT=2 timeout -s KILL 120 "$worker" --stop "$dir/stop" "$@" --tag "$work" \
       >"$dir/out.$r" 2>&1 &
     pids+=($!)
   done
@@ -165,6 +169,24 @@ else
   fail "bad lines: '$bad_format' '$bad_cmd' '$bad_timeout'"
 fi
 
+# Clients that misbehave: one sends nothing (dropped after BATON_RAS_IDLE_TIMEOUT, 2 s here), one
+# floods bytes with no line end (dropped), one hangs up before its answer; others are answered
+# meanwhile and after.
+python3 "$client" 127.0.0.1 "$rasport" --silent 6 >"$dir/silent.txt" &
+silent=$!
+flood=$(python3 "$client" 127.0.0.1 "$rasport" --flood)
+python3 "$client" 127.0.0.1 "$rasport" --hang-up
+t0=$(date +%s%N)
+"$ras" >"$dir/after-bad.txt" 2>&1
+rc=$? took_ms=$((($(date +%s%N) - t0) / 1000000))
+wait "$silent"
+if [[ $flood == "closed after"* && $(cat "$dir/silent.txt") =~ ^closed\ after\ [23]\. ]] && ((rc == 0)) &&
+  ((took_ms < 1000)) && grep -q RUNNING "$dir/after-bad.txt"; then
+  pass "bad clients dropped (flood: $flood; silent: $(cat "$dir/silent.txt")), a hang-up survived, others answered in $took_ms ms"
+else
+  fail "bad clients: flood '$flood', silent '$(cat "$dir/silent.txt")', then exit $rc in $took_ms ms"
+fi
+
 echo "== a rank killed with SIGKILL, then the listening process too"
 server=$(listener "$rasport")
 victim=
@@ -249,6 +271,41 @@ else
   fail "stopped rank ($took_ms ms):"; sed 's/^/    /' "$dir/stopped.txt"
 fi
 kill -9 "$stopped_pid"
+end_job "$dir"
+
+echo "== a rank killed while the others agree and shrink, queried throughout"
+dir=$work/shrink
+start_job 6 "$dir" --shrink 1 || { echo "FAIL: job"; exit 1; }
+NCCL_RAS_ADDR=127.0.0.1:$rasport
+server=$(listener "$rasport") victim=
+for r in 4 3 5; do
+  w=$(worker_of "${pids[$r]}")
+  [[ -n $w && $w != "$server" ]] && { victim=$r victim_pid=$w; break; }
+done
+(  # queries back to back from before the kill until after the shrink: every answer must be whole JSON
+  end=$(($(date +%s%N) + 2000000000)) asked=0 bad=0
+  while (($(date +%s%N) < end)); do
+    asked=$((asked + 1))
+    "$ras" -t 2 -f json >"$dir/q.json" 2>&1 && python3 -m json.tool "$dir/q.json" >/dev/null 2>&1 || bad=$((bad + 1))
+  done
+  echo "$asked $bad" >"$dir/queries"
+) &
+querier=$!
+sleep 0.5
+kill -9 "$victim_pid"
+wait "$querier"
+read -r asked bad <"$dir/queries"
+for ((i = 0; i < 50; i++)); do
+  [[ $(cat "$dir"/out.* | grep -c "shrank to 5 ranks") == 5 ]] && break
+  sleep 0.1
+done
+sleep 0.3
+digest=$(python3 "$client" 127.0.0.1 "$rasport" 5)
+if ((bad == 0)) && [[ $digest == *"size=6 ranks=5 missing=1 dead=$victim "* && $digest == *"size=5 ranks=5 missing=0 "* ]]; then
+  pass "$asked queries in the 2 s around the kill and the shrink, every answer whole JSON; then: $(tr '\n' ' ' <<<"$digest")"
+else
+  fail "shrink: $bad of $asked answers bad; then: $digest"; tail -n 2 "$dir"/out.* | sed 's/^/    /'
+fi
 end_job "$dir"
 
 left=$(pgrep -f "tag $work" | wc -l)

@@ -8,7 +8,14 @@ line per communicator for tests/fault/ras_check.sh:
 
     ras_protocol_client.py HOST PORT [TIMEOUT]        the digest; exit 1 on a protocol error
     ras_protocol_client.py HOST PORT --line 'LINE'    send one line after the handshake, print the answer
+
+and misbehaves for the service's bad-input checks:
+
+    ras_protocol_client.py HOST PORT --silent SECS    connect, send nothing: "closed after S s" or "open"
+    ras_protocol_client.py HOST PORT --flood          70000 bytes with no line end: "closed" or "open"
+    ras_protocol_client.py HOST PORT --hang-up        send STATUS and close before the answer
 """
+import time
 import json
 import socket
 import sys
@@ -42,6 +49,32 @@ def connect(host, port):
 
 def main():
     host, port = sys.argv[1], sys.argv[2]
+    if len(sys.argv) > 3 and sys.argv[3] in ("--silent", "--flood", "--hang-up"):
+        sock = socket.create_connection((host, int(port)), timeout=5)
+        if sys.argv[3] == "--hang-up":
+            sock.sendall(b"STATUS\n")
+            sock.close()
+            return 0
+        limit = float(sys.argv[4]) if sys.argv[3] == "--silent" else 5.0
+        if sys.argv[3] == "--flood":
+            try:
+                sock.sendall(bytes(b for b in range(1, 256) if b != 10) * 280)  # no line end among them
+            except OSError:
+                pass
+        t0 = time.monotonic()
+        sock.settimeout(0.1)
+        while time.monotonic() - t0 < limit:
+            try:
+                if not sock.recv(4096):
+                    print("closed after %.1f s" % (time.monotonic() - t0))
+                    return 0
+            except socket.timeout:
+                continue
+            except OSError:
+                print("closed after %.1f s" % (time.monotonic() - t0))
+                return 0
+        print("open")
+        return 0
     if len(sys.argv) > 4 and sys.argv[3] == "--line":
         sock = connect(host, port)
         sock.sendall((sys.argv[4] + "\n").encode())
