@@ -127,15 +127,22 @@ ExecCtx makeCtx(ncclComm* comm, int channel) {
 // Runs a work item's body on a worker and reports to the completion and the communicator.
 // With BATON_TRACE on, the item is one span on its channel's lane of the timeline.
 namespace {
+// `one`: a collective's recorder entry (tag 0: none); `batch`: a point-to-point batch's entries.
 std::function<void()> wrapWork(ncclComm* comm, std::shared_ptr<Completion> done, std::function<ncclResult_t()> body,
-                               int channel, std::string name, std::vector<FlightRef> flight) {
-  return [comm, done, body, channel, name, flight] {
+                               int channel, std::string name, FlightRef one,
+                               std::shared_ptr<const std::vector<FlightRef>> batch) {
+  return [comm, done, body, channel, name, one, batch] {
     ncclResult_t res = ncclSuccess;
     const uint64_t t0 = traceEnabled() ? traceNowNs() : 0;
-    for (FlightRef r : flight) comm->flight->partStart(r, channel);
+    FlightRecorder* rec = comm->flight.get();
+    if (rec && one.tag) rec->partStart(one, channel);
+    if (rec && batch)
+      for (FlightRef r : *batch) rec->partStart(r, channel);
     if (!flagIsSet(&comm->abortFlag)) res = body();
     else res = ncclInvalidUsage;
-    for (FlightRef r : flight) comm->flight->partEnd(r, channel, res);
+    if (rec && one.tag) rec->partEnd(one, channel, res);
+    if (rec && batch)
+      for (FlightRef r : *batch) rec->partEnd(r, channel, res);
     if (t0) traceComplete(comm->rank, channel, name.c_str(), "op", t0, traceNowNs());
     if (res != ncclSuccess) commSetError(comm, res, lastError());
     comm->inflight.fetch_sub(1);
@@ -151,6 +158,12 @@ bool useOneShot(const ncclComm* comm, const Task& t, const CollShape& s) {
       s.totalBytes > oneShotMaxBytes(k.oneShotStepBytes) || s.typeBytes > 8)
     return false;
   return k.allreduceAlgo == kAlgoOneShot || (k.allreduceAlgo == kAlgoUndef && s.totalBytes <= k.oneShotBytes);
+}
+
+// The algorithms that run as one part over the peer connectors (naive AllReduce between ranks,
+// the one-shot), not one part per channel.
+bool runsAsOnePart(CollAlgo algo, const ncclComm* comm) {
+  return (algo == kAlgoNaive && comm->nRanks > 1) || algo == kAlgoOneShot;
 }
 
 int channelsFor(ncclComm* comm, const Task& t, const CollShape& s) {
@@ -314,15 +327,23 @@ ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool* skip)
                      : singleCopy         ? " direct (single copy)"
                                           : " direct (zero copy)";
   logColl(comm, t, opCount, choice.algo, choice.proto, nch, path);
-  const bool onePart = (t.func == kFuncAllReduce && choice.algo == kAlgoNaive && comm->nRanks > 1) ||
-                       choice.algo == kAlgoOneShot;  // usesPeerConnectors
+  // An empty collective runs no part, or one that only takes part in the argument check.
+  const int parts = t.count == 0 ? 1 : runsAsOnePart(choice.algo, comm) ? 1 : nch;
   const FlightBuffers buffers = isSymmetric(choice.algo)                            ? kFlightWindow
                                 : (zeroCopy || opBuffersRegistered(comm, t, shape)) ? kFlightRegistered
                                                                                     : kFlightPlain;
-  plan->flight = recordColl(comm, t, opCount, choice.algo, choice.proto, nch, onePart ? 1 : nch, buffers);
-  *skip = t.count == 0;
+  plan->flight = recordColl(comm, t, opCount, choice.algo, choice.proto, nch, parts, buffers);
+  *skip = t.count == 0 && !comm->tun.checkArgs;
   if (*skip) {
     if (comm->flight) comm->flight->oneShotEnd(plan->flight, ncclSuccess);
+    return ncclSuccess;
+  }
+  if (t.count == 0) {
+    // BATON_CHECK_MODE=debug: an empty collective still joins the argument check, so a rank that
+    // passes count 0 where the others pass data is named, not waited for; it moves nothing.
+    plan->t = t;
+    plan->nch = 1;
+    plan->base.opTag = opCount + 1;
     return ncclSuccess;
   }
   plan->t = t;
@@ -364,9 +385,7 @@ ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plans, std::vecto
                          std::shared_ptr<Completion>* out, bool callerRuns);
 
 bool isNaive(const CollPlan& p, const ncclComm* comm) { return p.base.algo == kAlgoNaive && comm->nRanks > 1; }
-bool usesPeerConnectors(const CollPlan& p, const ncclComm* comm) {
-  return isNaive(p, comm) || p.base.algo == kAlgoOneShot;
-}
+bool usesPeerConnectors(const CollPlan& p, const ncclComm* comm) { return runsAsOnePart(p.base.algo, comm); }
 
 // Channel c's part of a planned collective, on whichever thread plays that channel's block.
 ncclResult_t runPart(ncclComm* comm, const CollPlan& p, int c) {
@@ -379,6 +398,7 @@ ncclResult_t runPart(ncclComm* comm, const CollPlan& p, int c) {
         return failureResult(ctx, comm, what.c_str());
       }
       storeRelease(&p.argsChecked, 1);
+      if (p.t.count == 0) return ncclSuccess;  // checked: nothing to move
     } else {
       ExecCtx ctx = makeCtx(comm, c);
       if (!waitAtLeast(ctx, &p.argsChecked, 1, comm->rank, "the argument check on channel 0"))
@@ -560,19 +580,19 @@ ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plansIn, std::vec
   struct Part {
     int channel;
     std::function<ncclResult_t()> body;
-    std::string name;               // for the trace
-    std::vector<FlightRef> flight;  // the recorder's entries it runs
+    std::string name;  // for the trace
+    FlightRef flight;  // the recorder's entry of the collective it runs (tag 0: none)
+    std::shared_ptr<const std::vector<FlightRef>> batch;  // or of the send/recv batch
   };
   std::vector<Part> parts;
   for (size_t i = 0; i < plans->size(); ++i) {
     const CollPlan& p = (*plans)[i];
     const int nParts = usesPeerConnectors(p, comm) ? 1 : p.nch;
     for (int c = 0; c < nParts; ++c)
-      parts.push_back({c, [comm, plans, i, c] { return runPart(comm, (*plans)[i], c); }, p.traceName,
-                       comm->flight ? std::vector<FlightRef>{p.flight} : std::vector<FlightRef>{}});
+      parts.push_back({c, [comm, plans, i, c] { return runPart(comm, (*plans)[i], c); }, p.traceName, p.flight, {}});
   }
   if (!p2p.empty()) {
-    std::vector<FlightRef> refs;
+    auto refs = std::make_shared<std::vector<FlightRef>>();
     if (comm->flight)
       for (const Task& t : p2p) {
         FlightOp op;
@@ -580,7 +600,7 @@ ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plansIn, std::vec
         op.kind = t.kind == Task::kSend ? kFlightSend : t.kind == Task::kRecv ? kFlightRecv : kFlightAlltoAll;
         op.channels = 1;
         op.buffers = comm->reg->empty() ? kFlightPlain : kFlightRegistered;  // not looked up per buffer
-        refs.push_back(comm->flight->record(op, 1));
+        refs->push_back(comm->flight->record(op, 1));
       }
     parts.push_back({0,
                      [comm, p2p] {
@@ -589,7 +609,7 @@ ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plansIn, std::vec
                        if (res == ncclSuccess && ctx.failed) res = failureResult(ctx, comm, "Send/Recv");
                        return res;
                      },
-                     "Send/Recv batch", std::move(refs)});
+                     "Send/Recv batch", FlightRef{}, std::move(refs)});
   }
   if (parts.empty()) return ncclSuccess;
   auto done = std::make_shared<Completion>((int)parts.size());
@@ -602,7 +622,7 @@ ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plansIn, std::vec
   std::vector<std::function<void()>> mine;
   for (Part& p : parts) {
     std::function<void()> work =
-        wrapWork(comm, done, std::move(p.body), p.channel, std::move(p.name), std::move(p.flight));
+        wrapWork(comm, done, std::move(p.body), p.channel, std::move(p.name), p.flight, std::move(p.batch));
     if (inlineCh0 && p.channel == 0) mine.push_back(std::move(work));
     else comm->channels[p.channel]->worker.submit(std::move(work));
   }

@@ -9,9 +9,9 @@
 #     number (a cut link: the network; the clean run: no fault, and every result exact);
 #   - no worker process is left.
 # On one host, then the doctor's input handling: a corrupt dump beside good ones (named, skipped),
-# two jobs' dumps in one folder (told apart), the five mismatches again under BATON_CHECK_MODE=debug
-# (every rank fails at once, naming the culprit and both values), and a dump folder that cannot be
-# made (the job goes on).
+# two jobs' dumps in one folder (told apart), the mismatches again under BATON_CHECK_MODE=debug, and
+# an AllReduce of count 0 among ranks with data (every rank fails at once, naming the culprit and
+# both values), and a dump folder that cannot be made (the job goes on).
 # With --hosts 2 the ranks run 2 per namespaced host (tests/net/netns.sh, as root; skipped with the
 # reason elsewhere), and a ninth scenario cuts the link between the hosts mid-run.
 #
@@ -49,7 +49,7 @@ failed=0 passed=0
 
 # scenario -> step, expected verdict "kind field op:seq[|op:seq]". A stopped rank may also hold the
 # previous step: across hosts its proxy (stopped with it) may not have sent that step's last data.
-declare -A AT=([clean]=3 [skip]=5 [order]=4 [count]=4 [type]=4 [redop]=4 [root]=2 [stop]=5 [group-order]=0 [cut]=2)
+declare -A AT=([clean]=3 [skip]=5 [order]=4 [count]=4 [zero]=4 [type]=4 [redop]=4 [root]=2 [stop]=5 [group-order]=0 [cut]=2)
 declare -A WANT=([clean]="none" [skip]="missing-call - AllGather:5" [order]="mismatch op AllReduce:4"
   [count]="mismatch count AllReduce:4" [type]="mismatch type AllReduce:4" [redop]="mismatch redop AllReduce:4"
   [root]="mismatch root Broadcast:2"
@@ -172,7 +172,7 @@ fi
 # BATON_CHECK_MODE=debug: each mismatch fails at once on every rank, as ncclInvalidUsage naming the
 # culprit and both values (well before BATON_WAIT_TIMEOUT: the check, not a timeout, ends it).
 if ((hosts == 1)); then
-  for s in count type redop root order group-order; do
+  for s in count zero type redop root order group-order; do
     culprit=$(((RANDOM % (n - 1)) + 1))
     dir=$work/debug-$s
     mkdir -p "$dir"

@@ -9,6 +9,7 @@
 //   skip         does not call step S's collective: it sleeps in "user code" until killed
 //   order        calls step S+1's collective before step S's
 //   count        step S's AllReduce with C - 1 elements
+//   zero         step S's AllReduce with 0 elements (BATON_CHECK_MODE=debug only: without it, a no-op)
 //   type         step S's AllReduce on bfloat16 (the same count: half the bytes)
 //   redop        step S's AllReduce with ncclMax (the same bytes: it completes, with wrong results)
 //   root         step S's Broadcast (S % 4 == 2) with root (S + 1) % nranks
@@ -52,6 +53,7 @@ ncclResult_t issue(const Args& a, int s, bool culprit, ncclComm_t comm, int rank
   int root = s % n;
   if (culprit && s == a.at) {
     if (a.scenario == "count") c -= 1;
+    if (a.scenario == "zero") c = 0;
     if (a.scenario == "type") type = ncclBfloat16;
     if (a.scenario == "root") root = (s + 1) % n;
     if (a.scenario == "redop") redop = ncclMax;
