@@ -573,6 +573,16 @@ ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_p
 }
 
 namespace {
+// Whether a send's or receive's buffer is registered (the recorder's buffer kind); for an
+// AlltoAll, whether its input and output start in registered memory (its blocks' layout varies).
+bool p2pBuffersRegistered(ncclComm* comm, const Task& t) {
+  if (comm->reg->empty()) return false;
+  const size_t bytes = t.count * typeSize(t.type);
+  if (t.kind == Task::kSend) return comm->reg->covers(t.sendbuff, bytes);
+  if (t.kind == Task::kRecv) return comm->reg->covers(t.recvbuff, bytes);
+  return comm->reg->covers(t.sendbuff, 1) && comm->reg->covers(t.recvbuff, 1);
+}
+
 ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plansIn, std::vector<Task> p2p,
                          std::shared_ptr<Completion>* out, bool callerRuns) {
   // Parts may run after this returns (non-blocking communicators): they share the plans.
@@ -599,7 +609,7 @@ ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plansIn, std::vec
         op.seq = comm->p2pCount++, op.count = t.count, op.type = (uint8_t)t.type, op.peer = t.peer;
         op.kind = t.kind == Task::kSend ? kFlightSend : t.kind == Task::kRecv ? kFlightRecv : kFlightAlltoAll;
         op.channels = 1;
-        op.buffers = comm->reg->empty() ? kFlightPlain : kFlightRegistered;  // not looked up per buffer
+        op.buffers = p2pBuffersRegistered(comm, t) ? kFlightRegistered : kFlightPlain;
         refs->push_back(comm->flight->record(op, 1));
       }
     parts.push_back({0,

@@ -1,6 +1,7 @@
 // Dumps of thread ranks (include/baton/dump.h, lesson 14): after three exact AllReduces, rank 0
 // alone calls AllGather and times out; its dump names the operation, its number and the peer and
-// step it waited for, rank 1's dump shows its last operation completed, and bad arguments to
+// step it waited for, rank 1's dump shows its last operation completed; each entry names its
+// buffers' kind (a send from a registered buffer, a receive into a plain one); and bad arguments to
 // batonCommDumpState are refused with a message that names them.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -78,6 +79,45 @@ TEST(FlightDump, NamesTheOperationAndThePeerAWaitTimedOutOn) {
   for (int r = 0; r < 2; ++r) unlink(path[r]);
   rmdir(dir.c_str());
   for (ncclComm_t c : comms) ncclCommAbort(c);
+}
+
+// Each entry names its buffers' kind: a send from a registered buffer and a receive into a plain
+// one, and an AllReduce on registered buffers.
+TEST(FlightDump, EntriesNameTheirBuffersKind) {
+  bt::Comms comms = bt::initAll(2);
+  ASSERT_EQ(comms.size(), 2u);
+  const size_t count = 4096;
+  std::vector<float> reg[2], plain[2];
+  void* handle[2] = {nullptr, nullptr};
+  for (int r = 0; r < 2; ++r) {
+    reg[r].assign(count, float(r + 1)), plain[r].assign(count, 0.0f);
+    ASSERT_EQ(ncclCommRegister(comms[r], reg[r].data(), count * sizeof(float), &handle[r]), ncclSuccess);
+  }
+  std::string err = bt::runRanks(2, bt::Drive::Threads, [&](int r) {
+    ncclGroupStart();
+    ncclSend(reg[r].data(), count, ncclFloat, 1 - r, comms[r], nullptr);
+    ncclRecv(plain[r].data(), count, ncclFloat, 1 - r, comms[r], nullptr);
+    ncclGroupEnd();
+    return ncclAllReduce(reg[r].data(), reg[r].data(), count, ncclFloat, ncclSum, comms[r], nullptr);
+  });
+  ASSERT_EQ(err, "");
+  EXPECT_EQ(plain[0][count - 1], 2.0f);
+  const std::string dir = tempFolder();
+  char path[512];
+  ASSERT_EQ(batonCommDumpState(comms[0], dir.c_str(), path, sizeof path), ncclSuccess);
+  const std::string d = readFile(path);
+  EXPECT_NE(d.find("\"kind\":\"send\""), std::string::npos) << d;
+  const size_t send = d.find("\"kind\":\"send\""), recv = d.find("\"kind\":\"recv\"");
+  const size_t coll = d.find("\"op\":\"AllReduce\"");
+  ASSERT_NE(recv, std::string::npos);
+  ASSERT_NE(coll, std::string::npos);
+  EXPECT_EQ(d.find("\"buffers\":", send), d.find("\"buffers\":\"registered\"", send)) << d;
+  EXPECT_EQ(d.find("\"buffers\":", recv), d.find("\"buffers\":\"plain\"", recv)) << d;
+  EXPECT_EQ(d.find("\"buffers\":", coll), d.find("\"buffers\":\"registered\"", coll)) << d;
+  unlink(path);
+  rmdir(dir.c_str());
+  for (int r = 0; r < 2; ++r) ncclCommDeregister(comms[r], handle[r]);
+  for (ncclComm_t c : comms) ncclCommDestroy(c);
 }
 
 TEST(FlightDump, BadArgumentsAreNamed) {
