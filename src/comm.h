@@ -229,8 +229,8 @@ struct ncclComm {
   bool growIdUsedSet = false;
   uint64_t opCount = 0;
   uint64_t p2pCount = 0;  // sends, receives and AlltoAlls recorded (the flight recorder numbers them)
-  // Collectives planned, per CollFunc (NCCL's RAS reports them per collective). Written by the
-  // planning thread alone (a load and a store, no locked add), read by the RAS service's threads.
+  // Collectives launched, per CollFunc, host and device buffers alike (NCCL's RAS reports them per
+  // collective). Written by the launching thread alone, read by the RAS service's threads.
   std::atomic<uint64_t> collCounts[baton::kFuncCount] = {};
   // The last operations and each channel's wait (lesson 14; null with BATON_FLIGHT_RECORDER=0).
   std::unique_ptr<baton::FlightRecorder> flight;

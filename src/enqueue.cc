@@ -277,10 +277,16 @@ bool singleCopyBetweenProcesses(ncclComm* comm, const Task& t, const CollShape& 
 }
 
 // The flight recorder's entry of a planned collective (lesson 14); `parts`: the work items it runs as.
+// One more collective of `func` launched (NCCL's RAS reports these counts per rank): written by the
+// launching thread alone, so a load and a store, not a locked add.
+void countCollLaunched(ncclComm* comm, CollFunc func) {
+  std::atomic<uint64_t>& launched = comm->collCounts[func];
+  launched.store(launched.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
 FlightRef recordColl(ncclComm* comm, const Task& t, uint64_t seq, CollAlgo algo, Proto proto, int nch, int parts,
                      FlightBuffers buffers, bool timed = true) {
-  std::atomic<uint64_t>& planned = comm->collCounts[t.func];
-  planned.store(planned.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  countCollLaunched(comm, t.func);
   if (!comm->flight) return {};
   FlightOp op;
   op.seq = seq, op.count = t.count, op.kind = kFlightColl, op.func = (uint8_t)t.func, op.type = (uint8_t)t.type;
@@ -548,6 +554,7 @@ ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_p
       continue;
     }
     if (t.onDevice) {  // the CUDA backend: enqueued on its stream, in call order
+      countCollLaunched(comm, t.func);  // not in the flight recorder (its kernels end on the device)
       BATON_CHECK(comm->gpu->launch(comm, t));
       continue;
     }
