@@ -554,7 +554,8 @@ ncclResult_t launchTasks(ncclComm* comm, std::vector<Task>& tasks, std::shared_p
       continue;
     }
     if (t.onDevice) {  // the CUDA backend: enqueued on its stream, in call order
-      countCollLaunched(comm, t.func);  // not in the flight recorder (its kernels end on the device)
+      // Counted for RAS, but not in the flight recorder: its kernels end on the device.
+      countCollLaunched(comm, t.func);
       BATON_CHECK(comm->gpu->launch(comm, t));
       continue;
     }

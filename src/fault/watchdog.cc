@@ -24,24 +24,8 @@ namespace {
 
 constexpr uint64_t kWatchdogMagic = 0x7761746368646f67ull;  // "watchdog", mixed with the comm's hash
 
-// Writes all of `n` bytes, giving a full socket 100 ms: a peer that reads nothing for that long
-// while its buffer fills is not healthy. False on any failure (the caller reports the peer).
-bool sendQuiet(int fd, const void* buf, size_t n) {
-  const char* p = static_cast<const char*>(buf);
-  const uint64_t deadline = nowNs() + 100000000ull;
-  while (n) {
-    const ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (w > 0) {
-      p += w, n -= (size_t)w;
-      continue;
-    }
-    if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;
-    if (nowNs() >= deadline) return false;
-    pollfd pfd{fd, POLLOUT, 0};
-    poll(&pfd, 1, 10);
-  }
-  return true;
-}
+// A peer that reads nothing for 100 ms while its socket buffer is full is not healthy.
+constexpr uint64_t kSendPatienceNs = 100000000ull;
 
 }  // namespace
 
@@ -149,7 +133,7 @@ void Watchdog::sendFrame(int peer, uint32_t type, uint32_t round, uint64_t key, 
   const WireHeader h{type, round, key, (uint32_t)nWords, 0};
   std::string buf(reinterpret_cast<const char*>(&h), sizeof h);
   if (nWords) buf.append(static_cast<const char*>(words), nWords * 8);
-  if (!sendQuiet(fds_[peer], buf.data(), buf.size()) && !leaving_) {
+  if (!socketSendQuiet(fds_[peer], buf.data(), buf.size(), nowNs() + kSendPatienceNs) && !leaving_) {
     // Reported by the thread's next pass (suspect() would re-enter the agreement that is sending).
     shutdown(fds_[peer], SHUT_RDWR);
     const uint64_t one = 1;

@@ -216,6 +216,22 @@ ncclResult_t socketSendAll(int fd, const void* buf, size_t n, uint64_t deadlineN
   return ncclSuccess;
 }
 
+bool socketSendQuiet(int fd, const void* buf, size_t n, uint64_t deadlineNs) {
+  const char* p = static_cast<const char*>(buf);
+  while (n) {
+    const ssize_t w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w > 0) {
+      p += w, n -= (size_t)w;
+      continue;
+    }
+    if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;
+    if (nowNs() >= deadlineNs) return false;
+    pollfd pfd{fd, POLLOUT, 0};
+    poll(&pfd, 1, 10);
+  }
+  return true;
+}
+
 ncclResult_t socketRecvAll(int fd, void* buf, size_t n, uint64_t deadlineNs, const volatile int* abortFlag) {
   char* p = static_cast<char*>(buf);
   while (n) {

@@ -79,6 +79,10 @@ ncclResult_t socketAccept(int listenFd, uint64_t deadlineNs, const volatile int*
 // Read/write exactly `n` bytes before deadlineNs; EOF or timeout is an error.
 ncclResult_t socketRecvAll(int fd, void* buf, size_t n, uint64_t deadlineNs, const volatile int* abortFlag);
 ncclResult_t socketSendAll(int fd, const void* buf, size_t n, uint64_t deadlineNs);
+// Writes all of `n` bytes by `deadlineNs`, quietly: false on a closed connection or a peer that
+// reads too slowly, and no error message (the caller says what that means: a failed peer, a RAS
+// client gone); never a SIGPIPE.
+bool socketSendQuiet(int fd, const void* buf, size_t n, uint64_t deadlineNs);
 // Read the handshake; false (and no error) if it is not `magic`/`type` (a stranger's bytes).
 bool socketCheckHandshake(int fd, uint64_t magic, uint32_t type, uint64_t deadlineNs);
 void socketClose(int& fd);

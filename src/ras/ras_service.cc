@@ -26,6 +26,7 @@
 #include "misc/debug.h"
 #include "misc/json_text.h"
 #include "misc/param.h"
+#include "misc/socket.h"
 #include "ras/client_protocol.h"
 #include "ras/status_report.h"
 
@@ -51,24 +52,8 @@ std::string hostOf(const std::string& where) {
   return colon == std::string::npos ? where : where.substr(0, colon);
 }
 
-// Writes all of it, giving a slow client 2 s (a status is a few kB; a client that reads nothing
-// for that long is dropped, not waited for).
-bool sendAll(int fd, const std::string& s) {
-  size_t done = 0;
-  const uint64_t deadline = nowNs() + 2000000000ull;
-  while (done < s.size()) {
-    const ssize_t w = ::send(fd, s.data() + done, s.size() - done, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (w > 0) {
-      done += (size_t)w;
-      continue;
-    }
-    if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;
-    if (nowNs() >= deadline) return false;
-    pollfd p{fd, POLLOUT, 0};
-    poll(&p, 1, 50);
-  }
-  return true;
-}
+// A status is a few kB: a client that reads none of it for 2 s is dropped, not waited for.
+bool sendAll(int fd, const std::string& s) { return socketSendQuiet(fd, s.data(), s.size(), nowNs() + 2000000000ull); }
 
 struct Client {
   int fd = -1;
