@@ -4,6 +4,7 @@
 // buffers' kind (a send from a registered buffer, a receive into a plain one); and bad arguments to
 // batonCommDumpState are refused with a message that names them.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -86,19 +87,25 @@ TEST(FlightDump, NamesTheOperationAndThePeerAWaitTimedOutOn) {
 TEST(FlightDump, EntriesNameTheirBuffersKind) {
   bt::Comms comms = bt::initAll(2);
   ASSERT_EQ(comms.size(), 2u);
-  const size_t count = 4096;
-  std::vector<float> reg[2], plain[2];
+  const size_t count = 4096, bytes = count * sizeof(float);
+  // Whole pages of their own: a registration covers the pages its buffer touches, so a plain
+  // buffer sharing a page with a registered one would count as registered.
+  float *reg[2], *plain[2];
   void* handle[2] = {nullptr, nullptr};
   for (int r = 0; r < 2; ++r) {
-    reg[r].assign(count, float(r + 1)), plain[r].assign(count, 0.0f);
-    ASSERT_EQ(ncclCommRegister(comms[r], reg[r].data(), count * sizeof(float), &handle[r]), ncclSuccess);
+    reg[r] = static_cast<float*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    plain[r] = static_cast<float*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    ASSERT_NE(reg[r], MAP_FAILED);
+    ASSERT_NE(plain[r], MAP_FAILED);
+    for (size_t i = 0; i < count; ++i) reg[r][i] = float(r + 1);
+    ASSERT_EQ(ncclCommRegister(comms[r], reg[r], bytes, &handle[r]), ncclSuccess);
   }
   std::string err = bt::runRanks(2, bt::Drive::Threads, [&](int r) {
     ncclGroupStart();
-    ncclSend(reg[r].data(), count, ncclFloat, 1 - r, comms[r], nullptr);
-    ncclRecv(plain[r].data(), count, ncclFloat, 1 - r, comms[r], nullptr);
+    ncclSend(reg[r], count, ncclFloat, 1 - r, comms[r], nullptr);
+    ncclRecv(plain[r], count, ncclFloat, 1 - r, comms[r], nullptr);
     ncclGroupEnd();
-    return ncclAllReduce(reg[r].data(), reg[r].data(), count, ncclFloat, ncclSum, comms[r], nullptr);
+    return ncclAllReduce(reg[r], reg[r], count, ncclFloat, ncclSum, comms[r], nullptr);
   });
   ASSERT_EQ(err, "");
   EXPECT_EQ(plain[0][count - 1], 2.0f);
@@ -118,6 +125,7 @@ TEST(FlightDump, EntriesNameTheirBuffersKind) {
   rmdir(dir.c_str());
   for (int r = 0; r < 2; ++r) ncclCommDeregister(comms[r], handle[r]);
   for (ncclComm_t c : comms) ncclCommDestroy(c);
+  for (int r = 0; r < 2; ++r) munmap(reg[r], bytes), munmap(plain[r], bytes);
 }
 
 TEST(FlightDump, BadArgumentsAreNamed) {
