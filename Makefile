@@ -200,7 +200,25 @@ TEST_BINS := $(TESTDIR)/unit_tests $(TESTDIR)/collective_tests $(TESTDIR)/rank_w
 # compiled against NVIDIA's nccl.h when the toolkit has one, linked to baton's libnccl.so.2.
 GPU_TEST := $(if $(NVCC),$(TESTDIR)/gpu_collectives $(TESTDIR)/gpu_sendrecv $(TESTDIR)/gpu_graph \
               $(TESTDIR)/gpu_window $(TESTDIR)/gpu_window_sweep,)
-tests: $(TEST_BINS) tools examples $(ABI_TEST) $(GPU_TEST) fuzz-replay
+# Plugins a third party would write, for the plugin hosts' tests (tests/plugins/, lesson 16): C, the
+# public interface headers only, one library per version and failure they exercise.
+TEST_PLUGIN_DIR := $(TESTDIR)/plugins
+TUNER_TEST_PLUGINS := rules rules4 rules3 rules2 failinit failcoll
+TEST_PLUGINS := $(TUNER_TEST_PLUGINS:%=$(TEST_PLUGIN_DIR)/libnccl-tuner-%.so) $(TEST_PLUGIN_DIR)/libnccl-tuner-none.so
+TUNER_PLUGIN_FLAGS_rules :=
+TUNER_PLUGIN_FLAGS_rules4 := -DTUNER_V4
+TUNER_PLUGIN_FLAGS_rules3 := -DTUNER_V3
+TUNER_PLUGIN_FLAGS_rules2 := -DTUNER_V2
+TUNER_PLUGIN_FLAGS_failinit := -DTUNER_FAIL_INIT
+TUNER_PLUGIN_FLAGS_failcoll := -DTUNER_FAIL_COLLINFO
+$(TEST_PLUGIN_DIR)/libnccl-tuner-%.so: tests/plugins/tuner_rules.c include/baton/plugin_tuner.h include/baton/plugin_common.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) -fPIC -shared -fvisibility=hidden -Iinclude $(TUNER_PLUGIN_FLAGS_$*) $< -o $@
+$(TEST_PLUGIN_DIR)/libnccl-tuner-none.so: tests/plugins/not_a_tuner.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 $(WARN) -fPIC -shared -fvisibility=hidden $< -o $@
+
+tests: $(TEST_BINS) tools examples $(ABI_TEST) $(GPU_TEST) $(TEST_PLUGINS) fuzz-replay
 
 $(OBJ)/tests/%.o: CPPFLAGS += -Itests
 $(TESTDIR)/unit_tests: $(TEST_OBJS_U) $(ARCHIVE)

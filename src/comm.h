@@ -25,6 +25,7 @@
 #include "nccl.h"
 #include "transport.h"
 #include "tuner/tuner.h"
+#include "tuner/tuner_plugin.h"
 
 namespace baton {
 class Proxy;         // proxy.h
@@ -234,6 +235,8 @@ struct ncclComm {
   std::atomic<uint64_t> collCounts[baton::kFuncCount] = {};
   // The last operations and each channel's wait (lesson 14; null with BATON_FLIGHT_RECORDER=0).
   std::unique_ptr<baton::FlightRecorder> flight;
+  // NCCL_TUNER_PLUGIN's say in each collective's algorithm, protocol and channels (lesson 16); null: none.
+  std::unique_ptr<baton::TunerPlugin> tunerPlugin;
 
   std::mutex redOpMu;
   baton::RedOpSlot redOps[baton::kMaxRedOps];

@@ -309,8 +309,9 @@ void logColl(const ncclComm* comm, const Task& t, uint64_t opCount, CollAlgo alg
 ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool* skip) {
   const CollShape shape = collShapeOf(t, comm->nRanks);
   const size_t totalBytes = shape.totalBytes;
-  const int nch = channelsFor(comm, t, shape);
+  int nch = channelsFor(comm, t, shape);
   AlgoProtoChoice choice;
+  const char* tunedBy = "";
   CollAlgo symAlgo;
   const bool zeroCopy = zeroCopyBetweenProcesses(comm, t, shape);
   const bool singleCopy = singleCopyBetweenProcesses(comm, t, shape);
@@ -319,9 +320,18 @@ ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool* skip)
   // hop with the data, instead of the load kernels' two barriers).
   else if (useOneShot(comm, t, shape)) choice = {kAlgoOneShot, kProtoLL, 0.0};
   else if (planSymmetric(comm, t, shape, plan, &symAlgo)) choice = {symAlgo, kProtoSimple, 0.0};
-  else
-    BATON_CHECK(chooseAlgoProto(comm->tun.model, tuningPathOf(comm, zeroCopy || singleCopy), comm->tun.mask, t.func,
-                                comm->nRanks, comm->nNodes, totalBytes, &choice));
+  else {
+    const int path = tuningPathOf(comm, zeroCopy || singleCopy);
+    BATON_CHECK(chooseAlgoProto(comm->tun.model, path, comm->tun.mask, t.func, comm->nRanks, comm->nNodes, totalBytes,
+                                &choice));
+    if (comm->tunerPlugin) {  // NCCL_TUNER_PLUGIN (lesson 16): the plugin sees the table and may rewrite it
+      const bool reg = zeroCopy || opBuffersRegistered(comm, t, shape);
+      const TunerPlugin::Verdict v =
+          comm->tunerPlugin->revise(comm->tun.model, path, comm->tun.mask, t.func, comm->nRanks, comm->nNodes,
+                                    totalBytes, reg, true, comm->nChannels, &choice, &nch);
+      tunedBy = v.tableChanged || v.channels > 0 ? " tuner plugin" : "";
+    }
+  }
   const uint64_t opCount = comm->opCount++;
   const bool direct = (comm->allInProcess || zeroCopy || singleCopy) && comm->tun.direct && hasDirectRing(t.func) &&
                       directRingWorthIt(comm, t, shape) && choice.proto == kProtoSimple && choice.algo == kAlgoRing;
@@ -332,7 +342,7 @@ ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool* skip)
                      : comm->allInProcess ? " direct"
                      : singleCopy         ? " direct (single copy)"
                                           : " direct (zero copy)";
-  logColl(comm, t, opCount, choice.algo, choice.proto, nch, path);
+  logColl(comm, t, opCount, choice.algo, choice.proto, nch, (std::string(path) + tunedBy).c_str());
   // An empty collective runs no part, or one that only takes part in the argument check.
   const int parts = t.count == 0 ? 1 : runsAsOnePart(choice.algo, comm) ? 1 : nch;
   const FlightBuffers buffers = isSymmetric(choice.algo)                            ? kFlightWindow

@@ -231,6 +231,10 @@ ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id) {
   BATON_CHECK(agreeOnKnobs(comm));
   BATON_CHECK(agreeOnSingleCopy(comm));
   BATON_CHECK(buildChannels(comm));
+  // After the channels: the plugin's init is told the node count, and the table it may rewrite is
+  // this communicator's (the path alike on every rank: rank 0's view of oversubscription).
+  comm->tunerPlugin =
+      TunerPlugin::start(comm->commHash, comm->nRanks, comm->nNodes, tuningPathOf(comm), &comm->tun.model);
   if (const size_t n = flightRecorderEntries()) comm->flight = std::make_unique<FlightRecorder>(n, comm->nChannels);
   dumpSignalSetup();
   BATON_CHECK(initGpu(comm));
@@ -269,7 +273,8 @@ void commFree(ncclComm* comm) {
     }
     comm->gpu.reset();
   }
-  comm->watchdog.reset();  // says goodbye: the peers do not take this rank's leaving for a failure
+  comm->tunerPlugin.reset();  // its finalize; the library closes with the process's last communicator
+  comm->watchdog.reset();     // says goodbye: the peers do not take this rank's leaving for a failure
   for (auto& ch : comm->channels) ch->worker.stop();
   if (comm->proxy) {
     // Sends complete when their data is staged: let the proxy put it on the wire first (not

@@ -30,6 +30,12 @@ ncclResult_t batonTunerPredictAlgo(ncclComm_t comm, const char* collective, size
 /* The (algorithm, protocol) the tuner picks, and its predicted time. */
 ncclResult_t batonTunerChoose(ncclComm_t comm, const char* collective, size_t bytes, int* algorithm, int* protocol,
                               double* predictedUs);
+/* NCCL_TUNER_PLUGIN's say on the same collective (docs/lessons/16-plugins.md): *algorithm and
+ * *protocol as the plugin leaves baton's choice, *channels its channel count (0: baton's), *name
+ * "<plugin name> (v<N>)" or NULL when no tuner plugin is loaded for comm (then the first three are
+ * baton's own choice and 0). name may be NULL. */
+ncclResult_t batonTunerChoosePlugin(ncclComm_t comm, const char* collective, size_t bytes, int* algorithm,
+                                    int* protocol, int* channels, const char** name);
 /* The AlltoAll algorithm ("direct", "pairwise" or "bruck") ncclAlltoAll runs on comm for
  * bytesPerPeer bytes to each peer with buffers outside windows, and in *reason (may be NULL; static
  * storage) the rule that decided: BATON_ALLTOALL_ALGO, else Bruck across hosts with more than 2

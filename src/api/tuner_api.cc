@@ -82,6 +82,30 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerChoose(
   return ncclSuccess;
 }
 
+extern "C" __attribute__((visibility("default"))) ncclResult_t batonTunerChoosePlugin(ncclComm_t comm,
+                                                                                      const char* collective,
+                                                                                      size_t bytes, int* algorithm,
+                                                                                      int* protocol, int* channels,
+                                                                                      const char** name) {
+  if (!channels) return batonError(ncclInvalidArgument, "batonTunerChoosePlugin: channels is NULL");
+  BATON_CHECK(batonTunerChoose(comm, collective, bytes, algorithm, protocol, nullptr));
+  *channels = 0;
+  if (name) *name = nullptr;
+  if (!comm->tunerPlugin) return ncclSuccess;
+  static thread_local std::string label;
+  label = comm->tunerPlugin->name() + " (v" + std::to_string(comm->tunerPlugin->version()) + ")";
+  if (name) *name = label.c_str();
+  AlgoProtoChoice c{CollAlgo(*algorithm), Proto(*protocol), 0};
+  int nch = 0;
+  const Tunables& t = comm->tun;
+  comm->tunerPlugin->revise(t.model, tuningPathOf(comm), t.mask, CollFunc(funcByName(collective)), comm->nRanks,
+                            comm->nNodes, bytes, false, true, comm->nChannels, &c, &nch);
+  *algorithm = c.algo;
+  *protocol = c.proto;
+  *channels = nch;
+  return ncclSuccess;
+}
+
 extern "C" __attribute__((visibility("default"))) int batonTunerSteps(ncclComm_t comm, const char* collective,
                                                                       int algorithm) {
   int func = -1;

@@ -89,9 +89,15 @@ ncclResult_t GpuComm::launch(ncclComm* comm, const Task& t) {
   if (comm->nRanks > 1)
     BATON_CHECK(chooseGpuAlgoProto(comm->tun.model, comm->tun.mask, treeChannels_ > 0, t.func, comm->nRanks,
                                    comm->nNodes, bytes, &choice));
+  int pluginChannels = 0;  // NCCL_TUNER_PLUGIN's (lesson 16), on the 'gpu' table
+  if (comm->nRanks > 1 && comm->tunerPlugin)
+    comm->tunerPlugin->revise(comm->tun.model, kPathGpu, comm->tun.mask, t.func, comm->nRanks, comm->nNodes, bytes,
+                              false, treeChannels_ > 0, 1 << 30, &choice, &pluginChannels);
   const bool tree = choice.algo == kAlgoTree;
   const Proto proto = choice.proto;
-  const int nch = channelsForBytes(tree ? treeChannels_ : nChannels_, comm->tun.minChannelBytes, bytes);
+  const int maxCh = tree ? treeChannels_ : nChannels_;
+  const int nch =
+      pluginChannels > 0 ? std::min(pluginChannels, maxCh) : channelsForBytes(maxCh, comm->tun.minChannelBytes, bytes);
   const CollOp op{t.func, t.sendbuff, t.recvbuff, t.count, typeBytes, t.root};
   GpuCollLaunch l;
   l.base = collArgsFor(op, tree ? kAlgoTree : kAlgoRing, proto, comm->rank, comm->nRanks, nch, comm->tun.chunkSteps);

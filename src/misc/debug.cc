@@ -155,6 +155,10 @@ void logMessage(LogLevel level, uint64_t subsys, const char* file, int line, con
   va_end(ap);
 }
 
+void logMessageV(LogLevel level, uint64_t subsys, const char* file, int line, const char* fmt, va_list ap) {
+  if (logEnabled(level, subsys)) vlog(level, file, line, fmt, ap);
+}
+
 void showVersion(const char* (*backends)()) {
   static std::once_flag once;
   std::call_once(once, [backends] {

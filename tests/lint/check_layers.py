@@ -22,7 +22,7 @@ LAYERS = [
     ["include"],                                         # the public API: nccl.h, baton/*.h
     ["algorithms"],                                      # device-portable code: no host header
     ["src/misc"],                                        # logging, parameters, sockets, the trace
-    ["src/bootstrap", "transports", "src/cuda"],         # rendezvous; FIFOs' memory; the nvcc plugin
+    ["src/bootstrap", "transports", "src/cuda", "src/plugin"],  # rendezvous; FIFOs' memory; the nvcc plugin; NCCL plugins' loading
     ["src/topo", "src/tuner", "src/cpu_kernels"],        # topology and the cache probe; cost model; kernels
     ["src"],                                             # the core: communicator, groups, planner, proxy
     ["src/register", "src/fault", "src/alltoall", "src/gpu", "src/sim", "src/device_api", "src/ras"],  # subsystems

@@ -174,7 +174,12 @@ void printExplain(const Options& opt, ncclComm_t comm, int nranks) {
   const CollDesc& d = collDesc(opt.coll);
   std::printf("# tuner: %s over %d ranks, '%s' table, model from %s\n", d.name, nranks, batonTunerPathName(comm),
               batonTunerModelSource(comm));
-  std::printf("#        size   predicted (us) Ring: LL     LL128    Simple   Tree: LL     LL128    Simple   choice\n");
+  int a0 = 0, p0 = 0, ch0 = 0;
+  const char* plugin = nullptr;
+  if (batonTunerChoosePlugin(comm, d.name, 8, &a0, &p0, &ch0, &plugin) == ncclSuccess && plugin)
+    std::printf("# tuner plugin: %s (NCCL_TUNER_PLUGIN): its pick in the last column, channels in ()\n", plugin);
+  std::printf("#        size   predicted (us) Ring: LL     LL128    Simple   Tree: LL     LL128    Simple   choice%s\n",
+              plugin ? "       plugin" : "");
   for (size_t bytes : sweepSizes(opt)) {
     double ring[BATON_NUM_PROTOCOLS], tree[BATON_NUM_PROTOCOLS], us = 0;
     int algo = -1, proto = -1;
@@ -184,9 +189,15 @@ void printExplain(const Options& opt, ncclComm_t comm, int nranks) {
       std::printf("  %12zu   %s\n", bytes, ncclGetLastError(comm));
       continue;
     }
-    std::printf("  %12zu   %19s %9s %9s %12s %9s %9s   %s/%s\n", bytes, fmtUs(ring[0]).c_str(), fmtUs(ring[1]).c_str(),
-                fmtUs(ring[2]).c_str(), fmtUs(tree[0]).c_str(), fmtUs(tree[1]).c_str(), fmtUs(tree[2]).c_str(),
-                batonAlgorithmName(algo), batonProtocolName(proto));
+    std::printf(plugin ? "  %12zu   %19s %9s %9s %12s %9s %9s   %-12s" : "  %12zu   %19s %9s %9s %12s %9s %9s   %s",
+                bytes, fmtUs(ring[0]).c_str(), fmtUs(ring[1]).c_str(), fmtUs(ring[2]).c_str(), fmtUs(tree[0]).c_str(),
+                fmtUs(tree[1]).c_str(), fmtUs(tree[2]).c_str(),
+                (std::string(batonAlgorithmName(algo)) + "/" + batonProtocolName(proto)).c_str());
+    int pa = algo, pp = proto, pch = 0;
+    if (plugin && batonTunerChoosePlugin(comm, d.name, bytes, &pa, &pp, &pch, nullptr) == ncclSuccess)
+      std::printf(" %s/%s%s", batonAlgorithmName(pa), batonProtocolName(pp),
+                  pch > 0 ? (" (" + std::to_string(pch) + ")").c_str() : "");
+    std::printf("\n");
   }
   std::fflush(stdout);
 }

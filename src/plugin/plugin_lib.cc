@@ -1,0 +1,82 @@
+#include "plugin/plugin_lib.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <strings.h>
+
+#include <cstdarg>
+#include <cstring>
+
+#include "misc/debug.h"
+
+namespace baton {
+
+namespace {
+
+const char* const kPrefix[] = {"libnccl-net", "libnccl-tuner", "libnccl-profiler", "libnccl-env"};
+const uint64_t kSubsys[] = {kSubInit | kSubNet, kSubInit | kSubTuning, kSubInit, kSubInit | kSubEnv};
+
+bool endsWith(const std::string& s, const char* tail) {
+  const size_t n = strlen(tail);
+  return s.size() >= n && s.compare(s.size() - n, n, tail) == 0;
+}
+
+}  // namespace
+
+const char* pluginKindName(PluginKind kind) {
+  static const char* const names[] = {"NET", "TUNER", "PROFILER", "ENV"};
+  return names[kind];
+}
+
+std::vector<std::string> pluginCandidates(PluginKind kind, const char* name) {
+  if (!name || !*name) return {std::string(kPrefix[kind]) + ".so"};
+  const std::string n = name;
+  std::vector<std::string> out{n};
+  // A bare word is a short name: "foo" also tries libnccl-tuner-foo.so. A path or a library's own
+  // file name is taken as it is.
+  const bool isPath = n.find('/') != std::string::npos;
+  const bool isLibName = n.rfind("lib", 0) == 0 && endsWith(n, ".so");
+  if (!isPath && !isLibName) out.push_back(std::string(kPrefix[kind]) + "-" + n + ".so");
+  return out;
+}
+
+bool openPluginLib(PluginKind kind, const char* name, PluginLib* out) {
+  std::string notFound;
+  for (const std::string& file : pluginCandidates(kind, name)) {
+    const bool self = strcasecmp(file.c_str(), "STATIC_PLUGIN") == 0;
+    void* h = dlopen(self ? nullptr : file.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (h) {
+      out->handle = h;
+      out->file = file;
+      struct link_map* lm = nullptr;
+      out->path = dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name && *lm->l_name ? lm->l_name : file;
+      return true;
+    }
+    const char* err = dlerror();
+    if (err && strstr(err, "No such file or directory")) notFound += " " + file;
+    else
+      BATON_INFO(kSubsys[kind], "%s/Plugin: %s: %s", pluginKindName(kind), file.c_str(), err ? err : "dlopen failed");
+  }
+  if (!notFound.empty())
+    BATON_INFO(kSubsys[kind], "%s/Plugin: Could not find:%s", pluginKindName(kind), notFound.c_str());
+  return false;
+}
+
+void closePluginLib(PluginLib* lib) {
+  if (lib->handle) dlclose(lib->handle);
+  *lib = PluginLib{};
+}
+
+void pluginLogger(ncclDebugLogLevel level, unsigned long flags, const char* file, int line, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  // ABORT is a WARN the core acts on; a plugin's VERSION line is printed as INFO.
+  const LogLevel l = level == NCCL_LOG_WARN || level == NCCL_LOG_ABORT ? kLogWarn
+                     : level == NCCL_LOG_TRACE                         ? kLogTrace
+                     : level == NCCL_LOG_NONE                          ? kLogNone
+                                                                       : kLogInfo;
+  if (l != kLogNone) logMessageV(l, flags ? flags : kSubAll, file ? file : "plugin", line, fmt ? fmt : "", ap);
+  va_end(ap);
+}
+
+}  // namespace baton
