@@ -34,12 +34,12 @@ extern "C" {
  * plugin forbids a pair by writing this, and forces one by writing 0. */
 #define NCCL_ALGO_PROTO_IGNORE -1.0
 
-#define NCCL_HW_NVLINK          0
-#define NCCL_HW_PCI             1
-#define NCCL_HW_NET             2
-#define NCCL_NUM_HW_LINKS       3
-#define NCCL_NUM_COMPCAPS       4 /* Volta, Ampere, Hopper, Blackwell */
-#define NCCL_NUM_TUNING_SCALES  3 /* 1, 2, 4 nodes */
+#define NCCL_HW_NVLINK           0
+#define NCCL_HW_PCI              1
+#define NCCL_HW_NET              2
+#define NCCL_NUM_HW_LINKS        3
+#define NCCL_NUM_COMPCAPS        4 /* Volta, Ampere, Hopper, Blackwell */
+#define NCCL_NUM_TUNING_SCALES   3 /* 1, 2, 4 nodes */
 #define NCCL_TUNER_PLUGIN_SYMBOL "ncclTunerPlugin_v5"
 
 typedef struct {
@@ -67,32 +67,32 @@ typedef struct {
   const char* name;
   ncclResult_t (*init)(void** context, uint64_t commId, size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction,
                        ncclNvlDomainInfo_v5_t* nvlDomainInfo, ncclTunerConstants_v5_t* constants);
-  ncclResult_t (*getCollInfo)(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps,
-                              float** collCostTable, int numAlgo, int numProto, int regBuff, int* nChannels);
+  ncclResult_t (*getCollInfo)(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps, float** collCostTable,
+                              int numAlgo, int numProto, int regBuff, int* nChannels);
   ncclResult_t (*finalize)(void* context);
 } ncclTuner_v5_t;
 
 typedef struct { /* v4: no commId, constants or NVL domains; "destroy" for finalize */
   const char* name;
   ncclResult_t (*init)(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction, void** context);
-  ncclResult_t (*getCollInfo)(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps,
-                              float** collCostTable, int numAlgo, int numProto, int regBuff, int* nChannels);
+  ncclResult_t (*getCollInfo)(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps, float** collCostTable,
+                              int numAlgo, int numProto, int regBuff, int* nChannels);
   ncclResult_t (*destroy)(void* context);
 } ncclTuner_v4_t;
 
 typedef struct { /* v3: v4 without regBuff */
   const char* name;
   ncclResult_t (*init)(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction, void** context);
-  ncclResult_t (*getCollInfo)(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps,
-                              float** collCostTable, int numAlgo, int numProto, int* nChannels);
+  ncclResult_t (*getCollInfo)(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps, float** collCostTable,
+                              int numAlgo, int numProto, int* nChannels);
   ncclResult_t (*destroy)(void* context);
 } ncclTuner_v3_t;
 
 typedef struct { /* v2: no cost table; the plugin names the algorithm and protocol (-1: core's) */
   const char* name;
   ncclResult_t (*init)(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction, void** context);
-  ncclResult_t (*getCollInfo)(void* context, ncclFunc_t collType, size_t nBytes, int collNetSupport,
-                              int nvlsSupport, int numPipeOps, int* algorithm, int* protocol, int* nChannels);
+  ncclResult_t (*getCollInfo)(void* context, ncclFunc_t collType, size_t nBytes, int collNetSupport, int nvlsSupport,
+                              int numPipeOps, int* algorithm, int* protocol, int* nChannels);
   ncclResult_t (*destroy)(void* context);
 } ncclTuner_v2_t;
 

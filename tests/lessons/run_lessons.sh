@@ -210,4 +210,18 @@ expect '^ +1048576 +524288 +none( +[0-9.]+){5} +[0-9.]+e-03 +[0-9.]+e-03$' "$out
 expect '^ +1048576 +524288 +mxfp8( +[0-9.]+){5} +[0-9.]+e-02 +[0-9.]+e-02$' "$out"
 expect '^ +1048576 +524288 +mxfp4( +[0-9.]+){5} +[0-9.]+e-01 +[0-9.]+e-01$' "$out"
 expect '^ +1048576 +524288 +nvfp4( +[0-9.]+){5} +[0-9.]+e-01 +[0-9.]+e-01$' "$out"
+# Lesson 16: a tuner plugin in C steers baton's choice; --explain shows its pick beside baton's.
+out=$(NCCL_TUNER_PLUGIN=$BUILD/tests/plugins/libnccl-tuner-rules.so NCCL_TUNER_CONFIG_FILE=examples/16-plugins/rules.csv \
+  "$BIN/baton-run" -n 2 --no-prefix "$BIN/baton-perf" allreduce --explain -b 1K -e 1M -f 32); echo "$out"
+expect '^# tuner plugin: rules \(v5\) \(NCCL_TUNER_PLUGIN\)' "$out"
+expect '^ +1024( +[0-9.]+){6} +(Ring|Tree)/(LL|LL128|Simple) +Tree/LL128$' "$out"
+expect '^ +32768( +[0-9.]+){6} +(Ring|Tree)/(LL|LL128|Simple) +Tree/LL128$' "$out"
+expect '^ +1048576( +[0-9.]+){6} +(Ring|Tree)/(LL|LL128|Simple) +(Ring/(LL|Simple)|Tree/[A-Za-z0-9]+)$' "$out"
+out=$(NCCL_TUNER_PLUGIN=$BUILD/tests/plugins/libnccl-tuner-rules.so NCCL_TUNER_CONFIG_FILE=examples/16-plugins/rules.csv \
+  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING,COLL "$BIN/baton-run" -n 2 --no-prefix "$BIN/baton-perf" allreduce \
+  -b 1K -e 1M -f 32 -n 1 -w 0 2>&1); echo "$out" | grep -E "TUNER|rules tuner|count 8192 datatype float"
+expect 'NCCL INFO TUNER/Plugin: Using rules \(v5\)$' "$out"
+expect 'NCCL INFO rules tuner: init nRanks 2 nNodes 1, 2 rules$' "$out"
+expect 'AllReduce: opCount .* count 8192 datatype float .* algorithm Tree protocol LL128 channels [0-9]+ tuner plugin$' "$out"
+expect '^# Out of bounds values : 0 OK$' "$out"
 exit $fail

@@ -30,7 +30,7 @@ static const int kFailCollInfo = 0;
 #endif
 
 struct rule {
-  int func;  /* ncclFunc_t, -1: none (a latency line) */
+  int func; /* ncclFunc_t, -1: none (a latency line) */
   size_t minBytes, maxBytes;
   int algo, proto, channels, forbid;
   double baseUs, hopUs; /* latency lines */
@@ -42,8 +42,8 @@ struct ctx {
   ncclDebugLogger_t log;
 };
 
-static const char* const kAlgoNames[NCCL_NUM_ALGORITHMS] = {"tree", "ring", "collnet_direct", "collnet_chain",
-                                                            "nvls", "nvls_tree", "pat"};
+static const char* const kAlgoNames[NCCL_NUM_ALGORITHMS] = {
+    "tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"};
 static const char* const kProtoNames[NCCL_NUM_PROTOCOLS] = {"ll", "ll128", "simple"};
 static const char* const kFuncNames[NCCL_NUM_FUNCTIONS] = {"broadcast", "reduce", "allgather", "reducescatter",
                                                            "allreduce"};
@@ -96,8 +96,9 @@ static ncclResult_t initCommon(size_t nRanks, size_t nNodes, ncclDebugLogger_t l
   return ncclSuccess;
 }
 
-__attribute__((unused)) static ncclResult_t getCollInfoCommon(void* context, ncclFunc_t collType, size_t nBytes, float** collCostTable,
-                                      int numAlgo, int numProto, int* nChannels) {
+__attribute__((unused)) static ncclResult_t getCollInfoCommon(void* context, ncclFunc_t collType, size_t nBytes,
+                                                              float** collCostTable, int numAlgo, int numProto,
+                                                              int* nChannels) {
   struct ctx* c = context;
   float* table = (float*)collCostTable;
   if (kFailCollInfo) return ncclInternalError;
@@ -106,8 +107,7 @@ __attribute__((unused)) static ncclResult_t getCollInfoCommon(void* context, ncc
     if (r->func != (int)collType || nBytes < r->minBytes || nBytes > r->maxBytes) continue;
     if (r->algo >= 0 && r->algo < numAlgo && r->proto >= 0 && r->proto < numProto) {
       float* cost = &table[r->algo * numProto + r->proto];
-      if (r->forbid)
-        *cost = (float)NCCL_ALGO_PROTO_IGNORE;
+      if (r->forbid) *cost = (float)NCCL_ALGO_PROTO_IGNORE;
       else if (*cost != (float)NCCL_ALGO_PROTO_IGNORE || r->algo > NCCL_ALGO_RING)
         *cost = 0.0f; /* as NCCL's example: force only what the core offers (and, to test, what baton lacks) */
     }
@@ -136,24 +136,24 @@ static ncclResult_t getCollInfoV2(void* context, ncclFunc_t collType, size_t nBy
   }
   return ncclSuccess;
 }
-__attribute__((visibility("default"))) const ncclTuner_v2_t ncclTunerPlugin_v2 = {"rules-v2", initCommon,
-                                                                                 getCollInfoV2, destroyCommon};
+__attribute__((visibility("default")))
+const ncclTuner_v2_t ncclTunerPlugin_v2 = {"rules-v2", initCommon, getCollInfoV2, destroyCommon};
 #elif defined(TUNER_V3)
 static ncclResult_t getCollInfoV3(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps,
                                   float** collCostTable, int numAlgo, int numProto, int* nChannels) {
   (void)numPipeOps;
   return getCollInfoCommon(context, collType, nBytes, collCostTable, numAlgo, numProto, nChannels);
 }
-__attribute__((visibility("default"))) const ncclTuner_v3_t ncclTunerPlugin_v3 = {"rules-v3", initCommon,
-                                                                                 getCollInfoV3, destroyCommon};
+__attribute__((visibility("default")))
+const ncclTuner_v3_t ncclTunerPlugin_v3 = {"rules-v3", initCommon, getCollInfoV3, destroyCommon};
 #elif defined(TUNER_V4)
 static ncclResult_t getCollInfoV4(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps,
                                   float** collCostTable, int numAlgo, int numProto, int regBuff, int* nChannels) {
   (void)numPipeOps, (void)regBuff;
   return getCollInfoCommon(context, collType, nBytes, collCostTable, numAlgo, numProto, nChannels);
 }
-__attribute__((visibility("default"))) const ncclTuner_v4_t ncclTunerPlugin_v4 = {"rules-v4", initCommon,
-                                                                                 getCollInfoV4, destroyCommon};
+__attribute__((visibility("default")))
+const ncclTuner_v4_t ncclTunerPlugin_v4 = {"rules-v4", initCommon, getCollInfoV4, destroyCommon};
 #else
 static ncclResult_t initV5(void** context, uint64_t commId, size_t nRanks, size_t nNodes, ncclDebugLogger_t log,
                            ncclNvlDomainInfo_v5_t* nvl, ncclTunerConstants_v5_t* constants) {
@@ -177,6 +177,6 @@ static ncclResult_t getCollInfoV5(void* context, ncclFunc_t collType, size_t nBy
   (void)numPipeOps, (void)regBuff;
   return getCollInfoCommon(context, collType, nBytes, collCostTable, numAlgo, numProto, nChannels);
 }
-__attribute__((visibility("default"))) const ncclTuner_v5_t ncclTunerPlugin_v5 = {"rules", initV5, getCollInfoV5,
-                                                                                 destroyCommon};
+__attribute__((visibility("default")))
+const ncclTuner_v5_t ncclTunerPlugin_v5 = {"rules", initV5, getCollInfoV5, destroyCommon};
 #endif
