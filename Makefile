@@ -83,7 +83,7 @@ ARCHIVE  := $(LIBDIR)/libnccl_static.a
 NVIDIA_DRIVER := $(wildcard /proc/driver/nvidia/version)
 all: lib tools examples $(if $(or $(NVIDIA_DRIVER),$(CUDA)),cuda)
 
-lib: $(SO) $(LIBDIR)/libnccl.so $(ARCHIVE)
+lib: $(SO) $(LIBDIR)/libnccl.so $(ARCHIVE) $(LIBDIR)/libnccl-tuner-baton.so
 
 $(OBJ)/%.o: %.cc
 	@mkdir -p $(dir $@)
@@ -98,6 +98,15 @@ $(LIBDIR)/libnccl.so: $(SO)
 $(ARCHIVE): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $(LIB_OBJS)
+
+# baton's calibrated tuner as an NCCL tuner plugin (lesson 16): the cost model's objects and the
+# logger, nothing else of the library; it exports only ncclTunerPlugin_v5 and _v4.
+TUNER_PLUGIN_OBJS := $(OBJ)/tools/tuner-plugin/baton_tuner.o $(OBJ)/src/tuner/tuner.o $(OBJ)/src/tuner/tuning_file.o \
+                     $(OBJ)/src/tuner/tuner_env.o $(OBJ)/src/misc/debug.o $(OBJ)/src/misc/param.o
+$(LIBDIR)/libnccl-tuner-baton.so: $(TUNER_PLUGIN_OBJS) tools/tuner-plugin/export.map
+	@mkdir -p $(dir $@)
+	$(CXX) -shared -Wl,--no-undefined -Wl,--version-script=tools/tuner-plugin/export.map -o $@ $(TUNER_PLUGIN_OBJS) \
+	  $(LDFLAGS)
 
 # ---- device code under nvcc ------------------------------------------------------------------
 DEVICE_OBJ := $(BUILD)/obj/algorithms_device.o

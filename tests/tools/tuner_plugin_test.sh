@@ -108,5 +108,27 @@ NCCL_DEBUG=WARN run "$PLUG/libnccl-tuner-rules.so" "$BIN/baton-perf" allreduce -
 check "--explain: the plugin named, its pick in its own column" eval \
   'has "# tuner plugin: rules (v5)" && grep -E "^ +32768 .* Tree/LL128 \(2\)$" "$TMP/out" >/dev/null'
 
+# 7. baton's own calibration as a tuner plugin (libnccl-tuner-baton.so, what NVIDIA's NCCL would load).
+BATON_PLUGIN=$(cd "$BUILD/lib" && pwd)/libnccl-tuner-baton.so
+export BATON_TUNER_PLUGIN_PATH=shm
+NCCL_DEBUG=WARN BATON_TUNING_FILE=none run "$BATON_PLUGIN" "$BIN/baton-run" -n 2 --no-prefix "$BIN/baton-perf" \
+  allreduce -b 8 -e 64M -f 8 --explain
+# Every size row: baton's choice (next to last field) and the plugin's (last) are one pair.
+agree() { awk '/^ +[0-9]+ /{ n++; if ($(NF-1) != $NF) bad++ } END { exit !(n >= 8 && bad == 0) }' "$TMP/out"; }
+check "baton's plugin, same (built-in) model: its pick equals baton's own at every size, 8 B to 64 MiB" \
+  eval 'has "# tuner plugin: baton (v5)" && agree'
+# A calibration that makes Tree/LL128 nearly free: the plugin, reading it, moves baton (on the built-in
+# model itself) to Tree/LL128.
+printf '# path algorithm protocol base_us hop_us busbw_GBs\nshm Tree LL128 0.01 0.01 1000\n' >"$TMP/cheap-tree.txt"
+BATON_TUNING_FILE=none BATON_TUNER_PLUGIN_FILE=$TMP/cheap-tree.txt run "$BATON_PLUGIN" "$BIN/baton-run" -n 2 \
+  "$BIN/baton-perf" "${AR[@]}"
+check "baton's plugin with its own tuning file steers baton: 2 MiB on Tree/LL128, exact" eval \
+  'has "baton tuner: model from $TMP/cheap-tree.txt, '"'"'shm'"'"' table, 2 ranks on 1 nodes" &&
+   all_say 2097152 "algorithm Tree protocol LL128" && all_say 2097152 "tuner plugin" && exact'
+BATON_TUNER_PLUGIN_FILE=$TMP/missing.txt run "$BATON_PLUGIN" "$BIN/baton-perf" "${AR[@]}" -t 2
+check "baton's plugin naming a missing file: init fails, named; baton's own tuner, exact" eval \
+  'has "tuning file $TMP/missing.txt: cannot open" && has "init returned 2" && none_say 2097152 "tuner plugin" && exact'
+unset BATON_TUNER_PLUGIN_PATH
+
 echo "$npass passed, $nfail failed"
 [[ $nfail == 0 ]]

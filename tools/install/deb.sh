@@ -38,7 +38,7 @@ rm -rf "$PKG/usr/share/baton"  # install.sh's manifest
 # As Debian packages ship them: no debug sections (the build keeps -g for the build folder).
 # The ELF programs only: baton-doctor is a Python script.
 elfs=$(for f in "$PKG"/usr/bin/baton-*; do if [[ $(head -c 4 "$f") == $'\x7fELF' ]]; then echo "$f"; fi; done)
-strip --strip-unneeded "$PKG"/usr/lib/$MULTIARCH/libnccl.so.2.* $elfs
+strip --strip-unneeded "$PKG"/usr/lib/$MULTIARCH/libnccl.so.2.* "$PKG"/usr/lib/$MULTIARCH/libnccl-tuner-baton.so $elfs
 strip --strip-debug "$PKG"/usr/lib/$MULTIARCH/libnccl_static.a
 
 # Runtime dependencies: the package of every shared library the installed binaries load.

@@ -78,6 +78,8 @@ put 755 "$BUILD/lib/libnccl.so.2" "$LIB/libnccl.so.$VERSION"
 link "libnccl.so.$VERSION" $LIB/libnccl.so.$MAJOR
 link "libnccl.so.$MAJOR" $LIB/libnccl.so
 put 644 "$BUILD/lib/libnccl_static.a" $LIB/libnccl_static.a
+# baton's calibrated tuner as an NCCL tuner plugin (NCCL_TUNER_PLUGIN=baton finds it on the library path).
+put 755 "$BUILD/lib/libnccl-tuner-baton.so" "$LIB/libnccl-tuner-baton.so"
 # The CUDA backend's plugin (built where nvcc is): libnccl.so.2 opens it from its own folder.
 [[ -f $BUILD/lib/libbaton-cuda.so ]] && put 755 "$BUILD/lib/libbaton-cuda.so" "$LIB/libbaton-cuda.so"
 for t in baton-perf baton-run baton-topo baton-doctor baton-ras; do put 755 "$BUILD/bin/$t" "bin/$t"; done
