@@ -102,7 +102,8 @@ $(ARCHIVE): $(LIB_OBJS)
 # baton's calibrated tuner as an NCCL tuner plugin (lesson 16): the cost model's objects and the
 # logger, nothing else of the library; it exports only ncclTunerPlugin_v5 and _v4.
 TUNER_PLUGIN_OBJS := $(OBJ)/tools/tuner-plugin/baton_tuner.o $(OBJ)/src/tuner/tuner.o $(OBJ)/src/tuner/tuning_file.o \
-                     $(OBJ)/src/tuner/tuner_env.o $(OBJ)/src/misc/debug.o $(OBJ)/src/misc/param.o
+                     $(OBJ)/src/tuner/tuner_env.o $(OBJ)/src/misc/debug.o $(OBJ)/src/misc/param.o \
+                     $(OBJ)/tools/tuner-plugin/process_env.o
 $(LIBDIR)/libnccl-tuner-baton.so: $(TUNER_PLUGIN_OBJS) tools/tuner-plugin/export.map
 	@mkdir -p $(dir $@)
 	$(CXX) -shared -Wl,--no-undefined -Wl,--version-script=tools/tuner-plugin/export.map -o $@ $(TUNER_PLUGIN_OBJS) \
@@ -212,17 +213,25 @@ GPU_TEST := $(if $(NVCC),$(TESTDIR)/gpu_collectives $(TESTDIR)/gpu_sendrecv $(TE
 # Plugins a third party would write, for the plugin hosts' tests (tests/plugins/, lesson 16): C, the
 # public interface headers only, one library per version and failure they exercise.
 TEST_PLUGIN_DIR := $(TESTDIR)/plugins
-TUNER_TEST_PLUGINS := rules rules4 rules3 rules2 failinit failcoll
-TEST_PLUGINS := $(TUNER_TEST_PLUGINS:%=$(TEST_PLUGIN_DIR)/libnccl-tuner-%.so) $(TEST_PLUGIN_DIR)/libnccl-tuner-none.so
+TUNER_TEST_PLUGINS := rules rules4 rules3 rules2 failinit failcoll garbage v6only
+TEST_PLUGINS := $(TUNER_TEST_PLUGINS:%=$(TEST_PLUGIN_DIR)/libnccl-tuner-%.so) $(TEST_PLUGIN_DIR)/libnccl-tuner-none.so \
+                $(TEST_PLUGIN_DIR)/libnccl-env-file.so $(TEST_PLUGIN_DIR)/libnccl-env-failinit.so
 TUNER_PLUGIN_FLAGS_rules :=
 TUNER_PLUGIN_FLAGS_rules4 := -DTUNER_V4
 TUNER_PLUGIN_FLAGS_rules3 := -DTUNER_V3
 TUNER_PLUGIN_FLAGS_rules2 := -DTUNER_V2
 TUNER_PLUGIN_FLAGS_failinit := -DTUNER_FAIL_INIT
 TUNER_PLUGIN_FLAGS_failcoll := -DTUNER_FAIL_COLLINFO
+TUNER_PLUGIN_FLAGS_garbage := -DTUNER_GARBAGE
+TUNER_PLUGIN_FLAGS_v6only := -DTUNER_V6_ONLY
 $(TEST_PLUGIN_DIR)/libnccl-tuner-%.so: tests/plugins/tuner_rules.c include/baton/plugin_tuner.h include/baton/plugin_common.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) -fPIC -shared -fvisibility=hidden -Iinclude $(TUNER_PLUGIN_FLAGS_$*) $< -o $@
+$(TEST_PLUGIN_DIR)/libnccl-env-file.so $(TEST_PLUGIN_DIR)/libnccl-env-failinit.so: tests/plugins/env_file.c \
+                                                                             include/baton/plugin_env.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) -fPIC -shared -fvisibility=hidden -Iinclude \
+	  $(if $(findstring failinit,$@),-DENV_FAIL_INIT) $< -o $@
 $(TEST_PLUGIN_DIR)/libnccl-tuner-none.so: tests/plugins/not_a_tuner.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 $(WARN) -fPIC -shared -fvisibility=hidden $< -o $@

@@ -110,6 +110,8 @@ suite baton-run 120 tests/tools/baton_run_test.sh "$BIN/baton-run"
 suite baton-topo 120 tests/tools/baton_topo_test.sh "$BIN/baton-topo"
 # NCCL_TUNER_PLUGIN: plugins in C of every interface version, and failing ones (lesson 16).
 suite tuner-plugin 180 tests/tools/tuner_plugin_test.sh "$BUILD"
+# NCCL_ENV_PLUGIN: every variable the library reads answered by a plugin in C (lesson 16).
+suite env-plugin 120 tests/tools/env_plugin_test.sh "$BUILD"
 suite mpirun-launch 180 tests/tools/mpirun_launch_test.sh "$BIN"
 if [[ -n "${NVIDIA_HEADER_TEST:-}" ]]; then
   suite nvidia-header-threads 120 env LD_LIBRARY_PATH="$BUILD/lib" "$NVIDIA_HEADER_TEST"

@@ -54,9 +54,16 @@ uint64_t subsysBit(const char* name) {
   return 0;
 }
 
+// The logger's own three variables come from the process environment, not through an env plugin
+// (env_plugin.h): the plugin's loading is reported through the configuration they make.
+std::string processEnv(const char* name) {
+  const char* v = getenv(name);
+  return v ? v : "";
+}
+
 LogConfig readConfig() {
   LogConfig c;
-  if (const std::string level = envStr("NCCL_DEBUG"); !level.empty()) {
+  if (const std::string level = processEnv("NCCL_DEBUG"); !level.empty()) {
     const char* lv = level.c_str();
     if (!strcasecmp(lv, "VERSION")) c.level = kLogVersion;
     else if (!strcasecmp(lv, "WARN")) c.level = kLogWarn;
@@ -64,7 +71,7 @@ LogConfig readConfig() {
     else if (!strcasecmp(lv, "ABORT")) c.level = kLogAbort;
     else if (!strcasecmp(lv, "TRACE")) c.level = kLogTrace;
   }
-  if (const std::string subsys = envStr("NCCL_DEBUG_SUBSYS"); !subsys.empty()) {
+  if (const std::string subsys = processEnv("NCCL_DEBUG_SUBSYS"); !subsys.empty()) {
     const char* s = subsys.c_str();
     bool invert = s[0] == '^';
     uint64_t m = 0;
@@ -78,7 +85,7 @@ LogConfig readConfig() {
     }
     c.mask = invert ? ~m : m;
   }
-  if (const std::string file = envStr("NCCL_DEBUG_FILE"); !file.empty()) {
+  if (const std::string file = processEnv("NCCL_DEBUG_FILE"); !file.empty()) {
     const char* f = file.c_str();
     std::string path;
     for (const char* p = f; *p; ++p) {  // %h host, %p pid, as NCCL

@@ -34,7 +34,7 @@ enum LogSubsys : uint64_t {
 bool logEnabled(LogLevel level, uint64_t subsys);
 void logMessage(LogLevel level, uint64_t subsys, const char* file, int line, const char* fmt, ...)
     __attribute__((format(printf, 5, 6)));
-// The same for a va_list: the logger NCCL hands its plugins ends here (src/plugin/plugin_lib.cc).
+// The same for a va_list: the logger NCCL hands its plugins ends here (src/misc/plugin_lib.cc).
 void logMessageV(LogLevel level, uint64_t subsys, const char* file, int line, const char* fmt, va_list ap);
 
 // NCCL's version banner, once per process (the first communicator or unique id): a plain line at

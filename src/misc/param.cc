@@ -1,11 +1,12 @@
 // Reading the environment (param.h): integers, sizes and booleans, a malformed value named in a
-// WARN with the default taken instead.
+// WARN with the default taken instead. Every read asks envLookup (NCCL's env plugin, if loaded).
 #include "misc/param.h"
 
 #include <cerrno>
 #include <cstdlib>
 
 #include "misc/debug.h"
+#include "misc/env_plugin.h"
 
 namespace baton {
 
@@ -25,7 +26,7 @@ bool parseSize(const char* s, int64_t* out) {
 }  // namespace
 
 int64_t envInt(const char* name, int64_t def, EnvLog log) {
-  const char* s = getenv(name);
+  const char* s = envLookup(name);
   if (!s || !*s) return def;
   int64_t v;
   if (!parseSize(s, &v)) {
@@ -37,7 +38,7 @@ int64_t envInt(const char* name, int64_t def, EnvLog log) {
 }
 
 double envSeconds(const char* name, double def, EnvLog log) {
-  const char* s = getenv(name);
+  const char* s = envLookup(name);
   if (!s || !*s) return def;
   errno = 0;
   char* end = nullptr;
@@ -51,13 +52,13 @@ double envSeconds(const char* name, double def, EnvLog log) {
 }
 
 std::string envStr(const char* name, const char* def) {
-  const char* s = getenv(name);
+  const char* s = envLookup(name);
   if (!s || !*s) return def;
   return s;
 }
 
 bool envSet(const char* name) {
-  const char* s = getenv(name);
+  const char* s = envLookup(name);
   return s && *s;
 }
 

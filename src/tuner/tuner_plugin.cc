@@ -8,7 +8,8 @@
 #include <mutex>
 
 #include "misc/debug.h"
-#include "plugin/plugin_lib.h"
+#include "misc/param.h"
+#include "misc/plugin_lib.h"
 
 namespace baton {
 
@@ -88,7 +89,8 @@ bool acquire() {
   std::lock_guard<std::mutex> lock(t.mu);
   if (t.failed) return false;
   if (t.refs > 0) return ++t.refs, true;
-  const char* name = getenv("NCCL_TUNER_PLUGIN");
+  const std::string nameStr = envStr("NCCL_TUNER_PLUGIN");  // through the env plugin, as NCCL's ncclGetEnv
+  const char* name = nameStr.empty() ? nullptr : nameStr.c_str();
   if (name) BATON_INFO(kSubEnv | kSubTuning, "NCCL_TUNER_PLUGIN set by environment to %s", name);
   if (name && strcasecmp(name, "none") == 0) return t.failed = true, false;
   // NCCL also looks for a tuner inside the network plugin's library; baton loads no external

@@ -224,4 +224,10 @@ expect 'NCCL INFO TUNER/Plugin: Using rules \(v5\)$' "$out"
 expect 'NCCL INFO rules tuner: init nRanks 2 nNodes 1, 2 rules$' "$out"
 expect 'AllReduce: opCount .* count 8192 datatype float .* algorithm Tree protocol LL128 channels [0-9]+ tuner plugin$' "$out"
 expect '^# Out of bounds values : 0 OK$' "$out"
+# ... and the env plugin's NCCL_PROTO=LL beats the process's Simple.
+printf 'NCCL_PROTO=LL\n' >"$tmp/env.txt"
+out=$(BATON_TEST_ENV_FILE=$tmp/env.txt NCCL_ENV_PLUGIN=$BUILD/tests/plugins/libnccl-env-file.so NCCL_PROTO=Simple \
+  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL "$BIN/baton-perf" allreduce -t 2 -b 1M -e 1M 2>&1); echo "$out" | grep "count 262144" | head -2
+expect 'AllReduce: opCount .* count 262144 datatype float .* protocol LL channels' "$out"
+expect '^# Out of bounds values : 0 OK$' "$out"
 exit $fail

@@ -21,8 +21,8 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 LAYERS = [
     ["include"],                                         # the public API: nccl.h, baton/*.h
     ["algorithms"],                                      # device-portable code: no host header
-    ["src/misc"],                                        # logging, parameters, sockets, the trace
-    ["src/bootstrap", "transports", "src/cuda", "src/plugin"],  # rendezvous; FIFOs' memory; the nvcc plugin; NCCL plugins' loading
+    ["src/misc"],                                        # logging, parameters (and NCCL's env plugin), sockets, the trace, plugin libraries
+    ["src/bootstrap", "transports", "src/cuda"],         # rendezvous; FIFOs' memory; the nvcc plugin
     ["src/topo", "src/tuner", "src/cpu_kernels"],        # topology and the cache probe; cost model; kernels
     ["src"],                                             # the core: communicator, groups, planner, proxy
     ["src/register", "src/fault", "src/alltoall", "src/gpu", "src/sim", "src/device_api", "src/ras"],  # subsystems

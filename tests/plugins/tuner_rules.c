@@ -8,7 +8,10 @@
  *   latency,algorithm,protocol,baseUs,hopUs
  * and writes those into the core's constants at init. Built as several libraries:
  *   (default) ncclTunerPlugin_v5     -DTUNER_V4 / -DTUNER_V3 / -DTUNER_V2: that version only
- *   -DTUNER_FAIL_INIT: init fails     -DTUNER_FAIL_COLLINFO: getCollInfo fails */
+ *   -DTUNER_FAIL_INIT: init fails     -DTUNER_FAIL_COLLINFO: getCollInfo fails
+ *   -DTUNER_GARBAGE: getCollInfo writes NaN and negative costs and asks for 1000 channels
+ *   -DTUNER_V6_ONLY: the v5 table under the name of a version baton does not know, ncclTunerPlugin_v6 */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +30,11 @@ static const int kFailInit = 0;
 static const int kFailCollInfo = 1;
 #else
 static const int kFailCollInfo = 0;
+#endif
+#ifdef TUNER_GARBAGE
+static const int kGarbage = 1;
+#else
+static const int kGarbage = 0;
 #endif
 
 struct rule {
@@ -102,6 +110,11 @@ __attribute__((unused)) static ncclResult_t getCollInfoCommon(void* context, ncc
   struct ctx* c = context;
   float* table = (float*)collCostTable;
   if (kFailCollInfo) return ncclInternalError;
+  if (kGarbage) {
+    for (int i = 0; i < numAlgo * numProto; ++i) table[i] = (i % 2) ? NAN : -7.0f;
+    *nChannels = 1000;
+    return ncclSuccess;
+  }
   for (int i = 0; i < c->n; ++i) {
     const struct rule* r = &c->rules[i];
     if (r->func != (int)collType || nBytes < r->minBytes || nBytes > r->maxBytes) continue;
@@ -177,6 +190,11 @@ static ncclResult_t getCollInfoV5(void* context, ncclFunc_t collType, size_t nBy
   (void)numPipeOps, (void)regBuff;
   return getCollInfoCommon(context, collType, nBytes, collCostTable, numAlgo, numProto, nChannels);
 }
+#ifdef TUNER_V6_ONLY
+#define TUNER_SYMBOL ncclTunerPlugin_v6
+#else
+#define TUNER_SYMBOL ncclTunerPlugin_v5
+#endif
 __attribute__((visibility("default")))
-const ncclTuner_v5_t ncclTunerPlugin_v5 = {"rules", initV5, getCollInfoV5, destroyCommon};
+const ncclTuner_v5_t TUNER_SYMBOL = {"rules", initV5, getCollInfoV5, destroyCommon};
 #endif

@@ -90,6 +90,13 @@ check "getCollInfo fails: one WARN per communicator, baton's own choice, exact" 
 run "$PLUG/libnccl-tuner-none.so" "$BIN/baton-perf" "${AR[@]}" -t 2
 check "no tuner symbol: INFO 'unsupported', exact" eval 'has "is unsupported" && none_say 512 "tuner plugin" && exact'
 
+run "$PLUG/libnccl-tuner-v6only.so" "$BIN/baton-perf" "${AR[@]}" -t 2
+check "a version baton does not know (only ncclTunerPlugin_v6): 'unsupported', exact" \
+  eval 'has "exports no ncclTunerPlugin_v5" && has "is unsupported" && none_say 32768 "tuner plugin" && exact'
+run "$PLUG/libnccl-tuner-garbage.so" "$BIN/baton-run" -n 2 "$BIN/baton-perf" "${AR[@]}"
+check "NaN and negative costs, 1000 channels: baton's own pair, channels capped at the communicator's 2, exact" \
+  eval 'has "left no pair baton runs" && all_say 2097152 "channels 2 tuner plugin" && exact'
+
 # 5. NCCL's library-name rules.
 run nosuch "$BIN/baton-perf" "${AR[@]}" -t 2
 check "a short name that exists nowhere: both names listed as not found" \

@@ -1,10 +1,10 @@
-// The tuner plugin host's rules without a plugin (src/plugin/plugin_lib.cc, src/tuner/tuner_plugin.cc):
+// The tuner plugin host's rules without a plugin (src/misc/plugin_lib.cc, src/tuner/tuner_plugin.cc):
 // NCCL's library names, the cost table baton offers, and NCCL's pick from a rewritten table. The
 // plugins themselves are loaded by tests/tools/tuner_plugin_test.sh.
 #include <string>
 #include <vector>
 
-#include "plugin/plugin_lib.h"
+#include "misc/plugin_lib.h"
 #include "tuner/tuner_plugin.h"
 #include "unit/unit_helpers.h"
 

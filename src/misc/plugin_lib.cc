@@ -1,4 +1,4 @@
-#include "plugin/plugin_lib.h"
+#include "misc/plugin_lib.h"
 
 #include <dlfcn.h>
 #include <link.h>
