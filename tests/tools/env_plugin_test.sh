@@ -6,19 +6,8 @@
 set -euo pipefail
 
 BUILD=${1:?usage: $0 BUILD_DIR}
-BIN=$BUILD/bin
-PLUG=$(cd "$BUILD/tests/plugins" && pwd)
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-npass=0 nfail=0
-pass() { echo "PASS: $1"; npass=$((npass + 1)); }
-fail() {
-  echo "FAIL: $1"; nfail=$((nfail + 1))
-  echo "  rc=$rc; output:"; sed 's/^/    /' "$TMP/out" | tail -40
-}
-check() { local name=$1; shift; if "$@"; then pass "$name"; else fail "$name"; fi; }
-has() { grep -qF -- "$1" "$TMP/out"; }
-exact() { grep -q "Out of bounds values : 0 OK" "$TMP/out" && [[ $rc == 0 ]]; }
+# shellcheck source=tests/tools/plugin_checks.sh
+source "$(dirname "$0")/plugin_checks.sh"
 # run PLUGIN CMD...: CMD with NCCL_ENV_PLUGIN=PLUGIN; output (both streams) in $TMP/out.
 run() {
   local plugin=$1; shift
@@ -68,5 +57,4 @@ NCCL_TUNER_CONFIG_FILE=$TMP/rules.csv NCCL_DEBUG_SUBSYS=INIT,ENV,COLL,TUNING run
 check "NCCL_TUNER_PLUGIN given by the env plugin loads that tuner, which forces LL128" \
   eval 'has "TUNER/Plugin: Using rules (v5)" && all_colls "protocol LL128" && all_colls "tuner plugin" && exact'
 
-echo "$npass passed, $nfail failed"
-[[ $nfail == 0 ]]
+finish
