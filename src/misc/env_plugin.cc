@@ -47,13 +47,11 @@ void load() {
       BATON_INFO(kSubInit | kSubEnv,
                  "ENV/Plugin: %s exports no ncclEnvPlugin_v1 (or one with a null function): external env plugin "
                  "%s is unsupported; the process environment is read",
-                 p.lib.path.c_str(), p.lib.file.c_str());
-      closePluginLib(&p.lib);
+                 p.lib.path.c_str(), p.lib.file.c_str());  // left mapped, as every plugin library
     } else if (const ncclResult_t res = api->init(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH, NCCL_SUFFIX);
                res != ncclSuccess) {
       BATON_WARN("ENV/Plugin: %s (%s): init returned %d (%s); the process environment is read",
                  api->name ? api->name : "(unnamed)", p.lib.path.c_str(), (int)res, ncclGetErrorString(res));
-      closePluginLib(&p.lib);
     } else {
       p.api = api;
       p.active.store(true, std::memory_order_release);

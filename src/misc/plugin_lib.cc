@@ -62,11 +62,6 @@ bool openPluginLib(PluginKind kind, const char* name, PluginLib* out) {
   return false;
 }
 
-void closePluginLib(PluginLib* lib) {
-  if (lib->handle) dlclose(lib->handle);
-  *lib = PluginLib{};
-}
-
 void pluginLogger(ncclDebugLogLevel level, unsigned long flags, const char* file, int line, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

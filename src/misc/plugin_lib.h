@@ -26,9 +26,10 @@ struct PluginLib {
   std::string file;  // the name that opened
   std::string path;  // where the loader found it (the program's own for STATIC_PLUGIN)
 };
-// Opens the first candidate that loads (RTLD_NOW | RTLD_LOCAL); false when none does.
+// Opens the first candidate that loads (RTLD_NOW | RTLD_LOCAL); false when none does. There is no
+// close: a plugin library stays mapped until the process exits, because unmapping a library with
+// thread-local storage while other threads run can trip glibc (tuner_plugin.cc says more).
 bool openPluginLib(PluginKind kind, const char* name, PluginLib* out);
-void closePluginLib(PluginLib* lib);
 
 // The logger handed to plugins at init: NCCL_DEBUG and NCCL_DEBUG_SUBSYS apply as to baton's own lines.
 void pluginLogger(ncclDebugLogLevel level, unsigned long flags, const char* file, int line, const char* fmt, ...)

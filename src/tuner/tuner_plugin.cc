@@ -15,8 +15,11 @@ namespace baton {
 
 namespace {
 
-// The process's tuner library: loaded by the first communicator that asks, closed with the last
-// (NCCL's reference count). A failed load is not tried again in this process, as in NCCL.
+// The process's tuner library: loaded by the first communicator that asks (NCCL's reference count
+// of users), and never unmapped: a dlclose of a library with thread-local storage while other
+// threads run (channel workers, the proxy) can trip glibc's TLS bookkeeping ("_dl_update_slotinfo:
+// Assertion `max_modid >= req_modid' failed", seen once in CI), so the last user only finalizes.
+// A failed load is not tried again in this process, as in NCCL.
 struct LoadedTuner {
   std::mutex mu;
   int refs = 0;
@@ -88,7 +91,7 @@ bool acquire() {
   LoadedTuner& t = loaded();
   std::lock_guard<std::mutex> lock(t.mu);
   if (t.failed) return false;
-  if (t.refs > 0) return ++t.refs, true;
+  if (t.refs > 0 || t.version > 0) return ++t.refs, true;   // loaded before: still mapped
   const std::string nameStr = envStr("NCCL_TUNER_PLUGIN");  // through the env plugin, as NCCL's ncclGetEnv
   const char* name = nameStr.empty() ? nullptr : nameStr.c_str();
   if (name) BATON_INFO(kSubEnv | kSubTuning, "NCCL_TUNER_PLUGIN set by environment to %s", name);
@@ -101,8 +104,7 @@ bool acquire() {
                "TUNER/Plugin: %s exports no ncclTunerPlugin_v5, _v4, _v3 or _v2 (or one with a null function): "
                "external tuner plugin %s is unsupported",
                t.lib.path.c_str(), t.lib.file.c_str());
-    closePluginLib(&t.lib);
-    t.v4 = nullptr, t.v3 = nullptr, t.v2 = nullptr;
+    t.v4 = nullptr, t.v3 = nullptr, t.v2 = nullptr;  // the library stays mapped (see LoadedTuner)
     return t.failed = true, false;
   }
   BATON_INFO(kSubInit | kSubTuning, "TUNER/Plugin: Using %s (v%d)", t.api.name, t.version);
@@ -115,9 +117,7 @@ void release() {
   LoadedTuner& t = loaded();
   std::lock_guard<std::mutex> lock(t.mu);
   if (t.refs <= 0 || --t.refs > 0) return;
-  BATON_INFO(kSubInit | kSubTuning, "TUNER/Plugin: Closing tuner: '%s'", t.api.name);
-  closePluginLib(&t.lib);
-  t.api = {}, t.version = 0, t.v4 = nullptr, t.v3 = nullptr, t.v2 = nullptr;
+  BATON_INFO(kSubInit | kSubTuning, "TUNER/Plugin: Closing tuner: '%s' (its library stays mapped)", t.api.name);
 }
 
 // The hop cost NCCL would read for this communicator's links: across hosts the network's, inside
