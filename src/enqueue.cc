@@ -297,12 +297,13 @@ FlightRef recordColl(ncclComm* comm, const Task& t, uint64_t seq, CollAlgo algo,
 
 // The COLL INFO line of one numbered collective (NCCL's shape, and the path it took).
 void logColl(const ncclComm* comm, const Task& t, uint64_t opCount, CollAlgo algo, Proto proto, int nch,
-             const char* path) {
+             const char* path, const char* tunedBy = "") {
   BATON_INFO(kSubColl,
              "%s: opCount %llx sendbuff %p recvbuff %p count %zu datatype %s op %s root %d comm %p [nranks=%d] "
-             "algorithm %s protocol %s channels %d%s",
+             "algorithm %s protocol %s channels %d%s%s",
              funcName(t.func), (unsigned long long)opCount, t.sendbuff, t.recvbuff, t.count, typeName(t.type),
-             opName(t.op.kind), t.root, (void*)comm, comm->nRanks, algoName(algo), protoName(proto), nch, path);
+             opName(t.op.kind), t.root, (void*)comm, comm->nRanks, algoName(algo), protoName(proto), nch, path,
+             tunedBy);
 }
 
 // Chooses algorithm, protocol and channels for `t` and numbers it. *skip: nothing to run (count 0).
@@ -342,7 +343,7 @@ ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool* skip)
                      : comm->allInProcess ? " direct"
                      : singleCopy         ? " direct (single copy)"
                                           : " direct (zero copy)";
-  logColl(comm, t, opCount, choice.algo, choice.proto, nch, (std::string(path) + tunedBy).c_str());
+  logColl(comm, t, opCount, choice.algo, choice.proto, nch, path, tunedBy);
   // An empty collective runs no part, or one that only takes part in the argument check.
   const int parts = t.count == 0 ? 1 : runsAsOnePart(choice.algo, comm) ? 1 : nch;
   const FlightBuffers buffers = isSymmetric(choice.algo)                            ? kFlightWindow
