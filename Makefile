@@ -215,7 +215,20 @@ GPU_TEST := $(if $(NVCC),$(TESTDIR)/gpu_collectives $(TESTDIR)/gpu_sendrecv $(TE
 TEST_PLUGIN_DIR := $(TESTDIR)/plugins
 TUNER_TEST_PLUGINS := rules rules4 rules3 rules2 failinit failcoll garbage v6only
 TEST_PLUGINS := $(TUNER_TEST_PLUGINS:%=$(TEST_PLUGIN_DIR)/libnccl-tuner-%.so) $(TEST_PLUGIN_DIR)/libnccl-tuner-none.so \
-                $(TEST_PLUGIN_DIR)/libnccl-env-file.so $(TEST_PLUGIN_DIR)/libnccl-env-failinit.so
+                $(TEST_PLUGIN_DIR)/libnccl-env-file.so $(TEST_PLUGIN_DIR)/libnccl-env-failinit.so \
+                $(PROFILER_TEST_PLUGINS:%=$(TEST_PLUGIN_DIR)/libnccl-profiler-%.so) \
+                $(TEST_PLUGIN_DIR)/libnccl-profiler-none.so
+PROFILER_TEST_PLUGINS := tree tree4 failinit failstart null slow
+PROFILER_PLUGIN_FLAGS_tree :=
+PROFILER_PLUGIN_FLAGS_tree4 := -DPROF_V4
+PROFILER_PLUGIN_FLAGS_failinit := -DPROF_FAIL_INIT
+PROFILER_PLUGIN_FLAGS_failstart := -DPROF_FAIL_START
+PROFILER_PLUGIN_FLAGS_null := -DPROF_NULL
+PROFILER_PLUGIN_FLAGS_slow := -DPROF_SLOW
+$(TEST_PLUGIN_DIR)/libnccl-profiler-%.so: tests/plugins/profiler_tree.c include/baton/plugin_profiler.h \
+                                          include/baton/plugin_common.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) -fPIC -shared -fvisibility=hidden -Iinclude $(PROFILER_PLUGIN_FLAGS_$*) $< -o $@
 TUNER_PLUGIN_FLAGS_rules :=
 TUNER_PLUGIN_FLAGS_rules4 := -DTUNER_V4
 TUNER_PLUGIN_FLAGS_rules3 := -DTUNER_V3
@@ -232,7 +245,7 @@ $(TEST_PLUGIN_DIR)/libnccl-env-file.so $(TEST_PLUGIN_DIR)/libnccl-env-failinit.s
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) -fPIC -shared -fvisibility=hidden -Iinclude \
 	  $(if $(findstring failinit,$@),-DENV_FAIL_INIT) $< -o $@
-$(TEST_PLUGIN_DIR)/libnccl-tuner-none.so: tests/plugins/not_a_tuner.c
+$(TEST_PLUGIN_DIR)/libnccl-tuner-none.so $(TEST_PLUGIN_DIR)/libnccl-profiler-none.so: tests/plugins/not_a_tuner.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 $(WARN) -fPIC -shared -fvisibility=hidden $< -o $@
 

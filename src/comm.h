@@ -23,6 +23,7 @@
 #include "coll_args.h"
 #include "misc/flight_recorder.h"
 #include "nccl.h"
+#include "profiler/profiler_plugin.h"
 #include "transport.h"
 #include "tuner/tuner.h"
 #include "tuner/tuner_plugin.h"
@@ -237,6 +238,7 @@ struct ncclComm {
   std::unique_ptr<baton::FlightRecorder> flight;
   // NCCL_TUNER_PLUGIN's say in each collective's algorithm, protocol and channels (lesson 16); null: none.
   std::unique_ptr<baton::TunerPlugin> tunerPlugin;
+  std::unique_ptr<baton::ProfilerPlugin> profiler;  // NCCL_PROFILER_PLUGIN (profiler/profiler_events.h)
 
   std::mutex redOpMu;
   baton::RedOpSlot redOps[baton::kMaxRedOps];

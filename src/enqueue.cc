@@ -21,6 +21,7 @@
 #include "misc/debug.h"
 #include "misc/trace.h"
 #include "oneshot_allreduce.h"
+#include "profiler/profiler_events.h"
 #include "proxy.h"
 #include "register/symmetric_plan.h"
 #include "sendrecv_executor.h"
@@ -128,12 +129,16 @@ ExecCtx makeCtx(ncclComm* comm, int channel) {
 // With BATON_TRACE on, the item is one span on its channel's lane of the timeline.
 namespace {
 // `one`: a collective's recorder entry (tag 0: none); `batch`: a point-to-point batch's entries.
+// `prof`: the launch's profiler events, of which this part runs operations [profFirst, +profN).
 std::function<void()> wrapWork(ncclComm* comm, std::shared_ptr<Completion> done, std::function<ncclResult_t()> body,
                                int channel, std::string name, FlightRef one,
-                               std::shared_ptr<const std::vector<FlightRef>> batch) {
-  return [comm, done, body, channel, name, one, batch] {
+                               std::shared_ptr<const std::vector<FlightRef>> batch, std::shared_ptr<LaunchProfile> prof,
+                               int profFirst, int profN) {
+  return [comm, done, body, channel, name, one, batch, prof, profFirst, profN] {
     ncclResult_t res = ncclSuccess;
     const uint64_t t0 = traceEnabled() ? traceNowNs() : 0;
+    std::vector<void*> kernelCh;
+    if (prof) prof->partStart(profFirst, profN, channel, &kernelCh);
     FlightRecorder* rec = comm->flight.get();
     if (rec && one.tag) rec->partStart(one, channel);
     if (rec && batch)
@@ -144,6 +149,7 @@ std::function<void()> wrapWork(ncclComm* comm, std::shared_ptr<Completion> done,
     if (rec && batch)
       for (FlightRef r : *batch) rec->partEnd(r, channel, res);
     if (t0) traceComplete(comm->rank, channel, name.c_str(), "op", t0, traceNowNs());
+    if (prof) prof->partEnd(profFirst, profN, &kernelCh);
     if (res != ncclSuccess) commSetError(comm, res, lastError());
     comm->inflight.fetch_sub(1);
     done->done(res);
@@ -187,6 +193,7 @@ struct CollPlan {
   std::vector<void*> symRecv;
   std::vector<uint64_t> symEpochs;
   FlightRef flight;  // its flight recorder entry
+  uint64_t seq = 0;  // its number among this communicator's collectives of its kind (NCCL's seqNumber)
   // BATON_CHECK_MODE=debug: channel 0's part stores 1 once every rank's arguments matched; the other
   // channels' parts wait for it, so a mismatch is reported by the check, not by a scrambled step.
   mutable uint64_t argsChecked = 0;
@@ -350,6 +357,7 @@ ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool* skip)
                                 : (zeroCopy || opBuffersRegistered(comm, t, shape)) ? kFlightRegistered
                                                                                     : kFlightPlain;
   plan->flight = recordColl(comm, t, opCount, choice.algo, choice.proto, nch, parts, buffers);
+  plan->seq = comm->collCounts[t.func].load(std::memory_order_relaxed) - 1;  // recordColl counted it
   *skip = t.count == 0 && !comm->tun.checkArgs;
   if (*skip) {
     if (comm->flight) comm->flight->oneShotEnd(plan->flight, ncclSuccess);
@@ -518,7 +526,8 @@ ncclResult_t runCollectiveNow(ncclComm* comm, const Task& t, bool* handled) {
   *handled = false;
   // The latency path, without allocations: one collective on an idle blocking communicator that
   // needs one channel runs right here, on the calling thread (as channel 0's block).
-  if (!comm->blocking || t.kind != Task::kColl || comm->inflight.load() != 0 || traceEnabled()) return ncclSuccess;
+  if (!comm->blocking || t.kind != Task::kColl || comm->inflight.load() != 0 || traceEnabled() || comm->profiler)
+    return ncclSuccess;
   if (flagIsSet(&comm->abortFlag)) return ncclSuccess;  // the general path reports it
   *handled = true;
   ncclResult_t res;
@@ -612,15 +621,35 @@ ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plansIn, std::vec
     std::string name;  // for the trace
     FlightRef flight;  // the recorder's entry of the collective it runs (tag 0: none)
     std::shared_ptr<const std::vector<FlightRef>> batch;  // or of the send/recv batch
+    int profFirst = 0, profN = 0;                         // its operations' profiler events
   };
+  std::shared_ptr<LaunchProfile> prof = comm->profiler ? LaunchProfile::begin(comm) : nullptr;
+  void* groupApi = nullptr;  // the KernelLaunch event's parent
   std::vector<Part> parts;
   for (size_t i = 0; i < plans->size(); ++i) {
     const CollPlan& p = (*plans)[i];
     const int nParts = usesPeerConnectors(p, comm) ? 1 : p.nch;
+    int op = 0;
+    if (prof) {
+      op = prof->addColl(p.t, p.seq, algoName(p.base.algo), protoName(p.base.proto), p.nch, nParts);
+      groupApi = groupApi ? groupApi : p.t.profGroupApi;
+    }
     for (int c = 0; c < nParts; ++c)
-      parts.push_back({c, [comm, plans, i, c] { return runPart(comm, (*plans)[i], c); }, p.traceName, p.flight, {}});
+      parts.push_back({c,
+                       [comm, plans, i, c] { return runPart(comm, (*plans)[i], c); },
+                       p.traceName,
+                       p.flight,
+                       {},
+                       op,
+                       prof ? 1 : 0});
   }
   if (!p2p.empty()) {
+    int first = 0;
+    if (prof) {
+      first = prof->addP2p(p2p[0]);
+      for (size_t i = 1; i < p2p.size(); ++i) prof->addP2p(p2p[i]);
+      groupApi = groupApi ? groupApi : p2p[0].profGroupApi;
+    }
     auto refs = std::make_shared<std::vector<FlightRef>>();
     if (comm->flight)
       for (const Task& t : p2p) {
@@ -638,7 +667,7 @@ ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plansIn, std::vec
                        if (res == ncclSuccess && ctx.failed) res = failureResult(ctx, comm, "Send/Recv");
                        return res;
                      },
-                     "Send/Recv batch", FlightRef{}, std::move(refs)});
+                     "Send/Recv batch", FlightRef{}, std::move(refs), first, prof ? (int)p2p.size() : 0});
   }
   if (parts.empty()) return ncclSuccess;
   auto done = std::make_shared<Completion>((int)parts.size());
@@ -649,12 +678,14 @@ ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plansIn, std::vec
   comm->inflight.fetch_add((int)parts.size());
   comm->proxy->kick();  // NET connections move only while their proxy is awake
   std::vector<std::function<void()>> mine;
+  if (prof) prof->launchStart(groupApi);
   for (Part& p : parts) {
-    std::function<void()> work =
-        wrapWork(comm, done, std::move(p.body), p.channel, std::move(p.name), p.flight, std::move(p.batch));
+    std::function<void()> work = wrapWork(comm, done, std::move(p.body), p.channel, std::move(p.name), p.flight,
+                                          std::move(p.batch), prof, p.profFirst, p.profN);
     if (inlineCh0 && p.channel == 0) mine.push_back(std::move(work));
     else comm->channels[p.channel]->worker.submit(std::move(work));
   }
+  if (prof) prof->launchEnd();
   for (auto& work : mine) work();
   *out = done;
   return ncclSuccess;

@@ -10,6 +10,7 @@
 #include "completion.h"
 #include "enqueue.h"
 #include "misc/debug.h"
+#include "profiler/profiler_events.h"
 
 namespace baton {
 namespace {
@@ -51,14 +52,15 @@ ncclResult_t groupStart() {
 }
 
 void groupAddTask(ncclComm* comm, const Task& task) {
-  for (size_t i = 0; i < tGroup.comms.size(); ++i) {
-    if (tGroup.comms[i] == comm) {
-      tGroup.tasks[i].push_back(task);
-      return;
-    }
+  std::vector<Task>* queue = nullptr;
+  for (size_t i = 0; i < tGroup.comms.size() && !queue; ++i)
+    if (tGroup.comms[i] == comm) queue = &tGroup.tasks[i];
+  if (!queue) {
+    tGroup.comms.push_back(comm);
+    queue = &tGroup.tasks.emplace_back();
   }
-  tGroup.comms.push_back(comm);
-  tGroup.tasks.push_back({task});
+  queue->push_back(task);
+  if (comm->profiler) profileApiCall(comm, &queue->back(), tGroupDepth);
 }
 
 void groupAddInitJob(ncclComm* comm, std::function<ncclResult_t()> job) {
@@ -78,6 +80,10 @@ ncclResult_t groupEnd() {
   if (tGroupDepth == 0)
     return batonError(ncclInvalidUsage, "ncclGroupEnd: not inside a group (ncclGroupStart was not called)");
   if (--tGroupDepth > 0) return ncclSuccess;
+  profileGroupEndStart();
+  struct ApiEnd {  // the thread's GroupApi event ends with the outermost ncclGroupEnd, however it returns
+    ~ApiEnd() { profileGroupEnd(); }
+  } apiEnd;
   if (tGroup.error != ncclSuccess) {
     ncclResult_t err = tGroup.error;
     resetGroup();

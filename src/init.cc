@@ -235,6 +235,7 @@ ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id) {
   // this communicator's (the path alike on every rank: rank 0's view of oversubscription).
   comm->tunerPlugin =
       TunerPlugin::start(comm->commHash, comm->nRanks, comm->nNodes, tuningPathOf(comm), &comm->tun.model);
+  comm->profiler = ProfilerPlugin::start(comm->commHash, comm->config.commName, comm->nNodes, comm->nRanks, comm->rank);
   if (const size_t n = flightRecorderEntries()) comm->flight = std::make_unique<FlightRecorder>(n, comm->nChannels);
   dumpSignalSetup();
   BATON_CHECK(initGpu(comm));
@@ -276,6 +277,7 @@ void commFree(ncclComm* comm) {
   comm->tunerPlugin.reset();  // its finalize; the library closes with the process's last communicator
   comm->watchdog.reset();     // says goodbye: the peers do not take this rank's leaving for a failure
   for (auto& ch : comm->channels) ch->worker.stop();
+  comm->profiler.reset();  // its finalize, once no part can record an event
   if (comm->proxy) {
     // Sends complete when their data is staged: let the proxy put it on the wire first (not
     // after an abort or a failure, when nobody waits for it).

@@ -43,6 +43,10 @@ struct Task {
   // The CUDA backend: a collective on device buffers, enqueued on `stream` (src/gpu/gpu_launch.cc).
   bool onDevice = false;
   cudaStream_t stream = nullptr;
+  // NCCL_PROFILER_PLUGIN (profiler/profiler_events.h): the call's CollApi / P2pApi event and the
+  // thread's GroupApi, the parents of what the launch records.
+  void* profApi = nullptr;
+  void* profGroupApi = nullptr;
 };
 
 // A send (sendbuff) or receive (recvbuff) of `count` elements with `peer`.

@@ -112,6 +112,8 @@ suite baton-topo 120 tests/tools/baton_topo_test.sh "$BIN/baton-topo"
 suite tuner-plugin 180 tests/tools/tuner_plugin_test.sh "$BUILD"
 # NCCL_ENV_PLUGIN: every variable the library reads answered by a plugin in C (lesson 16).
 suite env-plugin 120 tests/tools/env_plugin_test.sh "$BUILD"
+# NCCL_PROFILER_PLUGIN: NCCL's event tree checked on 4 processes over NET and 4 threads (lesson 13).
+suite profiler-plugin 180 tests/tools/profiler_plugin_test.sh "$BUILD"
 suite mpirun-launch 180 tests/tools/mpirun_launch_test.sh "$BIN"
 if [[ -n "${NVIDIA_HEADER_TEST:-}" ]]; then
   suite nvidia-header-threads 120 env LD_LIBRARY_PATH="$BUILD/lib" "$NVIDIA_HEADER_TEST"

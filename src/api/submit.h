@@ -7,6 +7,7 @@
 
 #include "comm.h"
 #include "group.h"
+#include "profiler/profiler_events.h"
 #include "task.h"
 
 namespace baton {
@@ -15,7 +16,9 @@ inline ncclResult_t submit(ncclComm* comm, const std::vector<Task>& tasks) {
   const bool implicit = !inGroup();
   if (implicit) groupStart();
   for (const Task& t : tasks) groupAddTask(comm, t);
-  return implicit ? groupEnd() : ncclSuccess;
+  const ncclResult_t res = implicit ? groupEnd() : ncclSuccess;
+  if (comm->profiler) profileApiCallsEnd();  // the calls' CollApi / P2pApi events (profiler_events.h)
+  return res;
 }
 
 }  // namespace baton

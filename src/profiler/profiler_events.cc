@@ -1,0 +1,216 @@
+#include "profiler/profiler_events.h"
+
+#include <utility>
+
+#include "comm.h"
+#include "task.h"
+
+namespace baton {
+
+namespace {
+
+// NCCL's names (ncclFuncToString, ncclDatatypeToString): plugins match on them.
+const char* ncclFuncName(const Task& t) {
+  if (t.kind == Task::kSend) return "Send";
+  if (t.kind == Task::kRecv) return "Recv";
+  if (t.kind == Task::kAlltoAll) return "AllToAll";
+  switch (t.func) {
+    case kFuncBroadcast: return "Broadcast";
+    case kFuncReduce: return "Reduce";
+    case kFuncAllGather: return "AllGather";
+    case kFuncReduceScatter: return "ReduceScatter";
+    case kFuncAllReduce: return "AllReduce";
+    default: return funcName(t.func);
+  }
+}
+const char* ncclTypeName(ncclDataType_t t) {
+  switch (t) {
+    case ncclInt8: return "ncclInt8";
+    case ncclUint8: return "ncclUint8";
+    case ncclInt32: return "ncclInt32";
+    case ncclUint32: return "ncclUint32";
+    case ncclInt64: return "ncclInt64";
+    case ncclUint64: return "ncclUint64";
+    case ncclFloat16: return "ncclFloat16";
+    case ncclFloat32: return "ncclFloat32";
+    case ncclFloat64: return "ncclFloat64";
+    case ncclBfloat16: return "ncclBfloat16";
+    default: return typeName(t);
+  }
+}
+
+// The calling thread's API events: one GroupApi for its outermost group (opened by the group's
+// first operation call, which names the communicator whose plugin context it goes to, as in NCCL),
+// and the CollApi / P2pApi events of the entry point running now.
+// Plain thread-locals for the owner and the GroupApi: every ncclGroupEnd tests the owner, and a
+// class with a vector would put a construction guard on that path.
+struct ApiState {
+  ProfilerPlugin* owner;
+  void* groupApi;
+  bool startRecorded;
+};
+thread_local ApiState tApi __attribute__((tls_model("initial-exec"))) = {nullptr, nullptr, false};
+thread_local std::vector<std::pair<ProfilerPlugin*, void*>> tOpen;
+
+}  // namespace
+
+void profileApiCall(ncclComm* comm, Task* t, int groupDepth) {
+  ProfilerPlugin* p = comm->profiler.get();
+  if (!p) return;
+  if (!tApi.owner) {
+    tApi.owner = p;
+    ncclProfilerEventDescr_v5_t d{};
+    d.type = ncclProfileGroupApi;
+    d.groupApi.groupDepth = groupDepth;
+    tApi.groupApi = p->startEvent(&d);
+  }
+  if (!tApi.startRecorded) {
+    tApi.startRecorded = true;
+    if (tApi.owner) tApi.owner->recordState(tApi.groupApi, ncclProfilerGroupStartApiStop);
+  }
+  t->profGroupApi = tApi.groupApi;
+  ncclProfilerEventDescr_v5_t d{};
+  d.parentObj = tApi.groupApi;
+  if (t->kind == Task::kSend || t->kind == Task::kRecv) {
+    d.type = ncclProfileP2pApi;
+    d.p2pApi = {ncclFuncName(*t), t->count, ncclTypeName(t->type), (void*)t->stream, false};
+  } else {
+    d.type = ncclProfileCollApi;
+    d.collApi = {ncclFuncName(*t), t->count, ncclTypeName(t->type), t->root, (void*)t->stream, false};
+  }
+  t->profApi = p->startEvent(&d);
+  if (t->profApi) tOpen.push_back({p, t->profApi});
+}
+
+void profileApiCallsEnd() {
+  if (tOpen.empty()) return;
+  for (auto& [p, h] : tOpen) p->stopEvent(h);
+  tOpen.clear();
+}
+
+void profileGroupEndStart() {
+  if (tApi.owner) tApi.owner->recordState(tApi.groupApi, ncclProfilerGroupEndApiStart);
+}
+
+void profileGroupEnd() {
+  if (!tApi.owner) return;
+  profileApiCallsEnd();  // a lone call's CollApi ends inside its implicit group's GroupApi
+  tApi.owner->stopEvent(tApi.groupApi);
+  tApi = {nullptr, nullptr, false};
+}
+
+// ---- LaunchProfile ---------------------------------------------------------------------------
+
+namespace {
+constexpr int kLaunchTypes = ncclProfileGroup | ncclProfileColl | ncclProfileP2p | ncclProfileKernelCh |
+                             ncclProfileKernelLaunch | ncclProfileProxyOp | ncclProfileProxyStep;
+}
+
+std::shared_ptr<LaunchProfile> LaunchProfile::begin(ncclComm* comm) {
+  ProfilerPlugin* p = comm->profiler.get();
+  if (!p || !p->wants(kLaunchTypes)) return nullptr;
+  std::shared_ptr<LaunchProfile> lp(new LaunchProfile(p));
+  ncclProfilerEventDescr_v5_t d{};
+  d.type = ncclProfileGroup;
+  lp->group_ = p->startEvent(&d);
+  return lp;
+}
+
+LaunchProfile::~LaunchProfile() { finishIfIdle(); }
+
+int LaunchProfile::addColl(const Task& t, uint64_t seq, const char* algo, const char* proto, int nChannels, int parts) {
+  ncclProfilerEventDescr_v5_t d{};
+  d.type = ncclProfileColl;
+  d.parentObj = t.profApi;
+  d.coll.seqNumber = seq;
+  d.coll.func = ncclFuncName(t);
+  d.coll.sendBuff = t.sendbuff;
+  d.coll.recvBuff = t.recvbuff;
+  d.coll.count = t.count;
+  d.coll.root = t.root;
+  d.coll.datatype = ncclTypeName(t.type);
+  d.coll.nChannels = (uint8_t)nChannels;
+  d.coll.nWarps = 1;  // each channel's part is one thread on the CPU
+  d.coll.algo = algo;
+  d.coll.proto = proto;
+  d.coll.parentGroup = group_;
+  Op& op = ops_.emplace_back();
+  op.handle = prof_->startEvent(&d);
+  op.partsLeft.store(parts);
+  opsLeft_.fetch_add(1);
+  return (int)ops_.size() - 1;
+}
+
+int LaunchProfile::addP2p(const Task& t) {
+  ncclProfilerEventDescr_v5_t d{};
+  d.parentObj = t.profApi;
+  if (t.kind == Task::kAlltoAll) {  // NCCL records an AlltoAll as its sends and receives: one Coll here
+    d.type = ncclProfileColl;
+    d.coll.func = "AllToAll";
+    d.coll.sendBuff = t.sendbuff, d.coll.recvBuff = t.recvbuff, d.coll.count = t.count;
+    d.coll.datatype = ncclTypeName(t.type);
+    d.coll.nChannels = 1, d.coll.nWarps = 1, d.coll.algo = "Pairwise", d.coll.proto = "Simple";
+    d.coll.parentGroup = group_;
+  } else {
+    d.type = ncclProfileP2p;
+    d.p2p.func = ncclFuncName(t);
+    d.p2p.buff = t.kind == Task::kSend ? const_cast<void*>(t.sendbuff) : t.recvbuff;
+    d.p2p.datatype = ncclTypeName(t.type);
+    d.p2p.count = t.count;
+    d.p2p.peer = t.peer;
+    d.p2p.nChannels = 1;
+    d.p2p.parentGroup = group_;
+  }
+  Op& op = ops_.emplace_back();
+  op.handle = prof_->startEvent(&d);
+  op.partsLeft.store(1);
+  opsLeft_.fetch_add(1);
+  return (int)ops_.size() - 1;
+}
+
+void LaunchProfile::launchStart(void* groupApi) {
+  ncclProfilerEventDescr_v5_t d{};
+  d.type = ncclProfileKernelLaunch;
+  d.parentObj = groupApi;
+  launch_ = prof_->startEvent(&d);
+}
+
+void LaunchProfile::launchEnd() { prof_->stopEvent(std::exchange(launch_, nullptr)); }
+
+void LaunchProfile::partStart(int first, int n, int channel, std::vector<void*>* open) {
+  if (!prof_->wants(ncclProfileKernelCh)) return;
+  const uint64_t t0 = nowNs();
+  for (int i = first; i < first + n; ++i) {
+    ncclProfilerEventDescr_v5_t d{};
+    d.type = ncclProfileKernelCh;
+    d.parentObj = ops_[i].handle;
+    d.kernelCh.channelId = (uint8_t)channel;
+    d.kernelCh.pTimer = t0;
+    open->push_back(prof_->startEvent(&d));
+  }
+}
+
+void LaunchProfile::partEnd(int first, int n, std::vector<void*>* open) {
+  if (!open->empty()) {
+    ncclProfilerEventStateArgs_v5_t a{};
+    a.kernelCh.pTimer = nowNs();
+    for (void* h : *open) {
+      prof_->recordState(h, ncclProfilerKernelChStop, &a);
+      prof_->stopEvent(h);
+    }
+    open->clear();
+  }
+  for (int i = first; i < first + n; ++i) opPartDone(ops_[i]);
+}
+
+void LaunchProfile::opPartDone(Op& op) {
+  if (op.partsLeft.fetch_sub(1) != 1) return;
+  prof_->stopEvent(op.handle);
+  if (opsLeft_.fetch_sub(1) == 1 && !groupStopped_.exchange(true)) prof_->stopEvent(group_);
+}
+
+void LaunchProfile::finishIfIdle() {
+  if (opsLeft_.load() == 0 && !groupStopped_.exchange(true)) prof_->stopEvent(group_);
+}
+
+}  // namespace baton

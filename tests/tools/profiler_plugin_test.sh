@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# NCCL_PROFILER_PLUGIN (lesson 13): a real profiler plugin, written in C against the interface header
+# (tests/plugins/profiler_tree.c, one library per version and per failure), loaded by baton-perf on
+# 4 processes over NET and on 4 thread ranks. The plugin writes every event it was given; the tree
+# checker (profiler_tree_check.py) asserts NCCL's parents, times inside parents, one KernelCh per
+# channel and the states, so a host that skips an event or mislinks one fails here.
+#   usage: tests/tools/profiler_plugin_test.sh BUILD_DIR    (make test's suite "profiler-plugin", ~40 s)
+set -euo pipefail
+
+BUILD=${1:?usage: $0 BUILD_DIR}
+# shellcheck source=tests/tools/plugin_checks.sh
+source "$(dirname "$0")/plugin_checks.sh"
+TREE="python3 $(dirname "$0")/profiler_tree_check.py"
+export BATON_TEST_PROFILE_DIR=$TMP/prof NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV
+
+# run PLUGIN ARGS...: baton-perf with NCCL_PROFILER_PLUGIN=PLUGIN, a fresh profile directory.
+run() {
+  local plugin=$1; shift
+  rm -rf "$TMP/prof"; mkdir -p "$TMP/prof"
+  set +e
+  NCCL_PROFILER_PLUGIN=$plugin timeout 120 "$@" >"$TMP/out" 2>&1; rc=$?
+  set -e
+}
+tree() { $TREE "$TMP/prof" "$@" >>"$TMP/out" 2>&1; }
+files() { find "$TMP/prof" -type f | wc -l; }
+
+# 1. v5, 4 processes, every connection through NET, 2 channels. Each size runs 1 warm-up + 2 timed +
+#    1 check AllReduce, out of place and in place: 8 (baton-perf adds a few of 8 B for its timing).
+AR=(allreduce -b 8 -e 512K -f 256 -n 2 -w 1 -c 1)
+NCCL_SHM_DISABLE=1 NCCL_P2P_DISABLE=1 NCCL_MIN_NCHANNELS=2 run "$PLUG/libnccl-profiler-tree.so" \
+  "$BIN/baton-run" -n 4 "$BIN/baton-perf" "${AR[@]}"
+check "v5, 4 processes over NET: loaded, init told rank and size, exact" \
+  eval 'has "PROFILER/Plugin: Using tree (v5)" && has "tree profiler: init rank 3 of 4" && exact'
+check "v5 over NET: a file per rank; every Coll under its CollApi and Group, a KernelCh per channel, times nested" \
+  eval '[[ $(files) == 4 ]] && tree'
+each_has() {  # each_has N PATTERN: every rank's file has N events matching PATTERN
+  local f; for f in "$TMP"/prof/*; do [[ $(grep -c -- "$2" "$f") == "$1" ]] || return 1; done
+}
+check "v5 over NET: every rank saw its 8 AllReduces of 2 KiB and of 512 KiB as Coll events" \
+  eval 'each_has 8 "type=Coll .*func=AllReduce.* count=512 " && each_has 8 "type=Coll .*func=AllReduce.* count=131072 "'
+check "v5 over NET: the 512 KiB AllReduces ran on 2 channels, 2 KernelCh each" \
+  eval 'grep -q "type=Coll .*func=AllReduce algo=Ring proto=[A-Za-z0-9]* nch=2 .*count=131072" "$TMP"/prof/*'
+
+# 2. 4 thread ranks: one thread's GroupApi holds the other ranks' calls when it drives them all.
+run "$PLUG/libnccl-profiler-tree.so" "$BIN/baton-perf" allreduce -t 4 -b 8 -e 1M -f 32 -n 2 -w 1 -c 1
+check "v5, 4 threads: tree complete, exact" eval 'tree && exact'
+run "$PLUG/libnccl-profiler-tree.so" "$BIN/baton-perf" sendrecv -t 4 -b 4K -e 64K -f 16 -n 2 -w 1 -c 1
+check "v5, Send/Recv: P2p under P2pApi and Group, a KernelCh each, exact" \
+  eval 'tree && grep -q "type=P2p .*func=Send" "$TMP"/prof/* && grep -q "type=P2p .*func=Recv" "$TMP"/prof/* && exact'
+
+# 3. The mask: the plugin asks for Coll events only (NCCL_PROFILE_EVENT_MASK, as NCCL's example).
+NCCL_PROFILE_EVENT_MASK=2 run "$PLUG/libnccl-profiler-tree.so" "$BIN/baton-perf" allreduce -t 2 -b 4K -e 4K -n 2 -w 0 -c 1
+check "mask 0x2: only Coll events, exact" eval 'tree --only Coll && exact'
+
+# 4. v4: no API events; a Coll's parent is its Group.
+run "$PLUG/libnccl-profiler-tree4.so" "$BIN/baton-perf" allreduce -t 4 -b 8 -e 1M -f 32 -n 2 -w 1 -c 1
+check "v4: loaded as v4, Coll under Group, no API events, exact" \
+  eval 'has "PROFILER/Plugin: Using tree-v4 (v4)" && tree --v4 --only Group,Coll,KernelCh && exact'
+
+# 5. Plugins that fail or misbehave: named once, profiling off (or on with NULLs), results exact.
+run "$PLUG/libnccl-profiler-failinit.so" "$BIN/baton-perf" "${AR[@]}" -t 2
+check "init fails: INFO naming the plugin and file, no profile, exact" \
+  eval 'has "tree ($PLUG/libnccl-profiler-failinit.so): init returned 3" && [[ $(files) == 0 ]] && exact'
+run "$PLUG/libnccl-profiler-failstart.so" "$BIN/baton-perf" "${AR[@]}" -t 2
+check "startEvent fails once: one WARN, that communicator profiles nothing more, exact" \
+  eval '[[ $(count "startEvent returned 3") == 1 ]] && exact'
+run "$PLUG/libnccl-profiler-null.so" "$BIN/baton-perf" "${AR[@]}" -t 2
+check "NULL handles: no crash, exact" exact
+run "$PLUG/libnccl-profiler-slow.so" "$BIN/baton-perf" "${AR[@]}" -t 2
+check "a slow plugin (200 us per event): tree complete, exact" eval 'tree && exact'
+run "$PLUG/libnccl-profiler-none.so" "$BIN/baton-perf" "${AR[@]}" -t 2
+check "no profiler symbol: INFO 'unsupported', exact" eval 'has "external profiler plugin" && has "is unsupported" && exact'
+run "$TMP/no-such-profiler.so" "$BIN/baton-perf" "${AR[@]}" -t 2
+check "a path that does not exist: 'Could not find', exact" eval 'has "PROFILER/Plugin: Could not find" && exact'
+run none "$BIN/baton-perf" "${AR[@]}" -t 2
+check "NCCL_PROFILER_PLUGIN=none: nothing loaded, exact" eval '! has "PROFILER/Plugin: Using" && exact'
+
+finish

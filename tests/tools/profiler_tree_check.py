@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Checks the event trees the test profiler plugin (tests/plugins/profiler_tree.c) wrote.
+
+Reads every file of DIR (one per communicator and rank, named <comm>.<rank>.<pid>; event ids are
+the process's, as a parent may be in another communicator's file: a thread's GroupApi goes to the
+first communicator it calls, as in NCCL) and checks NCCL's event tree:
+  - every event was stopped, at or after its start;
+  - parents: CollApi, P2pApi and KernelLaunch under a GroupApi; Coll under its CollApi and P2p
+    under its P2pApi (v5; --v4: under the Group), with coll.parentGroup / p2p.parentGroup a Group;
+    KernelCh under a Coll or P2p;
+  - times: children inside their parents (KernelCh in its Coll or P2p, that in its Group, API
+    events in their GroupApi, and the KernelCh's own timer pair in order);
+  - a Coll has one KernelCh per channel (one for the algorithms that run as one part);
+  - the states: GroupApi recorded GroupStartApiStop and GroupEndApiStart, KernelCh KernelChStop;
+  - seqNumber counts each rank's collectives of one kind 0, 1, 2, ...
+--expect TYPE=N (repeatable) asks for N events of TYPE on every rank; --only TYPE,... says no other
+type may appear. Prints one summary line; exits 1 with the first problems otherwise.
+  usage: profiler_tree_check.py DIR [--v4] [--expect Coll=3] [--only Coll]
+"""
+import argparse
+import collections
+import os
+import sys
+
+STATE_KERNEL_CH_STOP = 22
+STATE_GROUP_START_API_STOP = 23
+STATE_GROUP_END_API_START = 24
+ONE_PART_ALGOS = {"OneShot", "Naive"}
+
+
+def read(path):
+    events = {}
+    with open(path) as f:
+        for line in f:
+            e = dict(kv.split("=", 1) for kv in line.split())
+            for k in ("id", "parent", "group", "rank", "start", "stop", "states", "nch", "ch", "seq", "count",
+                      "pstart", "pstop"):
+                e[k] = int(e[k])
+            events[e["id"]] = e
+    return events
+
+
+def check_file(name, ev, everyone, v4, problems):
+    """ev: this file's events; everyone: all events of its process, by id (parents may be there)."""
+    def bad(e, what):
+        problems.append(f"{name}: event {e['id']} ({e['type']}): {what}")
+
+    present = types_present(everyone)
+
+    def parent_is(e, key, types):
+        if e[key] == 0 and not present & set(types):
+            return None  # the plugin's mask leaves the parent's type out: NULL, as in NCCL
+        p = everyone.get(e[key])
+        if p is None or p["type"] not in types:
+            bad(e, f"{key} {e[key]} is not a {'/'.join(types)}")
+            return None
+        return p
+
+    def inside(e, p):
+        if not (p["start"] <= e["start"] and e["stop"] <= p["stop"]):
+            bad(e, f"[{e['start']}, {e['stop']}] is not inside its {p['type']} {p['id']} [{p['start']}, {p['stop']}]")
+
+    channels = collections.Counter()
+    seqs = collections.defaultdict(list)
+    for e in ev.values():
+        if e["stop"] == 0 or e["stop"] < e["start"]:
+            bad(e, "never stopped, or stopped before it started")
+            continue
+        t = e["type"]
+        if t in ("CollApi", "P2pApi", "KernelLaunch"):
+            p = parent_is(e, "parent", ["GroupApi"])
+            if p:
+                inside(e, p)
+        elif t == "GroupApi":
+            want = (1 << STATE_GROUP_START_API_STOP) | (1 << STATE_GROUP_END_API_START)
+            if e["states"] & want != want:
+                bad(e, f"states {e['states']:#x} lack GroupStartApiStop and GroupEndApiStart")
+        elif t in ("Coll", "P2p"):
+            api = "CollApi" if t == "Coll" else "P2pApi"
+            if v4:
+                p = parent_is(e, "parent", ["Group"])
+            else:
+                parent_is(e, "parent", [api, "P2pApi"] if t == "Coll" and e["func"] == "AllToAll" else [api])
+                p = parent_is(e, "group", ["Group"])
+            if p:
+                inside(e, p)
+            if t == "Coll":
+                seqs[e["func"]].append(e["seq"])
+        elif t == "KernelCh":
+            p = parent_is(e, "parent", ["Coll", "P2p"])
+            if p:
+                inside(e, p)
+                channels[p["id"]] += 1
+            if not e["states"] & (1 << STATE_KERNEL_CH_STOP):
+                bad(e, "no KernelChStop state")
+            if not (0 < e["pstart"] <= e["pstop"]):
+                bad(e, f"timer pair {e['pstart']} .. {e['pstop']} out of order")
+    for e in ev.values():
+        if e["type"] == "Coll" and "KernelCh" in types_present(ev):
+            want = 1 if e["algo"] in ONE_PART_ALGOS or e["func"] == "AllToAll" else e["nch"]
+            if channels[e["id"]] != want:
+                bad(e, f"{channels[e['id']]} KernelCh events for {want} channels ({e['algo']}/{e['proto']})")
+    for func, s in seqs.items():
+        if sorted(s) != list(range(len(s))):
+            problems.append(f"{name}: {func} seqNumbers {sorted(s)[:8]}... are not 0, 1, 2, ...")
+
+
+def types_present(ev):
+    return {e["type"] for e in ev.values()}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dir")
+    ap.add_argument("--v4", action="store_true")
+    ap.add_argument("--expect", action="append", default=[])
+    ap.add_argument("--only")
+    a = ap.parse_args()
+    files = sorted(os.listdir(a.dir))
+    if not files:
+        print(f"no profile files in {a.dir}")
+        return 1
+    problems = []
+    totals = collections.Counter()
+    byFile = {name: read(os.path.join(a.dir, name)) for name in files}
+    byPid = collections.defaultdict(dict)
+    for name, ev in byFile.items():
+        byPid[name.rsplit(".", 1)[-1]].update(ev)
+    for name, ev in byFile.items():
+        check_file(name, ev, byPid[name.rsplit(".", 1)[-1]], a.v4, problems)
+        counts = collections.Counter(e["type"] for e in ev.values())
+        totals.update(counts)
+        for x in a.expect:
+            t, n = x.split("=")
+            if counts[t] != int(n):
+                problems.append(f"{name}: {counts[t]} {t} events, expected {n}")
+        if a.only:
+            extra = set(counts) - set(a.only.split(","))
+            if extra:
+                problems.append(f"{name}: event types {sorted(extra)} beyond --only {a.only}")
+    summary = ", ".join(f"{t} {n}" for t, n in sorted(totals.items()))
+    if problems:
+        print(f"{len(files)} files: {summary}")
+        print("\n".join(problems[:20]))
+        return 1
+    print(f"{len(files)} files: {summary}: every event has its parent, inside it in time")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
