@@ -214,11 +214,11 @@ GPU_TEST := $(if $(NVCC),$(TESTDIR)/gpu_collectives $(TESTDIR)/gpu_sendrecv $(TE
 # public interface headers only, one library per version and failure they exercise.
 TEST_PLUGIN_DIR := $(TESTDIR)/plugins
 TUNER_TEST_PLUGINS := rules rules4 rules3 rules2 failinit failcoll garbage v6only
+PROFILER_TEST_PLUGINS := tree tree4 failinit failstart null slow
 TEST_PLUGINS := $(TUNER_TEST_PLUGINS:%=$(TEST_PLUGIN_DIR)/libnccl-tuner-%.so) $(TEST_PLUGIN_DIR)/libnccl-tuner-none.so \
                 $(TEST_PLUGIN_DIR)/libnccl-env-file.so $(TEST_PLUGIN_DIR)/libnccl-env-failinit.so \
                 $(PROFILER_TEST_PLUGINS:%=$(TEST_PLUGIN_DIR)/libnccl-profiler-%.so) \
                 $(TEST_PLUGIN_DIR)/libnccl-profiler-none.so
-PROFILER_TEST_PLUGINS := tree tree4 failinit failstart null slow
 PROFILER_PLUGIN_FLAGS_tree :=
 PROFILER_PLUGIN_FLAGS_tree4 := -DPROF_V4
 PROFILER_PLUGIN_FLAGS_failinit := -DPROF_FAIL_INIT

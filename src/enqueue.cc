@@ -137,8 +137,8 @@ std::function<void()> wrapWork(ncclComm* comm, std::shared_ptr<Completion> done,
   return [comm, done, body, channel, name, one, batch, prof, profFirst, profN] {
     ncclResult_t res = ncclSuccess;
     const uint64_t t0 = traceEnabled() ? traceNowNs() : 0;
-    std::vector<void*> kernelCh;
-    if (prof) prof->partStart(profFirst, profN, channel, &kernelCh);
+    PartEvents profEvents;
+    if (prof) prof->partStart(profFirst, profN, channel, &profEvents);
     FlightRecorder* rec = comm->flight.get();
     if (rec && one.tag) rec->partStart(one, channel);
     if (rec && batch)
@@ -149,7 +149,7 @@ std::function<void()> wrapWork(ncclComm* comm, std::shared_ptr<Completion> done,
     if (rec && batch)
       for (FlightRef r : *batch) rec->partEnd(r, channel, res);
     if (t0) traceComplete(comm->rank, channel, name.c_str(), "op", t0, traceNowNs());
-    if (prof) prof->partEnd(profFirst, profN, &kernelCh);
+    if (prof) prof->partEnd(profFirst, profN, &profEvents);
     if (res != ncclSuccess) commSetError(comm, res, lastError());
     comm->inflight.fetch_sub(1);
     done->done(res);
@@ -631,7 +631,8 @@ ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plansIn, std::vec
     const int nParts = usesPeerConnectors(p, comm) ? 1 : p.nch;
     int op = 0;
     if (prof) {
-      op = prof->addColl(p.t, p.seq, algoName(p.base.algo), protoName(p.base.proto), p.nch, nParts);
+      op = prof->addColl(p.t, p.seq, algoName(p.base.algo), protoName(p.base.proto), p.nch, nParts,
+                         p.base.algo == kAlgoRing && !usesPeerConnectors(p, comm));
       groupApi = groupApi ? groupApi : p.t.profGroupApi;
     }
     for (int c = 0; c < nParts; ++c)

@@ -277,7 +277,6 @@ void commFree(ncclComm* comm) {
   comm->tunerPlugin.reset();  // its finalize; the library closes with the process's last communicator
   comm->watchdog.reset();     // says goodbye: the peers do not take this rank's leaving for a failure
   for (auto& ch : comm->channels) ch->worker.stop();
-  comm->profiler.reset();  // its finalize, once no part can record an event
   if (comm->proxy) {
     // Sends complete when their data is staged: let the proxy put it on the wire first (not
     // after an abort or a failure, when nobody waits for it).
@@ -285,6 +284,7 @@ void commFree(ncclComm* comm) {
       BATON_WARN("rank %d: the proxy did not finish sending within 10 s of ncclCommDestroy", comm->rank);
     comm->proxy->stop();  // before the connections whose FIFOs it drives go away
   }
+  comm->profiler.reset();                          // its finalize, once no part and no proxy step can record an event
   if (traceEnabled()) traceFlush(comm->commHash);  // ranks of one job share the id's hash: one timeline
   comm->channels.clear();
   comm->peerSendConn.clear();

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "nccl.h"
+#include "proxy_op_watch.h"
 
 struct ncclComm;
 
@@ -38,6 +39,11 @@ class ProxyTask {
   virtual int pollFd() { return -1; }
   // The communicator failed: end the connection so the peer learns it now (lesson 10).
   virtual void sever() {}
+  // Report one operation's steps on this connection (NCCL's ProxyOp/ProxyStep events, lesson 13).
+  void watch(std::shared_ptr<ProxyOpWatch> w) { watches_.add(std::move(w)); }
+
+ protected:
+  ProxyOpWatches watches_;
 };
 
 class Proxy {

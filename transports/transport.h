@@ -37,6 +37,7 @@ struct PeerInfo {
 };
 
 class Proxy;
+class ProxyOpWatch;
 
 // Who a connection is for. p2p and shm need only the FIFO layout; NET registers the connection
 // with the communicator's proxy, names the peer in its errors, and picks a NIC by channel.
@@ -61,6 +62,9 @@ class Connection {
   FifoLayout layout;
   bool viaNet = false;  // a NET staging FIFO: its proxy can send from / receive into user buffers
   ConnDev dev(int peer, int depth) const { return makeConnDev(fifo, layout, peer, depth); }
+  // A connection whose proxy moves its steps reports an operation's steps to `w` (NET); others
+  // have no proxy steps to report and drop it. False: dropped.
+  virtual bool watchProxyOp(std::shared_ptr<ProxyOpWatch> w) { return (void)w, false; }
 };
 
 class Transport {

@@ -1,5 +1,7 @@
 #include "profiler/profiler_events.h"
 
+#include <unistd.h>
+
 #include <utility>
 
 #include "comm.h"
@@ -109,7 +111,7 @@ constexpr int kLaunchTypes = ncclProfileGroup | ncclProfileColl | ncclProfileP2p
 std::shared_ptr<LaunchProfile> LaunchProfile::begin(ncclComm* comm) {
   ProfilerPlugin* p = comm->profiler.get();
   if (!p || !p->wants(kLaunchTypes)) return nullptr;
-  std::shared_ptr<LaunchProfile> lp(new LaunchProfile(p));
+  std::shared_ptr<LaunchProfile> lp(new LaunchProfile(comm, p));
   ncclProfilerEventDescr_v5_t d{};
   d.type = ncclProfileGroup;
   lp->group_ = p->startEvent(&d);
@@ -118,7 +120,8 @@ std::shared_ptr<LaunchProfile> LaunchProfile::begin(ncclComm* comm) {
 
 LaunchProfile::~LaunchProfile() { finishIfIdle(); }
 
-int LaunchProfile::addColl(const Task& t, uint64_t seq, const char* algo, const char* proto, int nChannels, int parts) {
+int LaunchProfile::addColl(const Task& t, uint64_t seq, const char* algo, const char* proto, int nChannels, int parts,
+                           bool ring) {
   ncclProfilerEventDescr_v5_t d{};
   d.type = ncclProfileColl;
   d.parentObj = t.profApi;
@@ -137,6 +140,7 @@ int LaunchProfile::addColl(const Task& t, uint64_t seq, const char* algo, const 
   Op& op = ops_.emplace_back();
   op.handle = prof_->startEvent(&d);
   op.partsLeft.store(parts);
+  op.ring = ring;
   opsLeft_.fetch_add(1);
   return (int)ops_.size() - 1;
 }
@@ -177,29 +181,108 @@ void LaunchProfile::launchStart(void* groupApi) {
 
 void LaunchProfile::launchEnd() { prof_->stopEvent(std::exchange(launch_, nullptr)); }
 
-void LaunchProfile::partStart(int first, int n, int channel, std::vector<void*>* open) {
-  if (!prof_->wants(ncclProfileKernelCh)) return;
-  const uint64_t t0 = nowNs();
-  for (int i = first; i < first + n; ++i) {
+namespace {
+// One ring part's steps on one NET connection: a ProxyOp, and a ProxyStep per step the proxy moves.
+class NetOpWatch final : public ProxyOpWatch {
+ public:
+  NetOpWatch(std::shared_ptr<LaunchProfile> lp, int op, void* parent, uint64_t first, int channel, int peer, bool send)
+      : ProxyOpWatch(first), lp_(std::move(lp)), op_(op), send_(send) {
     ncclProfilerEventDescr_v5_t d{};
-    d.type = ncclProfileKernelCh;
-    d.parentObj = ops_[i].handle;
-    d.kernelCh.channelId = (uint8_t)channel;
-    d.kernelCh.pTimer = t0;
-    open->push_back(prof_->startEvent(&d));
+    d.type = ncclProfileProxyOp;
+    d.parentObj = parent;
+    d.proxyOp.pid = getpid();
+    d.proxyOp.channelId = (uint8_t)channel;
+    d.proxyOp.peer = peer;
+    d.proxyOp.nSteps = 0;  // not known in advance: the proxy learns the steps as the ranks write them
+    d.proxyOp.isSend = send ? 1 : 0;
+    handle_ = lp_->plugin()->startEvent(&d);
   }
+  void stepPosted(uint64_t s) override {
+    Step& st = steps_[s % kSlots];
+    if (st.started && st.step == s) return;
+    st = {s, true, startStep(s)};
+    lp_->plugin()->recordState(st.handle, send_ ? ncclProfilerProxyStepSendWait : ncclProfilerProxyStepRecvWait);
+  }
+  void stepDone(uint64_t s, size_t bytes) override {
+    Step& st = steps_[s % kSlots];
+    if (!st.started || st.step != s) stepPosted(s);
+    ncclProfilerEventStateArgs_v5_t a{};
+    a.proxyStep.transSize = bytes;
+    lp_->plugin()->recordState(st.handle, send_ ? ncclProfilerProxyStepSendWait : ncclProfilerProxyStepRecvWait, &a);
+    lp_->plugin()->stopEvent(st.handle);
+    st.started = false;
+  }
+  void finished() override {
+    lp_->plugin()->stopEvent(handle_);
+    lp_->proxyOpDone(op_);
+  }
+
+ private:
+  void* startStep(uint64_t s) {
+    if (!progressed_) {
+      progressed_ = true;
+      lp_->plugin()->recordState(handle_, ncclProfilerProxyOpInProgress_v4);
+    }
+    ncclProfilerEventDescr_v5_t d{};
+    d.type = ncclProfileProxyStep;
+    d.parentObj = handle_;
+    d.proxyStep.step = (int)(s - firstStep);
+    return lp_->plugin()->startEvent(&d);
+  }
+  static constexpr int kSlots = 2 * kSteps;  // the proxy has at most kSteps steps of a connection in flight
+  struct Step {
+    uint64_t step = 0;
+    bool started = false;
+    void* handle = nullptr;
+  };
+  std::shared_ptr<LaunchProfile> lp_;
+  int op_;
+  bool send_;
+  bool progressed_ = false;
+  void* handle_ = nullptr;
+  Step steps_[kSlots];
+};
+}  // namespace
+
+void LaunchProfile::partStart(int first, int n, int channel, PartEvents* ev) {
+  if (prof_->wants(ncclProfileKernelCh)) {
+    const uint64_t t0 = nowNs();
+    for (int i = first; i < first + n; ++i) {
+      ncclProfilerEventDescr_v5_t d{};
+      d.type = ncclProfileKernelCh;
+      d.parentObj = ops_[i].handle;
+      d.kernelCh.channelId = (uint8_t)channel;
+      d.kernelCh.pTimer = t0;
+      ev->kernelCh.push_back(prof_->startEvent(&d));
+    }
+  }
+  if (n != 1 || !ops_[first].ring || !prof_->wants(ncclProfileProxyOp | ncclProfileProxyStep)) return;
+  Channel& ch = *comm_->channels[channel];
+  auto watch = [&](Connection* conn, ConnDev& dev, bool send) {
+    if (!conn || !conn->viaNet) return;
+    Op& op = ops_[first];
+    op.partsLeft.fetch_add(1);  // the operation ends after this ProxyOp too
+    auto w = std::make_shared<NetOpWatch>(shared_from_this(), first, op.handle, dev.step, channel, dev.peer, send);
+    conn->watchProxyOp(w);
+    ev->watches.push_back({std::move(w), &dev.step});
+  };
+  // Sends only: a send step belongs to the part that wrote it, but the receive proxy posts
+  // receives ahead, past the end of an operation it cannot see (proxy_op_watch.h).
+  watch(ch.sendConn.get(), ch.ringSend, true);
 }
 
-void LaunchProfile::partEnd(int first, int n, std::vector<void*>* open) {
-  if (!open->empty()) {
+void LaunchProfile::partEnd(int first, int n, PartEvents* ev) {
+  if (!ev->kernelCh.empty()) {
     ncclProfilerEventStateArgs_v5_t a{};
     a.kernelCh.pTimer = nowNs();
-    for (void* h : *open) {
+    for (void* h : ev->kernelCh) {
       prof_->recordState(h, ncclProfilerKernelChStop, &a);
       prof_->stopEvent(h);
     }
-    open->clear();
+    ev->kernelCh.clear();
   }
+  for (auto& [w, step] : ev->watches) w->end(*step);
+  ev->watches.clear();
   for (int i = first; i < first + n; ++i) opPartDone(ops_[i]);
 }
 

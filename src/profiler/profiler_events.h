@@ -11,6 +11,10 @@
 //                  p2p.parentGroup: the Group), until its last channel part ends
 //       KernelCh   one channel's part of it, on the worker that runs it (stopped with the state
 //                  KernelChStop carrying the end time, as NCCL's kernel timestamps)
+//       ProxyOp    a ring part's steps on its channel's NET send connection, from the part's start
+//                  until the proxy has sent its last step (receives: not yet, proxy_op_watch.h)
+//         ProxyStep  one of those steps, from the proxy posting it to the network until the
+//                    network took it; state SendWait with transSize
 // Times are CLOCK_MONOTONIC nanoseconds (kernelCh.pTimer); a plugin takes its own at each call.
 // With no plugin, every hook is one test of a null pointer, and the calling thread's one-operation
 // fast paths (runCollectiveNow) are kept; with one, operations take the general path so every
@@ -24,6 +28,7 @@
 #include <vector>
 
 #include "profiler/profiler_plugin.h"
+#include "proxy_op_watch.h"
 
 struct ncclComm;
 
@@ -42,24 +47,35 @@ void profileGroupEndStart();
 void profileGroupEnd();
 
 // ---- Launch events (one communicator's launch of a group's operations) -----------------------
-class LaunchProfile {
+// What one part opened (partStart) and closes (partEnd).
+struct PartEvents {
+  std::vector<void*> kernelCh;
+  std::vector<std::pair<std::shared_ptr<ProxyOpWatch>, const uint64_t*>> watches;  // and the connector's step counter
+};
+
+class LaunchProfile : public std::enable_shared_from_this<LaunchProfile> {
  public:
   // nullptr when `comm` has no profiler that wants launch events; else the Group event is open.
   static std::shared_ptr<LaunchProfile> begin(ncclComm* comm);
   ~LaunchProfile();
 
   // Adds one operation with the number of parts it will run; returns its index (for the parts).
-  int addColl(const Task& t, uint64_t seq, const char* algo, const char* proto, int nChannels, int parts);
+  // `ring`: its parts run the ring over each channel's connectors (ProxyOp events where NET).
+  int addColl(const Task& t, uint64_t seq, const char* algo, const char* proto, int nChannels, int parts, bool ring);
   int addP2p(const Task& t);
   // The hand-off to the channel workers (KernelLaunch, under the tasks' GroupApi).
   void launchStart(void* groupApi);
   void launchEnd();
 
-  // One part, on `channel`, of the operations [first, first + n): a KernelCh each, opened by
-  // partStart (handles in *open) and closed by partEnd, which also closes each operation whose last
-  // part this was, and the Group after the launch's last part.
-  void partStart(int first, int n, int channel, std::vector<void*>* open);
-  void partEnd(int first, int n, std::vector<void*>* open);
+  // One part, on `channel`, of the operations [first, first + n): a KernelCh each, and a ProxyOp
+  // per NET connection a ring part uses, opened by partStart and closed by partEnd (the ProxyOps
+  // by the proxy, once their last step is done). An operation closes after its last part and
+  // ProxyOp, and the Group after the launch's last operation.
+  void partStart(int first, int n, int channel, PartEvents* ev);
+  void partEnd(int first, int n, PartEvents* ev);
+  // A ProxyOp of operation `op` finished (NetOpWatch, on the proxy's or the rank's thread).
+  void proxyOpDone(int op) { opPartDone(ops_[op]); }
+  ProfilerPlugin* plugin() const { return prof_; }
   // Closes what no part will close (a launch that queued no part).
   void finishIfIdle();
 
@@ -67,9 +83,11 @@ class LaunchProfile {
   struct Op {
     void* handle = nullptr;
     std::atomic<int> partsLeft{0};
+    bool ring = false;
   };
-  explicit LaunchProfile(ProfilerPlugin* p) : prof_(p) {}
+  LaunchProfile(ncclComm* comm, ProfilerPlugin* p) : comm_(comm), prof_(p) {}
   void opPartDone(Op& op);
+  ncclComm* comm_;
   ProfilerPlugin* prof_;
   void* group_ = nullptr;
   void* launch_ = nullptr;

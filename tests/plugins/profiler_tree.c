@@ -35,7 +35,7 @@ struct event {
   const char* func;
   const char* algo;
   const char* proto;
-  int nChannels, channel, depth, peer;
+  int nChannels, channel, depth, peer, isSend;
   uint64_t seq;
   size_t count;
 };
@@ -124,6 +124,10 @@ static ncclResult_t startEvent(void* context, void** handle, descr_t* d) {
 #endif
       break;
     case ncclProfileKernelCh: e->channel = d->kernelCh.channelId, e->pTimerStart = d->kernelCh.pTimer; break;
+    case ncclProfileProxyOp:
+      e->channel = d->proxyOp.channelId, e->peer = d->proxyOp.peer, e->isSend = d->proxyOp.isSend;
+      break;
+    case ncclProfileProxyStep: e->seq = (uint64_t)d->proxyStep.step; break;
     default: break;
   }
 #ifdef PROF_NULL
@@ -144,6 +148,7 @@ static ncclResult_t recordEventState(void* handle, ncclProfilerEventState_t stat
   if (!e) return ncclSuccess;
   if ((unsigned)state < 32) e->states |= 1u << state;
   if (state == ncclProfilerKernelChStop && args) e->pTimerStop = args->kernelCh.pTimer;
+  if (e->type == ncclProfileProxyStep && args) e->count = args->proxyStep.transSize;
   return ncclSuccess;
 }
 
@@ -180,11 +185,11 @@ static ncclResult_t finalize(void* context) {
       if (e->ctx != c) continue;
       fprintf(f,
               "id=%ld type=%s parent=%ld group=%ld rank=%d start=%llu stop=%llu states=%u func=%s algo=%s proto=%s "
-              "nch=%d ch=%d seq=%llu count=%zu depth=%d peer=%d pstart=%llu pstop=%llu\n",
+              "nch=%d ch=%d seq=%llu count=%zu depth=%d peer=%d send=%d pstart=%llu pstop=%llu\n",
               i + 1, typeName(e->type), e->parent, e->group, e->rank, (unsigned long long)e->start,
               (unsigned long long)e->stop, e->states, e->func ? e->func : "-", e->algo ? e->algo : "-",
               e->proto ? e->proto : "-", e->nChannels, e->channel, (unsigned long long)e->seq, e->count, e->depth,
-              e->peer, (unsigned long long)e->pTimerStart, (unsigned long long)e->pTimerStop);
+              e->peer, e->isSend, (unsigned long long)e->pTimerStart, (unsigned long long)e->pTimerStop);
     }
     fclose(f);
   }

@@ -11,6 +11,9 @@ first communicator it calls, as in NCCL) and checks NCCL's event tree:
   - times: children inside their parents (KernelCh in its Coll or P2p, that in its Group, API
     events in their GroupApi, and the KernelCh's own timer pair in order);
   - a Coll has one KernelCh per channel (one for the algorithms that run as one part);
+  - ProxyOp under a Coll, ProxyStep under a ProxyOp, each inside its parent; a step moved bytes
+    (transSize > 0) and the steps of one ProxyOp are numbered 0, 1, 2, ...; with --net, every
+    Ring Coll has a send ProxyOp per channel, and steps in them;
   - the states: GroupApi recorded GroupStartApiStop and GroupEndApiStart, KernelCh KernelChStop;
   - seqNumber counts each rank's collectives of one kind 0, 1, 2, ...
 --expect TYPE=N (repeatable) asks for N events of TYPE on every rank; --only TYPE,... says no other
@@ -25,6 +28,8 @@ import sys
 STATE_KERNEL_CH_STOP = 22
 STATE_GROUP_START_API_STOP = 23
 STATE_GROUP_END_API_START = 24
+STATE_SEND_WAIT = 9
+STATE_RECV_WAIT = 10
 ONE_PART_ALGOS = {"OneShot", "Naive"}
 
 
@@ -34,13 +39,13 @@ def read(path):
         for line in f:
             e = dict(kv.split("=", 1) for kv in line.split())
             for k in ("id", "parent", "group", "rank", "start", "stop", "states", "nch", "ch", "seq", "count",
-                      "pstart", "pstop"):
+                      "peer", "send", "pstart", "pstop"):
                 e[k] = int(e[k])
             events[e["id"]] = e
     return events
 
 
-def check_file(name, ev, everyone, v4, problems):
+def check_file(name, ev, everyone, v4, net, problems):
     """ev: this file's events; everyone: all events of its process, by id (parents may be there)."""
     def bad(e, what):
         problems.append(f"{name}: event {e['id']} ({e['type']}): {what}")
@@ -61,6 +66,8 @@ def check_file(name, ev, everyone, v4, problems):
             bad(e, f"[{e['start']}, {e['stop']}] is not inside its {p['type']} {p['id']} [{p['start']}, {p['stop']}]")
 
     channels = collections.Counter()
+    proxyOps = collections.defaultdict(list)
+    proxySteps = collections.defaultdict(list)
     seqs = collections.defaultdict(list)
     for e in ev.values():
         if e["stop"] == 0 or e["stop"] < e["start"]:
@@ -95,11 +102,39 @@ def check_file(name, ev, everyone, v4, problems):
                 bad(e, "no KernelChStop state")
             if not (0 < e["pstart"] <= e["pstop"]):
                 bad(e, f"timer pair {e['pstart']} .. {e['pstop']} out of order")
+        elif t == "ProxyOp":
+            p = parent_is(e, "parent", ["Coll"])
+            if p:
+                inside(e, p)
+                proxyOps[p["id"]].append(e)
+        elif t == "ProxyStep":
+            p = parent_is(e, "parent", ["ProxyOp"])
+            if p:
+                inside(e, p)
+                proxySteps[p["id"]].append(e["seq"])
+            if e["count"] <= 0:
+                bad(e, "transSize 0")
+            if not e["states"] & ((1 << STATE_SEND_WAIT) | (1 << STATE_RECV_WAIT)):
+                bad(e, f"states {e['states']:#x} lack SendWait / RecvWait")
     for e in ev.values():
         if e["type"] == "Coll" and "KernelCh" in types_present(ev):
             want = 1 if e["algo"] in ONE_PART_ALGOS or e["func"] == "AllToAll" else e["nch"]
             if channels[e["id"]] != want:
                 bad(e, f"{channels[e['id']]} KernelCh events for {want} channels ({e['algo']}/{e['proto']})")
+    for op, s in proxySteps.items():
+        if sorted(s) != list(range(len(s))):
+            problems.append(f"{name}: ProxyOp {op}: steps {sorted(s)[:8]}... are not 0, 1, 2, ...")
+    if net:
+        for e in ev.values():
+            if e["type"] == "Coll" and e["algo"] == "Ring" and e["count"] > 0:
+                ops = proxyOps[e["id"]]
+                kinds = collections.Counter((o["ch"], o["send"]) for o in ops)
+                want = collections.Counter({(c, 1): 1 for c in range(e["nch"])})
+                if kinds != want:
+                    bad(e, f"ProxyOps (channel, isSend) {sorted(kinds.items())}, expected a send ProxyOp on "
+                           f"each of {e['nch']} channels")
+                if ops and not any(proxySteps[o["id"]] for o in ops):
+                    bad(e, "no ProxyOp of it has a step")
     for func, s in seqs.items():
         if sorted(s) != list(range(len(s))):
             problems.append(f"{name}: {func} seqNumbers {sorted(s)[:8]}... are not 0, 1, 2, ...")
@@ -113,6 +148,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dir")
     ap.add_argument("--v4", action="store_true")
+    ap.add_argument("--net", action="store_true", help="every connection is NET: Ring Colls have ProxyOps")
     ap.add_argument("--expect", action="append", default=[])
     ap.add_argument("--only")
     a = ap.parse_args()
@@ -127,7 +163,7 @@ def main():
     for name, ev in byFile.items():
         byPid[name.rsplit(".", 1)[-1]].update(ev)
     for name, ev in byFile.items():
-        check_file(name, ev, byPid[name.rsplit(".", 1)[-1]], a.v4, problems)
+        check_file(name, ev, byPid[name.rsplit(".", 1)[-1]], a.v4, a.net, problems)
         counts = collections.Counter(e["type"] for e in ev.values())
         totals.update(counts)
         for x in a.expect:

@@ -95,6 +95,10 @@ ncclResult_t NetSendTask::progress(bool* didWork, std::string* message) {
       return res;
     }
     if (!done) break;
+    if (auto w = watches_.covering(done_)) {  // NCCL's ProxyStep events (src/proxy_op_watch.h)
+      w->stepDone(done_, sentBytes_[done_ % kSteps]);
+      w->proxyDone(done_);
+    }
     reqs_[done_ % kSteps] = nullptr;
     if (NetMemHandle*& m = userMh_[done_ % kSteps]) net_->deregMr(comm_, nullptr, m), m = nullptr;
     ++done_;
@@ -149,6 +153,8 @@ ncclResult_t NetSendTask::progress(bool* didWork, std::string* message) {
     }
     if (!req) break;  // the back-end is full: try again later (a zero-copy span stays registered)
     reqs_[s % kSteps] = req;
+    sentBytes_[s % kSteps] = bytes;
+    if (auto w = watches_.covering(s)) w->stepPosted(s);
     zeroCopySteps_ += direct;
     linesChecked_ = 0;
     ++posted_;

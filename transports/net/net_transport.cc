@@ -38,6 +38,10 @@ class NetConnection : public Connection {
     layout = mem_->layout;
     viaNet = true;
   }
+  bool watchProxyOp(std::shared_ptr<ProxyOpWatch> w) override {
+    task_->watch(std::move(w));
+    return true;
+  }
 
  private:
   std::shared_ptr<HostFifo> mem_;

@@ -97,6 +97,7 @@ class NetSendTask : public ProxyTask {
   bool severed_ = false;
   uint64_t posted_ = 0, done_ = 0;  // steps handed to the network / confirmed sent
   NetRequest* reqs_[kSteps] = {};
+  uint64_t sentBytes_[kSteps] = {};    // payload bytes of the steps in flight (the profiler's transSize)
   NetMemHandle* mh_ = nullptr;         // the staging FIFO's registration (sockets: none needed)
   NetMemHandle* userMh_[kSteps] = {};  // zero-copy steps in flight: their user-buffer span's registration
   uint64_t linesChecked_ = 0;          // LL/LL128 lines of step posted_ already seen complete
