@@ -83,7 +83,7 @@ ARCHIVE  := $(LIBDIR)/libnccl_static.a
 NVIDIA_DRIVER := $(wildcard /proc/driver/nvidia/version)
 all: lib tools examples $(if $(or $(NVIDIA_DRIVER),$(CUDA)),cuda)
 
-lib: $(SO) $(LIBDIR)/libnccl.so $(ARCHIVE) $(LIBDIR)/libnccl-tuner-baton.so
+lib: $(SO) $(LIBDIR)/libnccl.so $(ARCHIVE) $(LIBDIR)/libnccl-tuner-baton.so $(LIBDIR)/libnccl-profiler-baton.so
 
 $(OBJ)/%.o: %.cc
 	@mkdir -p $(dir $@)
@@ -108,6 +108,11 @@ $(LIBDIR)/libnccl-tuner-baton.so: $(TUNER_PLUGIN_OBJS) tools/tuner-plugin/export
 	@mkdir -p $(dir $@)
 	$(CXX) -shared -Wl,--no-undefined -Wl,--version-script=tools/tuner-plugin/export.map -o $@ $(TUNER_PLUGIN_OBJS) \
 	  $(LDFLAGS)
+
+# baton's profiler as an NCCL profiler plugin (lesson 13): the interface header only.
+$(LIBDIR)/libnccl-profiler-baton.so: $(OBJ)/tools/profiler-plugin/baton_profiler.o tools/profiler-plugin/export.map
+	@mkdir -p $(dir $@)
+	$(CXX) -shared -Wl,--no-undefined -Wl,--version-script=tools/profiler-plugin/export.map -o $@ $< $(LDFLAGS)
 
 # ---- device code under nvcc ------------------------------------------------------------------
 DEVICE_OBJ := $(BUILD)/obj/algorithms_device.o
@@ -144,11 +149,15 @@ PROGRAM_LIBS := -L$(LIBDIR) -Wl,-rpath,'$$ORIGIN/../lib' -lnccl
 NCCL_TESTS_NAMES := all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf alltoall_perf \
                     sendrecv_perf gather_perf scatter_perf hypercube_perf
 tools: $(BINDIR)/baton-run $(BINDIR)/baton-perf $(BINDIR)/baton-topo $(BINDIR)/bench-reduce $(BINDIR)/baton-doctor \
-       $(BINDIR)/baton-ras \
+       $(BINDIR)/baton-ras $(BINDIR)/baton-prof \
        $(NCCL_TESTS_NAMES:%=$(BINDIR)/%)
 
 # Reads the ranks' flight-recorder dumps (lesson 14): a Python 3 script, copied as it is.
 $(BINDIR)/baton-doctor: tools/baton-doctor/baton-doctor
+	@mkdir -p $(dir $@)
+	cp $< $@
+# Merges the ranks' summaries of baton's profiler plugin (lesson 13): Python 3, copied as it is.
+$(BINDIR)/baton-prof: tools/baton-prof/baton-prof
 	@mkdir -p $(dir $@)
 	cp $< $@
 

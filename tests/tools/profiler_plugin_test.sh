@@ -75,4 +75,38 @@ check "a path that does not exist: 'Could not find', exact" eval 'has "PROFILER/
 run none "$BIN/baton-perf" "${AR[@]}" -t 2
 check "NCCL_PROFILER_PLUGIN=none: nothing loaded, exact" eval '! has "PROFILER/Plugin: Using" && exact'
 
+# 6. baton's own profiler (libnccl-profiler-baton.so, found by its short name on the loader's path):
+#    a Perfetto trace and a summary line per collective per rank, merged by baton-prof.
+export BATON_PROFILE_DIR=$TMP/bp
+rm -rf "$BATON_PROFILE_DIR"; mkdir -p "$BATON_PROFILE_DIR"
+NCCL_SHM_DISABLE=1 NCCL_P2P_DISABLE=1 NCCL_MIN_NCHANNELS=2 LD_LIBRARY_PATH=$BUILD/lib run baton \
+  "$BIN/baton-run" -n 4 "$BIN/baton-perf" "${AR[@]}"
+summaries() {  # every rank: 8 AllReduces of 512 KiB, 2 channels, NET send bytes counted, times > 0
+  python3 - "$BATON_PROFILE_DIR" <<'PY'
+import glob, json, sys
+files = sorted(glob.glob(sys.argv[1] + "/*.jsonl"))
+assert len(files) == 4, files
+for f in files:
+    rows = [json.loads(l) for l in open(f)]
+    big = [r for r in rows if r["coll"] == "AllReduce" and r["bytes"] == 524288]
+    assert len(big) == 8, (f, len(big))
+    assert all(r["channels"] == 2 and r["algo"] == "Ring" and r["time_us"] > 0 and r["busbw_GBs"] > 0 for r in big), big[0]
+    # each rank sends 2 (n - 1) / n of the buffer in a ring AllReduce
+    assert all(r["net_send_bytes"] == 524288 * 2 * 3 // 4 for r in big), big[0]
+for f in glob.glob(sys.argv[1] + "/*.json"):
+    t = json.load(open(f))
+    assert any(e.get("name") == "send step" for e in t["traceEvents"]), f
+PY
+}
+check "baton's profiler, 4 processes over NET: loaded by name, exact" \
+  eval 'has "PROFILER/Plugin: Using baton (v5)" && has "baton profiler: comm" && exact'
+check "baton's profiler: per rank a trace that is valid JSON with send steps, and a summary line per AllReduce with its NET bytes" \
+  eval 'summaries >>"$TMP/out" 2>&1'
+"$BIN/baton-prof" "$BATON_PROFILE_DIR" >"$TMP/prof.txt" 2>&1 || true
+check "baton-prof: one row for the 512 KiB AllReduce, 8 calls, Ring/Simple on 2 channels, a NET share" \
+  eval 'cat "$TMP/prof.txt" >>"$TMP/out"; grep -Eq "AllReduce +ncclFloat32 +524288 +Ring/Simple +2 +8 .* [0-9]+$" "$TMP/prof.txt"'
+rm -rf "$BATON_PROFILE_DIR"/*
+"$BIN/baton-prof" "$BATON_PROFILE_DIR" >"$TMP/out" 2>&1 && rc=0 || rc=$?
+check "baton-prof on a folder without summaries: exit 2, says so" eval '[[ $rc == 2 ]] && has "no profiler summaries"'
+
 finish

@@ -38,7 +38,8 @@ rm -rf "$PKG/usr/share/baton"  # install.sh's manifest
 # As Debian packages ship them: no debug sections (the build keeps -g for the build folder).
 # The ELF programs only: baton-doctor is a Python script.
 elfs=$(for f in "$PKG"/usr/bin/baton-*; do if [[ $(head -c 4 "$f") == $'\x7fELF' ]]; then echo "$f"; fi; done)
-strip --strip-unneeded "$PKG"/usr/lib/$MULTIARCH/libnccl.so.2.* "$PKG"/usr/lib/$MULTIARCH/libnccl-tuner-baton.so $elfs
+strip --strip-unneeded "$PKG"/usr/lib/$MULTIARCH/libnccl.so.2.* "$PKG"/usr/lib/$MULTIARCH/libnccl-tuner-baton.so \
+  "$PKG"/usr/lib/$MULTIARCH/libnccl-profiler-baton.so $elfs
 strip --strip-debug "$PKG"/usr/lib/$MULTIARCH/libnccl_static.a
 
 # Runtime dependencies: the package of every shared library the installed binaries load.
@@ -48,7 +49,7 @@ deps=$(for f in "$PKG"/usr/lib/$MULTIARCH/libnccl.so.2.* $elfs; do ldd "$f"; don
     dpkg -S "$lib" 2>/dev/null || dpkg -S "$(readlink -f "$lib")" 2>/dev/null || true
   done | cut -d: -f1 | sort -u | paste -sd, | sed 's/,/, /g')
 [[ -n $deps ]] || { echo "deb.sh: found no packages for the libraries baton loads (dpkg -S)" >&2; exit 1; }
-deps="$deps, python3"  # baton-doctor
+deps="$deps, python3"  # baton-doctor, baton-prof
 
 mkdir -p "$PKG/DEBIAN"
 size=$(du -sk --exclude=DEBIAN "$PKG" | cut -f1)

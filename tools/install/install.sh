@@ -12,7 +12,7 @@
 #
 # Layout (lib: INSTALL_LIBDIR): include/nccl.h, include/baton/*.h; lib/libnccl.so.2.<minor>.<patch> with the links
 # libnccl.so.2 and libnccl.so, lib/libnccl_static.a; lib/pkgconfig/{nccl,baton}.pc;
-# lib/cmake/baton/batonConfig{,Version}.cmake; bin/baton-perf, baton-run, baton-topo, baton-doctor, baton-ras and nccl-tests'
+# lib/cmake/baton/batonConfig{,Version}.cmake; bin/baton-perf, baton-run, baton-topo, baton-doctor, baton-ras, baton-prof and nccl-tests'
 # names (all_reduce_perf, ...: links to baton-perf);
 # share/doc/baton/ (README and docs/). DESTDIR stages the tree (packaging): the files land under
 # DESTDIR/PREFIX but name PREFIX. Every installed path is listed in
@@ -80,9 +80,10 @@ link "libnccl.so.$MAJOR" $LIB/libnccl.so
 put 644 "$BUILD/lib/libnccl_static.a" $LIB/libnccl_static.a
 # baton's calibrated tuner as an NCCL tuner plugin (NCCL_TUNER_PLUGIN=baton finds it on the library path).
 put 755 "$BUILD/lib/libnccl-tuner-baton.so" "$LIB/libnccl-tuner-baton.so"
+put 755 "$BUILD/lib/libnccl-profiler-baton.so" "$LIB/libnccl-profiler-baton.so"
 # The CUDA backend's plugin (built where nvcc is): libnccl.so.2 opens it from its own folder.
 [[ -f $BUILD/lib/libbaton-cuda.so ]] && put 755 "$BUILD/lib/libbaton-cuda.so" "$LIB/libbaton-cuda.so"
-for t in baton-perf baton-run baton-topo baton-doctor baton-ras; do put 755 "$BUILD/bin/$t" "bin/$t"; done
+for t in baton-perf baton-run baton-topo baton-doctor baton-ras baton-prof; do put 755 "$BUILD/bin/$t" "bin/$t"; done
 for l in "$BUILD"/bin/*_perf; do  # nccl-tests' names (the Makefile's list): links to baton-perf
   [[ -L $l ]] && link baton-perf "bin/$(basename "$l")"
 done

@@ -1,0 +1,272 @@
+// baton's own profiler, as an NCCL profiler plugin (libnccl-profiler-baton.so, ncclProfiler_v5):
+// it answers "where did the time go" for any library that drives NCCL's profiler interface, baton
+// or NVIDIA's NCCL. Lesson 13 (docs/lessons/13-profiling.md).
+//
+// For each communicator and rank it writes two files into BATON_PROFILE_DIR (default: the current
+// directory) when the communicator is destroyed:
+//   <commId>.rank<R>.json   a Chrome / Perfetto trace ({"traceEvents": [...]}, valid JSON): the
+//                           collectives on the rank's host lane, each channel's part and its NET
+//                           send steps on that channel's lanes
+//   <commId>.rank<R>.jsonl  one JSON object per completed collective, in the spirit of NCCL's
+//                           Inspector: communicator, seq, collective, bytes, algorithm, protocol,
+//                           channels, time, algbw, busbw, and the channels' time split into steps
+//                           in flight on the network and the rest (copying, reducing, waiting)
+// tools/baton-prof merges the ranks' .jsonl files into the table per collective and size.
+// NCCL_PROFILE_EVENT_MASK overrides the events asked for (by default: Coll, KernelCh, ProxyOp,
+// ProxyStep). Only the interface header is used: nothing of baton's library is linked in.
+#include <time.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "baton/plugin_profiler.h"
+
+namespace {
+
+uint64_t nowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+// Bytes of NCCL's datatype names (ncclDatatypeToString's words).
+size_t typeBytes(const char* t) {
+  if (!t) return 0;
+  if (strstr(t, "8") && !strstr(t, "64")) return 1;  // ncclInt8, ncclUint8, ncclFloat8e4m3, ...
+  if (strstr(t, "16")) return 2;
+  if (strstr(t, "32")) return 4;
+  if (strstr(t, "64")) return 8;
+  return 0;
+}
+
+// nccl-tests' bus bandwidth factor, and the bytes its size column shows.
+double busFactor(const std::string& f, int n) {
+  if (n <= 1) return 1.0;
+  if (f == "AllReduce") return 2.0 * (n - 1) / n;
+  if (f == "AllGather" || f == "ReduceScatter" || f == "AllToAll") return double(n - 1) / n;
+  return 1.0;
+}
+size_t opBytes(const std::string& f, size_t count, size_t tb, int n) {
+  return f == "AllGather" || f == "ReduceScatter" ? count * tb * n : count * tb;
+}
+
+struct Context;
+
+struct Event {
+  Context* ctx = nullptr;
+  uint64_t type = 0;
+  Event* parent = nullptr;  // the Coll of a KernelCh or ProxyOp, the ProxyOp of a ProxyStep
+  uint64_t start = 0, stop = 0;
+  int channel = -1;
+  int openChildren = 0;  // a Coll's KernelCh and ProxyOp events not yet stopped
+  bool stopped = false, reported = false;
+  uint64_t lastChildStop = 0;
+  // Coll
+  uint64_t seq = 0;
+  std::string func, datatype, algo, proto;
+  size_t count = 0;
+  int nChannels = 0;
+  uint64_t chNs = 0, netNs = 0;  // its KernelCh time summed over channels; its send steps' time
+  size_t netBytes = 0;
+  // ProxyStep
+  size_t transSize = 0;
+};
+
+struct Context {
+  std::mutex mu;
+  uint64_t commId = 0;
+  int rank = 0, nRanks = 0;
+  std::deque<Event> events;  // stable addresses until finalize: handles point into it
+  size_t dropped = 0;
+  std::vector<std::string> lines;  // the .jsonl, one per completed collective
+};
+
+constexpr size_t kMaxEvents = 1 << 20;  // then events are dropped, and counted in the trace
+
+ncclResult_t init(void** context, uint64_t commId, int* mask, const char*, int, int nRanks, int rank,
+                  ncclDebugLogger_t log) {
+  auto* c = new Context;
+  c->commId = commId, c->rank = rank, c->nRanks = nRanks;
+  *context = c;
+  const char* m = getenv("NCCL_PROFILE_EVENT_MASK");
+  *mask = m ? (int)strtol(m, nullptr, 0)
+            : ncclProfileColl | ncclProfileKernelCh | ncclProfileProxyOp | ncclProfileProxyStep;
+  const char* dir = getenv("BATON_PROFILE_DIR");
+  if (log && rank == 0)
+    log(NCCL_LOG_INFO, NCCL_INIT, __FILE__, __LINE__,
+        "baton profiler: comm %" PRIx64 ", %d ranks, mask 0x%x, files in %s", commId, nRanks, *mask, dir ? dir : ".");
+  return ncclSuccess;
+}
+
+// The Coll an event counts for (KernelCh, ProxyOp: its parent; ProxyStep: its ProxyOp's parent).
+Event* collOf(Event* e) {
+  Event* p = e->type == ncclProfileProxyStep && e->parent ? e->parent->parent : e->parent;
+  return p && p->type == ncclProfileColl ? p : nullptr;
+}
+
+ncclResult_t startEvent(void* context, void** handle, ncclProfilerEventDescr_v5_t* d) {
+  auto* c = static_cast<Context*>(context);
+  *handle = nullptr;
+  std::lock_guard<std::mutex> lock(c->mu);
+  if (c->events.size() >= kMaxEvents) return ++c->dropped, ncclSuccess;
+  Event& e = c->events.emplace_back();
+  e.ctx = c;
+  e.type = d->type;
+  e.start = nowNs();
+  switch (d->type) {
+    case ncclProfileColl:
+      e.seq = d->coll.seqNumber, e.func = d->coll.func ? d->coll.func : "?";
+      e.datatype = d->coll.datatype ? d->coll.datatype : "?";
+      e.algo = d->coll.algo ? d->coll.algo : "?", e.proto = d->coll.proto ? d->coll.proto : "?";
+      e.count = d->coll.count, e.nChannels = d->coll.nChannels;
+      break;
+    case ncclProfileKernelCh: e.channel = d->kernelCh.channelId; break;
+    case ncclProfileProxyOp: e.channel = d->proxyOp.channelId; break;
+    default: break;
+  }
+  if (d->type == ncclProfileKernelCh || d->type == ncclProfileProxyOp || d->type == ncclProfileProxyStep) {
+    e.parent = static_cast<Event*>(d->parentObj);
+    if (e.parent && e.parent->ctx != c) e.parent = nullptr;  // not one of this communicator's
+    if (d->type == ncclProfileProxyStep && e.parent) e.channel = e.parent->channel;
+    if (d->type != ncclProfileProxyStep && collOf(&e)) ++collOf(&e)->openChildren;
+  }
+  *handle = &e;
+  return ncclSuccess;
+}
+
+// A collective whose event and children have all stopped: its line. The context's lock is held.
+void report(Context* c, Event& e) {
+  e.reported = true;
+  const size_t bytes = opBytes(e.func, e.count, typeBytes(e.datatype.c_str()), c->nRanks);
+  const uint64_t end = std::max(e.stop, e.lastChildStop);  // NCCL stops a Coll at launch, before its kernel
+  const double us = (end - e.start) / 1e3;
+  const double algbw = us > 0 ? bytes / us / 1e3 : 0;  // GB/s
+  char line[768];
+  snprintf(line, sizeof line,
+           "{\"comm\":\"%" PRIx64 "\",\"rank\":%d,\"nranks\":%d,\"seq\":%" PRIu64
+           ",\"coll\":\"%s\",\"count\":%zu,\"datatype\":\"%s\",\"bytes\":%zu,\"algo\":\"%s\",\"proto\":\"%s\","
+           "\"channels\":%d,\"time_us\":%.3f,\"algbw_GBs\":%.4f,\"busbw_GBs\":%.4f,\"channel_us\":%.3f,"
+           "\"net_send_us\":%.3f,\"net_send_bytes\":%zu}",
+           c->commId, c->rank, c->nRanks, e.seq, e.func.c_str(), e.count, e.datatype.c_str(), bytes, e.algo.c_str(),
+           e.proto.c_str(), e.nChannels, us, algbw, algbw * busFactor(e.func, c->nRanks), e.chNs / 1e3, e.netNs / 1e3,
+           e.netBytes);
+  c->lines.push_back(line);
+}
+
+ncclResult_t stopEvent(void* handle) {
+  if (!handle) return ncclSuccess;
+  auto* e = static_cast<Event*>(handle);
+  Context* c = e->ctx;
+  std::lock_guard<std::mutex> lock(c->mu);
+  e->stop = nowNs();
+  e->stopped = true;
+  Event* coll = collOf(e);
+  if (coll) {
+    if (e->type == ncclProfileKernelCh) coll->chNs += e->stop - e->start;
+    if (e->type == ncclProfileProxyStep) coll->netNs += e->stop - e->start, coll->netBytes += e->transSize;
+    if (e->type != ncclProfileProxyStep) {
+      --coll->openChildren;
+      coll->lastChildStop = std::max(coll->lastChildStop, e->stop);
+    }
+  }
+  Event* done = e->type == ncclProfileColl ? e : coll;
+  if (done && done->stopped && done->openChildren == 0 && !done->reported) report(c, *done);
+  return ncclSuccess;
+}
+
+ncclResult_t recordEventState(void* handle, ncclProfilerEventState_v5_t, ncclProfilerEventStateArgs_v5_t* a) {
+  if (!handle) return ncclSuccess;
+  auto* e = static_cast<Event*>(handle);
+  std::lock_guard<std::mutex> lock(e->ctx->mu);
+  if (e->type == ncclProfileProxyStep && a) e->transSize = a->proxyStep.transSize;
+  return ncclSuccess;
+}
+
+// The trace: one "X" event per span, on lanes (tid) host 0, channel c's part 1 + 2c, its sends 2 + 2c.
+void writeTrace(Context* c, FILE* f) {
+  fprintf(f, "{\"traceEvents\":[\n");
+  fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":\"rank %d\"}}",
+          c->rank + 1, c->rank);
+  fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":\"collectives\"}}",
+          c->rank + 1);
+  int maxCh = -1;
+  for (const Event& e : c->events) maxCh = std::max(maxCh, e.channel);
+  for (int ch = 0; ch <= maxCh; ++ch)
+    fprintf(f,
+            ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"channel %d\"}}"
+            ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"channel %d NET "
+            "sends\"}}",
+            c->rank + 1, 1 + 2 * ch, ch, c->rank + 1, 2 + 2 * ch, ch);
+  for (const Event& e : c->events) {
+    if (!e.stopped) continue;
+    const Event* coll = collOf(const_cast<Event*>(&e));
+    const char* name = nullptr;
+    int tid = 0;
+    std::string args;
+    char buf[256];
+    if (e.type == ncclProfileColl) {
+      snprintf(buf, sizeof buf, "%s %zu x %s", e.func.c_str(), e.count, e.datatype.c_str());
+      name = buf;
+      char a[256];
+      snprintf(a, sizeof a, "\"seq\":%" PRIu64 ",\"algo\":\"%s\",\"proto\":\"%s\",\"channels\":%d", e.seq,
+               e.algo.c_str(), e.proto.c_str(), e.nChannels);
+      args = a;
+    } else if (e.type == ncclProfileKernelCh) {
+      name = coll ? coll->func.c_str() : "channel part";
+      tid = 1 + 2 * std::max(e.channel, 0);
+    } else if (e.type == ncclProfileProxyStep) {
+      name = "send step";
+      tid = 2 + 2 * std::max(e.channel, 0);
+      args = "\"bytes\":" + std::to_string(e.transSize);
+    } else {
+      continue;
+    }
+    const uint64_t end = e.type == ncclProfileColl ? std::max(e.stop, e.lastChildStop) : e.stop;
+    fprintf(f, ",\n{\"ph\":\"X\",\"name\":\"%s\",\"cat\":\"nccl\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f", name,
+            c->rank + 1, tid, e.start / 1e3, (end - e.start) / 1e3);
+    if (!args.empty()) fprintf(f, ",\"args\":{%s}", args.c_str());
+    fputs("}", f);
+  }
+  fprintf(f, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"dropped_events\":%zu}}\n", c->dropped);
+}
+
+ncclResult_t finalize(void* context) {
+  auto* c = static_cast<Context*>(context);
+  const char* dir = getenv("BATON_PROFILE_DIR");
+  std::string base = std::string(dir && *dir ? dir : ".") + "/";
+  char name[64];
+  snprintf(name, sizeof name, "%016" PRIx64 ".rank%d", c->commId, c->rank);
+  base += name;
+  ncclResult_t res = ncclSuccess;
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    if (FILE* f = fopen((base + ".json").c_str(), "w")) {
+      writeTrace(c, f);
+      if (fclose(f) != 0) res = ncclSystemError;
+    } else {
+      res = ncclSystemError;
+    }
+    if (FILE* f = fopen((base + ".jsonl").c_str(), "w")) {
+      for (const std::string& l : c->lines) fprintf(f, "%s\n", l.c_str());
+      if (fclose(f) != 0) res = ncclSystemError;
+    } else {
+      res = ncclSystemError;
+    }
+  }
+  delete c;
+  return res;
+}
+
+}  // namespace
+
+extern "C" {
+__attribute__((visibility("default")))
+ncclProfiler_v5_t ncclProfiler_v5 = {"baton", init, startEvent, stopEvent, recordEventState, finalize};
+}
