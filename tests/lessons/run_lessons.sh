@@ -230,4 +230,14 @@ out=$(BATON_TEST_ENV_FILE=$tmp/env.txt NCCL_ENV_PLUGIN=$BUILD/tests/plugins/libn
   NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL "$BIN/baton-perf" allreduce -t 2 -b 1M -e 1M 2>&1); echo "$out" | grep "count 262144" | head -2
 expect 'AllReduce: opCount .* count 262144 datatype float .* protocol LL channels' "$out"
 expect '^# Out of bounds values : 0 OK$' "$out"
+# Lesson 13: baton's profiler plugin on 4 processes over NET, its summaries merged by baton-prof.
+mkdir -p "$tmp/prof"
+out=$(LD_LIBRARY_PATH=$BUILD/lib NCCL_PROFILER_PLUGIN=baton BATON_PROFILE_DIR=$tmp/prof NCCL_SHM_DISABLE=1 \
+  NCCL_P2P_DISABLE=1 "$BIN/baton-run" -n 4 --no-prefix "$BIN/baton-perf" allreduce -b 16K -e 8M -f 512 \
+  -d float,bfloat16 -n 5 -w 1 2>&1 | tail -3); echo "$out"
+expect '^# Out of bounds values : 0 OK$' "$out"
+out=$("$BIN/baton-prof" "$tmp/prof"); echo "$out"
+expect '^# comm [0-9a-f]+: 4 ranks, summaries from 4$' "$out"
+expect '^ +AllReduce +ncclBfloat16 +16384 +Ring/Simple +1 +14( +[0-9.]+){2}\.\.[0-9.]+ +[0-3]( +[0-9.]+){3}$' "$out"
+expect '^ +AllReduce +ncclFloat32 +8388608 +Ring/Simple +[12] +14( +[0-9.]+){2}\.\.[0-9.]+ +[0-3]( +[0-9.]+){3}$' "$out"
 exit $fail

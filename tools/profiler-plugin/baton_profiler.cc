@@ -9,8 +9,8 @@
 //                           send steps on that channel's lanes
 //   <commId>.rank<R>.jsonl  one JSON object per completed collective, in the spirit of NCCL's
 //                           Inspector: communicator, seq, collective, bytes, algorithm, protocol,
-//                           channels, time, algbw, busbw, and the channels' time split into steps
-//                           in flight on the network and the rest (copying, reducing, waiting)
+//                           channels, time, algbw, busbw, the channels' time (channel_us) and
+//                           the part of it with a NET send step in flight (net_send_us)
 // tools/baton-prof merges the ranks' .jsonl files into the table per collective and size.
 // NCCL_PROFILE_EVENT_MASK overrides the events asked for (by default: Coll, KernelCh, ProxyOp,
 // ProxyStep). Only the interface header is used: nothing of baton's library is linked in.
@@ -68,12 +68,15 @@ struct Event {
   int openChildren = 0;  // a Coll's KernelCh and ProxyOp events not yet stopped
   bool stopped = false, reported = false;
   uint64_t lastChildStop = 0;
+  uint64_t stepsBusyUntil = 0;  // a ProxyOp: the end of its steps' in-flight time counted so far
   // Coll
   uint64_t seq = 0;
   std::string func, datatype, algo, proto;
   size_t count = 0;
   int nChannels = 0;
-  uint64_t chNs = 0, netNs = 0;  // its KernelCh time summed over channels; its send steps' time
+  // Its KernelCh time summed over channels; the time a send step of a channel was in flight, summed
+  // over channels (a channel has up to 8 steps in flight: their union, not their sum).
+  uint64_t chNs = 0, netNs = 0;
   size_t netBytes = 0;
   // ProxyStep
   size_t transSize = 0;
@@ -170,7 +173,13 @@ ncclResult_t stopEvent(void* handle) {
   Event* coll = collOf(e);
   if (coll) {
     if (e->type == ncclProfileKernelCh) coll->chNs += e->stop - e->start;
-    if (e->type == ncclProfileProxyStep) coll->netNs += e->stop - e->start, coll->netBytes += e->transSize;
+    if (e->type == ncclProfileProxyStep) {
+      // A connection's steps start and end in order, so each adds what it extends past the last.
+      const uint64_t from = std::max(e->start, e->parent->stepsBusyUntil);
+      if (e->stop > from) coll->netNs += e->stop - from;
+      e->parent->stepsBusyUntil = std::max(e->parent->stepsBusyUntil, e->stop);
+      coll->netBytes += e->transSize;
+    }
     if (e->type != ncclProfileProxyStep) {
       --coll->openChildren;
       coll->lastChildStop = std::max(coll->lastChildStop, e->stop);
