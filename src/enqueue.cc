@@ -526,7 +526,8 @@ ncclResult_t runCollectiveNow(ncclComm* comm, const Task& t, bool* handled) {
   *handled = false;
   // The latency path, without allocations: one collective on an idle blocking communicator that
   // needs one channel runs right here, on the calling thread (as channel 0's block).
-  if (!comm->blocking || t.kind != Task::kColl || comm->inflight.load() != 0 || traceEnabled() || comm->profiler)
+  if (!comm->blocking || t.kind != Task::kColl || comm->inflight.load() != 0 || traceEnabled() ||
+      (comm->profiler && comm->profiler->wantsAny()))  // the general path, where every event has its place
     return ncclSuccess;
   if (flagIsSet(&comm->abortFlag)) return ncclSuccess;  // the general path reports it
   *handled = true;

@@ -29,7 +29,7 @@ namespace baton {
 
 class ProxyOpWatch {
  public:
-  explicit ProxyOpWatch(uint64_t first) : firstStep(first) {}
+  explicit ProxyOpWatch(uint64_t first) : firstStep(first), doneSteps(first) {}
   virtual ~ProxyOpWatch() = default;
   // The proxy thread, in step order. Posted: a send handed to the network, a receive posted.
   // Done: the network took the send, or the received step was delivered to the FIFO.
@@ -58,7 +58,7 @@ class ProxyOpWatch {
     if (!finished_.exchange(true)) finished();
   }
   std::atomic<uint64_t> endStep{~0ull};
-  std::atomic<uint64_t> doneSteps{0};
+  std::atomic<uint64_t> doneSteps;  // the step after the last one the proxy finished
   std::atomic<bool> finished_{false};
 };
 

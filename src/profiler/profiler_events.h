@@ -17,8 +17,8 @@
 //                    network took it; state SendWait with transSize
 // Times are CLOCK_MONOTONIC nanoseconds (kernelCh.pTimer); a plugin takes its own at each call.
 // With no plugin, every hook is one test of a null pointer, and the calling thread's one-operation
-// fast paths (runCollectiveNow) are kept; with one, operations take the general path so every
-// event above has a place to happen.
+// fast paths (runCollectiveNow) are kept; with one that asks for events, operations take the
+// general path so every event above has a place to happen.
 #pragma once
 
 #include <atomic>

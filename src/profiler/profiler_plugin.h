@@ -31,6 +31,7 @@ class ProfilerPlugin {
   // Whether the plugin wants any of the event types in `bits` (ncclProfile* bits); false once the
   // plugin has failed a call.
   bool wants(int bits) const { return (mask_.load(std::memory_order_relaxed) & bits) != 0; }
+  bool wantsAny() const { return mask_.load(std::memory_order_relaxed) != 0; }
   // The handle the plugin gives `d` (d->rank is filled in), or nullptr: not wanted, failed, or the
   // plugin's own NULL. Thread-safe as far as the plugin is (NCCL calls it from several threads too).
   void* startEvent(ncclProfilerEventDescr_v5_t* d);

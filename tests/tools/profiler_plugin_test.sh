@@ -41,6 +41,11 @@ check "v5 over NET: every rank saw its 8 AllReduces of 2 KiB and of 512 KiB as C
 check "v5 over NET: the 512 KiB AllReduces ran on 2 channels, 2 KernelCh each" \
   eval 'grep -q "type=Coll .*func=AllReduce algo=Ring proto=[A-Za-z0-9]* nch=2 .*count=131072" "$TMP"/prof/*'
 
+NCCL_SHM_DISABLE=1 NCCL_P2P_DISABLE=1 run "$PLUG/libnccl-profiler-tree.so" \
+  "$BIN/baton-run" -n 4 "$BIN/baton-perf" broadcast -b 8 -e 512K -f 256 -n 2 -w 1 -c 1
+check "v5 over NET, Broadcast: the ring's last rank sends nothing, and its empty ProxyOps still end (every Coll ends)" \
+  eval 'tree --net && exact'
+
 # 2. 4 thread ranks: one thread's GroupApi holds the other ranks' calls when it drives them all.
 run "$PLUG/libnccl-profiler-tree.so" "$BIN/baton-perf" allreduce -t 4 -b 8 -e 1M -f 32 -n 2 -w 1 -c 1
 check "v5, 4 threads: tree complete, exact" eval 'tree && exact'

@@ -133,7 +133,9 @@ def check_file(name, ev, everyone, v4, net, problems):
                 if kinds != want:
                     bad(e, f"ProxyOps (channel, isSend) {sorted(kinds.items())}, expected a send ProxyOp on "
                            f"each of {e['nch']} channels")
-                if ops and not any(proxySteps[o["id"]] for o in ops):
+                # every rank sends in these; in a Broadcast or Reduce the ring's end sends nothing
+                sends = e["func"] in ("AllReduce", "AllGather", "ReduceScatter")
+                if sends and ops and not any(proxySteps[o["id"]] for o in ops):
                     bad(e, "no ProxyOp of it has a step")
     for func, s in seqs.items():
         if sorted(s) != list(range(len(s))):
