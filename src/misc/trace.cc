@@ -203,15 +203,28 @@ std::string jobHeader(uint64_t jobId) {
   return b;
 }
 
-// Under the file lock: keeps the file when it already belongs to `jobId` (positioned at its end),
-// otherwise empties it and writes this job's header.
+// Every flush ends the file with this: one last object without a comma and the closing bracket, so
+// the file is valid JSON between flushes and at exit (python3 -m json.tool, jq). The next flush,
+// of this process or another of the job, cuts it off under the lock and appends after the events.
+const char kTrailer[] = "{\"name\":\"baton_trace_end\",\"ph\":\"M\",\"pid\":0,\"args\":{}}\n]\n";
+
+// Under the file lock: keeps the file when it already belongs to `jobId` (positioned at its end,
+// before the trailer), otherwise empties it and writes this job's header.
 bool claimFile(int fd, uint64_t jobId) {
   const std::string header = jobHeader(jobId);
   std::string head(header.size(), '\0');
   ssize_t n;
   do n = pread(fd, head.data(), head.size(), 0);
   while (n < 0 && errno == EINTR);
-  if (n == static_cast<ssize_t>(header.size()) && head == header) return lseek(fd, 0, SEEK_END) >= 0;
+  if (n == static_cast<ssize_t>(header.size()) && head == header) {
+    const off_t end = lseek(fd, 0, SEEK_END);
+    const off_t tl = static_cast<off_t>(sizeof kTrailer - 1);
+    if (end < 0) return false;
+    std::string tail(static_cast<size_t>(tl), '\0');
+    if (end >= tl && pread(fd, tail.data(), tail.size(), end - tl) == tl && tail == kTrailer)
+      return ftruncate(fd, end - tl) == 0 && lseek(fd, end - tl, SEEK_SET) >= 0;
+    return true;  // a file written before the trailer existed: append as before
+  }
   return ftruncate(fd, 0) == 0 && lseek(fd, 0, SEEK_SET) == 0 && writeAll(fd, header);
 }
 
@@ -290,7 +303,7 @@ bool traceFlush(uint64_t jobId) {
           out.clear();
         }
       }
-      if (ok) ok = writeAll(fd, out);
+      if (ok) ok = writeAll(fd, out + kTrailer);
       if (!ok) warnOnce("write", path, errno);
     }
     close(fd);  // also releases the lock

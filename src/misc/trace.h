@@ -6,8 +6,10 @@
 // under flock, so ranks launched as processes end up on one timeline (one CLOCK_MONOTONIC clock).
 //
 // File format: Chrome's "JSON Array Format": a line "[", then one event per line, each ending in
-// ",". That format lets the closing "]" be left out, which is what lets later flushes (and other
-// processes) append. The first event names the job; a flush for another job starts the file over.
+// ",", then a last object without a comma ("baton_trace_end") and the closing "]", so the file is
+// valid JSON after every flush. A later flush (this process's or another of the job's) cuts those
+// two lines off under the file lock, appends its events and writes them again. The first event
+// names the job; a flush for another job starts the file over.
 //
 // Track layout: each rank is one track group ("process") named "rank N", each lane one track
 // ("thread") in it: lane 0..63 is "channel N", lane -1 (kTraceHostLane) the rank's host thread.

@@ -38,6 +38,7 @@ BATON_TRACE=$tmp/trace.json NCCL_PROTO=Simple "$BIN/baton-run" -n 2 --no-prefix 
 for rank in 0 1; do expect "\"name\":\"rank $rank\"" "$(cat "$tmp/trace.json")"; done
 expect '"name":"recvReduceCopySend","cat":"step"' "$(cat "$tmp/trace.json")"
 expect '"name":"AllReduce 8388608 B Ring/Simple","cat":"op"' "$(cat "$tmp/trace.json")"
+python3 -m json.tool "$tmp/trace.json" >/dev/null || { echo "BATON_TRACE's file is not valid JSON"; fail=1; }
 
 # Lesson 06: discovery, a loaded machine's paths and rings, the library's own dump reloaded, the simulator.
 out=$("$BIN/baton-topo"); echo "$out"

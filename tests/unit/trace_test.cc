@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -53,10 +54,15 @@ std::string header(const char* jobHex) {
   return std::string("[\n{\"name\":\"baton_job\",\"ph\":\"M\",\"pid\":0,\"args\":{\"job\":\"") + jobHex + "\"}},\n";
 }
 
-// Every line after "[" is one object ending in ",": what concurrent appends must not break.
+// Every line after "[" is one object ending in ",", but the last two: the end marker without a
+// comma, and "]". What concurrent appends must not break.
 ::testing::AssertionResult wellFormedLines(const std::string& text) {
-  const std::vector<std::string> ls = lines(text);
+  std::vector<std::string> ls = lines(text);
   if (ls.empty() || ls[0] != "[") return ::testing::AssertionFailure() << "first line is not \"[\"";
+  if (ls.size() < 3 || ls.back() != "]" || ls[ls.size() - 2].find("\"baton_trace_end\"") == std::string::npos ||
+      ls[ls.size() - 2].back() != '}')
+    return ::testing::AssertionFailure() << "the file does not end with the end marker and \"]\"";
+  ls.resize(ls.size() - 2);
   for (size_t i = 1; i < ls.size(); ++i)
     if (ls[i].size() < 3 || ls[i].front() != '{' || ls[i].substr(ls[i].size() - 2) != "},")
       return ::testing::AssertionFailure() << "line " << i + 1 << " is not one event: " << ls[i];
@@ -296,13 +302,9 @@ TEST_F(Trace, OutputIsValidJsonOnceClosed) {
   traceComplete(0, 1, "appended", "test", 6, 9);
   ASSERT_TRUE(traceFlush(0x1234));
 
-  // Close the array the way a reader would: drop the last "," and add "]".
-  std::string text = readFile(path_);
-  ASSERT_GE(text.size(), 2u);
-  ASSERT_EQ(text.substr(text.size() - 2), ",\n");
-  text.resize(text.size() - 2);
-  const std::string closed = dir_ + "/closed.json", script = dir_ + "/check.py";
-  std::ofstream(closed) << text << "\n]\n";
+  // The file as it is: valid JSON after every flush (the end marker and "]" move with the appends).
+  const std::string text = readFile(path_), closed = path_, script = dir_ + "/check.py";
+  ASSERT_EQ(std::count(text.begin(), text.end(), ']'), 1) << "one closing bracket, after the appends";
   std::ofstream(script) << "import json, sys\n"
                            "ev = json.load(open(sys.argv[1]))\n"
                            "x = [e for e in ev if e['ph'] == 'X']\n"
