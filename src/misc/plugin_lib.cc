@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "misc/debug.h"
+#include "misc/param.h"
 
 namespace baton {
 
@@ -60,6 +61,32 @@ bool openPluginLib(PluginKind kind, const char* name, PluginLib* out) {
   if (!notFound.empty())
     BATON_INFO(kSubsys[kind], "%s/Plugin: Could not find:%s", pluginKindName(kind), notFound.c_str());
   return false;
+}
+
+SharedPluginLib::Use SharedPluginLib::acquire(PluginKind kind, const char* envVar, const char* symbols,
+                                              const std::function<bool(void*)>& bind) {
+  static const char* const lower[] = {"net", "tuner", "profiler", "env"};
+  std::lock_guard<std::mutex> lock(mu_);
+  if (failed_) return kNone;
+  if (loaded_) return ++refs_, kAgain;  // still mapped, whether or not others use it now
+  const std::string nameStr = envStr(envVar);
+  const char* name = nameStr.empty() ? nullptr : nameStr.c_str();
+  if (name) BATON_INFO(kSubsys[kind] | kSubEnv, "%s set by environment to %s", envVar, name);
+  if (name && strcasecmp(name, "none") == 0) return failed_ = true, kNone;
+  if (!openPluginLib(kind, name, &lib_)) return failed_ = true, kNone;
+  if (!bind(lib_.handle)) {
+    BATON_INFO(kSubsys[kind],
+               "%s/Plugin: %s exports no %s (or one with a null function): external %s plugin %s is unsupported",
+               pluginKindName(kind), lib_.path.c_str(), symbols, lower[kind], lib_.file.c_str());
+    return failed_ = true, kNone;
+  }
+  loaded_ = true, refs_ = 1;
+  return kFirst;
+}
+
+bool SharedPluginLib::release() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return refs_ > 0 && --refs_ == 0;
 }
 
 void pluginLogger(ncclDebugLogLevel level, unsigned long flags, const char* file, int line, const char* fmt, ...) {

@@ -8,6 +8,8 @@
 // with dlerror's words. Lesson 16 (docs/lessons/16-plugins.md).
 #pragma once
 
+#include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,28 @@ struct PluginLib {
 // close: a plugin library stays mapped until the process exits, because unmapping a library with
 // thread-local storage while other threads run can trip glibc (tuner_plugin.cc says more).
 bool openPluginLib(PluginKind kind, const char* name, PluginLib* out);
+
+// One kind's plugin library for the whole process, as NCCL keeps it: loaded by the first user
+// (communicator), counted by its users, never unmapped (see openPluginLib), and not tried again in
+// this process after a load that failed. The tuner and profiler hosts keep one each.
+class SharedPluginLib {
+ public:
+  enum Use { kNone, kFirst, kAgain };  // no plugin for this user; loaded now; loaded before
+  // One more user. The first reads `envVar` (NCCL_<KIND>_PLUGIN, through the env plugin; "none":
+  // no plugin), opens the library by the name rules and calls `bind` under the lock to find its
+  // symbols; when bind says false, one INFO line calls the library unsupported for lack of
+  // `symbols`, and there is no plugin.
+  Use acquire(PluginKind kind, const char* envVar, const char* symbols, const std::function<bool(void*)>& bind);
+  // One user fewer; true for the last (the caller says so in its own words).
+  bool release();
+  const PluginLib& lib() const { return lib_; }
+
+ private:
+  std::mutex mu_;
+  int refs_ = 0;
+  bool failed_ = false, loaded_ = false;
+  PluginLib lib_;
+};
 
 // The logger handed to plugins at init: NCCL_DEBUG and NCCL_DEBUG_SUBSYS apply as to baton's own lines.
 void pluginLogger(ncclDebugLogLevel level, unsigned long flags, const char* file, int line, const char* fmt, ...)

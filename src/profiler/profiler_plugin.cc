@@ -1,27 +1,20 @@
 #include "profiler/profiler_plugin.h"
 
 #include <dlfcn.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include <cstring>
-#include <mutex>
 
 #include "misc/debug.h"
-#include "misc/param.h"
 #include "misc/plugin_lib.h"
 
 namespace baton {
 
 namespace {
 
-// The process's profiler library, as the tuner's (tuner_plugin.cc): loaded by the first
-// communicator, never unmapped, and not tried again after a failed load.
+// The process's profiler library (misc/plugin_lib.h's SharedPluginLib), as the tuner's.
 struct LoadedProfiler {
-  std::mutex mu;
-  int refs = 0;
-  bool failed = false;
-  PluginLib lib;
+  SharedPluginLib shared;
   ncclProfiler_v5_t api{};  // the plugin's own v5 table, or adapters over v4
   int version = 0;
   const ncclProfiler_v4_t* v4 = nullptr;
@@ -69,8 +62,7 @@ ncclResult_t startV4(void* ctx, void** handle, ncclProfilerEventDescr_v5_t* d) {
   return loaded().v4->startEvent(ctx, handle, &o);
 }
 
-bool bindVersion(LoadedProfiler& p) {
-  void* h = p.lib.handle;
+bool bindVersion(LoadedProfiler& p, void* h) {
   if (auto* v5 = static_cast<const ncclProfiler_v5_t*>(dlsym(h, "ncclProfiler_v5"))) {
     p.api = *v5, p.version = 5;
   } else if ((p.v4 = static_cast<const ncclProfiler_v4_t*>(dlsym(h, "ncclProfiler_v4")))) {
@@ -86,33 +78,23 @@ bool bindVersion(LoadedProfiler& p) {
 
 bool acquire() {
   LoadedProfiler& p = loaded();
-  std::lock_guard<std::mutex> lock(p.mu);
-  if (p.failed) return false;
-  if (p.refs > 0 || p.version > 0) return ++p.refs, true;
-  const std::string nameStr = envStr("NCCL_PROFILER_PLUGIN");
-  const char* name = nameStr.empty() ? nullptr : nameStr.c_str();
-  if (name) BATON_INFO(kSubEnv, "NCCL_PROFILER_PLUGIN set by environment to %s", name);
-  if (name && strcasecmp(name, "none") == 0) return p.failed = true, false;
-  if (!openPluginLib(kPluginProfiler, name, &p.lib)) return p.failed = true, false;
-  if (!bindVersion(p)) {
-    BATON_INFO(kSubInit,
-               "PROFILER/Plugin: %s exports no ncclProfiler_v5 or ncclProfiler_v4 (or one with a null function): "
-               "external profiler plugin %s is unsupported",
-               p.lib.path.c_str(), p.lib.file.c_str());
-    p.v4 = nullptr;
-    return p.failed = true, false;
+  const SharedPluginLib::Use use =
+      p.shared.acquire(kPluginProfiler, "NCCL_PROFILER_PLUGIN", "ncclProfiler_v5 or ncclProfiler_v4", [&p](void* h) {
+        if (bindVersion(p, h)) return true;
+        p.v4 = nullptr;
+        return false;
+      });
+  if (use == SharedPluginLib::kFirst) {
+    BATON_INFO(kSubInit, "PROFILER/Plugin: Using %s (v%d)", p.api.name, p.version);
+    BATON_INFO(kSubInit, "Successfully loaded external profiler plugin %s", p.shared.lib().path.c_str());
   }
-  BATON_INFO(kSubInit, "PROFILER/Plugin: Using %s (v%d)", p.api.name, p.version);
-  BATON_INFO(kSubInit, "Successfully loaded external profiler plugin %s", p.lib.path.c_str());
-  p.refs = 1;
-  return true;
+  return use != SharedPluginLib::kNone;
 }
 
 void release() {
   LoadedProfiler& p = loaded();
-  std::lock_guard<std::mutex> lock(p.mu);
-  if (p.refs <= 0 || --p.refs > 0) return;
-  BATON_INFO(kSubInit, "PROFILER/Plugin: Closing profiler plugin %s (its library stays mapped)", p.api.name);
+  if (p.shared.release())
+    BATON_INFO(kSubInit, "PROFILER/Plugin: Closing profiler plugin %s (its library stays mapped)", p.api.name);
 }
 
 }  // namespace
@@ -130,7 +112,7 @@ std::unique_ptr<ProfilerPlugin> ProfilerPlugin::start(uint64_t commId, const cha
       p.api.init(&me->ctx_, commId, &mask, commName ? commName : "", nNodes, nRanks, rank, pluginLogger);
   if (res != ncclSuccess) {
     BATON_INFO(kSubInit, "PROFILER/Plugin: %s (%s): init returned %d (%s); this communicator runs without a profiler",
-               me->name_.c_str(), p.lib.path.c_str(), (int)res, ncclGetErrorString(res));
+               me->name_.c_str(), p.shared.lib().path.c_str(), (int)res, ncclGetErrorString(res));
     me->live_ = false;  // no finalize for an init that failed
     release();
     return nullptr;

@@ -1,30 +1,23 @@
 #include "tuner/tuner_plugin.h"
 
 #include <dlfcn.h>
-#include <strings.h>
 
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 
 #include "misc/debug.h"
-#include "misc/param.h"
 #include "misc/plugin_lib.h"
 
 namespace baton {
 
 namespace {
 
-// The process's tuner library: loaded by the first communicator that asks (NCCL's reference count
-// of users), and never unmapped: a dlclose of a library with thread-local storage while other
-// threads run (channel workers, the proxy) can trip glibc's TLS bookkeeping ("_dl_update_slotinfo:
-// Assertion `max_modid >= req_modid' failed", seen once in CI), so the last user only finalizes.
-// A failed load is not tried again in this process, as in NCCL.
+// The process's tuner library (misc/plugin_lib.h's SharedPluginLib), never unmapped: a dlclose of
+// a library with thread-local storage while other threads run (channel workers, the proxy) can trip
+// glibc's TLS bookkeeping ("_dl_update_slotinfo: Assertion `max_modid >= req_modid' failed", seen
+// once in CI), so the last user only finalizes.
 struct LoadedTuner {
-  std::mutex mu;
-  int refs = 0;
-  bool failed = false;
-  PluginLib lib;
+  SharedPluginLib shared;
   ncclTuner_v5_t api{};  // the plugin's own v5 table, or adapters over an older one
   int version = 0;
   const ncclTuner_v4_t* v4 = nullptr;
@@ -68,8 +61,7 @@ ncclResult_t collInfoV2(void* ctx, ncclFunc_t f, size_t n, int pipe, float** tab
 }
 
 // Finds the newest version the library exports; false when it exports none.
-bool bindVersion(LoadedTuner& t) {
-  void* h = t.lib.handle;
+bool bindVersion(LoadedTuner& t, void* h) {
   if (auto* v5 = static_cast<const ncclTuner_v5_t*>(dlsym(h, "ncclTunerPlugin_v5"))) {
     t.api = *v5, t.version = 5;
   } else if ((t.v4 = static_cast<const ncclTuner_v4_t*>(dlsym(h, "ncclTunerPlugin_v4")))) {
@@ -89,35 +81,25 @@ bool bindVersion(LoadedTuner& t) {
 // Loads the library for one more communicator; false: no tuner plugin.
 bool acquire() {
   LoadedTuner& t = loaded();
-  std::lock_guard<std::mutex> lock(t.mu);
-  if (t.failed) return false;
-  if (t.refs > 0 || t.version > 0) return ++t.refs, true;   // loaded before: still mapped
-  const std::string nameStr = envStr("NCCL_TUNER_PLUGIN");  // through the env plugin, as NCCL's ncclGetEnv
-  const char* name = nameStr.empty() ? nullptr : nameStr.c_str();
-  if (name) BATON_INFO(kSubEnv | kSubTuning, "NCCL_TUNER_PLUGIN set by environment to %s", name);
-  if (name && strcasecmp(name, "none") == 0) return t.failed = true, false;
+  const SharedPluginLib::Use use =
+      t.shared.acquire(kPluginTuner, "NCCL_TUNER_PLUGIN", "ncclTunerPlugin_v5, _v4, _v3 or _v2", [&t](void* h) {
+        if (bindVersion(t, h)) return true;
+        t.v4 = nullptr, t.v3 = nullptr, t.v2 = nullptr;
+        return false;
+      });
   // NCCL also looks for a tuner inside the network plugin's library; baton loads no external
   // network plugin yet, so there is nowhere else to look.
-  if (!openPluginLib(kPluginTuner, name, &t.lib)) return t.failed = true, false;
-  if (!bindVersion(t)) {
-    BATON_INFO(kSubInit | kSubTuning,
-               "TUNER/Plugin: %s exports no ncclTunerPlugin_v5, _v4, _v3 or _v2 (or one with a null function): "
-               "external tuner plugin %s is unsupported",
-               t.lib.path.c_str(), t.lib.file.c_str());
-    t.v4 = nullptr, t.v3 = nullptr, t.v2 = nullptr;  // the library stays mapped (see LoadedTuner)
-    return t.failed = true, false;
+  if (use == SharedPluginLib::kFirst) {
+    BATON_INFO(kSubInit | kSubTuning, "TUNER/Plugin: Using %s (v%d)", t.api.name, t.version);
+    BATON_INFO(kSubInit | kSubTuning, "Successfully loaded external tuner plugin %s", t.shared.lib().path.c_str());
   }
-  BATON_INFO(kSubInit | kSubTuning, "TUNER/Plugin: Using %s (v%d)", t.api.name, t.version);
-  BATON_INFO(kSubInit | kSubTuning, "Successfully loaded external tuner plugin %s", t.lib.path.c_str());
-  t.refs = 1;
-  return true;
+  return use != SharedPluginLib::kNone;
 }
 
 void release() {
   LoadedTuner& t = loaded();
-  std::lock_guard<std::mutex> lock(t.mu);
-  if (t.refs <= 0 || --t.refs > 0) return;
-  BATON_INFO(kSubInit | kSubTuning, "TUNER/Plugin: Closing tuner: '%s' (its library stays mapped)", t.api.name);
+  if (t.shared.release())
+    BATON_INFO(kSubInit | kSubTuning, "TUNER/Plugin: Closing tuner: '%s' (its library stays mapped)", t.api.name);
 }
 
 // The hop cost NCCL would read for this communicator's links: across hosts the network's, inside
@@ -209,7 +191,7 @@ std::unique_ptr<TunerPlugin> TunerPlugin::start(uint64_t commId, int nRanks, int
   if (res != ncclSuccess) {
     // NCCL fails the communicator's init here; baton keeps it, on its own tuner, and says so.
     BATON_WARN("TUNER/Plugin: %s (%s): init returned %d (%s); this communicator uses baton's own tuner",
-               tp->name_.c_str(), t.lib.path.c_str(), (int)res, ncclGetErrorString(res));
+               tp->name_.c_str(), t.shared.lib().path.c_str(), (int)res, ncclGetErrorString(res));
     tp->ctx_ = nullptr;
     tp.reset();  // no finalize for a failed init
     release();
