@@ -11,19 +11,13 @@ namespace baton {
 
 namespace {
 
-// NCCL's names (ncclFuncToString, ncclDatatypeToString): plugins match on them.
+// NCCL's names (ncclFuncToString, ncclDatatypeToString): plugins match on them. funcName's are
+// NCCL's already; point-to-point and AlltoAll are added here.
 const char* ncclFuncName(const Task& t) {
   if (t.kind == Task::kSend) return "Send";
   if (t.kind == Task::kRecv) return "Recv";
   if (t.kind == Task::kAlltoAll) return "AllToAll";
-  switch (t.func) {
-    case kFuncBroadcast: return "Broadcast";
-    case kFuncReduce: return "Reduce";
-    case kFuncAllGather: return "AllGather";
-    case kFuncReduceScatter: return "ReduceScatter";
-    case kFuncAllReduce: return "AllReduce";
-    default: return funcName(t.func);
-  }
+  return funcName(t.func);
 }
 const char* ncclTypeName(ncclDataType_t t) {
   switch (t) {
