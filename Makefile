@@ -83,7 +83,8 @@ ARCHIVE  := $(LIBDIR)/libnccl_static.a
 NVIDIA_DRIVER := $(wildcard /proc/driver/nvidia/version)
 all: lib tools examples $(if $(or $(NVIDIA_DRIVER),$(CUDA)),cuda)
 
-lib: $(SO) $(LIBDIR)/libnccl.so $(ARCHIVE) $(LIBDIR)/libnccl-tuner-baton.so $(LIBDIR)/libnccl-profiler-baton.so
+lib: $(SO) $(LIBDIR)/libnccl.so $(ARCHIVE) $(LIBDIR)/libnccl-tuner-baton.so $(LIBDIR)/libnccl-profiler-baton.so \
+     $(LIBDIR)/libnccl-net-baton.so
 
 $(OBJ)/%.o: %.cc
 	@mkdir -p $(dir $@)
@@ -113,6 +114,20 @@ $(LIBDIR)/libnccl-tuner-baton.so: $(TUNER_PLUGIN_OBJS) tools/tuner-plugin/export
 $(LIBDIR)/libnccl-profiler-baton.so: $(OBJ)/tools/profiler-plugin/baton_profiler.o tools/profiler-plugin/export.map
 	@mkdir -p $(dir $@)
 	$(CXX) -shared -Wl,--no-undefined -Wl,--version-script=tools/profiler-plugin/export.map -o $@ $< $(LDFLAGS)
+
+# baton's socket back-end as an NCCL network plugin (lesson 16): the back-end's objects and the
+# logger; it exports only ncclNetPlugin_v11 and _v6. The tests also build a v6-only copy.
+NET_PLUGIN_OBJS := $(OBJ)/tools/net-plugin/baton_net_plugin.o $(OBJ)/transports/net/socket/socket_backend.o \
+                   $(OBJ)/transports/net/socket/socket_data.o $(OBJ)/transports/net/socket/socket_helper.o \
+                   $(OBJ)/src/misc/socket.o $(OBJ)/src/misc/debug.o $(OBJ)/src/misc/param.o \
+                   $(OBJ)/tools/tuner-plugin/process_env.o
+$(LIBDIR)/libnccl-net-baton.so: $(NET_PLUGIN_OBJS) tools/net-plugin/export.map
+	@mkdir -p $(dir $@)
+	$(CXX) -shared -Wl,--no-undefined -Wl,--version-script=tools/net-plugin/export.map -o $@ $(NET_PLUGIN_OBJS) \
+	  $(LDFLAGS) -lpthread
+$(OBJ)/tools/net-plugin/baton_net_plugin_v6.o: tools/net-plugin/baton_net_plugin.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) $(CPPFLAGS) -DBATON_NET_V6_ONLY -c $< -o $@
 
 # ---- device code under nvcc ------------------------------------------------------------------
 DEVICE_OBJ := $(BUILD)/obj/algorithms_device.o
@@ -224,10 +239,12 @@ GPU_TEST := $(if $(NVCC),$(TESTDIR)/gpu_collectives $(TESTDIR)/gpu_sendrecv $(TE
 TEST_PLUGIN_DIR := $(TESTDIR)/plugins
 TUNER_TEST_PLUGINS := rules rules4 rules3 rules2 failinit failcoll garbage v6only
 PROFILER_TEST_PLUGINS := tree tree4 failinit failstart null slow
+NET_TEST_PLUGINS := zerodev failinit failconn
 TEST_PLUGINS := $(TUNER_TEST_PLUGINS:%=$(TEST_PLUGIN_DIR)/libnccl-tuner-%.so) $(TEST_PLUGIN_DIR)/libnccl-tuner-none.so \
                 $(TEST_PLUGIN_DIR)/libnccl-env-file.so $(TEST_PLUGIN_DIR)/libnccl-env-failinit.so \
                 $(PROFILER_TEST_PLUGINS:%=$(TEST_PLUGIN_DIR)/libnccl-profiler-%.so) \
-                $(TEST_PLUGIN_DIR)/libnccl-profiler-none.so
+                $(TEST_PLUGIN_DIR)/libnccl-profiler-none.so $(NET_TEST_PLUGINS:%=$(TEST_PLUGIN_DIR)/libnccl-net-%.so) \
+                $(TEST_PLUGIN_DIR)/libnccl-net-v6only.so $(TEST_PLUGIN_DIR)/libnccl-net-none.so
 PROFILER_PLUGIN_FLAGS_tree :=
 PROFILER_PLUGIN_FLAGS_tree4 := -DPROF_V4
 PROFILER_PLUGIN_FLAGS_failinit := -DPROF_FAIL_INIT
@@ -254,7 +271,16 @@ $(TEST_PLUGIN_DIR)/libnccl-env-file.so $(TEST_PLUGIN_DIR)/libnccl-env-failinit.s
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) -fPIC -shared -fvisibility=hidden -Iinclude \
 	  $(if $(findstring failinit,$@),-DENV_FAIL_INIT) $< -o $@
-$(TEST_PLUGIN_DIR)/libnccl-tuner-none.so $(TEST_PLUGIN_DIR)/libnccl-profiler-none.so: tests/plugins/not_a_tuner.c
+NET_PLUGIN_FLAGS_zerodev := -DNET_ZERO_DEVICES
+NET_PLUGIN_FLAGS_failinit := -DNET_FAIL_INIT
+NET_PLUGIN_FLAGS_failconn := -DNET_FAIL_CONNECT
+$(TEST_PLUGIN_DIR)/libnccl-net-%.so: tests/plugins/net_faulty.c include/baton/plugin_net.h include/baton/plugin_common.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) -fPIC -shared -fvisibility=hidden -Iinclude $(NET_PLUGIN_FLAGS_$*) $< -o $@
+$(TEST_PLUGIN_DIR)/libnccl-net-v6only.so: $(NET_PLUGIN_OBJS:$(OBJ)/tools/net-plugin/baton_net_plugin.o=$(OBJ)/tools/net-plugin/baton_net_plugin_v6.o)
+	@mkdir -p $(dir $@)
+	$(CXX) -shared -Wl,--no-undefined -Wl,--version-script=tools/net-plugin/export.map -o $@ $^ $(LDFLAGS) -lpthread
+$(TEST_PLUGIN_DIR)/libnccl-tuner-none.so $(TEST_PLUGIN_DIR)/libnccl-profiler-none.so $(TEST_PLUGIN_DIR)/libnccl-net-none.so: tests/plugins/not_a_tuner.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 $(WARN) -fPIC -shared -fvisibility=hidden $< -o $@
 

@@ -80,6 +80,9 @@ suite collective-tests-net 600 env NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 "$TESTD
   --gtest_filter='ThreadsQuick*:Group.*:SendRecvPatterns.*:ProtocolLine*:AllReduce.*:TreeQuick*:TreeShape*'
 # Two namespaced hosts x 2 ranks: the process suite, every protocol, IPv6, a killed rank, a cut link.
 suite net-multihost 600 tests/net/multihost_test.sh "$BIN" "$TESTDIR"
+# The same 2-host correctness checks with every rank's NET traffic through an NCCL network plugin
+# (baton's socket back-end built as one, lesson 16); the fault checks stay in the pass above.
+suite net-multihost-plugin 600 tests/net/multihost_test.sh "$BIN" "$TESTDIR" --net-plugin "$(cd "$BUILD/lib" && pwd)/libnccl-net-baton.so"
 suite shrink-local 120 tests/tools/shrink_local_test.sh "$TESTDIR"
 # SIGKILL, SIGSTOP and a rank leaving mid-shrink at random points of every collective (lesson 10);
 # `make fault-long` runs 120 trials.
@@ -114,6 +117,9 @@ suite tuner-plugin 180 tests/tools/tuner_plugin_test.sh "$BUILD"
 suite env-plugin 120 tests/tools/env_plugin_test.sh "$BUILD"
 # NCCL_PROFILER_PLUGIN: NCCL's event tree checked on 4 processes over NET and 4 threads (lesson 13).
 suite profiler-plugin 180 tests/tools/profiler_plugin_test.sh "$BUILD"
+# NCCL_NET_PLUGIN: baton's socket plugin (v11, and a v6-only build), NCCL_NET's choice, and failing
+# plugins, 2 ranks with every connection on NET (lesson 16).
+suite net-plugin 120 tests/tools/net_plugin_test.sh "$BUILD"
 suite mpirun-launch 180 tests/tools/mpirun_launch_test.sh "$BIN"
 if [[ -n "${NVIDIA_HEADER_TEST:-}" ]]; then
   suite nvidia-header-threads 120 env LD_LIBRARY_PATH="$BUILD/lib" "$NVIDIA_HEADER_TEST"

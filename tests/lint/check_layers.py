@@ -29,7 +29,7 @@ LAYERS = [
     ["src/fused"],                                       # fused operations (use windows and the device API)
     ["src/moe", "src/lowp"],                             # MoE dispatch/combine, wire-format collectives (use fused scratch and AlltoAll)
     ["src/api"],                                         # the exported entry points, and only there
-    ["tools/baton-topo", "tools/bench-reduce", "tools/tuner-plugin"],  # read the library's internals, say so
+    ["tools/baton-topo", "tools/bench-reduce", "tools/tuner-plugin", "tools/net-plugin"],  # read the library's internals, say so
     ["tools/baton-perf", "tools/baton-run", "tools/baton-ras", "tools/profiler-plugin", "examples", "tests",
      "tools/bench-peers"],                               # bench-peers: MPI and Gloo peers, no baton header
 ]

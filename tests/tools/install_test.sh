@@ -29,7 +29,7 @@ cd "$ROOT"
 if ! out=$(make --no-print-directory install BUILD="$BUILD" PREFIX="$P" 2>&1); then
   flunk "make install PREFIX=$P"; echo "$out" | tail -n 20; exit 1
 fi
-for f in include/nccl.h include/baton/tuner.h include/baton/plugin_tuner.h include/baton/plugin_profiler.h lib/libnccl-tuner-baton.so lib/libnccl-profiler-baton.so bin/baton-prof lib/libnccl.so.2 lib/libnccl.so lib/libnccl_static.a bin/baton-perf \
+for f in include/nccl.h include/baton/tuner.h include/baton/plugin_tuner.h include/baton/plugin_profiler.h include/baton/plugin_net.h lib/libnccl-tuner-baton.so lib/libnccl-profiler-baton.so lib/libnccl-net-baton.so bin/baton-prof lib/libnccl.so.2 lib/libnccl.so lib/libnccl_static.a bin/baton-perf \
   bin/baton-run lib/pkgconfig/nccl.pc lib/pkgconfig/baton.pc lib/cmake/baton/batonConfig.cmake share/doc/baton/README.md; do
   [[ -e $P/$f ]] || flunk "make install did not install $f"
 done

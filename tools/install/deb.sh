@@ -39,7 +39,7 @@ rm -rf "$PKG/usr/share/baton"  # install.sh's manifest
 # The ELF programs only: baton-doctor is a Python script.
 elfs=$(for f in "$PKG"/usr/bin/baton-*; do if [[ $(head -c 4 "$f") == $'\x7fELF' ]]; then echo "$f"; fi; done)
 strip --strip-unneeded "$PKG"/usr/lib/$MULTIARCH/libnccl.so.2.* "$PKG"/usr/lib/$MULTIARCH/libnccl-tuner-baton.so \
-  "$PKG"/usr/lib/$MULTIARCH/libnccl-profiler-baton.so $elfs
+  "$PKG"/usr/lib/$MULTIARCH/libnccl-profiler-baton.so "$PKG"/usr/lib/$MULTIARCH/libnccl-net-baton.so $elfs
 strip --strip-debug "$PKG"/usr/lib/$MULTIARCH/libnccl_static.a
 
 # Runtime dependencies: the package of every shared library the installed binaries load.

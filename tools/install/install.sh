@@ -81,6 +81,8 @@ put 644 "$BUILD/lib/libnccl_static.a" $LIB/libnccl_static.a
 # baton's calibrated tuner as an NCCL tuner plugin (NCCL_TUNER_PLUGIN=baton finds it on the library path).
 put 755 "$BUILD/lib/libnccl-tuner-baton.so" "$LIB/libnccl-tuner-baton.so"
 put 755 "$BUILD/lib/libnccl-profiler-baton.so" "$LIB/libnccl-profiler-baton.so"
+# baton's socket back-end as an NCCL network plugin (NCCL_NET_PLUGIN=baton).
+put 755 "$BUILD/lib/libnccl-net-baton.so" "$LIB/libnccl-net-baton.so"
 # The CUDA backend's plugin (built where nvcc is): libnccl.so.2 opens it from its own folder.
 [[ -f $BUILD/lib/libbaton-cuda.so ]] && put 755 "$BUILD/lib/libbaton-cuda.so" "$LIB/libbaton-cuda.so"
 for t in baton-perf baton-run baton-topo baton-doctor baton-ras baton-prof; do put 755 "$BUILD/bin/$t" "bin/$t"; done

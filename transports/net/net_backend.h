@@ -7,8 +7,10 @@
 //   data:     isend / irecv post requests; test() drives them and reports completion; a request
 //             that cannot be posted now comes back null ("try again later", as in NCCL)
 //
-// Two implementations: sockets (transports/net/socket/) and InfiniBand verbs (transports/net/ib/).
-// NCCL_NET picks one by name ("Socket", "IB"); without it IB is used when it has a device.
+// Two built-in implementations: sockets (transports/net/socket/) and InfiniBand verbs
+// (transports/net/ib/); a third carries these calls over an external NCCL network plugin
+// (transports/net/plugin/). NCCL_NET picks one by name; without it a plugin goes first, then IB
+// when it has a device, then sockets.
 //
 // Differences from NCCL's plugin, on purpose:
 //   - tags are 64 bits. The low 8 bits select the buffer of an irecv (below); the whole tag reaches
@@ -24,6 +26,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "nccl.h"
 
@@ -103,6 +106,9 @@ class NetBackend {
   // failed communicator tells its remote peers this way. The close call still frees it.
   virtual void shutdown(NetSendComm*) {}
   virtual void shutdown(NetRecvComm*) {}
+  // Whether a listen handle starts with the listener's SocketAddress (the built-in back-ends'
+  // do; a plugin's handle is its own), so messages can name the peer's address.
+  virtual bool handleHoldsAddress() const { return true; }
 
   virtual ncclResult_t closeSend(NetSendComm* comm) = 0;
   virtual ncclResult_t closeRecv(NetRecvComm* comm) = 0;
@@ -112,8 +118,12 @@ class NetBackend {
 // The built-in back-ends (one instance each, initialised on first use).
 NetBackend* socketNetBackend();
 NetBackend* ibNetBackend();
-// NCCL_NET's choice ("Socket" or "IB", case-insensitive), else IB when it has a device, else
-// sockets. An unknown NCCL_NET value is ncclInvalidArgument naming it.
+// External network plugins (NCCL_NET_PLUGIN; transports/net/plugin/): those that loaded and
+// initialised with at least one device, in the order NCCL_NET_PLUGIN names them. Loaded once.
+const std::vector<NetBackend*>& pluginNetBackends();
+// NCCL's order: NCCL_NET's choice by name (a plugin's, "IB" or "Socket", case-insensitive), else
+// the first plugin, else IB when it has a device, else sockets. An NCCL_NET naming none of them is
+// ncclInvalidArgument listing the names there are.
 ncclResult_t selectNetBackend(NetBackend** out);
 
 }  // namespace baton

@@ -1,6 +1,7 @@
-// Which network back-end a connection uses: NCCL_NET by name, else InfiniBand verbs when a device
-// is there, else sockets (NCCL's order: plugin, then IB, then Socket). Read for every connection;
-// each back-end is initialised once (a failed init is tried again next time).
+// Which network back-end a connection uses: NCCL_NET by name, else the first external plugin
+// (NCCL_NET_PLUGIN), else InfiniBand verbs when a device is there, else sockets (NCCL's order).
+// Read for every connection; plugins are loaded once, the built-in back-ends initialised once (a
+// failed init is tried again next time).
 #include <strings.h>
 
 #include <mutex>
@@ -24,16 +25,31 @@ ncclResult_t selectNetBackend(NetBackend** out) {
     if (!*done) *res = b->init(), *done = *res == ncclSuccess;  // a failure is tried again next time
     return *res;
   };
+  const std::vector<NetBackend*>& plugins = pluginNetBackends();
+  static bool said = false;
   if (!want.empty()) {
     NetBackend* b = !strcasecmp(want.c_str(), "IB") ? ib : !strcasecmp(want.c_str(), "Socket") ? sock : nullptr;
-    if (!b)
-      return batonError(ncclInvalidArgument, "NCCL_NET='%s' names no network back-end (baton has 'Socket' and 'IB')",
-                        want.c_str());
-    BATON_CHECK(b == ib ? init(ib, &ibInit, &ibRes) : init(sock, &sockInit, &sockRes));
+    for (NetBackend* p : plugins)
+      if (!b && !strcasecmp(want.c_str(), p->name())) b = p;
+    if (!b) {
+      std::string names;
+      for (NetBackend* p : plugins) names += std::string("'") + p->name() + "', ";
+      return batonError(ncclInvalidArgument, "NCCL_NET='%s' names no network back-end (there are %s'Socket' and 'IB')",
+                        want.c_str(), names.c_str());
+    }
+    if (b == ib || b == sock) BATON_CHECK(b == ib ? init(ib, &ibInit, &ibRes) : init(sock, &sockInit, &sockRes));
     if (b->devices() == 0)
       return batonError(ncclSystemError, "NCCL_NET='%s': the %s back-end found no device on this host", want.c_str(),
                         b->name());
     *out = b;
+    return ncclSuccess;
+  }
+  if (!plugins.empty()) {
+    if (!said) {
+      BATON_INFO(kSubInit | kSubNet, "NET: using network plugin %s", plugins[0]->name());
+      said = true;
+    }
+    *out = plugins[0];
     return ncclSuccess;
   }
   if (envInt("NCCL_IB_DISABLE", 0) == 0 && init(ib, &ibInit, &ibRes) == ncclSuccess && ib->devices() > 0) {

@@ -104,10 +104,13 @@ class NetTransport : public Transport {
                           ni.rank, (unsigned long long)bootstrapTimeoutSecUsed());
       usleep(1000);
     }
-    SocketAddress peerAddr;
-    memcpy(&peerAddr, ni.handle.data, sizeof peerAddr);  // both back-ends start their handle with it
-    auto task =
-        std::make_shared<NetSendTask>(net, comm, fifo, setup.rank, ni.rank, addressToString(peerAddr), setup.abortFlag);
+    std::string where = std::string("through ") + net->name();
+    if (net->handleHoldsAddress()) {
+      SocketAddress peerAddr;
+      memcpy(&peerAddr, ni.handle.data, sizeof peerAddr);  // the built-in back-ends start their handle with it
+      where = addressToString(peerAddr);
+    }
+    auto task = std::make_shared<NetSendTask>(net, comm, fifo, setup.rank, ni.rank, where, setup.abortFlag);
     BATON_CHECK(task->registerFifo());
     setup.proxy->add(task);
     conn->reset(new NetConnection(fifo, task));
