@@ -231,6 +231,13 @@ out=$(BATON_TEST_ENV_FILE=$tmp/env.txt NCCL_ENV_PLUGIN=$BUILD/tests/plugins/libn
   NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL "$BIN/baton-perf" allreduce -t 2 -b 1M -e 1M 2>&1); echo "$out" | grep "count 262144" | head -2
 expect 'AllReduce: opCount .* count 262144 datatype float .* protocol LL channels' "$out"
 expect '^# Out of bounds values : 0 OK$' "$out"
+# ... and a network plugin (baton's socket back-end built as one) carries every NET connection.
+out=$(LD_LIBRARY_PATH=$BUILD/lib NCCL_NET_PLUGIN=baton NCCL_SHM_DISABLE=1 NCCL_P2P_DISABLE=1 NCCL_DEBUG=INFO \
+  NCCL_DEBUG_SUBSYS=NET "$BIN/baton-run" -n 2 --no-prefix "$BIN/baton-perf" allreduce -b 8 -e 1M -f 32 -c 1 2>&1)
+echo "$out" | grep -E "NET/Plugin|using network|Out of bounds"
+expect 'NCCL INFO NET/Plugin: Initialized baton-socket \(.*libnccl-net-baton.so, ncclNetPlugin_v11\) with 1 device$' "$out"
+expect 'NCCL INFO NET: using network plugin baton-socket$' "$out"
+expect '^# Out of bounds values : 0 OK$' "$out"
 # Lesson 13: baton's profiler plugin on 4 processes over NET, its summaries merged by baton-prof.
 mkdir -p "$tmp/prof"
 out=$(LD_LIBRARY_PATH=$BUILD/lib NCCL_PROFILER_PLUGIN=baton BATON_PROFILE_DIR=$tmp/prof NCCL_SHM_DISABLE=1 \
