@@ -678,7 +678,8 @@ ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plansIn, std::vec
   // flight, channel 0's worker is idle, so running its parts here keeps the per-channel order.
   const bool inlineCh0 = callerRuns && comm->inflight.load() == 0;
   comm->inflight.fetch_add((int)parts.size());
-  comm->proxy->kick();  // NET connections move only while their proxy is awake
+  comm->proxy->kick();                                      // NET connections move only while their proxy is awake
+  if (prof) comm->proxy->partsAppended((int)parts.size());  // its ProxyCtrl Append events
   std::vector<std::function<void()>> mine;
   if (prof) prof->launchStart(groupApi);
   for (Part& p : parts) {

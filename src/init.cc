@@ -236,6 +236,7 @@ ncclResult_t commInitJob(ncclComm* comm, const BootstrapHandle& id) {
   comm->tunerPlugin =
       TunerPlugin::start(comm->commHash, comm->nRanks, comm->nNodes, tuningPathOf(comm), &comm->tun.model);
   comm->profiler = ProfilerPlugin::start(comm->commHash, comm->config.commName, comm->nNodes, comm->nRanks, comm->rank);
+  if (comm->proxy && comm->profiler) comm->proxy->setProfiler(comm->profiler.get());
   if (const size_t n = flightRecorderEntries()) comm->flight = std::make_unique<FlightRecorder>(n, comm->nChannels);
   dumpSignalSetup();
   BATON_CHECK(initGpu(comm));

@@ -12,6 +12,7 @@
 #include "comm_error.h"
 #include "exec_model.h"
 #include "misc/debug.h"
+#include "profiler/profiler_events.h"
 
 namespace baton {
 
@@ -91,6 +92,8 @@ void Proxy::run() {
   std::vector<bool> dead;
   uint64_t seen = ~0ull, launchesSeen = 0;
   uint32_t idle = 0;
+  bool wasActive = false;
+  uint64_t appendedSeen = 0;
   while (!stop_.load(std::memory_order_relaxed)) {
     if (version_.load(std::memory_order_acquire) != seen) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -124,6 +127,15 @@ void Proxy::run() {
       for (size_t i = 0; i < mine.size(); ++i) mine[i]->sever(), dead[i] = true;
     }
     const uint64_t launches = kernelLaunches_.load(std::memory_order_relaxed);
+    if (ProfilerPlugin* prof =
+            profiler_.load(std::memory_order_acquire)) {  // NCCL's ProxyCtrl events (profiler_events.h)
+      const uint64_t appended = appended_.load(std::memory_order_relaxed);
+      if (appended != appendedSeen)
+        profileProxyCtrl(prof, ncclProfilerProxyCtrlAppendEnd, (int)(appended - appendedSeen));
+      appendedSeen = appended;
+      if (any != wasActive) profileProxyCtrl(prof, any ? ncclProfilerProxyCtrlActive : ncclProfilerProxyCtrlIdle);
+    }
+    wasActive = any;
     idle = any || launches != launchesSeen ? 0 : idle + 1;
     launchesSeen = launches;
     if (any) continue;
@@ -140,7 +152,10 @@ void Proxy::run() {
       std::vector<pollfd> fds{{wakeFd_, POLLIN, 0}};
       for (size_t i = 0; i < mine.size(); ++i)
         if (!dead[i] && mine[i]->pollFd() >= 0) fds.push_back({mine[i]->pollFd(), POLLIN, 0});
+      ProfilerPlugin* prof = profiler_.load(std::memory_order_acquire);
+      void* sleep = profileProxySleep(prof);
       poll(fds.data(), fds.size(), 100);  // the timeout bounds how late a new connection is seen
+      profileProxyWake(prof, sleep);
       uint64_t drained;
       if (read(wakeFd_, &drained, sizeof drained) < 0) {}  // nothing was written: woken by a socket or the timeout
     }

@@ -27,6 +27,8 @@ struct ncclComm;
 
 namespace baton {
 
+class ProfilerPlugin;  // profiler/profiler_plugin.h
+
 class ProxyTask {
  public:
   virtual ~ProxyTask() = default;
@@ -60,6 +62,12 @@ class Proxy {
     kick();  // a thread that went to sleep just before would otherwise wait out its poll (100 ms)
   }
   void kernelLaunched() { kernelLaunches_.fetch_add(1, std::memory_order_relaxed); }
+  // The communicator's profiler plugin, once init has one (the thread may run before): it gets
+  // the thread's ProxyCtrl events. Unset before the plugin goes (commFree stops the thread first).
+  void setProfiler(ProfilerPlugin* p) { profiler_.store(p, std::memory_order_release); }
+  // A profiled launch handed `n` parts to the channels (NCCL's proxy appends the ops it is
+  // posted; baton's learns of the steps from the FIFOs, so the parts stand in for them).
+  void partsAppended(int n) { appended_.fetch_add((uint64_t)n, std::memory_order_relaxed); }
   // Registers a task; the thread starts with the first one.
   void add(std::shared_ptr<ProxyTask> task);
   // Waits (at most `timeoutNs`) until no task has pending work: a rank's send completes once
@@ -81,8 +89,10 @@ class Proxy {
   std::atomic<bool> sleeping_{false};
   std::atomic<int> awakeHolds_{0};
   std::atomic<uint64_t> kernelLaunches_{0};  // a change restarts the thread's idle backoff
-  bool severed_ = false;                     // the proxy thread's: connections ended after the communicator failed
-  int wakeFd_ = -1;                          // eventfd: kick(), drain() and stop() write it
+  std::atomic<ProfilerPlugin*> profiler_{nullptr};
+  std::atomic<uint64_t> appended_{0};  // partsAppended's sum
+  bool severed_ = false;               // the proxy thread's: connections ended after the communicator failed
+  int wakeFd_ = -1;                    // eventfd: kick(), drain() and stop() write it
   std::thread thread_;
 };
 

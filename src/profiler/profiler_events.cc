@@ -175,6 +175,33 @@ void LaunchProfile::launchStart(void* groupApi) {
 
 void LaunchProfile::launchEnd() { prof_->stopEvent(std::exchange(launch_, nullptr)); }
 
+void profileProxyCtrl(ProfilerPlugin* p, ncclProfilerEventState_t state, int appended) {
+  if (!p || !p->wants(ncclProfileProxyCtrl)) return;
+  ncclProfilerEventDescr_v5_t d{};
+  d.type = ncclProfileProxyCtrl;
+  void* h = p->startEvent(&d);
+  ncclProfilerEventStateArgs_v5_t a{};
+  a.proxyCtrl.appendedProxyOps = appended;
+  if (state == ncclProfilerProxyCtrlAppendEnd) p->recordState(h, ncclProfilerProxyCtrlAppend, &a);
+  p->recordState(h, state, &a);
+  p->stopEvent(h);
+}
+
+void* profileProxySleep(ProfilerPlugin* p) {
+  if (!p || !p->wants(ncclProfileProxyCtrl)) return nullptr;
+  ncclProfilerEventDescr_v5_t d{};
+  d.type = ncclProfileProxyCtrl;
+  void* h = p->startEvent(&d);
+  p->recordState(h, ncclProfilerProxyCtrlSleep);
+  return h;
+}
+
+void profileProxyWake(ProfilerPlugin* p, void* sleep) {
+  if (!sleep) return;
+  p->recordState(sleep, ncclProfilerProxyCtrlWakeup);
+  p->stopEvent(sleep);
+}
+
 namespace {
 // One ring part's steps on one NET connection: a ProxyOp, and a ProxyStep per step the proxy moves.
 class NetOpWatch final : public ProxyOpWatch {

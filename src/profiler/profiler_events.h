@@ -15,6 +15,10 @@
 //                  until the proxy has sent its last step (receives: not yet, proxy_op_watch.h)
 //         ProxyStep  one of those steps, from the proxy posting it to the network until the
 //                    network took it; state SendWait with transSize
+//   ProxyCtrl      no parent: the proxy thread's own life, each an event of one state (Idle when a
+//                  pass moved nothing after one that did, Active the reverse; Append / AppendEnd
+//                  when it sees new launches, with their count) or of two (Sleep .. Wakeup around
+//                  its poll())
 // Times are CLOCK_MONOTONIC nanoseconds (kernelCh.pTimer); a plugin takes its own at each call.
 // With no plugin, every hook is one test of a null pointer, and the calling thread's one-operation
 // fast paths (runCollectiveNow) are kept; with one that asks for events, operations take the
@@ -45,6 +49,13 @@ void profileApiCallsEnd();
 // The outermost ncclGroupEnd begins, and ends: GroupEndApiStart, then the GroupApi stops.
 void profileGroupEndStart();
 void profileGroupEnd();
+
+// ---- Proxy thread events (ProxyCtrl) ---------------------------------------------------------
+// One event holding one state: Idle, Active, or Append then AppendEnd with `appended` launches.
+void profileProxyCtrl(ProfilerPlugin* p, ncclProfilerEventState_t state, int appended = 0);
+// Sleep: returns the open event (or nullptr); wake records Wakeup and stops it.
+void* profileProxySleep(ProfilerPlugin* p);
+void profileProxyWake(ProfilerPlugin* p, void* sleep);
 
 // ---- Launch events (one communicator's launch of a group's operations) -----------------------
 // What one part opened (partStart) and closes (partEnd).

@@ -149,6 +149,7 @@ static ncclResult_t recordEventState(void* handle, ncclProfilerEventState_t stat
   if ((unsigned)state < 32) e->states |= 1u << state;
   if (state == ncclProfilerKernelChStop && args) e->pTimerStop = args->kernelCh.pTimer;
   if (e->type == ncclProfileProxyStep && args) e->count = args->proxyStep.transSize;
+  if (e->type == ncclProfileProxyCtrl && args) e->count = args->proxyCtrl.appendedProxyOps;
   return ncclSuccess;
 }
 

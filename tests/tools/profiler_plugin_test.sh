@@ -31,7 +31,7 @@ NCCL_SHM_DISABLE=1 NCCL_P2P_DISABLE=1 NCCL_MIN_NCHANNELS=2 run "$PLUG/libnccl-pr
   "$BIN/baton-run" -n 4 "$BIN/baton-perf" "${AR[@]}"
 check "v5, 4 processes over NET: loaded, init told rank and size, exact" \
   eval 'has "PROFILER/Plugin: Using tree (v5)" && has "tree profiler: init rank 3 of 4" && exact'
-check "v5 over NET: a file per rank; Coll under CollApi and Group, a KernelCh and a send ProxyOp per channel, steps under their ProxyOp, times nested" \
+check "v5 over NET: a file per rank; Coll under CollApi and Group, a KernelCh and a send ProxyOp per channel, steps under their ProxyOp, times nested; the proxy thread's ProxyCtrl Append, Idle and Active" \
   eval '[[ $(files) == 4 ]] && tree --net && grep -q "type=ProxyStep" "$TMP"/prof/*'
 each_has() {  # each_has N PATTERN: every rank's file has N events matching PATTERN
   local f; for f in "$TMP"/prof/*; do [[ $(grep -c -- "$2" "$f") == "$1" ]] || return 1; done

@@ -12,7 +12,9 @@ first communicator it calls, as in NCCL) and checks NCCL's event tree:
     events in their GroupApi, and the KernelCh's own timer pair in order);
   - a Coll has one KernelCh per channel (one for the algorithms that run as one part);
   - ProxyOp under a Coll, ProxyStep under a ProxyOp, each inside its parent; a step moved bytes
-    (transSize > 0) and the steps of one ProxyOp are numbered 0, 1, 2, ...; with --net, every
+    (transSize > 0) and the steps of one ProxyOp are numbered 0, 1, 2, ...; ProxyCtrl without a
+    parent, each holding one of NCCL's state sets (Idle, Active, Sleep+Wakeup, Append+AppendEnd with
+    a count), with --net Append, Idle and Active among them; with --net, every
     Ring Coll has a send ProxyOp per channel, and steps in them;
   - the states: GroupApi recorded GroupStartApiStop and GroupEndApiStart, KernelCh KernelChStop;
   - seqNumber counts each rank's collectives of one kind 0, 1, 2, ...
@@ -30,6 +32,10 @@ STATE_GROUP_START_API_STOP = 23
 STATE_GROUP_END_API_START = 24
 STATE_SEND_WAIT = 9
 STATE_RECV_WAIT = 10
+# ProxyCtrl: each event holds one of these state sets (NCCL's proxy thread records the same)
+CTRL_IDLE, CTRL_ACTIVE, CTRL_SLEEP, CTRL_WAKEUP, CTRL_APPEND, CTRL_APPEND_END = 13, 14, 15, 16, 17, 18
+CTRL_SETS = {1 << CTRL_IDLE: "Idle", 1 << CTRL_ACTIVE: "Active", (1 << CTRL_SLEEP) | (1 << CTRL_WAKEUP): "Sleep",
+             (1 << CTRL_APPEND) | (1 << CTRL_APPEND_END): "Append"}
 ONE_PART_ALGOS = {"OneShot", "Naive"}
 
 
@@ -116,6 +122,22 @@ def check_file(name, ev, everyone, v4, net, problems):
                 bad(e, "transSize 0")
             if not e["states"] & ((1 << STATE_SEND_WAIT) | (1 << STATE_RECV_WAIT)):
                 bad(e, f"states {e['states']:#x} lack SendWait / RecvWait")
+    ctrl = collections.Counter()
+    for e in ev.values():
+        if e["type"] != "ProxyCtrl":
+            continue
+        if e["parent"]:
+            bad(e, "a ProxyCtrl with a parent")
+        kind = CTRL_SETS.get(e["states"])
+        if not kind:
+            bad(e, f"ProxyCtrl states {e['states']:#x} are none of Idle, Active, Sleep+Wakeup, Append+AppendEnd")
+        elif kind == "Append" and e["count"] <= 0:
+            bad(e, "an Append that appended nothing")
+        if e["stop"] < e["start"]:
+            bad(e, "stops before it starts")
+        ctrl[kind] += 1
+    if net and not (ctrl["Append"] and ctrl["Idle"] and ctrl["Active"]):
+        problems.append(f"{name}: the proxy thread's ProxyCtrl events lack Append, Idle or Active: {dict(ctrl)}")
     for e in ev.values():
         if e["type"] == "Coll" and "KernelCh" in types_present(ev):
             want = 1 if e["algo"] in ONE_PART_ALGOS or e["func"] == "AllToAll" else e["nch"]
