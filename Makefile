@@ -244,7 +244,8 @@ TEST_PLUGINS := $(TUNER_TEST_PLUGINS:%=$(TEST_PLUGIN_DIR)/libnccl-tuner-%.so) $(
                 $(TEST_PLUGIN_DIR)/libnccl-env-file.so $(TEST_PLUGIN_DIR)/libnccl-env-failinit.so \
                 $(PROFILER_TEST_PLUGINS:%=$(TEST_PLUGIN_DIR)/libnccl-profiler-%.so) \
                 $(TEST_PLUGIN_DIR)/libnccl-profiler-none.so $(NET_TEST_PLUGINS:%=$(TEST_PLUGIN_DIR)/libnccl-net-%.so) \
-                $(TEST_PLUGIN_DIR)/libnccl-net-v6only.so $(TEST_PLUGIN_DIR)/libnccl-net-none.so
+                $(TEST_PLUGIN_DIR)/libnccl-net-v6only.so $(TEST_PLUGIN_DIR)/libnccl-net-none.so \
+                $(TEST_PLUGIN_DIR)/libnccl-net-withtuner.so
 PROFILER_PLUGIN_FLAGS_tree :=
 PROFILER_PLUGIN_FLAGS_tree4 := -DPROF_V4
 PROFILER_PLUGIN_FLAGS_failinit := -DPROF_FAIL_INIT
@@ -277,6 +278,12 @@ NET_PLUGIN_FLAGS_failconn := -DNET_FAIL_CONNECT
 $(TEST_PLUGIN_DIR)/libnccl-net-%.so: tests/plugins/net_faulty.c include/baton/plugin_net.h include/baton/plugin_common.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) -fPIC -shared -fvisibility=hidden -Iinclude $(NET_PLUGIN_FLAGS_$*) $< -o $@
+# A network plugin library that also carries a tuner (NCCL looks there when no tuner library is found).
+$(TEST_PLUGIN_DIR)/libnccl-net-withtuner.so: tests/plugins/net_faulty.c tests/plugins/tuner_rules.c \
+                                              include/baton/plugin_net.h include/baton/plugin_tuner.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) -fPIC -shared -fvisibility=hidden -Iinclude -DNET_ZERO_DEVICES \
+	  tests/plugins/net_faulty.c tests/plugins/tuner_rules.c -o $@
 $(TEST_PLUGIN_DIR)/libnccl-net-v6only.so: $(NET_PLUGIN_OBJS:$(OBJ)/tools/net-plugin/baton_net_plugin.o=$(OBJ)/tools/net-plugin/baton_net_plugin_v6.o)
 	@mkdir -p $(dir $@)
 	$(CXX) -shared -Wl,--no-undefined -Wl,--version-script=tools/net-plugin/export.map -o $@ $^ $(LDFLAGS) -lpthread

@@ -4,6 +4,7 @@
 #include <link.h>
 #include <strings.h>
 
+#include <atomic>
 #include <cstdarg>
 #include <cstring>
 
@@ -73,7 +74,7 @@ SharedPluginLib::Use SharedPluginLib::acquire(PluginKind kind, const char* envVa
   const char* name = nameStr.empty() ? nullptr : nameStr.c_str();
   if (name) BATON_INFO(kSubsys[kind] | kSubEnv, "%s set by environment to %s", envVar, name);
   if (name && strcasecmp(name, "none") == 0) return failed_ = true, kNone;
-  if (!openPluginLib(kind, name, &lib_)) return failed_ = true, kNone;
+  if (!openPluginLib(kind, name, &lib_)) return openNetPluginLib(kind, bind) ? kFirst : kNone;
   if (!bind(lib_.handle)) {
     BATON_INFO(kSubsys[kind],
                "%s/Plugin: %s exports no %s (or one with a null function): external %s plugin %s is unsupported",
@@ -82,6 +83,27 @@ SharedPluginLib::Use SharedPluginLib::acquire(PluginKind kind, const char* envVa
   }
   loaded_ = true, refs_ = 1;
   return kFirst;
+}
+
+namespace {
+std::atomic<std::string (*)()> netLibSource{nullptr};
+}  // namespace
+
+void setNetPluginLibSource(std::string (*source)()) { netLibSource.store(source); }
+
+// Under mu_. Quiet when the network plugin's library has no such table: it need not carry one.
+bool SharedPluginLib::openNetPluginLib(PluginKind kind, const std::function<bool(void*)>& bind) {
+  failed_ = true;
+  auto* source = netLibSource.load();
+  const std::string net = (kind == kPluginTuner || kind == kPluginProfiler) && source ? source() : "";
+  void* h = net.empty() ? nullptr : dlopen(net.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) return false;
+  if (!bind(h)) return false;  // mapped once more; stays so, as every plugin library (openPluginLib)
+  lib_ = PluginLib{h, net, net};
+  BATON_INFO(kSubsys[kind], "%s/Plugin: no %s library of its own: using the network plugin's, %s", pluginKindName(kind),
+             pluginKindName(kind), net.c_str());
+  failed_ = false, loaded_ = true, refs_ = 1;
+  return true;
 }
 
 bool SharedPluginLib::release() {

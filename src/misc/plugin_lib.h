@@ -49,11 +49,18 @@ class SharedPluginLib {
   const PluginLib& lib() const { return lib_; }
 
  private:
+  bool openNetPluginLib(PluginKind kind, const std::function<bool(void*)>& bind);
   std::mutex mu_;
   int refs_ = 0;
   bool failed_ = false, loaded_ = false;
   PluginLib lib_;
 };
+
+// NCCL's last resort for a tuner or profiler library: when NCCL_<KIND>_PLUGIN's library (or the
+// default one) is not found, the network plugin's library is searched for the symbols (a vendor's
+// network plugin often carries its tuner). The NET layer, which loads network plugins, names that
+// library through `source` (empty: none); SharedPluginLib::acquire asks it.
+void setNetPluginLibSource(std::string (*source)());
 
 // The logger handed to plugins at init: NCCL_DEBUG and NCCL_DEBUG_SUBSYS apply as to baton's own lines.
 void pluginLogger(ncclDebugLogLevel level, unsigned long flags, const char* file, int line, const char* fmt, ...)

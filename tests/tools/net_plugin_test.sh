@@ -69,4 +69,15 @@ check "a plugin whose connect fails: every rank fails naming the plugin and the 
   eval '[[ $rc != 0 && $rc != 124 ]] && (( SECONDS - start < 60 )) &&
         both "NET/Plugin Faulty ($PLUG/libnccl-net-failconn.so): connect returned ncclSystemError"'
 
+# 5. NCCL's last resort for a tuner: with no tuner library found, the network plugin's library is
+#    searched for one. This one has no device (so the built-in sockets carry the data) and a tuner
+#    whose rule forces Ring/Simple on 1 channel below 1 KiB.
+printf 'allreduce,0,1024,ring,simple,1\n' >"$TMP/rules.csv"
+run "$PLUG/libnccl-net-withtuner.so" NCCL_TUNER_CONFIG_FILE="$TMP/rules.csv" NCCL_DEBUG_SUBSYS=INIT,NET,ENV,TUNING,COLL
+check "a network plugin library that carries a tuner: with no tuner library, its tuner steers baton, exact" \
+  eval 'both "TUNER/Plugin: no TUNER library of its own: using the network plugin'"'"'s, $PLUG/libnccl-net-withtuner.so" &&
+        both "TUNER/Plugin: Using rules (v5)" &&
+        grep -q "AllReduce: opCount .* count 2 datatype float .*algorithm Ring protocol Simple channels 1 tuner plugin" "$TMP/out" &&
+        exact'
+
 finish

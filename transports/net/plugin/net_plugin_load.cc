@@ -32,10 +32,18 @@ std::vector<std::string> pluginNames() {
   return out;
 }
 
+// The first network plugin library that loaded with a table (whether or not its init then
+// succeeded, as in NCCL): a tuner or profiler not found elsewhere is looked for there.
+std::string& firstLib() {
+  static std::string path;
+  return path;
+}
+
 NetBackend* loadOne(const std::string& name) {
   PluginLib lib;
   if (!openPluginLib(kPluginNet, name.empty() ? nullptr : name.c_str(), &lib)) return nullptr;
   std::unique_ptr<PluginNetApi> api = bindPluginNet(lib.handle);
+  if (api && firstLib().empty()) firstLib() = lib.path;
   if (!api) {
     BATON_INFO(kSub, "NET/Plugin: %s exports no ncclNetPlugin_v6 .. _v11: external network plugin %s is unsupported",
                lib.path.c_str(), lib.file.c_str());
@@ -57,6 +65,14 @@ NetBackend* loadOne(const std::string& name) {
   // communicator in the process use it.
   return makePluginNetBackend(std::move(api), lib.path).release();
 }
+
+std::string netPluginLibPath() {
+  pluginNetBackends();
+  return firstLib();
+}
+
+// Registered before main: the tuner and profiler hosts ask through misc/plugin_lib.
+[[maybe_unused]] const bool netLibSourceSet = (setNetPluginLibSource(netPluginLibPath), true);
 
 }  // namespace
 
