@@ -110,10 +110,14 @@ $(LIBDIR)/libnccl-tuner-baton.so: $(TUNER_PLUGIN_OBJS) tools/tuner-plugin/export
 	$(CXX) -shared -Wl,--no-undefined -Wl,--version-script=tools/tuner-plugin/export.map -o $@ $(TUNER_PLUGIN_OBJS) \
 	  $(LDFLAGS)
 
-# baton's profiler as an NCCL profiler plugin (lesson 13): the interface header only.
-$(LIBDIR)/libnccl-profiler-baton.so: $(OBJ)/tools/profiler-plugin/baton_profiler.o tools/profiler-plugin/export.map
+# baton's profiler as an NCCL profiler plugin (lesson 13): the interface header and the timeline
+# writer (BATON_TRACE's), nothing else of the library.
+PROFILER_PLUGIN_OBJS := $(OBJ)/tools/profiler-plugin/baton_profiler.o $(OBJ)/src/misc/trace.o $(OBJ)/src/misc/debug.o \
+                        $(OBJ)/src/misc/param.o $(OBJ)/tools/tuner-plugin/process_env.o
+$(LIBDIR)/libnccl-profiler-baton.so: $(PROFILER_PLUGIN_OBJS) tools/profiler-plugin/export.map
 	@mkdir -p $(dir $@)
-	$(CXX) -shared -Wl,--no-undefined -Wl,--version-script=tools/profiler-plugin/export.map -o $@ $< $(LDFLAGS)
+	$(CXX) -shared -Wl,--no-undefined -Wl,--version-script=tools/profiler-plugin/export.map -o $@ \
+	  $(PROFILER_PLUGIN_OBJS) $(LDFLAGS)
 
 # baton's socket back-end as an NCCL network plugin (lesson 16): the back-end's objects and the
 # logger; it exports only ncclNetPlugin_v11 and _v6. The tests also build a v6-only copy.

@@ -9,6 +9,7 @@
 
 #include "misc/debug.h"
 #include "misc/param.h"
+#include "misc/plugin_lib.h"
 
 namespace baton {
 namespace {
@@ -19,13 +20,7 @@ std::string gStatus = "not opened";
 
 // libbaton-cuda.so beside the library holding this code (libnccl.so.2, or a program linking the
 // archive), else wherever the dynamic loader finds it.
-std::string pluginBesideUs() {
-  Dl_info info{};
-  if (!dladdr(reinterpret_cast<void*>(&cudaBackend), &info) || !info.dli_fname) return "";
-  std::string path = info.dli_fname;
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "" : path.substr(0, slash + 1) + "libbaton-cuda.so";
-}
+std::string pluginBesideUs() { return besideThisLibrary("libbaton-cuda.so"); }
 
 void open() {
   if (envStr("BATON_CUDA") == "0") {

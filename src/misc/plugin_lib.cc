@@ -64,15 +64,25 @@ bool openPluginLib(PluginKind kind, const char* name, PluginLib* out) {
   return false;
 }
 
+std::string besideThisLibrary(const char* file) {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void*>(&besideThisLibrary), &info) || !info.dli_fname) return "";
+  const std::string path = info.dli_fname;
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash + 1) + file;
+}
+
 SharedPluginLib::Use SharedPluginLib::acquire(PluginKind kind, const char* envVar, const char* symbols,
-                                              const std::function<bool(void*)>& bind) {
+                                              const std::function<bool(void*)>& bind, const std::string& implied) {
   static const char* const lower[] = {"net", "tuner", "profiler", "env"};
   std::lock_guard<std::mutex> lock(mu_);
   if (failed_) return kNone;
   if (loaded_) return ++refs_, kAgain;  // still mapped, whether or not others use it now
   const std::string nameStr = envStr(envVar);
-  const char* name = nameStr.empty() ? nullptr : nameStr.c_str();
-  if (name) BATON_INFO(kSubsys[kind] | kSubEnv, "%s set by environment to %s", envVar, name);
+  if (nameStr.empty() && !implied.empty())
+    BATON_INFO(kSubsys[kind], "%s/Plugin: %s unset: loading %s", pluginKindName(kind), envVar, implied.c_str());
+  const char* name = !nameStr.empty() ? nameStr.c_str() : !implied.empty() ? implied.c_str() : nullptr;
+  if (!nameStr.empty()) BATON_INFO(kSubsys[kind] | kSubEnv, "%s set by environment to %s", envVar, name);
   if (name && strcasecmp(name, "none") == 0) return failed_ = true, kNone;
   if (!openPluginLib(kind, name, &lib_)) return openNetPluginLib(kind, bind) ? kFirst : kNone;
   if (!bind(lib_.handle)) {

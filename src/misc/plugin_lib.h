@@ -33,6 +33,10 @@ struct PluginLib {
 // thread-local storage while other threads run can trip glibc (tuner_plugin.cc says more).
 bool openPluginLib(PluginKind kind, const char* name, PluginLib* out);
 
+// `file` in the folder of the library holding this code (libnccl.so.2, or a program linking the
+// archive); "" when that folder is unknown. Plugins baton ships sit beside it.
+std::string besideThisLibrary(const char* file);
+
 // One kind's plugin library for the whole process, as NCCL keeps it: loaded by the first user
 // (communicator), counted by its users, never unmapped (see openPluginLib), and not tried again in
 // this process after a load that failed. The tuner and profiler hosts keep one each.
@@ -43,7 +47,10 @@ class SharedPluginLib {
   // no plugin), opens the library by the name rules and calls `bind` under the lock to find its
   // symbols; when bind says false, one INFO line calls the library unsupported for lack of
   // `symbols`, and there is no plugin.
-  Use acquire(PluginKind kind, const char* envVar, const char* symbols, const std::function<bool(void*)>& bind);
+  // `implied`: the library to load when `envVar` is unset (BATON_TRACE implies baton's profiler),
+  // instead of the default libnccl-<kind>.so.
+  Use acquire(PluginKind kind, const char* envVar, const char* symbols, const std::function<bool(void*)>& bind,
+              const std::string& implied = "");
   // One user fewer; true for the last (the caller says so in its own words).
   bool release();
   const PluginLib& lib() const { return lib_; }

@@ -26,12 +26,7 @@
 namespace baton {
 namespace {
 
-struct TraceEvent {
-  uint64_t startNs, endNs;
-  int rank, lane;
-  // std::string keeps short names inline (no allocation) and frees callers from lifetime rules.
-  std::string name, cat, args;
-};
+using TraceEvent = TraceRecord;
 
 struct TraceState {
   std::mutex mu;  // guards the fields below; held only briefly, recording threads wait on it
@@ -140,6 +135,11 @@ int jsonTid(int lane) { return lane + 2; }
 void appendLaneName(std::string& out, int lane) {
   if (lane == kTraceHostLane) out += "host";
   else if (lane >= 0 && lane < 64) out += "channel " + std::to_string(lane);
+  else if (lane == kTraceCollLane) out += "collectives (profiler)";
+  else if (lane >= kTracePartLane && lane < kTracePartLane + 64)
+    out += "channel " + std::to_string(lane - kTracePartLane) + " parts (profiler)";
+  else if (lane >= kTraceNetSendLane && lane < kTraceNetSendLane + 64)
+    out += "channel " + std::to_string(lane - kTraceNetSendLane) + " NET sends (profiler)";
   else out += "lane " + std::to_string(lane);
 }
 
@@ -228,6 +228,39 @@ bool claimFile(int fd, uint64_t jobId) {
   return ftruncate(fd, 0) == 0 && lseek(fd, 0, SEEK_SET) == 0 && writeAll(fd, header);
 }
 
+// Appends `batch` to the file at `path` for job `jobId` under the file lock (claimFile's protocol).
+bool writeBatch(const std::string& path, uint64_t jobId, const std::vector<TraceEvent>& batch, uint64_t dropped) {
+  bool ok = false;
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    warnOnce("open", path, errno);
+  } else {
+    int rc;
+    do rc = flock(fd, LOCK_EX);
+    while (rc != 0 && errno == EINTR);
+    if (rc != 0 || !claimFile(fd, jobId)) {
+      warnOnce("lock or start", path, errno);
+    } else {
+      // One metadata block, then the events in pieces of about 1 MiB to bound the extra memory.
+      std::string out;
+      out.reserve(1 << 20);
+      appendMetadata(out, batch, dropped);
+      ok = true;
+      for (const TraceEvent& e : batch) {
+        appendEvent(out, e);
+        if (out.size() >= (1 << 20)) {
+          if (!(ok = writeAll(fd, out))) break;
+          out.clear();
+        }
+      }
+      if (ok) ok = writeAll(fd, out + kTrailer);
+      if (!ok) warnOnce("write", path, errno);
+    }
+    close(fd);  // also releases the lock
+  }
+  return ok;
+}
+
 }  // namespace
 
 bool traceEnabled() {
@@ -280,39 +313,17 @@ bool traceFlush(uint64_t jobId) {
                "the trace's baton_trace_dropped events",
                cap, droppedTotal);
 
-  bool ok = false;
-  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    warnOnce("open", path, errno);
-  } else {
-    int rc;
-    do rc = flock(fd, LOCK_EX);
-    while (rc != 0 && errno == EINTR);
-    if (rc != 0 || !claimFile(fd, jobId)) {
-      warnOnce("lock or start", path, errno);
-    } else {
-      // One metadata block, then the events in pieces of about 1 MiB to bound the extra memory.
-      std::string out;
-      out.reserve(1 << 20);
-      appendMetadata(out, batch, dropped);
-      ok = true;
-      for (const TraceEvent& e : batch) {
-        appendEvent(out, e);
-        if (out.size() >= (1 << 20)) {
-          if (!(ok = writeAll(fd, out))) break;
-          out.clear();
-        }
-      }
-      if (ok) ok = writeAll(fd, out + kTrailer);
-      if (!ok) warnOnce("write", path, errno);
-    }
-    close(fd);  // also releases the lock
-  }
+  const bool ok = writeBatch(path, jobId, batch, dropped);
   // Hand the emptied vector back so its capacity is reused by the next batch.
   batch.clear();
   std::lock_guard<std::mutex> lk(s.mu);
   if (s.events.empty() && s.events.capacity() < batch.capacity()) s.events.swap(batch);
   return ok;
+}
+
+bool traceWriteSpans(const char* path, uint64_t jobId, const std::vector<TraceRecord>& spans, uint64_t dropped) {
+  if (!path || !*path) return false;
+  return (spans.empty() && !dropped) || writeBatch(path, jobId, spans, dropped);
 }
 
 void traceSetPathForTest(const char* path, size_t maxEvents) {

@@ -19,10 +19,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace baton {
 
 constexpr int kTraceHostLane = -1;
+// The lanes of NCCL profiler events, written by baton's profiler plugin into the same timeline
+// (tools/profiler-plugin/): its collectives, each channel's parts, each channel's NET send steps.
+constexpr int kTraceCollLane = 100;
+constexpr int kTracePartLane = 1000;     // + channel
+constexpr int kTraceNetSendLane = 2000;  // + channel
 // The buffer's default cap: past it events are dropped (and counted) rather than growing memory
 // without bound in a long run; ~2 M events is a few hundred MB at worst.
 constexpr size_t kTraceMaxEvents = 2'000'000;
@@ -46,6 +53,20 @@ void traceComplete(int rank, int lane, const char* name, const char* cat, uint64
 // the file could not be written (reported once at WARN; those events are discarded), true
 // otherwise, including when tracing is off or nothing was buffered.
 bool traceFlush(uint64_t jobId);
+
+// One span as the file holds it.
+struct TraceRecord {
+  uint64_t startNs, endNs;
+  int rank, lane;
+  // std::string keeps short names inline (no allocation) and frees callers from lifetime rules.
+  std::string name, cat, args;
+};
+// Adds spans collected elsewhere to the trace file at `path`, by the same protocol as traceFlush
+// (so they share a timeline with the job's other writers of `jobId`, and the file stays valid
+// JSON). Independent of BATON_TRACE and of the buffer above: baton's profiler plugin writes its
+// events with it; `dropped` counts spans its writer had to leave out. False when the file could not
+// be written (a WARN, once).
+bool traceWriteSpans(const char* path, uint64_t jobId, const std::vector<TraceRecord>& spans, uint64_t dropped = 0);
 
 // Records the enclosing scope as one event, for host code:
 //   TraceSpan span(comm->rank, kTraceHostLane, "ncclAllReduce", "api");

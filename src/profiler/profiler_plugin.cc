@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "misc/debug.h"
+#include "misc/param.h"
 #include "misc/plugin_lib.h"
 
 namespace baton {
@@ -76,14 +77,24 @@ bool bindVersion(LoadedProfiler& p, void* h) {
   return p.api.init && p.api.startEvent && p.api.stopEvent && p.api.recordEventState && p.api.finalize;
 }
 
+// BATON_TRACE is a shorthand for baton's own profiler (its spans join the timeline): the copy
+// beside this library, else wherever the loader finds one.
+std::string tracePlugin() {
+  if (envStr("BATON_TRACE").empty()) return "";
+  const std::string beside = besideThisLibrary("libnccl-profiler-baton.so");
+  return !beside.empty() && access(beside.c_str(), R_OK) == 0 ? beside : "libnccl-profiler-baton.so";
+}
+
 bool acquire() {
   LoadedProfiler& p = loaded();
-  const SharedPluginLib::Use use =
-      p.shared.acquire(kPluginProfiler, "NCCL_PROFILER_PLUGIN", "ncclProfiler_v5 or ncclProfiler_v4", [&p](void* h) {
+  const SharedPluginLib::Use use = p.shared.acquire(
+      kPluginProfiler, "NCCL_PROFILER_PLUGIN", "ncclProfiler_v5 or ncclProfiler_v4",
+      [&p](void* h) {
         if (bindVersion(p, h)) return true;
         p.v4 = nullptr;
         return false;
-      });
+      },
+      tracePlugin());
   if (use == SharedPluginLib::kFirst) {
     BATON_INFO(kSubInit, "PROFILER/Plugin: Using %s (v%d)", p.api.name, p.version);
     BATON_INFO(kSubInit, "Successfully loaded external profiler plugin %s", p.shared.lib().path.c_str());

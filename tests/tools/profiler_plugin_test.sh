@@ -10,6 +10,7 @@ set -euo pipefail
 BUILD=${1:?usage: $0 BUILD_DIR}
 # shellcheck source=tests/tools/plugin_checks.sh
 source "$(dirname "$0")/plugin_checks.sh"
+BUILD_ABS=$(cd "$BUILD" && pwd)
 TREE="python3 $(dirname "$0")/profiler_tree_check.py"
 export BATON_TEST_PROFILE_DIR=$TMP/prof NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV
 
@@ -100,7 +101,7 @@ for f in files:
     assert all(r["net_send_bytes"] == 524288 * 2 * 3 // 4 for r in big), big[0]
 for f in glob.glob(sys.argv[1] + "/*.json"):
     t = json.load(open(f))
-    assert any(e.get("name") == "send step" for e in t["traceEvents"]), f
+    assert any(e.get("name") == "send step" and e.get("cat") == "nccl" for e in t), f
 PY
 }
 check "baton's profiler, 4 processes over NET: loaded by name, exact" \
@@ -110,6 +111,27 @@ check "baton's profiler: per rank a trace that is valid JSON with send steps, an
 "$BIN/baton-prof" "$BATON_PROFILE_DIR" >"$TMP/prof.txt" 2>&1 || true
 check "baton-prof: one row for the 512 KiB AllReduce, 8 calls, Ring/Simple on 2 channels, a NET share" \
   eval 'cat "$TMP/prof.txt" >>"$TMP/out"; grep -Eq "AllReduce +ncclFloat32 +524288 +Ring/Simple +2 +8 .* [0-9]+$" "$TMP/prof.txt"'
+# 5. BATON_TRACE is a shorthand for baton's profiler: with NCCL_PROFILER_PLUGIN unset, the library
+#    loads the copy beside it, and the profiler's spans join the library's own in that one file.
+rm -rf "$BATON_PROFILE_DIR"/*
+( unset NCCL_PROFILER_PLUGIN BATON_PROFILE_DIR
+  cd "$TMP" && BATON_TRACE=$TMP/trace.json NCCL_SHM_DISABLE=1 NCCL_P2P_DISABLE=1 timeout 120 \
+    "$BUILD_ABS/bin/baton-run" -n 2 "$BUILD_ABS/bin/baton-perf" allreduce -b 64K -e 64K -n 2 -w 1 -c 1 ) >"$TMP/out" 2>&1 && rc=0 || rc=$?
+one_timeline() {  # valid JSON; both ranks; the library's FIFO steps and the profiler's collectives and NET sends
+  python3 - "$TMP/trace.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+names = {(e.get("cat"), e.get("name")) for e in t}
+lanes = {e["args"]["name"] for e in t if e.get("name") == "thread_name"}
+assert {"rank 0", "rank 1"} <= {e["args"]["name"] for e in t if e.get("name") == "process_name"}
+assert any(c == "step" for c, _ in names), "no library step spans"
+assert ("nccl", "AllReduce 16384 x ncclFloat32") in names and ("nccl", "send step") in names, sorted(names)[:20]
+assert "collectives (profiler)" in lanes and "channel 0 NET sends (profiler)" in lanes, lanes
+PY
+}
+check "BATON_TRACE alone: baton's profiler loaded for it, its spans and the library's in one valid JSON file, no summaries in the working folder, exact" \
+  eval 'grep -q "PROFILER/Plugin: NCCL_PROFILER_PLUGIN unset: loading /.*/libnccl-profiler-baton.so" "$TMP/out" &&
+        one_timeline >>"$TMP/out" 2>&1 && ! ls "$TMP"/*.jsonl >/dev/null 2>&1 && exact'
 rm -rf "$BATON_PROFILE_DIR"/*
 "$BIN/baton-prof" "$BATON_PROFILE_DIR" >"$TMP/out" 2>&1 && rc=0 || rc=$?
 check "baton-prof on a folder without summaries: exit 2, says so" eval '[[ $rc == 2 ]] && has "no profiler summaries"'

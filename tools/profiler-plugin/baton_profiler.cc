@@ -4,16 +4,19 @@
 //
 // For each communicator and rank it writes two files into BATON_PROFILE_DIR (default: the current
 // directory) when the communicator is destroyed:
-//   <commId>.rank<R>.json   a Chrome / Perfetto trace ({"traceEvents": [...]}, valid JSON): the
-//                           collectives on the rank's host lane, each channel's part and its NET
-//                           send steps on that channel's lanes
+//   <commId>.rank<R>.json   a Chrome / Perfetto trace (baton's timeline, src/misc/trace.h, valid
+//                           JSON): the collectives on one lane, each channel's parts and its NET
+//                           send steps on two more. With BATON_TRACE set, these spans go into that
+//                           file instead, beside the library's own (one timeline, one writer), and
+//                           the summaries below only where BATON_PROFILE_DIR is set
 //   <commId>.rank<R>.jsonl  one JSON object per completed collective, in the spirit of NCCL's
 //                           Inspector: communicator, seq, collective, bytes, algorithm, protocol,
 //                           channels, time, algbw, busbw, the channels' time (channel_us) and
 //                           the part of it with a NET send step in flight (net_send_us)
 // tools/baton-prof merges the ranks' .jsonl files into the table per collective and size.
 // NCCL_PROFILE_EVENT_MASK overrides the events asked for (by default: Coll, KernelCh, ProxyOp,
-// ProxyStep). Only the interface header is used: nothing of baton's library is linked in.
+// ProxyStep). Of baton's library only the timeline writer (src/misc/trace.cc) is linked in, with its
+// logging and parameters, all hidden: the plugin exports ncclProfiler_v5 alone.
 #include <time.h>
 
 #include <algorithm>
@@ -27,6 +30,7 @@
 #include <vector>
 
 #include "baton/plugin_profiler.h"
+#include "misc/trace.h"
 
 namespace {
 
@@ -198,57 +202,42 @@ ncclResult_t recordEventState(void* handle, ncclProfilerEventState_v5_t, ncclPro
   return ncclSuccess;
 }
 
-// The trace: one "X" event per span, on lanes (tid) host 0, channel c's part 1 + 2c, its sends 2 + 2c.
-void writeTrace(Context* c, FILE* f) {
-  fprintf(f, "{\"traceEvents\":[\n");
-  fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":\"rank %d\"}}",
-          c->rank + 1, c->rank);
-  fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":\"collectives\"}}",
-          c->rank + 1);
-  int maxCh = -1;
-  for (const Event& e : c->events) maxCh = std::max(maxCh, e.channel);
-  for (int ch = 0; ch <= maxCh; ++ch)
-    fprintf(f,
-            ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"channel %d\"}}"
-            ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"channel %d NET "
-            "sends\"}}",
-            c->rank + 1, 1 + 2 * ch, ch, c->rank + 1, 2 + 2 * ch, ch);
+// The trace: one span per collective (the collectives lane), per channel part (the channel's
+// parts lane) and per NET send step (the channel's sends lane), in baton's timeline format.
+std::vector<baton::TraceRecord> traceRecords(Context* c) {
+  std::vector<baton::TraceRecord> out;
   for (const Event& e : c->events) {
     if (!e.stopped) continue;
     const Event* coll = collOf(const_cast<Event*>(&e));
-    const char* name = nullptr;
-    int tid = 0;
-    std::string args;
-    char buf[256];
+    std::string name, args;
+    int lane = baton::kTraceCollLane;
     if (e.type == ncclProfileColl) {
+      char buf[256];
       snprintf(buf, sizeof buf, "%s %zu x %s", e.func.c_str(), e.count, e.datatype.c_str());
       name = buf;
-      char a[256];
-      snprintf(a, sizeof a, "\"seq\":%" PRIu64 ",\"algo\":\"%s\",\"proto\":\"%s\",\"channels\":%d", e.seq,
+      snprintf(buf, sizeof buf, "\"seq\":%" PRIu64 ",\"algo\":\"%s\",\"proto\":\"%s\",\"channels\":%d", e.seq,
                e.algo.c_str(), e.proto.c_str(), e.nChannels);
-      args = a;
+      args = buf;
     } else if (e.type == ncclProfileKernelCh) {
-      name = coll ? coll->func.c_str() : "channel part";
-      tid = 1 + 2 * std::max(e.channel, 0);
+      name = coll ? coll->func : "channel part";
+      lane = baton::kTracePartLane + std::max(e.channel, 0);
     } else if (e.type == ncclProfileProxyStep) {
       name = "send step";
-      tid = 2 + 2 * std::max(e.channel, 0);
+      lane = baton::kTraceNetSendLane + std::max(e.channel, 0);
       args = "\"bytes\":" + std::to_string(e.transSize);
     } else {
       continue;
     }
     const uint64_t end = e.type == ncclProfileColl ? std::max(e.stop, e.lastChildStop) : e.stop;
-    fprintf(f, ",\n{\"ph\":\"X\",\"name\":\"%s\",\"cat\":\"nccl\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f", name,
-            c->rank + 1, tid, e.start / 1e3, (end - e.start) / 1e3);
-    if (!args.empty()) fprintf(f, ",\"args\":{%s}", args.c_str());
-    fputs("}", f);
+    out.push_back({e.start, end, c->rank, lane, std::move(name), "nccl", std::move(args)});
   }
-  fprintf(f, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"dropped_events\":%zu}}\n", c->dropped);
+  return out;
 }
 
 ncclResult_t finalize(void* context) {
   auto* c = static_cast<Context*>(context);
   const char* dir = getenv("BATON_PROFILE_DIR");
+  const char* trace = getenv("BATON_TRACE");
   std::string base = std::string(dir && *dir ? dir : ".") + "/";
   char name[64];
   snprintf(name, sizeof name, "%016" PRIx64 ".rank%d", c->commId, c->rank);
@@ -256,17 +245,19 @@ ncclResult_t finalize(void* context) {
   ncclResult_t res = ncclSuccess;
   {
     std::lock_guard<std::mutex> lock(c->mu);
-    if (FILE* f = fopen((base + ".json").c_str(), "w")) {
-      writeTrace(c, f);
-      if (fclose(f) != 0) res = ncclSystemError;
-    } else {
-      res = ncclSystemError;
-    }
-    if (FILE* f = fopen((base + ".jsonl").c_str(), "w")) {
-      for (const std::string& l : c->lines) fprintf(f, "%s\n", l.c_str());
-      if (fclose(f) != 0) res = ncclSystemError;
-    } else {
-      res = ncclSystemError;
+    // BATON_TRACE: into that timeline, beside the library's own spans (the same job: the commId);
+    // else a file of this communicator's rank.
+    const bool toTrace = trace && *trace;
+    const std::string path = toTrace ? std::string(trace) : base + ".json";
+    if (!baton::traceWriteSpans(path.c_str(), c->commId, traceRecords(c), c->dropped)) res = ncclSystemError;
+    // The summaries: always without BATON_TRACE; with it, where BATON_PROFILE_DIR asks for them.
+    if (!toTrace || (dir && *dir)) {
+      if (FILE* f = fopen((base + ".jsonl").c_str(), "w")) {
+        for (const std::string& l : c->lines) fprintf(f, "%s\n", l.c_str());
+        if (fclose(f) != 0) res = ncclSystemError;
+      } else {
+        res = ncclSystemError;
+      }
     }
   }
   delete c;
