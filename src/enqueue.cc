@@ -632,8 +632,11 @@ ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plansIn, std::vec
     const int nParts = usesPeerConnectors(p, comm) ? 1 : p.nch;
     int op = 0;
     if (prof) {
-      op = prof->addColl(p.t, p.seq, algoName(p.base.algo), protoName(p.base.proto), p.nch, nParts,
-                         p.base.algo == kAlgoRing && !usesPeerConnectors(p, comm));
+      const LaunchProfile::ProxyConns conns = usesPeerConnectors(p, comm) ? LaunchProfile::kNoProxyConns
+                                              : p.base.algo == kAlgoRing  ? LaunchProfile::kRingConns
+                                              : p.base.algo == kAlgoTree  ? LaunchProfile::kTreeConns
+                                                                          : LaunchProfile::kNoProxyConns;
+      op = prof->addColl(p.t, p.seq, algoName(p.base.algo), protoName(p.base.proto), p.nch, nParts, conns);
       groupApi = groupApi ? groupApi : p.t.profGroupApi;
     }
     for (int c = 0; c < nParts; ++c)

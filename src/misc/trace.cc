@@ -140,6 +140,8 @@ void appendLaneName(std::string& out, int lane) {
     out += "channel " + std::to_string(lane - kTracePartLane) + " parts (profiler)";
   else if (lane >= kTraceNetSendLane && lane < kTraceNetSendLane + 64)
     out += "channel " + std::to_string(lane - kTraceNetSendLane) + " NET sends (profiler)";
+  else if (lane >= kTraceNetRecvLane && lane < kTraceNetRecvLane + 64)
+    out += "channel " + std::to_string(lane - kTraceNetRecvLane) + " NET receives (profiler)";
   else out += "lane " + std::to_string(lane);
 }
 

@@ -26,10 +26,12 @@ namespace baton {
 
 constexpr int kTraceHostLane = -1;
 // The lanes of NCCL profiler events, written by baton's profiler plugin into the same timeline
-// (tools/profiler-plugin/): its collectives, each channel's parts, each channel's NET send steps.
+// (tools/profiler-plugin/): its collectives, each channel's parts, each channel's NET send and
+// receive steps.
 constexpr int kTraceCollLane = 100;
 constexpr int kTracePartLane = 1000;     // + channel
 constexpr int kTraceNetSendLane = 2000;  // + channel
+constexpr int kTraceNetRecvLane = 3000;  // + channel
 // The buffer's default cap: past it events are dropped (and counted) rather than growing memory
 // without bound in a long run; ~2 M events is a few hundred MB at worst.
 constexpr size_t kTraceMaxEvents = 2'000'000;

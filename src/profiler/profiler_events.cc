@@ -115,7 +115,7 @@ std::shared_ptr<LaunchProfile> LaunchProfile::begin(ncclComm* comm) {
 LaunchProfile::~LaunchProfile() { finishIfIdle(); }
 
 int LaunchProfile::addColl(const Task& t, uint64_t seq, const char* algo, const char* proto, int nChannels, int parts,
-                           bool ring) {
+                           ProxyConns conns) {
   ncclProfilerEventDescr_v5_t d{};
   d.type = ncclProfileColl;
   d.parentObj = t.profApi;
@@ -134,7 +134,7 @@ int LaunchProfile::addColl(const Task& t, uint64_t seq, const char* algo, const 
   Op& op = ops_.emplace_back();
   op.handle = prof_->startEvent(&d);
   op.partsLeft.store(parts);
-  op.ring = ring;
+  op.conns = conns;
   opsLeft_.fetch_add(1);
   return (int)ops_.size() - 1;
 }
@@ -207,7 +207,7 @@ namespace {
 class NetOpWatch final : public ProxyOpWatch {
  public:
   NetOpWatch(std::shared_ptr<LaunchProfile> lp, int op, void* parent, uint64_t first, int channel, int peer, bool send)
-      : ProxyOpWatch(first), lp_(std::move(lp)), op_(op), send_(send) {
+      : ProxyOpWatch(first, !send), lp_(std::move(lp)), op_(op), send_(send) {
     ncclProfilerEventDescr_v5_t d{};
     d.type = ncclProfileProxyOp;
     d.parentObj = parent;
@@ -218,15 +218,15 @@ class NetOpWatch final : public ProxyOpWatch {
     d.proxyOp.isSend = send ? 1 : 0;
     handle_ = lp_->plugin()->startEvent(&d);
   }
+  // A receive watch hears from the proxy and from the rank's add() (early steps): one at a time.
   void stepPosted(uint64_t s) override {
-    Step& st = steps_[s % kSlots];
-    if (st.started && st.step == s) return;
-    st = {s, true, startStep(s)};
-    lp_->plugin()->recordState(st.handle, send_ ? ncclProfilerProxyStepSendWait : ncclProfilerProxyStepRecvWait);
+    std::lock_guard<std::mutex> lock(mu_);
+    posted(s);
   }
   void stepDone(uint64_t s, size_t bytes) override {
+    std::lock_guard<std::mutex> lock(mu_);
     Step& st = steps_[s % kSlots];
-    if (!st.started || st.step != s) stepPosted(s);
+    if (!st.started || st.step != s) posted(s);
     ncclProfilerEventStateArgs_v5_t a{};
     a.proxyStep.transSize = bytes;
     lp_->plugin()->recordState(st.handle, send_ ? ncclProfilerProxyStepSendWait : ncclProfilerProxyStepRecvWait, &a);
@@ -234,11 +234,20 @@ class NetOpWatch final : public ProxyOpWatch {
     st.started = false;
   }
   void finished() override {
-    lp_->plugin()->stopEvent(handle_);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      lp_->plugin()->stopEvent(handle_);
+    }
     lp_->proxyOpDone(op_);
   }
 
  private:
+  void posted(uint64_t s) {
+    Step& st = steps_[s % kSlots];
+    if (st.started && st.step == s) return;
+    st = {s, true, startStep(s)};
+    lp_->plugin()->recordState(st.handle, send_ ? ncclProfilerProxyStepSendWait : ncclProfilerProxyStepRecvWait);
+  }
   void* startStep(uint64_t s) {
     if (!progressed_) {
       progressed_ = true;
@@ -256,6 +265,7 @@ class NetOpWatch final : public ProxyOpWatch {
     bool started = false;
     void* handle = nullptr;
   };
+  std::mutex mu_;
   std::shared_ptr<LaunchProfile> lp_;
   int op_;
   bool send_;
@@ -277,7 +287,7 @@ void LaunchProfile::partStart(int first, int n, int channel, PartEvents* ev) {
       ev->kernelCh.push_back(prof_->startEvent(&d));
     }
   }
-  if (n != 1 || !ops_[first].ring || !prof_->wants(ncclProfileProxyOp | ncclProfileProxyStep)) return;
+  if (n != 1 || ops_[first].conns == kNoProxyConns || !prof_->wants(ncclProfileProxyOp | ncclProfileProxyStep)) return;
   Channel& ch = *comm_->channels[channel];
   auto watch = [&](Connection* conn, ConnDev& dev, bool send) {
     if (!conn || !conn->viaNet) return;
@@ -287,9 +297,21 @@ void LaunchProfile::partStart(int first, int n, int channel, PartEvents* ev) {
     conn->watchProxyOp(w);
     ev->watches.push_back({std::move(w), &dev.step});
   };
-  // Sends only: a send step belongs to the part that wrote it, but the receive proxy posts
-  // receives ahead, past the end of an operation it cannot see (proxy_op_watch.h).
-  watch(ch.sendConn.get(), ch.ringSend, true);
+  // Every NET connection the part's algorithm uses, in a fixed order: the peer queues its watches
+  // for the same parts, so the watches' numbers match on both ends (proxy_op_watch.h).
+  if (ops_[first].conns == kRingConns) {
+    watch(ch.sendConn.get(), ch.ringSend, true);
+    watch(ch.recvConn.get(), ch.ringRecv, false);
+    return;
+  }
+  TreeConns& t = ch.tree;
+  if (!t.connected) return;  // connected by its first Tree operation, inside the part
+  watch(t.upSendConn.get(), t.upSend, true);
+  watch(t.downRecvConn.get(), t.downRecv, false);
+  for (int i = 0; i < kTreeMaxArity; ++i) {
+    watch(t.upRecvConn[i].get(), t.upRecv[i], false);
+    watch(t.downSendConn[i].get(), t.downSend[i], true);
+  }
 }
 
 void LaunchProfile::partEnd(int first, int n, PartEvents* ev) {

@@ -11,10 +11,12 @@
 //                  p2p.parentGroup: the Group), until its last channel part ends
 //       KernelCh   one channel's part of it, on the worker that runs it (stopped with the state
 //                  KernelChStop carrying the end time, as NCCL's kernel timestamps)
-//       ProxyOp    a ring part's steps on its channel's NET send connection, from the part's start
-//                  until the proxy has sent its last step (receives: not yet, proxy_op_watch.h)
-//         ProxyStep  one of those steps, from the proxy posting it to the network until the
-//                    network took it; state SendWait with transSize
+//       ProxyOp    a ring or tree part's steps on one of its channel's NET connections, send or
+//                  receive, from the part's start until the proxy has sent its last step (a
+//                  send) or the part has ended (a receive: proxy_op_watch.h)
+//         ProxyStep  one of those steps. A send: from the proxy posting it to the network until the
+//                    network took it, state SendWait with transSize. A receive: from its arrival to
+//                    its delivery into the ranks' FIFO, state RecvWait with transSize
 //   ProxyCtrl      no parent: the proxy thread's own life, each an event of one state (Idle when a
 //                  pass moved nothing after one that did, Active the reverse; Append / AppendEnd
 //                  when it sees new launches, with their count) or of two (Sleep .. Wakeup around
@@ -70,9 +72,11 @@ class LaunchProfile : public std::enable_shared_from_this<LaunchProfile> {
   static std::shared_ptr<LaunchProfile> begin(ncclComm* comm);
   ~LaunchProfile();
 
+  // Which connectors an operation's parts run over (ProxyOp events on those that are NET).
+  enum ProxyConns { kNoProxyConns, kRingConns, kTreeConns };
   // Adds one operation with the number of parts it will run; returns its index (for the parts).
-  // `ring`: its parts run the ring over each channel's connectors (ProxyOp events where NET).
-  int addColl(const Task& t, uint64_t seq, const char* algo, const char* proto, int nChannels, int parts, bool ring);
+  int addColl(const Task& t, uint64_t seq, const char* algo, const char* proto, int nChannels, int parts,
+              ProxyConns conns);
   int addP2p(const Task& t);
   // The hand-off to the channel workers (KernelLaunch, under the tasks' GroupApi).
   void launchStart(void* groupApi);
@@ -94,7 +98,7 @@ class LaunchProfile : public std::enable_shared_from_this<LaunchProfile> {
   struct Op {
     void* handle = nullptr;
     std::atomic<int> partsLeft{0};
-    bool ring = false;
+    ProxyConns conns = kNoProxyConns;
   };
   LaunchProfile(ncclComm* comm, ProfilerPlugin* p) : comm_(comm), prof_(p) {}
   void opPartDone(Op& op);

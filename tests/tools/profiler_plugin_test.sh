@@ -32,7 +32,7 @@ NCCL_SHM_DISABLE=1 NCCL_P2P_DISABLE=1 NCCL_MIN_NCHANNELS=2 run "$PLUG/libnccl-pr
   "$BIN/baton-run" -n 4 "$BIN/baton-perf" "${AR[@]}"
 check "v5, 4 processes over NET: loaded, init told rank and size, exact" \
   eval 'has "PROFILER/Plugin: Using tree (v5)" && has "tree profiler: init rank 3 of 4" && exact'
-check "v5 over NET: a file per rank; Coll under CollApi and Group, a KernelCh and a send ProxyOp per channel, steps under their ProxyOp, times nested; the proxy thread's ProxyCtrl Append, Idle and Active" \
+check "v5 over NET: a file per rank; Coll under CollApi and Group, a KernelCh and a send and a receive ProxyOp per channel, steps under their ProxyOp, times nested, every step sent received; the proxy thread's ProxyCtrl Append, Idle and Active" \
   eval '[[ $(files) == 4 ]] && tree --net && grep -q "type=ProxyStep" "$TMP"/prof/*'
 each_has() {  # each_has N PATTERN: every rank's file has N events matching PATTERN
   local f; for f in "$TMP"/prof/*; do [[ $(grep -c -- "$2" "$f") == "$1" ]] || return 1; done
@@ -46,6 +46,11 @@ NCCL_SHM_DISABLE=1 NCCL_P2P_DISABLE=1 run "$PLUG/libnccl-profiler-tree.so" \
   "$BIN/baton-run" -n 4 "$BIN/baton-perf" broadcast -b 8 -e 512K -f 256 -n 2 -w 1 -c 1
 check "v5 over NET, Broadcast: the ring's last rank sends nothing, and its empty ProxyOps still end (every Coll ends)" \
   eval 'tree --net && exact'
+
+NCCL_SHM_DISABLE=1 NCCL_P2P_DISABLE=1 NCCL_ALGO=allreduce:tree run "$PLUG/libnccl-profiler-tree.so" \
+  "$BIN/baton-run" -n 4 "$BIN/baton-perf" "${AR[@]}"
+check "v5 over NET, Tree AllReduce: ProxyOps on the tree's connections both ways, every step sent received under the same collective" \
+  eval 'tree --net && grep -q "type=Coll .*algo=Tree" "$TMP"/prof/* && grep -q "type=ProxyOp .*send=0" "$TMP"/prof/* && exact'
 
 # 2. 4 thread ranks: one thread's GroupApi holds the other ranks' calls when it drives them all.
 run "$PLUG/libnccl-profiler-tree.so" "$BIN/baton-perf" allreduce -t 4 -b 8 -e 1M -f 32 -n 2 -w 1 -c 1
@@ -99,6 +104,8 @@ for f in files:
     assert all(r["channels"] == 2 and r["algo"] == "Ring" and r["time_us"] > 0 and r["busbw_GBs"] > 0 for r in big), big[0]
     # each rank sends 2 (n - 1) / n of the buffer in a ring AllReduce
     assert all(r["net_send_bytes"] == 524288 * 2 * 3 // 4 for r in big), big[0]
+    # and receives as much, attributed to the same AllReduce by the receive proxy
+    assert all(r["net_recv_bytes"] == 524288 * 2 * 3 // 4 for r in big), big[0]
 for f in glob.glob(sys.argv[1] + "/*.json"):
     t = json.load(open(f))
     assert any(e.get("name") == "send step" and e.get("cat") == "nccl" for e in t), f
@@ -106,7 +113,7 @@ PY
 }
 check "baton's profiler, 4 processes over NET: loaded by name, exact" \
   eval 'has "PROFILER/Plugin: Using baton (v5)" && has "baton profiler: comm" && exact'
-check "baton's profiler: per rank a trace that is valid JSON with send steps, and a summary line per AllReduce with its NET bytes" \
+check "baton's profiler: per rank a trace that is valid JSON with send steps, and a summary line per AllReduce with its NET bytes sent and received" \
   eval 'summaries >>"$TMP/out" 2>&1'
 "$BIN/baton-prof" "$BATON_PROFILE_DIR" >"$TMP/prof.txt" 2>&1 || true
 check "baton-prof: one row for the 512 KiB AllReduce, 8 calls, Ring/Simple on 2 channels, a NET share" \

@@ -14,8 +14,9 @@ first communicator it calls, as in NCCL) and checks NCCL's event tree:
   - ProxyOp under a Coll, ProxyStep under a ProxyOp, each inside its parent; a step moved bytes
     (transSize > 0) and the steps of one ProxyOp are numbered 0, 1, 2, ...; ProxyCtrl without a
     parent, each holding one of NCCL's state sets (Idle, Active, Sleep+Wakeup, Append+AppendEnd with
-    a count), with --net Append, Idle and Active among them; with --net, every
-    Ring Coll has a send ProxyOp per channel, and steps in them;
+    a count), with --net Append, Idle and Active among them; with --net, every Ring Coll has a send
+    and a receive ProxyOp per channel, with steps, and across the files each collective's steps
+    sent equal the steps received;
   - the states: GroupApi recorded GroupStartApiStop and GroupEndApiStart, KernelCh KernelChStop;
   - seqNumber counts each rank's collectives of one kind 0, 1, 2, ...
 --expect TYPE=N (repeatable) asks for N events of TYPE on every rank; --only TYPE,... says no other
@@ -51,7 +52,7 @@ def read(path):
     return events
 
 
-def check_file(name, ev, everyone, v4, net, problems):
+def check_file(name, ev, everyone, v4, net, problems, flow):
     """ev: this file's events; everyone: all events of its process, by id (parents may be there)."""
     def bad(e, what):
         problems.append(f"{name}: event {e['id']} ({e['type']}): {what}")
@@ -151,10 +152,10 @@ def check_file(name, ev, everyone, v4, net, problems):
             if e["type"] == "Coll" and e["algo"] == "Ring" and e["count"] > 0:
                 ops = proxyOps[e["id"]]
                 kinds = collections.Counter((o["ch"], o["send"]) for o in ops)
-                want = collections.Counter({(c, 1): 1 for c in range(e["nch"])})
+                want = collections.Counter({(c, d): 1 for c in range(e["nch"]) for d in (0, 1)})
                 if kinds != want:
-                    bad(e, f"ProxyOps (channel, isSend) {sorted(kinds.items())}, expected a send ProxyOp on "
-                           f"each of {e['nch']} channels")
+                    bad(e, f"ProxyOps (channel, isSend) {sorted(kinds.items())}, expected a send and a receive "
+                           f"ProxyOp on each of {e['nch']} channels")
                 # every rank sends in these; in a Broadcast or Reduce the ring's end sends nothing
                 sends = e["func"] in ("AllReduce", "AllGather", "ReduceScatter")
                 if sends and ops and not any(proxySteps[o["id"]] for o in ops):
@@ -162,6 +163,12 @@ def check_file(name, ev, everyone, v4, net, problems):
     for func, s in seqs.items():
         if sorted(s) != list(range(len(s))):
             problems.append(f"{name}: {func} seqNumbers {sorted(s)[:8]}... are not 0, 1, 2, ...")
+    # For the job-wide check (main): each collective's steps and bytes sent and received.
+    for op, steps in proxyOps.items():
+        coll = ev[op]
+        for o in steps:
+            n = len(proxySteps[o["id"]])
+            flow[(coll["func"], coll["seq"], coll["algo"], "send" if o["send"] else "recv")] += n
 
 
 def types_present(ev):
@@ -186,8 +193,9 @@ def main():
     byPid = collections.defaultdict(dict)
     for name, ev in byFile.items():
         byPid[name.rsplit(".", 1)[-1]].update(ev)
+    flow = collections.Counter()
     for name, ev in byFile.items():
-        check_file(name, ev, byPid[name.rsplit(".", 1)[-1]], a.v4, a.net, problems)
+        check_file(name, ev, byPid[name.rsplit(".", 1)[-1]], a.v4, a.net, problems, flow)
         counts = collections.Counter(e["type"] for e in ev.values())
         totals.update(counts)
         for x in a.expect:
@@ -198,6 +206,13 @@ def main():
             extra = set(counts) - set(a.only.split(","))
             if extra:
                 problems.append(f"{name}: event types {sorted(extra)} beyond --only {a.only}")
+    # Every step one rank's proxy sent for a collective, another's received and gave to the same
+    # collective (its ProxyOps on both ends): the job's totals per collective agree. Only where
+    # every rank of the job wrote a file here (one communicator's ranks, as in these runs).
+    if a.net:
+        for (func, seq, algo, d), n in flow.items():
+            if d == "send" and flow[(func, seq, algo, "recv")] != n:
+                problems.append(f"{func} seq {seq} ({algo}): {n} steps sent, {flow[(func, seq, algo, 'recv')]} received")
     summary = ", ".join(f"{t} {n}" for t, n in sorted(totals.items()))
     if problems:
         print(f"{len(files)} files: {summary}")

@@ -14,7 +14,7 @@ namespace {
 using namespace baton;
 
 struct CountingWatch : ProxyOpWatch {
-  explicit CountingWatch(uint64_t first) : ProxyOpWatch(first) {}
+  explicit CountingWatch(uint64_t first, bool receive = false) : ProxyOpWatch(first, receive) {}
   void stepPosted(uint64_t s) override { posted.push_back(s); }
   void stepDone(uint64_t s, size_t) override { done.push_back(s); }
   void finished() override { finishes.fetch_add(1); }
@@ -67,6 +67,33 @@ TEST(ProxyOpWatches, EachStepGoesToTheWatchHoldingIt) {
   EXPECT_EQ(first->finishes.load(), 1);
   EXPECT_EQ(q.covering(2), nullptr);  // the finished one is dropped
   EXPECT_EQ(q.covering(4).get(), second.get());
+}
+
+// Receives: the sender numbers its watches as the receiver does, and each received step names its
+// watch; a step that comes before its watch is queued waits for it.
+TEST(ProxyOpWatches, ReceivedStepsGoToTheWatchTheSenderNamed) {
+  ProxyOpWatches q;
+  auto empty = std::make_shared<CountingWatch>(0, true);  // watch 0: a part that receives nothing here
+  q.add(empty);
+  EXPECT_EQ(empty->ordinal, 0u);
+  q.received(0, 1, 64);  // watch 1's first step arrives while part 0 still runs: it waits
+  q.received(1, 1, 64);
+  EXPECT_TRUE(empty->done.empty());  // not given to watch 0, whose firstStep is the same
+  empty->end(0);
+  EXPECT_EQ(empty->finishes.load(), 1);
+  auto next = std::make_shared<CountingWatch>(0, true);
+  q.add(next);  // gets the two early steps now
+  EXPECT_EQ(next->done, (std::vector<uint64_t>{0, 1}));
+  q.received(2, 1, 64);  // and later ones as they arrive
+  EXPECT_EQ(next->done, (std::vector<uint64_t>{0, 1, 2}));
+  EXPECT_EQ(next->finishes.load(), 0);
+  next->end(3);  // a receive watch finishes when the rank's part ends
+  EXPECT_EQ(next->finishes.load(), 1);
+  q.received(3, 7, 64);  // a step for a watch that never comes is kept, boundedly, and harms nothing
+  for (uint64_t s = 4; s < 200; ++s) q.received(s, 9, 64);
+  auto later = std::make_shared<CountingWatch>(3, true);
+  q.add(later);  // watch 2: nothing of its own arrived yet
+  EXPECT_TRUE(later->done.empty());
 }
 
 }  // namespace

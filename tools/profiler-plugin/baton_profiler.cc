@@ -11,8 +11,9 @@
 //                           the summaries below only where BATON_PROFILE_DIR is set
 //   <commId>.rank<R>.jsonl  one JSON object per completed collective, in the spirit of NCCL's
 //                           Inspector: communicator, seq, collective, bytes, algorithm, protocol,
-//                           channels, time, algbw, busbw, the channels' time (channel_us) and
-//                           the part of it with a NET send step in flight (net_send_us)
+//                           channels, time, algbw, busbw, the channels' time (channel_us), the
+//                           part of it with a NET send step in flight (net_send_us), and the
+//                           bytes its NET steps sent and received
 // tools/baton-prof merges the ranks' .jsonl files into the table per collective and size.
 // NCCL_PROFILE_EVENT_MASK overrides the events asked for (by default: Coll, KernelCh, ProxyOp,
 // ProxyStep). Of baton's library only the timeline writer (src/misc/trace.cc) is linked in, with its
@@ -81,8 +82,9 @@ struct Event {
   // Its KernelCh time summed over channels; the time a send step of a channel was in flight, summed
   // over channels (a channel has up to 8 steps in flight: their union, not their sum).
   uint64_t chNs = 0, netNs = 0;
-  size_t netBytes = 0;
-  // ProxyStep
+  size_t netBytes = 0, netRecvBytes = 0;  // what its send steps sent, its receive steps received
+  // ProxyOp and ProxyStep
+  bool isSend = false;
   size_t transSize = 0;
 };
 
@@ -135,13 +137,13 @@ ncclResult_t startEvent(void* context, void** handle, ncclProfilerEventDescr_v5_
       e.count = d->coll.count, e.nChannels = d->coll.nChannels;
       break;
     case ncclProfileKernelCh: e.channel = d->kernelCh.channelId; break;
-    case ncclProfileProxyOp: e.channel = d->proxyOp.channelId; break;
+    case ncclProfileProxyOp: e.channel = d->proxyOp.channelId, e.isSend = d->proxyOp.isSend != 0; break;
     default: break;
   }
   if (d->type == ncclProfileKernelCh || d->type == ncclProfileProxyOp || d->type == ncclProfileProxyStep) {
     e.parent = static_cast<Event*>(d->parentObj);
     if (e.parent && e.parent->ctx != c) e.parent = nullptr;  // not one of this communicator's
-    if (d->type == ncclProfileProxyStep && e.parent) e.channel = e.parent->channel;
+    if (d->type == ncclProfileProxyStep && e.parent) e.channel = e.parent->channel, e.isSend = e.parent->isSend;
     if (d->type != ncclProfileProxyStep && collOf(&e)) ++collOf(&e)->openChildren;
   }
   *handle = &e;
@@ -160,10 +162,10 @@ void report(Context* c, Event& e) {
            "{\"comm\":\"%" PRIx64 "\",\"rank\":%d,\"nranks\":%d,\"seq\":%" PRIu64
            ",\"coll\":\"%s\",\"count\":%zu,\"datatype\":\"%s\",\"bytes\":%zu,\"algo\":\"%s\",\"proto\":\"%s\","
            "\"channels\":%d,\"time_us\":%.3f,\"algbw_GBs\":%.4f,\"busbw_GBs\":%.4f,\"channel_us\":%.3f,"
-           "\"net_send_us\":%.3f,\"net_send_bytes\":%zu}",
+           "\"net_send_us\":%.3f,\"net_send_bytes\":%zu,\"net_recv_bytes\":%zu}",
            c->commId, c->rank, c->nRanks, e.seq, e.func.c_str(), e.count, e.datatype.c_str(), bytes, e.algo.c_str(),
            e.proto.c_str(), e.nChannels, us, algbw, algbw * busFactor(e.func, c->nRanks), e.chNs / 1e3, e.netNs / 1e3,
-           e.netBytes);
+           e.netBytes, e.netRecvBytes);
   c->lines.push_back(line);
 }
 
@@ -177,12 +179,14 @@ ncclResult_t stopEvent(void* handle) {
   Event* coll = collOf(e);
   if (coll) {
     if (e->type == ncclProfileKernelCh) coll->chNs += e->stop - e->start;
-    if (e->type == ncclProfileProxyStep) {
+    if (e->type == ncclProfileProxyStep && e->isSend) {
       // A connection's steps start and end in order, so each adds what it extends past the last.
       const uint64_t from = std::max(e->start, e->parent->stepsBusyUntil);
       if (e->stop > from) coll->netNs += e->stop - from;
       e->parent->stepsBusyUntil = std::max(e->parent->stepsBusyUntil, e->stop);
       coll->netBytes += e->transSize;
+    } else if (e->type == ncclProfileProxyStep) {
+      coll->netRecvBytes += e->transSize;
     }
     if (e->type != ncclProfileProxyStep) {
       --coll->openChildren;
@@ -203,7 +207,7 @@ ncclResult_t recordEventState(void* handle, ncclProfilerEventState_v5_t, ncclPro
 }
 
 // The trace: one span per collective (the collectives lane), per channel part (the channel's
-// parts lane) and per NET send step (the channel's sends lane), in baton's timeline format.
+// parts lane) and per NET step (the channel's sends or receives lane), in baton's timeline format.
 std::vector<baton::TraceRecord> traceRecords(Context* c) {
   std::vector<baton::TraceRecord> out;
   for (const Event& e : c->events) {
@@ -222,8 +226,8 @@ std::vector<baton::TraceRecord> traceRecords(Context* c) {
       name = coll ? coll->func : "channel part";
       lane = baton::kTracePartLane + std::max(e.channel, 0);
     } else if (e.type == ncclProfileProxyStep) {
-      name = "send step";
-      lane = baton::kTraceNetSendLane + std::max(e.channel, 0);
+      name = e.isSend ? "send step" : "recv step";
+      lane = (e.isSend ? baton::kTraceNetSendLane : baton::kTraceNetRecvLane) + std::max(e.channel, 0);
       args = "\"bytes\":" + std::to_string(e.transSize);
     } else {
       continue;

@@ -130,7 +130,7 @@ ncclResult_t NetRecvTask::deliver(uint64_t s, uint64_t tag, size_t wire, bool in
   const FifoLayout& l = fifo_->layout;
   const int tagProto = (int)(tag & kNetTagMatchMask);
   const int proto = tagProto == kNetTagDirect ? kProtoSimple : tagProto;  // the ranks see a Simple step
-  const uint64_t bytes = tag >> 8;
+  const uint64_t bytes = netTagBytes(tag);
   if (proto >= kNumProtos || !l.stepBytes[proto] || netWireBytes(proto, bytes) != wire) {
     *message = "NET: malformed step " + std::to_string(s) + " from rank " + std::to_string(peer_) + ": protocol " +
                std::to_string(proto) + ", " + std::to_string(bytes) + " payload bytes in a " + std::to_string(wire) +
@@ -143,6 +143,9 @@ ncclResult_t NetRecvTask::deliver(uint64_t s, uint64_t tag, size_t wire, bool in
   view.step = s;
   cleanLLSlotIfDue(view);
   f->sizes[slot] = bytes;  // before the tail or line 0's flag, which release it
+  // The profiler's receive step, before the release: once the rank sees the step, it may end its
+  // part and with it the step's ProxyOp (proxy_op_watch.h).
+  if (tag & kNetTagWatched) watches_.received(s, netTagWatch(tag), bytes);
   char* dst = fifoBuff(f, l, proto) + slot * l.stepBytes[proto];
   if (proto == kProtoSimple) {
     if (inUserBuffer) f->netRecvLanded[slot] = s + 1;  // the rank skips its copy out

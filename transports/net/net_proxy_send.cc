@@ -146,7 +146,10 @@ ncclResult_t NetSendTask::progress(bool* didWork, std::string* message) {
       mh = m;
     }
     NetRequest* req = nullptr;
-    ncclResult_t res = net_->isend(comm_, slot, netWireBytes(proto, bytes), netStepTag(proto, bytes), mh, &req);
+    uint64_t tag = netStepTag(proto, bytes);
+    std::shared_ptr<ProxyOpWatch> w = watches_.covering(s);  // the receiver's profiler learns its operation
+    if (w) tag |= kNetTagWatched | (w->ordinal & ProxyOpWatches::kOrdinalMask) << kNetTagWatchShift;
+    ncclResult_t res = net_->isend(comm_, slot, netWireBytes(proto, bytes), tag, mh, &req);
     if (res != ncclSuccess) {
       *message = "NET: send to rank " + std::to_string(peer_) + " (" + peerAddr_ + ") failed: " + lastError();
       return res;
@@ -154,7 +157,7 @@ ncclResult_t NetSendTask::progress(bool* didWork, std::string* message) {
     if (!req) break;  // the back-end is full: try again later (a zero-copy span stays registered)
     reqs_[s % kSteps] = req;
     sentBytes_[s % kSteps] = bytes;
-    if (auto w = watches_.covering(s)) w->stepPosted(s);
+    if (w) w->stepPosted(s);
     zeroCopySteps_ += direct;
     linesChecked_ = 0;
     ++posted_;

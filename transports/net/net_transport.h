@@ -9,8 +9,9 @@
 //   NetRecvTask (irecv) -> receiver's FIFO -> receiver's primitives
 //
 // One network message per FIFO step. Its tag says which protocol's slot the step used (low 8 bits)
-// and how many payload bytes it carries (the rest), because the three protocols share one step
-// sequence (connector.h) and the receiver's primitives check each slot's size.
+// and how many payload bytes it carries (netStepTag below), because the three protocols share one
+// step sequence (connector.h) and the receiver's primitives check each slot's size; while a
+// profiler watches, also which operation the step is of (proxy_op_watch.h).
 //
 // Memory-ordering contract:
 //   send side: Simple data (and its sizes[] entry) is released by tail, which the proxy
@@ -65,8 +66,14 @@ constexpr uint64_t kNetByeTag = 0xff;
 // (ConnFifo::netSendPtr); the receiver lands it in its user buffer where the rank offered one
 // (ConnFifo::netRecvPtr), else in the Simple slot, and says which in ConnFifo::netRecvLanded.
 constexpr int kNetTagDirect = kNumProtos;
-// Steps a tag carries.
+// What a step's tag carries: bits 0-7 the protocol's slot (the receiver's buffer choice), 8-39 the
+// payload bytes, and, while a profiler watches the operation (proxy_op_watch.h), bit 63 set and
+// bits 40-55 the low bits of its watch's number on the connection.
 inline uint64_t netStepTag(int proto, uint64_t payloadBytes) { return (payloadBytes << 8) | (uint64_t)proto; }
+constexpr uint64_t kNetTagWatched = 1ull << 63;
+constexpr int kNetTagWatchShift = 40;
+inline uint64_t netTagBytes(uint64_t tag) { return (tag >> 8) & 0xffffffffull; }
+inline uint64_t netTagWatch(uint64_t tag) { return (tag >> kNetTagWatchShift) & ProxyOpWatches::kOrdinalMask; }
 // Bytes on the wire for `payloadBytes` of protocol `proto` (LL: 16-byte lines of 8 payload bytes;
 // LL128: 128-byte lines of 120).
 uint64_t netWireBytes(int proto, uint64_t payloadBytes);
