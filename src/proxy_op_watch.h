@@ -42,6 +42,9 @@ class ProxyOpWatch {
   virtual void stepDone(uint64_t s, size_t bytes) = 0;
   // Once, when every step is done (or there were none).
   virtual void finished() = 0;
+  // What a network plugin is handed with step s's send (its profiler callback's pHandle): null
+  // when nobody records the plugin's events.
+  virtual void* netPluginParent(uint64_t) { return nullptr; }
 
   // The rank's part ended with its connector's counter at `end`.
   void end(uint64_t end) {

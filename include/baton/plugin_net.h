@@ -44,9 +44,17 @@ typedef ncclNetDeviceHandle_v7_t ncclNetDeviceHandle_v9_t;
 typedef ncclNetDeviceHandle_v7_t ncclNetDeviceHandle_v10_t;
 typedef ncclNetDeviceHandle_v7_t ncclNetDeviceHandle_v11_t;
 
-/* The profiler callback a v10+ plugin may use to report its own events (ncclProfileNetPlugin). */
+/* The profiler callback a v10+ plugin may use to report its own events (ncclProfileNetPlugin):
+ * `type` is one of the four below; `pHandle` is the phandle the core gave isend / irecv (the step's
+ * event; NULL: not profiled); `pluginId` and `extData` become the event's netPlugin id and data. */
 typedef ncclResult_t (*ncclProfilerCallback_t)(void** eHandle, int type, void* pHandle, int64_t pluginId,
                                                void* extData);
+enum {
+  ncclProfilerNetEventStart = 0,
+  ncclProfilerNetEventStop,
+  ncclProfilerNetEventUpdate,
+  ncclProfilerNetEventUpdateAndStop
+};
 
 typedef struct {
   int ndevs;

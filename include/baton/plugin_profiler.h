@@ -233,6 +233,31 @@ typedef ncclProfiler_v5_t ncclProfiler_t;
 typedef ncclProfilerEventDescr_v5_t ncclProfilerEventDescr_t;
 typedef ncclProfilerEventStateArgs_v5_t ncclProfilerEventStateArgs_t;
 
+/* A network plugin's own events (ncclProfileNetPlugin): their descriptor's netPlugin.id says which
+ * plugin kind and which version of its data (netPlugin.data) they carry. NCCL's socket transport,
+ * and baton's socket plugin, report one event per request with this data.
+ * Public source: NCCL's src/include/plugin/nccl_profiler.h and profiler/net_socket_v1.h. */
+#define NCCL_PROFILER_NET_VER_BITS  (16)
+#define NCCL_PROFILER_NET_VER_MASK  (~0U >> NCCL_PROFILER_NET_VER_BITS)
+#define NCCL_PROFILER_NET_TYPE_MASK (~0U << NCCL_PROFILER_NET_VER_BITS)
+typedef enum {
+  NCCL_PROFILER_NET_TYPE_IB = (1U << NCCL_PROFILER_NET_VER_BITS),
+  NCCL_PROFILER_NET_TYPE_SOCK = (2U << NCCL_PROFILER_NET_VER_BITS)
+} ncclProfilerNetType;
+
+#define NCCL_PROFILER_NET_SOCKET_VER 1
+enum { ncclProfileSocket = (1 << 0) };
+typedef struct {
+  uint8_t type; /* ncclProfileSocket */
+  union {
+    struct {
+      int fd;        /* the socket, or -1 where the plugin does not say */
+      int op;        /* 0 receive, 1 send */
+      size_t length; /* bytes of the request */
+    } sock;
+  };
+} ncclProfilerNetSockDescr_v1_t;
+
 #ifdef __cplusplus
 }
 #endif

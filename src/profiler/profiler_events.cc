@@ -4,7 +4,9 @@
 
 #include <utility>
 
+#include "baton/plugin_net.h"
 #include "comm.h"
+#include "net/net_backend.h"
 #include "task.h"
 
 namespace baton {
@@ -203,6 +205,48 @@ void profileProxyWake(ProfilerPlugin* p, void* sleep) {
 }
 
 namespace {
+// What a network plugin's profiler callback gets as pHandle for a step (NetOpWatch), and what its
+// events' handles are here: the plugin is per communicator, the callback is not.
+struct NetStepRef {
+  ProfilerPlugin* prof = nullptr;
+  void* step = nullptr;
+};
+struct NetPluginEvent {
+  ProfilerPlugin* prof;
+  void* handle;
+};
+
+// NCCL's ncclProfilerCallback: start (under the step), update, stop, or update and stop.
+ncclResult_t netPluginEvent(void** eHandle, int type, void* pHandle, int64_t pluginId, void* extData) {
+  if (!eHandle) return ncclSuccess;
+  if (type == ncclProfilerNetEventStart) {
+    *eHandle = nullptr;
+    auto* ref = static_cast<NetStepRef*>(pHandle);
+    if (!ref || !ref->prof || !ref->step || !ref->prof->wants(ncclProfileNetPlugin)) return ncclSuccess;
+    ncclProfilerEventDescr_v5_t d{};
+    d.type = ncclProfileNetPlugin;
+    d.parentObj = ref->step;
+    d.netPlugin.id = pluginId;
+    d.netPlugin.data = extData;
+    if (void* h = ref->prof->startEvent(&d)) *eHandle = new NetPluginEvent{ref->prof, h};
+    return ncclSuccess;
+  }
+  auto* e = static_cast<NetPluginEvent*>(*eHandle);
+  if (!e) return ncclSuccess;
+  if (type != ncclProfilerNetEventStop) {
+    ncclProfilerEventStateArgs_v5_t a{};
+    a.netPlugin.data = extData;
+    e->prof->recordState(e->handle, ncclProfilerNetPluginUpdate, &a);
+  }
+  if (type == ncclProfilerNetEventStop || type == ncclProfilerNetEventUpdateAndStop) {
+    e->prof->stopEvent(e->handle);
+    delete e;
+    *eHandle = nullptr;
+  }
+  return ncclSuccess;
+}
+[[maybe_unused]] const bool netPluginEventsSet = (setNetProfilerCallback(netPluginEvent), true);
+
 // One ring part's steps on one NET connection: a ProxyOp, and a ProxyStep per step the proxy moves.
 class NetOpWatch final : public ProxyOpWatch {
  public:
@@ -227,6 +271,7 @@ class NetOpWatch final : public ProxyOpWatch {
     std::lock_guard<std::mutex> lock(mu_);
     Step& st = steps_[s % kSlots];
     if (!st.started || st.step != s) posted(s);
+    st.ref.step = nullptr;  // the plugin's request is done: no event of it comes after this one
     ncclProfilerEventStateArgs_v5_t a{};
     a.proxyStep.transSize = bytes;
     lp_->plugin()->recordState(st.handle, send_ ? ncclProfilerProxyStepSendWait : ncclProfilerProxyStepRecvWait, &a);
@@ -242,10 +287,16 @@ class NetOpWatch final : public ProxyOpWatch {
   }
 
  private:
+  void* netPluginParent(uint64_t s) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    Step& st = steps_[s % kSlots];
+    return st.started && st.step == s && st.handle ? &st.ref : nullptr;
+  }
   void posted(uint64_t s) {
     Step& st = steps_[s % kSlots];
     if (st.started && st.step == s) return;
-    st = {s, true, startStep(s)};
+    st = {s, true, startStep(s), {}};
+    st.ref = {lp_->plugin(), st.handle};
     lp_->plugin()->recordState(st.handle, send_ ? ncclProfilerProxyStepSendWait : ncclProfilerProxyStepRecvWait);
   }
   void* startStep(uint64_t s) {
@@ -264,6 +315,7 @@ class NetOpWatch final : public ProxyOpWatch {
     uint64_t step = 0;
     bool started = false;
     void* handle = nullptr;
+    NetStepRef ref;  // a network plugin's pHandle for it
   };
   std::mutex mu_;
   std::shared_ptr<LaunchProfile> lp_;

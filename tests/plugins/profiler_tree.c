@@ -128,6 +128,11 @@ static ncclResult_t startEvent(void* context, void** handle, descr_t* d) {
       e->channel = d->proxyOp.channelId, e->peer = d->proxyOp.peer, e->isSend = d->proxyOp.isSend;
       break;
     case ncclProfileProxyStep: e->seq = (uint64_t)d->proxyStep.step; break;
+    case ncclProfileNetPlugin: /* a socket plugin's request: its length; seq says whether the id named one */
+      e->seq = (uint64_t)((d->netPlugin.id & NCCL_PROFILER_NET_TYPE_MASK) == NCCL_PROFILER_NET_TYPE_SOCK);
+      if (e->seq && d->netPlugin.data)
+        e->count = ((const ncclProfilerNetSockDescr_v1_t*)d->netPlugin.data)->sock.length;
+      break;
     default: break;
   }
 #ifdef PROF_NULL

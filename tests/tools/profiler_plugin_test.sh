@@ -34,6 +34,9 @@ check "v5, 4 processes over NET: loaded, init told rank and size, exact" \
   eval 'has "PROFILER/Plugin: Using tree (v5)" && has "tree profiler: init rank 3 of 4" && exact'
 check "v5 over NET: a file per rank; Coll under CollApi and Group, a KernelCh and a send and a receive ProxyOp per channel, steps under their ProxyOp, times nested, every step sent received; the proxy thread's ProxyCtrl Append, Idle and Active" \
   eval '[[ $(files) == 4 ]] && tree --net && grep -q "type=ProxyStep" "$TMP"/prof/*'
+each_has_some() {  # every rank's file has an event matching PATTERN
+  local f; for f in "$TMP"/prof/*; do grep -q -- "$1" "$f" || return 1; done
+}
 each_has() {  # each_has N PATTERN: every rank's file has N events matching PATTERN
   local f; for f in "$TMP"/prof/*; do [[ $(grep -c -- "$2" "$f") == "$1" ]] || return 1; done
 }
@@ -51,6 +54,11 @@ NCCL_SHM_DISABLE=1 NCCL_P2P_DISABLE=1 NCCL_ALGO=allreduce:tree run "$PLUG/libncc
   "$BIN/baton-run" -n 4 "$BIN/baton-perf" "${AR[@]}"
 check "v5 over NET, Tree AllReduce: ProxyOps on the tree's connections both ways, every step sent received under the same collective" \
   eval 'tree --net && grep -q "type=Coll .*algo=Tree" "$TMP"/prof/* && grep -q "type=ProxyOp .*send=0" "$TMP"/prof/* && exact'
+
+NCCL_SHM_DISABLE=1 NCCL_P2P_DISABLE=1 NCCL_NET_PLUGIN=baton LD_LIBRARY_PATH=$BUILD/lib \
+  run "$PLUG/libnccl-profiler-tree.so" "$BIN/baton-run" -n 4 "$BIN/baton-perf" "${AR[@]}"
+check "v5 over a network plugin (libnccl-net-baton.so, v11): its socket events (NetPlugin, NCCL's socket data) under their send steps, tree complete" \
+  eval 'tree --net && each_has_some "type=NetPlugin" && exact'
 
 # 2. 4 thread ranks: one thread's GroupApi holds the other ranks' calls when it drives them all.
 run "$PLUG/libnccl-profiler-tree.so" "$BIN/baton-perf" allreduce -t 4 -b 8 -e 1M -f 32 -n 2 -w 1 -c 1

@@ -114,6 +114,12 @@ def check_file(name, ev, everyone, v4, net, problems, flow):
             if p:
                 inside(e, p)
                 proxyOps[p["id"]].append(e)
+        elif t == "NetPlugin":
+            p = parent_is(e, "parent", ["ProxyStep"])
+            if p:
+                inside(e, p)
+            if e["seq"] != 1 or e["count"] <= 0:
+                bad(e, "a network plugin event without the socket plugin's id or a length")
         elif t == "ProxyStep":
             p = parent_is(e, "parent", ["ProxyOp"])
             if p:

@@ -8,7 +8,9 @@
 //     candidate buffers by the low byte, so an NCCL tag travels in the upper bits over candidate 0
 //     and a receive checks it on arrival (messages of a comm arrive in order, as NCCL assumes);
 //   - one buffer per receive (maxRecvs 1: the core then never groups receives);
-//   - comms are wrapped so regMr, which NCCL gives either kind, knows which it holds.
+//   - comms are wrapped so regMr, which NCCL gives either kind, knows which it holds;
+//   - v11: each request is one profiler event (ncclProfileNetPlugin, NCCL's socket data layout)
+//     under the phandle the core passed with it, from post to completion.
 #include <time.h>
 
 #include <cstdio>
@@ -16,6 +18,7 @@
 #include <string>
 
 #include "baton/plugin_net.h"
+#include "baton/plugin_profiler.h"
 #include "misc/debug.h"
 #include "net/net_backend.h"
 
@@ -42,8 +45,27 @@ struct Comm {
 struct Request {
   NetRequest* req;
   bool recv;
-  int tag;  // a receive's expected tag
+  int tag;                              // a receive's expected tag
+  void* event = nullptr;                // its profiler event (v11: under the core's phandle)
+  ncclProfilerNetSockDescr_v1_t descr;  // the event's data, NCCL's socket layout
 };
+
+ncclProfilerCallback_t profiler = nullptr;  // v11's init hands it over
+
+// One event per request, from its post to its completion, as NCCL's socket transport reports.
+void profileStart(Request* r, void* phandle, size_t size) {
+  if (!profiler || !phandle) return;
+  r->descr = {};
+  r->descr.type = ncclProfileSocket;
+  r->descr.sock.fd = -1;  // the back-end's sockets are its own
+  r->descr.sock.op = r->recv ? 0 : 1;
+  r->descr.sock.length = size;
+  profiler(&r->event, ncclProfilerNetEventStart, phandle, NCCL_PROFILER_NET_TYPE_SOCK | NCCL_PROFILER_NET_SOCKET_VER,
+           &r->descr);
+}
+void profileStop(Request* r) {
+  if (profiler && r->event) profiler(&r->event, ncclProfilerNetEventStop, nullptr, 0, nullptr);
+}
 
 ncclDebugLogger_t logger = nullptr;
 char names[8][64], paths[8][256];  // getProperties hands out pointers into these
@@ -122,20 +144,24 @@ ncclResult_t deregMr(void* comm, void* mhandle) {
   auto* c = static_cast<Comm*>(comm);
   return net()->deregMr(c->send, c->recv, static_cast<NetMemHandle*>(mhandle));
 }
-ncclResult_t isend(void* comm, void* data, size_t size, int tag, void* mhandle, void** request) {
+ncclResult_t isend(void* comm, void* data, size_t size, int tag, void* mhandle, void** request,
+                   void* phandle = nullptr) {
   NetRequest* r = nullptr;
   *request = nullptr;
   ncclResult_t res = net()->isend(static_cast<Comm*>(comm)->send, data, size, (uint64_t)(uint32_t)tag << 8,
                                   static_cast<NetMemHandle*>(mhandle), &r);
   if (res != ncclSuccess) return PLUGIN_LOG("isend: %s", lastError()), res;
-  if (r) *request = new Request{r, false, tag};
+  if (!r) return ncclSuccess;
+  auto* q = new Request{r, false, tag, nullptr, {}};
+  profileStart(q, phandle, size);
+  *request = q;
   return ncclSuccess;
 }
 ncclResult_t isendInt(void* comm, void* data, int size, int tag, void* mhandle, void** request) {
   return isend(comm, data, (size_t)size, tag, mhandle, request);
 }
 ncclResult_t irecv(void* comm, int n, void** data, const size_t* sizes, const int* tags, void** mhandles,
-                   void** request) {
+                   void** request, void* phandle = nullptr) {
   *request = nullptr;
   if (n != 1) return ncclInternalError;  // maxRecvs is 1
   uint64_t tag = 0;                      // candidate 0
@@ -143,7 +169,10 @@ ncclResult_t irecv(void* comm, int n, void** data, const size_t* sizes, const in
   NetRequest* r = nullptr;
   ncclResult_t res = net()->irecv(static_cast<Comm*>(comm)->recv, 1, data, sizes, &tag, &m, &r);
   if (res != ncclSuccess) return PLUGIN_LOG("irecv: %s", lastError()), res;
-  if (r) *request = new Request{r, true, tags[0]};
+  if (!r) return ncclSuccess;
+  auto* q = new Request{r, true, tags[0], nullptr, {}};
+  profileStart(q, phandle, sizes[0]);
+  *request = q;
   return ncclSuccess;
 }
 ncclResult_t irecvInt(void* comm, int n, void** data, int* sizes, int* tags, void** mhandles, void** request) {
@@ -162,10 +191,12 @@ ncclResult_t test(void* request, int* done, int* sizes) {
   ncclResult_t res = net()->test(r->req, done, &size, nullptr, &tag);
   if (res != ncclSuccess) {
     PLUGIN_LOG("test: %s", lastError());
+    profileStop(r);
     delete r;
     return res;
   }
   if (!*done) return ncclSuccess;
+  profileStop(r);
   const bool mismatch = r->recv && (int)(uint32_t)(tag >> 8) != r->tag;
   if (mismatch) PLUGIN_LOG("a message with tag %d arrived where tag %d was posted", (int)(tag >> 8), r->tag);
   if (sizes) *sizes = (int)size;
@@ -195,8 +226,10 @@ ncclResult_t acceptV6(void* l, void** r) { return accept(l, r); }
 #ifndef BATON_NET_V6_ONLY
 // v11's: a context per communicator, which this plugin does not need (one back-end per process).
 int contexts = 0;
-ncclResult_t initV11(void** ctx, uint64_t, ncclNetCommConfig_v11_t*, ncclDebugLogger_t log, ncclProfilerCallback_t) {
+ncclResult_t initV11(void** ctx, uint64_t, ncclNetCommConfig_v11_t*, ncclDebugLogger_t log,
+                     ncclProfilerCallback_t prof) {
   logger = log;
+  profiler = prof;
   *ctx = &contexts;
   return pluginInit();
 }
@@ -215,11 +248,12 @@ ncclResult_t connectV11(void*, int dev, void* handle, void** s, ncclNetDeviceHan
 }
 ncclResult_t acceptV11(void* l, void** r, ncclNetDeviceHandle_v11_t**) { return accept(l, r); }
 ncclResult_t finalizeV11(void*) { return ncclSuccess; }
-ncclResult_t irecvP(void* comm, int n, void** data, size_t* sizes, int* tags, void** mhandles, void**, void** request) {
-  return irecv(comm, n, data, sizes, tags, mhandles, request);
+ncclResult_t irecvP(void* comm, int n, void** data, size_t* sizes, int* tags, void** mhandles, void** phandles,
+                    void** request) {
+  return irecv(comm, n, data, sizes, tags, mhandles, request, phandles ? phandles[0] : nullptr);
 }
-ncclResult_t isendP(void* comm, void* data, size_t size, int tag, void* mhandle, void*, void** request) {
-  return isend(comm, data, size, tag, mhandle, request);
+ncclResult_t isendP(void* comm, void* data, size_t size, int tag, void* mhandle, void* phandle, void** request) {
+  return isend(comm, data, size, tag, mhandle, request, phandle);
 }
 #endif
 

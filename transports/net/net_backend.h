@@ -89,6 +89,13 @@ class NetBackend {
   // Posts a send of `size` bytes. *request = null: cannot post now, try again later.
   virtual ncclResult_t isend(NetSendComm* comm, void* data, size_t size, uint64_t tag, NetMemHandle* mhandle,
                              NetRequest** request) = 0;
+  // isend for a step the profiler watches: `phandle` is handed to a network plugin, which may
+  // report its own events under the step's (NCCL's ncclProfileNetPlugin). Others ignore it.
+  virtual ncclResult_t isendProfiled(NetSendComm* comm, void* data, size_t size, uint64_t tag, NetMemHandle* mhandle,
+                                     void* phandle, NetRequest** request) {
+    (void)phandle;
+    return isend(comm, data, size, tag, mhandle, request);
+  }
   // Posts n (1..maxRecvs) candidate buffers for the next message (see above).
   virtual ncclResult_t irecv(NetRecvComm* comm, int n, void** data, const size_t* sizes, const uint64_t* tags,
                              NetMemHandle** mhandles, NetRequest** request) = 0;
@@ -114,6 +121,12 @@ class NetBackend {
   virtual ncclResult_t closeRecv(NetRecvComm* comm) = 0;
   virtual ncclResult_t closeListen(NetListenComm* comm) = 0;
 };
+
+// What network plugins (v10+) call to report their own events; the profiler host sets it
+// (src/profiler/profiler_events.cc), and until then their events go nowhere. Its arguments are
+// NCCL's ncclProfilerCallback_t's (include/baton/plugin_net.h).
+using NetProfilerCallback = ncclResult_t (*)(void** eHandle, int type, void* pHandle, int64_t pluginId, void* extData);
+void setNetProfilerCallback(NetProfilerCallback cb);
 
 // The built-in back-ends (one instance each, initialised on first use).
 NetBackend* socketNetBackend();

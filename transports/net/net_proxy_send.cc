@@ -149,7 +149,10 @@ ncclResult_t NetSendTask::progress(bool* didWork, std::string* message) {
     uint64_t tag = netStepTag(proto, bytes);
     std::shared_ptr<ProxyOpWatch> w = watches_.covering(s);  // the receiver's profiler learns its operation
     if (w) tag |= kNetTagWatched | (w->ordinal & ProxyOpWatches::kOrdinalMask) << kNetTagWatchShift;
-    ncclResult_t res = net_->isend(comm_, slot, netWireBytes(proto, bytes), tag, mh, &req);
+    if (w) w->stepPosted(s);  // before the send: a network plugin's own events go under the step's
+    ncclResult_t res =
+        w ? net_->isendProfiled(comm_, slot, netWireBytes(proto, bytes), tag, mh, w->netPluginParent(s), &req)
+          : net_->isend(comm_, slot, netWireBytes(proto, bytes), tag, mh, &req);
     if (res != ncclSuccess) {
       *message = "NET: send to rank " + std::to_string(peer_) + " (" + peerAddr_ + ") failed: " + lastError();
       return res;
@@ -157,7 +160,6 @@ ncclResult_t NetSendTask::progress(bool* didWork, std::string* message) {
     if (!req) break;  // the back-end is full: try again later (a zero-copy span stays registered)
     reqs_[s % kSteps] = req;
     sentBytes_[s % kSteps] = bytes;
-    if (w) w->stepPosted(s);
     zeroCopySteps_ += direct;
     linesChecked_ = 0;
     ++posted_;

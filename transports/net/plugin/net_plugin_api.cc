@@ -4,6 +4,7 @@
 // starts at.
 #include <dlfcn.h>
 
+#include <atomic>
 #include <climits>
 #include <cstring>
 #include <type_traits>
@@ -17,10 +18,14 @@ namespace baton {
 
 namespace {
 
-// A v10+ plugin may report its own events through this; baton's profiler host does not take
-// network-plugin events yet, so it hands back no event (a plugin then skips its bookkeeping).
-ncclResult_t noProfilerEvents(void** eHandle, int, void*, int64_t, void*) {
-  if (eHandle) *eHandle = nullptr;
+std::atomic<NetProfilerCallback> profilerCallback{nullptr};
+
+// What a v10+ plugin gets as its profiler callback: the profiler host's, once it set one; until
+// then no event (a plugin then skips its bookkeeping).
+ncclResult_t profilerEvents(void** eHandle, int type, void* pHandle, int64_t pluginId, void* extData) {
+  if (NetProfilerCallback cb = profilerCallback.load(std::memory_order_acquire))
+    return cb(eHandle, type, pHandle, pluginId, extData);
+  if (eHandle && type == ncclProfilerNetEventStart) *eHandle = nullptr;
   return ncclSuccess;
 }
 
@@ -34,9 +39,9 @@ class VersionedPluginNet : public PluginNetApi {
   ncclResult_t init() override {
     if constexpr (V >= 11) {
       ncclNetCommConfig_v11_t config{NCCL_NET_TRAFFIC_CLASS_UNDEF};
-      return net_->init(&ctx_, 0, &config, pluginLogger, noProfilerEvents);
+      return net_->init(&ctx_, 0, &config, pluginLogger, profilerEvents);
     } else if constexpr (V >= 10) {
-      return net_->init(pluginLogger, noProfilerEvents);
+      return net_->init(pluginLogger, profilerEvents);
     } else {
       return net_->init(pluginLogger);
     }
@@ -95,9 +100,10 @@ class VersionedPluginNet : public PluginNetApi {
     }
   }
   ncclResult_t deregMr(void* comm, void* mhandle) override { return net_->deregMr(comm, mhandle); }
-  ncclResult_t isend(void* sendComm, void* data, size_t size, int tag, void* mhandle, void** request) override {
+  ncclResult_t isend(void* sendComm, void* data, size_t size, int tag, void* mhandle, void* phandle,
+                     void** request) override {
     if constexpr (V >= 10) {
-      return net_->isend(sendComm, data, size, tag, mhandle, nullptr, request);
+      return net_->isend(sendComm, data, size, tag, mhandle, phandle, request);
     } else if constexpr (V >= 9) {
       return net_->isend(sendComm, data, size, tag, mhandle, request);
     } else {
@@ -159,6 +165,8 @@ std::unique_ptr<PluginNetApi> bindVersion(void* lib, const char* symbol) {
 }
 
 }  // namespace
+
+void setNetProfilerCallback(NetProfilerCallback cb) { profilerCallback.store(cb, std::memory_order_release); }
 
 std::unique_ptr<PluginNetApi> bindPluginNet(void* lib) {
   std::unique_ptr<PluginNetApi> api;

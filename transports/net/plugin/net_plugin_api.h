@@ -18,7 +18,7 @@ class PluginNetApi {
   virtual ~PluginNetApi() = default;
   virtual int version() const = 0;
   virtual const char* name() const = 0;
-  // init (with baton's logger, a profiler callback that records nothing, and for v11 a context),
+  // init (with baton's logger, the profiler callback (setNetProfilerCallback), and for v11 a context),
   // then devices(). A failure is the caller's to report.
   virtual ncclResult_t init() = 0;
   virtual ncclResult_t devices(int* ndev) = 0;
@@ -28,7 +28,9 @@ class PluginNetApi {
   virtual ncclResult_t accept(void* listenComm, void** recvComm) = 0;
   virtual ncclResult_t regMr(void* comm, void* data, size_t size, int type, void** mhandle) = 0;
   virtual ncclResult_t deregMr(void* comm, void* mhandle) = 0;
-  virtual ncclResult_t isend(void* sendComm, void* data, size_t size, int tag, void* mhandle, void** request) = 0;
+  // `phandle`: the step's profiler reference (v10+ plugins pass it to the profiler callback), or null.
+  virtual ncclResult_t isend(void* sendComm, void* data, size_t size, int tag, void* mhandle, void* phandle,
+                             void** request) = 0;
   virtual ncclResult_t irecv(void* recvComm, void* data, size_t size, int tag, void* mhandle, void** request) = 0;
   virtual ncclResult_t test(void* request, int* done, size_t* size) = 0;
   virtual ncclResult_t closeSend(void* sendComm) = 0;

@@ -68,6 +68,7 @@ struct PluginRequest {
   void* mhs[kNetMaxRecvs + 4] = {};
   int index = 0;
   uint64_t tag = 0, size = 0;
+  void* phandle = nullptr;  // a send payload's profiler reference
 };
 
 void* mh(NetMemHandle* m) { return reinterpret_cast<void*>(m); }
@@ -152,6 +153,11 @@ class PluginNetBackend : public NetBackend {
 
   ncclResult_t isend(NetSendComm* comm, void* data, size_t size, uint64_t tag, NetMemHandle* mhandle,
                      NetRequest** request) override {
+    return isendProfiled(comm, data, size, tag, mhandle, nullptr, request);
+  }
+  // The payload carries the step's profiler reference (the frame is baton's own business).
+  ncclResult_t isendProfiled(NetSendComm* comm, void* data, size_t size, uint64_t tag, NetMemHandle* mhandle,
+                             void* phandle, NetRequest** request) override {
     auto* s = reinterpret_cast<PluginSendComm*>(comm);
     *request = nullptr;
     if (s->waiting) BATON_CHECK(postPayload(s->waiting));
@@ -160,12 +166,13 @@ class PluginNetBackend : public NetBackend {
     f->tag = tag;
     f->size = size;
     void* frameReq = nullptr;
-    ncclResult_t res = api_->isend(s->comm, f, sizeof *f, kFrameTag, s->framesMh, &frameReq);
+    ncclResult_t res = api_->isend(s->comm, f, sizeof *f, kFrameTag, s->framesMh, nullptr, &frameReq);
     if (res != ncclSuccess) return fail(res, "isend");
     if (!frameReq) return ncclSuccess;
     auto* req = new PluginRequest;
     req->send = true, req->s = s, req->frameReq = frameReq;
     req->data[0] = data, req->sizes[0] = size, req->mhs[0] = mh(mhandle), req->tag = tag, req->size = size;
+    req->phandle = phandle;
     ++s->nextFrame, ++s->inFlight;
     *request = reinterpret_cast<NetRequest*>(req);
     if (size == 0) {
@@ -246,7 +253,8 @@ class PluginNetBackend : public NetBackend {
   }
 
   ncclResult_t postPayload(PluginRequest* req) {
-    ncclResult_t res = api_->isend(req->s->comm, req->data[0], req->sizes[0], kPayloadTag, req->mhs[0], &req->dataReq);
+    ncclResult_t res =
+        api_->isend(req->s->comm, req->data[0], req->sizes[0], kPayloadTag, req->mhs[0], req->phandle, &req->dataReq);
     if (res != ncclSuccess) return fail(res, "isend");
     if (req->dataReq) req->dataPosted = true, req->s->waiting = nullptr;
     return ncclSuccess;
