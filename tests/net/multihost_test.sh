@@ -30,7 +30,8 @@ while (($#)); do
   shift
 done
 # --net-plugin: every rank carries its NET traffic through that NCCL network plugin (lesson 16)
-# instead of the built-in socket back-end; the fault checks (5.) are left to the built-in run.
+# instead of the built-in socket back-end, and each protocol's sweep runs once more through the
+# v6-only build of baton's plugin; the fault checks (5.) are left to the built-in run.
 [[ -z $NET_PLUGIN ]] || export NCCL_NET_PLUGIN=$NET_PLUGIN
 HERE=$(cd "$(dirname "$0")" && pwd)
 export BATON_NETNS_PREFIX=btt
@@ -175,6 +176,19 @@ if [[ -n $NET_PLUGIN ]]; then
   else
     flunk "expected all 4 ranks on the network plugin, $used say so"; show worker
   fi
+  # An older plugin's interface across the hosts too: the v6-only build (int sizes, no device
+  # handles, init without a profiler callback) carries each protocol's sweep.
+  V6=$(cd "$TESTDIR/plugins" 2>/dev/null && pwd)/libnccl-net-v6only.so
+  for proto in LL LL128 Simple; do
+    launch "v6-$proto" 1 2 NCCL_NET_PLUGIN="$V6" NCCL_PROTO=$proto NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=NET -- \
+      timeout 300 "$PERF" allreduce -b 8 -e 8M -f 16 -n 3 -w 1 -c 1
+    if all_ok "v6-$proto" 2 && grep -q '^# Out of bounds values : 0 OK$' "$LOG/v6-$proto.out.0" &&
+      grep -q "ncclNetPlugin_v6) with 1 device" "$LOG/v6-$proto.out.1"; then
+      pass "a v6-only socket plugin across hosts, NCCL_PROTO=$proto: 8 B .. 8 MiB allreduce correct"
+    else
+      flunk "the v6-only plugin across hosts, NCCL_PROTO=$proto"; show "v6-$proto"
+    fi
+  done
   # The fault checks read the built-in back-end's own words (peer addresses, severed sockets);
   # NCCL's plugin interface has no call to sever a connection, so they run in the built-in pass.
   echo "SKIP: faults (5.) with --net-plugin: they run in the built-in back-end's pass"
