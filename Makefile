@@ -243,7 +243,7 @@ GPU_TEST := $(if $(NVCC),$(TESTDIR)/gpu_collectives $(TESTDIR)/gpu_sendrecv $(TE
 TEST_PLUGIN_DIR := $(TESTDIR)/plugins
 TUNER_TEST_PLUGINS := rules rules4 rules3 rules2 failinit failcoll garbage v6only
 PROFILER_TEST_PLUGINS := tree tree4 failinit failstart null slow
-NET_TEST_PLUGINS := zerodev failinit failconn
+NET_TEST_PLUGINS := zerodev failinit failconn v5 v12
 TEST_PLUGINS := $(TUNER_TEST_PLUGINS:%=$(TEST_PLUGIN_DIR)/libnccl-tuner-%.so) $(TEST_PLUGIN_DIR)/libnccl-tuner-none.so \
                 $(TEST_PLUGIN_DIR)/libnccl-env-file.so $(TEST_PLUGIN_DIR)/libnccl-env-failinit.so \
                 $(PROFILER_TEST_PLUGINS:%=$(TEST_PLUGIN_DIR)/libnccl-profiler-%.so) \
@@ -279,6 +279,8 @@ $(TEST_PLUGIN_DIR)/libnccl-env-file.so $(TEST_PLUGIN_DIR)/libnccl-env-failinit.s
 NET_PLUGIN_FLAGS_zerodev := -DNET_ZERO_DEVICES
 NET_PLUGIN_FLAGS_failinit := -DNET_FAIL_INIT
 NET_PLUGIN_FLAGS_failconn := -DNET_FAIL_CONNECT
+NET_PLUGIN_FLAGS_v5 := -DNET_SYMBOL=ncclNetPlugin_v5
+NET_PLUGIN_FLAGS_v12 := -DNET_SYMBOL=ncclNetPlugin_v12
 $(TEST_PLUGIN_DIR)/libnccl-net-%.so: tests/plugins/net_faulty.c include/baton/plugin_net.h include/baton/plugin_common.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) -fPIC -shared -fvisibility=hidden -Iinclude $(NET_PLUGIN_FLAGS_$*) $< -o $@

@@ -205,9 +205,9 @@ void profileProxyWake(ProfilerPlugin* p, void* sleep) {
 }
 
 namespace {
-// What a network plugin's profiler callback gets as pHandle for a step (NetOpWatch), and what its
-// events' handles are here: the plugin is per communicator, the callback is not.
-struct NetStepRef {
+// What a network back-end or plugin gets as pHandle for a step (NetOpWatch), and what its events'
+// handles are here: the profiler plugin is per communicator, the callback is not.
+struct NetStepRef : NetProfileRef {
   ProfilerPlugin* prof = nullptr;
   void* step = nullptr;
 };
@@ -296,7 +296,7 @@ class NetOpWatch final : public ProxyOpWatch {
     Step& st = steps_[s % kSlots];
     if (st.started && st.step == s) return;
     st = {s, true, startStep(s), {}};
-    st.ref = {lp_->plugin(), st.handle};
+    st.ref.report = netPluginEvent, st.ref.prof = lp_->plugin(), st.ref.step = st.handle;
     lp_->plugin()->recordState(st.handle, send_ ? ncclProfilerProxyStepSendWait : ncclProfilerProxyStepRecvWait);
   }
   void* startStep(uint64_t s) {

@@ -2,6 +2,7 @@
  *   libnccl-net-zerodev.so   (-DNET_ZERO_DEVICES)  init succeeds, devices() reports 0
  *   libnccl-net-failinit.so  (-DNET_FAIL_INIT)     init returns ncclSystemError
  *   libnccl-net-failconn.so  (-DNET_FAIL_CONNECT)  one device that listens, but connect fails
+ *   libnccl-net-v5.so, -v12.so (-DNET_SYMBOL=...)   a table of a version NCCL 2.28 does not accept
  * baton must name each in one line and carry on with its own network (the first two), or fail
  * the communicator with a message naming the plugin and never hang (the third). Exports
  * ncclNetPlugin_v8, a middle version, so the v8 adapter is exercised too. */
@@ -93,7 +94,12 @@ static ncclResult_t closeListen(void* c) {
   return ncclSuccess;
 }
 
-__attribute__((visibility("default"))) ncclNet_v8_t ncclNetPlugin_v8 = {
+/* -DNET_SYMBOL=ncclNetPlugin_v5 / _v12: the same table under a version baton (and NCCL 2.28) does
+ * not accept, older or newer: it must be named unsupported. */
+#ifndef NET_SYMBOL
+#define NET_SYMBOL ncclNetPlugin_v8
+#endif
+__attribute__((visibility("default"))) ncclNet_v8_t NET_SYMBOL = {
     .name = "Faulty",
     .init = init,
     .devices = devices,

@@ -4,7 +4,8 @@
 # plugin (libnccl-net-baton.so, ncclNetPlugin_v11) and a v6-only build of it, loaded by the name
 # rules; NCCL_NET choosing among plugin and built-in back-ends; then plugins that go wrong (no
 # table, init fails, 0 devices, connect fails: tests/plugins/net_faulty.c), each named in one line,
-# with baton on its own network and results exact, or a clear error and no hang. The 2-host run
+# with baton on its own network and results exact, or a clear error and no hang; and tables of
+# versions NCCL 2.28 does not accept (v5, v12). The 2-host run
 # through the plugin is the suite "net-multihost-plugin".
 #   usage: tests/tools/net_plugin_test.sh BUILD_DIR    (make test's suite "net-plugin", ~40 s)
 set -euo pipefail
@@ -54,6 +55,11 @@ check "NCCL_NET_PLUGIN=none: no plugin looked for, the built-in sockets, exact" 
 run "$PLUG/libnccl-net-none.so"
 check "a library with no ncclNetPlugin table: 'unsupported', the built-in sockets, exact" \
   eval 'both "exports no ncclNetPlugin_v6 .. _v11: external network plugin" && ! has "using network plugin" && exact'
+for v in 5 12; do
+  run "$PLUG/libnccl-net-v$v.so"
+  check "a library exporting only ncclNetPlugin_v$v (a version NCCL 2.28 does not accept): 'unsupported', the built-in sockets, exact" \
+    eval 'both "libnccl-net-v$v.so exports no ncclNetPlugin_v6 .. _v11: external network plugin" && ! has "using network plugin" && exact'
+done
 run "$PLUG/libnccl-net-failinit.so"
 check "a plugin whose init fails: named, the built-in sockets, exact" \
   eval 'both "Faulty ($PLUG/libnccl-net-failinit.so, ncclNetPlugin_v8): init failed; not using it" && exact'

@@ -40,6 +40,8 @@ each_has_some() {  # every rank's file has an event matching PATTERN
 each_has() {  # each_has N PATTERN: every rank's file has N events matching PATTERN
   local f; for f in "$TMP"/prof/*; do [[ $(grep -c -- "$2" "$f") == "$1" ]] || return 1; done
 }
+check "v5 over NET, built-in sockets: a NetPlugin event per send request (NCCL's socket data) under its ProxyStep" \
+  eval 'each_has_some "type=NetPlugin"'
 check "v5 over NET: every rank saw its 8 AllReduces of 2 KiB and of 512 KiB as Coll events" \
   eval 'each_has 8 "type=Coll .*func=AllReduce.* count=512 " && each_has 8 "type=Coll .*func=AllReduce.* count=131072 "'
 check "v5 over NET: the 512 KiB AllReduces ran on 2 channels, 2 KernelCh each" \

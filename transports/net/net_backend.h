@@ -128,6 +128,13 @@ class NetBackend {
 using NetProfilerCallback = ncclResult_t (*)(void** eHandle, int type, void* pHandle, int64_t pluginId, void* extData);
 void setNetProfilerCallback(NetProfilerCallback cb);
 
+// What isendProfiled's phandle points to: the callback to report a back-end's own events with,
+// under the step the phandle stands for. A built-in back-end calls it; an external plugin got the
+// same function at init and is handed the whole phandle.
+struct NetProfileRef {
+  NetProfilerCallback report = nullptr;
+};
+
 // The built-in back-ends (one instance each, initialised on first use).
 NetBackend* socketNetBackend();
 NetBackend* ibNetBackend();

@@ -262,6 +262,14 @@ class SocketBackend : public NetBackend {
                      NetRequest** req) override {
     return postSend(reinterpret_cast<Comm*>(comm), data, size, tag, reinterpret_cast<Request**>(req));
   }
+  // As NCCL's socket transport: one NetPlugin event per profiled send, from post to completion.
+  ncclResult_t isendProfiled(NetSendComm* comm, void* data, size_t size, uint64_t tag, NetMemHandle*, void* phandle,
+                             NetRequest** req) override {
+    Comm* c = reinterpret_cast<Comm*>(comm);
+    BATON_CHECK(postSend(c, data, size, tag, reinterpret_cast<Request**>(req)));
+    if (*req) profileRequestStart(reinterpret_cast<Request*>(*req), static_cast<NetProfileRef*>(phandle), c->ctrl);
+    return ncclSuccess;
+  }
   ncclResult_t irecv(NetRecvComm* comm, int n, void** data, const size_t* sizes, const uint64_t* tags, NetMemHandle**,
                      NetRequest** req) override {
     return postRecv(reinterpret_cast<Comm*>(comm), n, data, sizes, tags, reinterpret_cast<Request**>(req));

@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "baton/plugin_net.h"
+#include "baton/plugin_profiler.h"
 #include "misc/socket.h"
 #include "net/net_backend.h"
 
@@ -64,6 +66,10 @@ struct Request {
   bool tasksPosted = false;
   std::atomic<int> tasksLeft{0};
   bool done = false;
+  // A profiled send (isendProfiled): its event, as NCCL's socket transport reports one.
+  const NetProfileRef* profRef = nullptr;
+  void* profEvent = nullptr;
+  ncclProfilerNetSockDescr_v1_t profData{};
 };
 
 // A contiguous piece of a message for one data socket.
@@ -143,6 +149,9 @@ NetBackend* makeSocketBackend();
 ncclResult_t postSend(Comm* c, void* data, size_t size, uint64_t tag, Request** out);
 ncclResult_t postRecv(Comm* c, int n, void** data, const size_t* sizes, const uint64_t* tags, Request** out);
 ncclResult_t testRequest(Request* r, int* done, size_t* size, int* index, uint64_t* tag);
+// A profiled request's event: started when posted, stopped when it completes or fails.
+void profileRequestStart(Request* r, const NetProfileRef* ref, int fd);
+void profileRequestStop(Request* r);
 // The control socket, or -1 while the current receive waits only on helper threads (the next
 // header may already be there, and polling it would never sleep).
 int recvPollFd(Comm* c);

@@ -168,11 +168,26 @@ ncclResult_t postRecv(Comm* c, int n, void** data, const size_t* sizes, const ui
   return ncclSuccess;
 }
 
+void profileRequestStart(Request* r, const NetProfileRef* ref, int fd) {
+  if (!ref || !ref->report) return;
+  r->profRef = ref;
+  r->profData.type = ncclProfileSocket;
+  r->profData.sock = {fd, r->send ? 1 : 0, r->hdr.size};
+  ref->report(&r->profEvent, ncclProfilerNetEventStart, const_cast<NetProfileRef*>(ref),
+              NCCL_PROFILER_NET_TYPE_SOCK | NCCL_PROFILER_NET_SOCKET_VER, &r->profData);
+}
+
+void profileRequestStop(Request* r) {
+  if (r->profEvent) r->profRef->report(&r->profEvent, ncclProfilerNetEventStop, nullptr, 0, nullptr);
+  r->profEvent = nullptr;
+}
+
 ncclResult_t testRequest(Request* r, int* done, size_t* size, int* index, uint64_t* tag) {
   Comm* c = r->comm;
   *done = 0;
   progress(c);
   if (c->failed.load()) {
+    profileRequestStop(r);
     // A helper may still be inside one of this request's tasks: then the comm keeps it, and
     // ~Comm frees it after joining the helpers.
     if (r->tasksLeft.load(std::memory_order_acquire) == 0) {
@@ -182,6 +197,7 @@ ncclResult_t testRequest(Request* r, int* done, size_t* size, int* index, uint64
     return reportFailure(c);
   }
   if (!r->done) return ncclSuccess;
+  profileRequestStop(r);
   *done = 1;
   if (size) *size = r->hdr.size;
   if (index) *index = r->index;
