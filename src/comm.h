@@ -234,6 +234,13 @@ struct ncclComm {
   // Collectives launched, per CollFunc, host and device buffers alike (NCCL's RAS reports them per
   // collective). Written by the launching thread alone, read by the RAS service's threads.
   std::atomic<uint64_t> collCounts[baton::kFuncCount] = {};
+  // The tuner's last choice per collective (planColl): a job repeats its sizes, and the model and
+  // the NCCL_ALGO / NCCL_PROTO mask are fixed after init, so the same size is not costed again.
+  struct TunedChoice {
+    int path = -1;
+    size_t bytes = 0;
+    baton::AlgoProtoChoice choice{};
+  } lastTuned[baton::kFuncCount];
   // The last operations and each channel's wait (lesson 14; null with BATON_FLIGHT_RECORDER=0).
   std::unique_ptr<baton::FlightRecorder> flight;
   // NCCL_TUNER_PLUGIN's say in each collective's algorithm, protocol and channels (lesson 16); null: none.

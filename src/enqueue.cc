@@ -330,8 +330,14 @@ ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool* skip)
   else if (planSymmetric(comm, t, shape, plan, &symAlgo)) choice = {symAlgo, kProtoSimple, 0.0};
   else {
     const int path = tuningPathOf(comm, zeroCopy || singleCopy);
-    BATON_CHECK(chooseAlgoProto(comm->tun.model, path, comm->tun.mask, t.func, comm->nRanks, comm->nNodes, totalBytes,
-                                &choice));
+    ncclComm::TunedChoice& last = comm->lastTuned[t.func];
+    if (last.path == path && last.bytes == totalBytes) {
+      choice = last.choice;
+    } else {
+      BATON_CHECK(chooseAlgoProto(comm->tun.model, path, comm->tun.mask, t.func, comm->nRanks, comm->nNodes, totalBytes,
+                                  &choice));
+      last = {path, totalBytes, choice};
+    }
     if (comm->tunerPlugin) {  // NCCL_TUNER_PLUGIN (lesson 16): the plugin sees the table and may rewrite it
       const bool reg = zeroCopy || opBuffersRegistered(comm, t, shape);
       const TunerPlugin::Verdict v =

@@ -84,6 +84,28 @@ check "BATON_RUN_HOST replaces the host" eval 'grep -qx "\[0\] 127\.0\.0\.2:[0-9
 
 run -n 2 --no-prefix sh -c 'echo plain'
 check "--no-prefix leaves lines alone" eval '[[ $(cat "$TMP/out") == $'"'"'plain\nplain'"'"' ]]'
+# Binding, as OpenMPI's mpirun: 1 or 2 ranks each on a CPU of its own by default, more not bound;
+# --bind-to none and core say so explicitly (the CPUs are the ones this launcher may use).
+cpus=$(python3 -c 'import os; print(" ".join(map(str, sorted(os.sched_getaffinity(0)))))')
+set -- $cpus
+ncpu=$#
+cpu0=$1 cpu1=${2:-}
+allowed() { grep -x "\[$1\] Cpus_allowed_list:[[:space:]]*$2" "$TMP/out" >/dev/null; }
+all=$(grep Cpus_allowed_list /proc/self/status | awk '{print $2}')
+if (( ncpu >= 2 )); then
+  run -n 2 sh -c 'grep Cpus_allowed_list /proc/self/status'
+  check "2 ranks: bound by default, rank 0 to CPU $cpu0 and rank 1 to CPU $cpu1" eval 'allowed 0 $cpu0 && allowed 1 $cpu1'
+  run -n 2 --bind-to none sh -c 'grep Cpus_allowed_list /proc/self/status'
+  check "--bind-to none: both ranks may run on every CPU ($all)" eval 'allowed 0 "$all" && allowed 1 "$all"'
+else
+  echo "SKIP: binding checks need 2 CPUs, this launcher may use $ncpu"
+fi
+run -n $((ncpu + 1)) sh -c 'grep Cpus_allowed_list /proc/self/status'
+check "$((ncpu + 1)) ranks (more than 2, or than the CPUs): not bound by default" eval 'allowed 0 "$all"'
+run -n $((ncpu + 1)) --bind-to core true
+check "--bind-to core with more ranks than CPUs: exit 2, says why" eval '[[ $rc == 2 ]] && has_err "CPUs to bind them to"'
+run -n 1 --bind-to socket true
+check "--bind-to socket: exit 2 (core or none)" eval '[[ $rc == 2 ]] && has_err "--bind-to takes core or none"'
 run -n 2 sh -c 'printf "line\npartial"'
 check "partial last line flushed at EOF" eval 'has_out "[0] partial" && has_out "[1] partial" && has_out "[1] line"'
 run -n 2 sh -c 'seq 1 5000'

@@ -19,7 +19,13 @@ struct Options {
   double graceSec = 3.0;          // --grace / BATON_RUN_GRACE
   bool prefix = true;             // false with --no-prefix
   std::vector<std::string> argv;  // program and its arguments
+  // --bind-to: rank r runs on cpus[r] (an empty list: no binding). OpenMPI's mpirun rule by
+  // default: each rank bound to a core of its own when there are at most 2 and the CPUs allow.
+  std::vector<int> cpus;
 };
+
+// The CPUs this process may run on, in order (sched_getaffinity).
+std::vector<int> allowedCpus();
 
 // One relayed child output stream (the stdout or stderr of one rank).
 struct Stream {

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -246,6 +247,12 @@ Spawn spawnRank(const Options& opt, int rank, const std::string& commId, pid_t p
     setenv("BATON_NRANKS", std::to_string(opt.nranks).c_str(), 1);
     setenv("BATON_LOCAL_RANK", std::to_string(rank).c_str(), 1);
     setenv("BATON_LOCAL_NRANKS", std::to_string(opt.nranks).c_str(), 1);
+    if (!opt.cpus.empty()) {  // inherited by every thread the rank starts, as with mpirun --bind-to core
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(opt.cpus[rank], &set);
+      sched_setaffinity(0, sizeof set, &set);
+    }
     execvp(args[0], args.data());
     int e = errno;
     ssize_t n = write(st[1], &e, sizeof e);
@@ -317,6 +324,15 @@ bool pump(Stream& s, bool prefix, int maxReads) {
     s.fd = -1;
   }
   return s.fd >= 0;
+}
+
+std::vector<int> allowedCpus() {
+  cpu_set_t set;
+  std::vector<int> out;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return out;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) out.push_back(c);
+  return out;
 }
 
 }  // namespace batonrun

@@ -30,12 +30,16 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 const char kUsage[] =
-    "usage: baton-run -n N [--grace SECONDS] [--[no-]prefix] [--] program [args...]\n"
+    "usage: baton-run -n N [--bind-to core|none] [--grace SECONDS] [--[no-]prefix] [--] program [args...]\n"
     "\n"
     "Starts N ranks of program on this host. Each rank gets NCCL_COMM_ID=<host>:<port>\n"
     "(a free TCP port), BATON_RANK, BATON_NRANKS, BATON_LOCAL_RANK, BATON_LOCAL_NRANKS.\n"
     "\n"
     "  -n N             number of ranks, 1..1024\n"
+    "  --bind-to core|none\n"
+    "                   core: rank r runs on the r-th CPU this launcher may use (all\n"
+    "                   its threads); none: wherever the kernel puts it. Default, as\n"
+    "                   OpenMPI's mpirun: core for 1 or 2 ranks, else none\n"
     "  --grace SECONDS  after a rank fails, how long the others may run on before\n"
     "                   SIGTERM (then SIGKILL 1 s later); default 3, env BATON_RUN_GRACE\n"
     "  --no-prefix      do not prefix output lines with \"[rank] \" (the default for\n"
@@ -76,6 +80,7 @@ double parseGrace(const std::string& s, const char* what) {
 Options parseArgs(int argc, char** argv) {
   Options opt;
   bool haveN = false, haveGrace = false, havePrefix = false;
+  std::string bindTo;  // --bind-to; empty: the default rule
   std::string nText;
   int i = 1;
   auto value = [&](const std::string& flag) -> std::string {
@@ -99,6 +104,9 @@ Options parseArgs(int argc, char** argv) {
       opt.graceSec = parseGrace(value(a), "--grace"), haveGrace = true;
     } else if (a.rfind("--grace=", 0) == 0) {
       opt.graceSec = parseGrace(a.substr(8), "--grace"), haveGrace = true;
+    } else if (a == "--bind-to" || a.rfind("--bind-to=", 0) == 0) {
+      bindTo = a == "--bind-to" ? value(a) : a.substr(10);
+      if (bindTo != "core" && bindTo != "none") usageError("--bind-to takes core or none (got '" + bindTo + "')");
     } else if (a == "--no-prefix") {
       opt.prefix = false;
     } else if (a == "--prefix") {
@@ -116,6 +124,15 @@ Options parseArgs(int argc, char** argv) {
     usageError("-n must be an integer from 1 to " + std::to_string(kMaxRanks) + " (got '" + nText + "')");
   opt.nranks = static_cast<int>(n);
   if (opt.argv.empty() || opt.argv[0].empty()) usageError("no program given");
+  // Two forked ranks start on their parent's CPU, and on a small machine they can share it for the
+  // first milliseconds to seconds of a run, until the kernel moves one: every hand-off then costs a
+  // context switch (5 us instead of 0.5 for a 512 B AllReduce here; docs/perf.md, "The first size").
+  const std::vector<int> cpus = allowedCpus();
+  if (bindTo == "core" && opt.nranks > (int)cpus.size())
+    usageError("--bind-to core: " + std::to_string(opt.nranks) + " ranks but " + std::to_string(cpus.size()) +
+               " CPUs to bind them to (use --bind-to none)");
+  if (bindTo == "core" || (bindTo.empty() && opt.nranks <= 2 && opt.nranks <= (int)cpus.size()))
+    opt.cpus.assign(cpus.begin(), cpus.begin() + opt.nranks);
   // nccl-tests' programs (all_reduce_perf, ...) print for scripts that parse their lines as they
   // are, and only rank 0 prints: no prefix unless asked for.
   const std::string& prog = opt.argv[0];
