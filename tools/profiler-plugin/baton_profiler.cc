@@ -18,7 +18,6 @@
 // NCCL_PROFILE_EVENT_MASK overrides the events asked for (by default: Coll, KernelCh, ProxyOp,
 // ProxyStep). Of baton's library only the timeline writer (src/misc/trace.cc) is linked in, with its
 // logging and parameters, all hidden: the plugin exports ncclProfiler_v5 alone.
-#include <time.h>
 
 #include <algorithm>
 #include <cinttypes>
@@ -35,11 +34,8 @@
 
 namespace {
 
-uint64_t nowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
+// The timeline writer's clock (linked in): the library's spans and these share it.
+using baton::traceNowNs;
 
 // Bytes of NCCL's datatype names (ncclDatatypeToString's words).
 size_t typeBytes(const char* t) {
@@ -128,7 +124,7 @@ ncclResult_t startEvent(void* context, void** handle, ncclProfilerEventDescr_v5_
   Event& e = c->events.emplace_back();
   e.ctx = c;
   e.type = d->type;
-  e.start = nowNs();
+  e.start = traceNowNs();
   switch (d->type) {
     case ncclProfileColl:
       e.seq = d->coll.seqNumber, e.func = d->coll.func ? d->coll.func : "?";
@@ -174,7 +170,7 @@ ncclResult_t stopEvent(void* handle) {
   auto* e = static_cast<Event*>(handle);
   Context* c = e->ctx;
   std::lock_guard<std::mutex> lock(c->mu);
-  e->stop = nowNs();
+  e->stop = traceNowNs();
   e->stopped = true;
   Event* coll = collOf(e);
   if (coll) {
