@@ -77,14 +77,22 @@ else die "this OpenMPI has neither the vader nor the sm BTL (ompi_info | grep bt
 fi
 
 SWEEP=(-b 8 -e "$MAX" -f 2 -n "$ITERS" -w "$WARMUP" -a 3)
+# Both launchers bind alike: a core per rank for 1 or 2 ranks (mpirun's default, and baton-run's),
+# none above. Unbound, two ranks can share one CPU for the first seconds of a run (docs/perf.md).
+bind_for() { if (($1 <= 2)); then echo core; else echo none; fi; }
 command_for() {  # impl np -> the command line, in the array CMD
-  local impl=$1 np=$2
+  local impl=$1 np=$2 bind
+  bind=$(bind_for "$np")
   case $impl in
-    openmpi) CMD=(mpirun --allow-run-as-root --oversubscribe -np "$np" --bind-to none --mca oob_tcp_if_include lo
+    # glibc's malloc would hand OpenMPI's temporary buffers back to the kernel and fault them in
+    # again on every call: keep them (as bench-registration.sh's "nommap" rows do).
+    openmpi) CMD=(mpirun --allow-run-as-root --oversubscribe -np "$np" --bind-to "$bind" --mca oob_tcp_if_include lo
+                  -x MALLOC_MMAP_MAX_=0 -x MALLOC_TRIM_THRESHOLD_=4294967296
                   --mca btl "self,$SHM_BTL" --mca pml ob1 "$MPI_BIN" "${SWEEP[@]}") ;;
-    baton) CMD=(env -u NCCL_PROTO "$BIN/baton-run" -n "$np" --no-prefix "$BIN/baton-perf" allreduce "${SWEEP[@]}") ;;
-    baton-*) CMD=(env "NCCL_PROTO=${impl#baton-}" "$BIN/baton-run" -n "$np" --no-prefix "$BIN/baton-perf" allreduce
-                  "${SWEEP[@]}") ;;
+    baton) CMD=(env -u NCCL_PROTO "$BIN/baton-run" -n "$np" --bind-to "$bind" --no-prefix "$BIN/baton-perf" allreduce
+                "${SWEEP[@]}") ;;
+    baton-*) CMD=(env "NCCL_PROTO=${impl#baton-}" "$BIN/baton-run" -n "$np" --bind-to "$bind" --no-prefix
+                  "$BIN/baton-perf" allreduce "${SWEEP[@]}") ;;
   esac
 }
 
