@@ -168,7 +168,7 @@ PROGRAM_LIBS := -L$(LIBDIR) -Wl,-rpath,'$$ORIGIN/../lib' -lnccl
 NCCL_TESTS_NAMES := all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf alltoall_perf \
                     sendrecv_perf gather_perf scatter_perf hypercube_perf
 tools: $(BINDIR)/baton-run $(BINDIR)/baton-perf $(BINDIR)/baton-topo $(BINDIR)/bench-reduce $(BINDIR)/baton-doctor \
-       $(BINDIR)/baton-ras $(BINDIR)/baton-prof \
+       $(BINDIR)/baton-ras $(BINDIR)/baton-prof $(BINDIR)/baton-latency $(BINDIR)/bench-socket \
        $(NCCL_TESTS_NAMES:%=$(BINDIR)/%)
 
 # Reads the ranks' flight-recorder dumps (lesson 14): a Python 3 script, copied as it is.
@@ -197,11 +197,22 @@ $(BINDIR)/bench-reduce: tools/bench-reduce/bench_reduce.cc $(wildcard algorithms
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++20 $(OPT) $(WARN) -Ialgorithms $< -o $@
 
+# baton's row of the peer latency table (tools/bench-peers/latency_table.h, bench-peers.sh --latency).
+$(BINDIR)/baton-latency: tools/bench-peers/baton_latency.cc tools/bench-peers/latency_table.h $(SO) $(LIBDIR)/libnccl.so
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++20 $(OPT) $(WARN) -Iinclude $< -o $@ $(PROGRAM_LIBS) $(LDFLAGS)
+
 PERF_SRCS := $(wildcard tools/baton-perf/*.cc)
 PERF_OBJS := $(PERF_SRCS:%.cc=$(OBJ)/%.o)
 $(BINDIR)/baton-perf: $(PERF_OBJS) $(SO) $(LIBDIR)/libnccl.so
 	@mkdir -p $(dir $@)
 	$(CXX) -o $@ $(PERF_OBJS) $(PROGRAM_LIBS) $(LDFLAGS)
+
+# The socket back-end against a plain TCP ping-pong (docs/perf.md): it drives the back-end's
+# internals, so it links the archive.
+$(BINDIR)/bench-socket: $(OBJ)/tools/bench-socket/bench_socket.o $(ARCHIVE)
+	@mkdir -p $(dir $@)
+	$(CXX) -o $@ $< $(ARCHIVE) $(LDFLAGS) $(SYS_LIBS)
 
 # baton-topo reads the library's internals (topology, search, simulator): it links the archive.
 TOPO_SRCS := $(wildcard tools/baton-topo/*.cc)

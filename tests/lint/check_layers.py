@@ -29,9 +29,9 @@ LAYERS = [
     ["src/fused"],                                       # fused operations (use windows and the device API)
     ["src/moe", "src/lowp"],                             # MoE dispatch/combine, wire-format collectives (use fused scratch and AlltoAll)
     ["src/api"],                                         # the exported entry points, and only there
-    ["tools/baton-topo", "tools/bench-reduce", "tools/tuner-plugin", "tools/net-plugin"],  # read the library's internals, say so
+    ["tools/baton-topo", "tools/bench-reduce", "tools/bench-socket", "tools/tuner-plugin", "tools/net-plugin"],  # read the library's internals, say so
     ["tools/baton-perf", "tools/baton-run", "tools/baton-ras", "tools/profiler-plugin", "examples", "tests",
-     "tools/bench-peers"],                               # bench-peers: MPI and Gloo peers, no baton header
+     "tools/bench-peers"],                               # bench-peers: the peers' programs, baton's through its public API
 ]
 
 # Rooms whose files may include rooms beside them on the same layer (and why).

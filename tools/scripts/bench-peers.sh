@@ -3,6 +3,8 @@
 #
 #   tools/scripts/bench-peers.sh [--np "2 4"] [--max 256M] [--repeat 3] [--iters 20] [--warmup 5] [--plot]
 #   tools/scripts/bench-peers.sh --plot-only     redraw the figure from the last CSV, running nothing
+#   tools/scripts/bench-peers.sh --latency [--np 2] [--repeat 3] [--iters 200] [--warmup 50]
+#                                             the latency table instead of the sweep (below)
 #
 # For each NP, --repeat times, one program at a time: the single-thread memcpy bandwidth
 # (baton-perf --memcpy), OpenMPI (build/bin/mpi-allreduce-sweep under mpirun, shared-memory BTL
@@ -14,10 +16,17 @@
 # stay in build/bench/peers-raw/. Any nonzero #wrong stops the run. Run it on an otherwise idle
 # machine: on 2 cores a second busy program halves everyone's numbers.
 # Environment: OUT (default build/bench), FIGURE (default docs/figures/allreduce-busbw-vs-size.png).
+#
+# --latency: 8 B, 64 B, 1 KiB, 8 KiB and 64 KiB AllReduce, Broadcast and a send/recv ping-pong
+# (tools/bench-peers/latency_table.h: one timing loop for every library), per repeat OpenMPI
+# (build/bin/mpi-latency), baton on plain buffers and baton on symmetric windows (build/bin/baton-latency
+# --buffers window), bound alike. Prints per (op, size) the median over repeats of each one's median
+# time, the ratios to OpenMPI, and each repeat's cache placement as baton's init measured it ("near" or
+# "far", docs/perf.md); writes build/bench/latency.csv.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-NPS="2 4" MAX=256M REPEAT=3 ITERS=20 WARMUP=5 PLOT=0 RUN=1
+NPS="2 4" MAX=256M REPEAT=3 ITERS=20 WARMUP=5 PLOT=0 RUN=1 LATENCY=0 NPS_SET=0 ITERS_SET=0 WARMUP_SET=0
 OUT=${OUT:-build/bench}
 FIGURE=${FIGURE:-docs/figures/allreduce-busbw-vs-size.png}
 BIN=build/bin
@@ -30,15 +39,16 @@ IMPLS=(openmpi baton baton-LL baton-LL128 baton-Simple)
 LAT_MAX=32768  # sizes up to here are latency-bound on this machine: show the time ratio for them
 
 die() { echo "bench-peers.sh: $*" >&2; exit 1; }
-usage() { sed -n '2,17s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '2,26s/^# \{0,1\}//p' "$0"; }
 
 while (( $# )); do
   case $1 in
-    --np) NPS=${2:?--np needs a list}; shift ;;
+    --np) NPS=${2:?--np needs a list} NPS_SET=1; shift ;;
     --max) MAX=${2:?--max needs a size}; shift ;;
     --repeat) REPEAT=${2:?--repeat needs a number}; shift ;;
-    --iters) ITERS=${2:?--iters needs a number}; shift ;;
-    --warmup) WARMUP=${2:?--warmup needs a number}; shift ;;
+    --iters) ITERS=${2:?--iters needs a number} ITERS_SET=1; shift ;;
+    --warmup) WARMUP=${2:?--warmup needs a number} WARMUP_SET=1; shift ;;
+    --latency) LATENCY=1 ;;
     --plot) PLOT=1 ;;
     --plot-only) PLOT=1 RUN=0 ;;
     -h|--help) usage; exit 0 ;;
@@ -162,6 +172,84 @@ table() {
       }
     }'
 }
+
+# --- --latency: the table of small operations (latency_table.h), OpenMPI and baton's two buffer kinds ---
+LAT_SRC=tools/bench-peers/mpi_latency.cc
+LAT_MPI=$BIN/mpi-latency
+LAT_IMPLS=(openmpi baton baton-window)
+latency_command() {  # impl np -> CMD
+  local impl=$1 np=$2 bind lat=(-n "$ITERS" -w "$WARMUP")
+  bind=$(bind_for "$np")
+  case $impl in
+    openmpi) CMD=(mpirun --allow-run-as-root --oversubscribe -np "$np" --bind-to "$bind" --mca oob_tcp_if_include lo
+                  -x MALLOC_MMAP_MAX_=0 -x MALLOC_TRIM_THRESHOLD_=4294967296
+                  --mca btl "self,$SHM_BTL" --mca pml ob1 "$LAT_MPI" "${lat[@]}") ;;
+    # INIT's INFO lines carry the cache placement that init measured (src/topo/cache_distance.h).
+    baton) CMD=(env -u NCCL_PROTO NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT "$BIN/baton-run" -n "$np" --bind-to "$bind"
+                --no-prefix "$BIN/baton-latency" "${lat[@]}") ;;
+    baton-window) CMD=(env -u NCCL_PROTO NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT "$BIN/baton-run" -n "$np"
+                       --bind-to "$bind" --no-prefix "$BIN/baton-latency" --buffers window "${lat[@]}") ;;
+  esac
+}
+latency_mode() {
+  (( NPS_SET )) || NPS=2
+  (( ITERS_SET )) || ITERS=200
+  (( WARMUP_SET )) || WARMUP=50
+  [[ -x $BIN/baton-latency ]] || make -j2 tools
+  if [[ ! -x $LAT_MPI || $LAT_SRC -nt $LAT_MPI || tools/bench-peers/latency_table.h -nt $LAT_MPI ]]; then
+    echo "== mpicxx $LAT_SRC -> $LAT_MPI"
+    mpicxx -O2 -std=c++20 -Wall -Wextra -o "$LAT_MPI" "$LAT_SRC"
+  fi
+  local csv=$OUT/latency.csv np rep impl f rc placement placements
+  rm -rf "$RAW" && mkdir -p "$RAW"
+  echo "np,repeat,impl,op,bytes,median_us,min_us,placement" >"$csv.tmp"
+  for np in $NPS; do
+    placements=""
+    for rep in $(seq 1 "$REPEAT"); do
+      for impl in "${LAT_IMPLS[@]}"; do
+        f="$RAW/lat-np$np-$impl-r$rep.txt" rc=0
+        latency_command "$impl" "$np"
+        echo "== np $np, repeat $rep/$REPEAT, $impl: ${CMD[*]}"
+        timeout 600 "${CMD[@]}" >"$f" 2>"$f.err" || rc=$?
+        (( rc == 0 )) || { tail -n 5 "$f" "$f.err" >&2; die "$impl with $np ranks exited with status $rc ($f)"; }
+        # NCCL_DEBUG's lines go to stdout, as NCCL's do; "near:108ns" or "far:380ns".
+        placement=$(grep -ohE 'caches (near|far apart): a cache line.s round trip between processes took [0-9]+ ns' \
+                      "$f" "$f.err" | head -n 1 | awk '{ print ($2 == "near:" ? "near" : "far") ":" $(NF - 1) "ns" }' || true)
+        placement=${placement:--}
+        [[ $impl == baton ]] && placements+=" $placement"
+        awk -v np="$np" -v rep="$rep" -v pl="$placement" '$1 == "latency" {
+              if ($7 != 0) { print "wrong results: " $0 > "/dev/stderr"; exit 1 }
+              printf "%s,%s,%s,%s,%s,%s,%s,%s\n", np, rep, $2, $3, $4, $5, $6, pl }' "$f" >>"$csv.tmp" ||
+          die "$impl with $np ranks computed wrong results ($f)"
+      done
+    done
+    awk -F, -v np="$np" -v pl="$placements" '
+      function median(key, k,   i, j, v, s) {
+        for (i = 1; i <= k; i++) s[i] = t[key, i] + 0
+        for (i = 2; i <= k; i++) { v = s[i]; for (j = i - 1; j >= 1 && s[j] > v; j--) s[j + 1] = s[j]; s[j + 1] = v }
+        return k % 2 ? s[(k + 1) / 2] : (s[k / 2] + s[k / 2 + 1]) / 2
+      }
+      $1 == np { key = $4 SUBSEP $5; if (!(key in seen)) { seen[key] = 1; order[++nk] = key }
+                 c = ++n[$3, key]; t[$3, key, c] = $6 }
+      END {
+        printf "\nlatency, %d ranks: median over repeats of each repeat'"'"'s median, in us (ping-pong: half the round trip)\n", np
+        printf "baton'"'"'s cache placement per repeat:%s\n", pl
+        printf "%-10s %8s  %9s %9s %9s  %8s %8s\n", "op", "size (B)", "OpenMPI", "baton", "window", "b/O", "w/O"
+        for (i = 1; i <= nk; i++) {
+          split(order[i], kk, SUBSEP)
+          o = median("openmpi" SUBSEP order[i], n["openmpi", order[i]])
+          b = median("baton" SUBSEP order[i], n["baton", order[i]])
+          w = median("baton-window" SUBSEP order[i], n["baton-window", order[i]])
+          printf "%-10s %8s  %9.2f %9.2f %9.2f  %7.2fx %7.2fx\n", kk[1], kk[2], o, b, w, b / o, w / o
+        }
+        print "b/O, w/O: baton (plain, windows) time over OpenMPI'"'"'s; issue 45'"'"'s goal for 8 B AllReduce: <= 0.8x"
+      }' "$csv.tmp"
+  done
+  mv "$csv.tmp" "$csv"
+  echo
+  echo "wrote $csv (raw outputs in $RAW/)"
+}
+if (( LATENCY )); then latency_mode; exit 0; fi
 
 rm -rf "$RAW"
 mkdir -p "$RAW" "$OUT"
