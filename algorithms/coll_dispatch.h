@@ -83,7 +83,8 @@ BATON_HD void runReducing(ExecCtx& ctx, const CollArgs& a, const Op& op) {
   constexpr size_t kTile = Paths::kSymTileBytes;
   if constexpr (Paths::kHostOnly) {
     if (a.func == kFuncAllReduce && a.algo == kAlgoNaive) return runNaiveAllReduce<T>(ctx, a, op);
-    if (a.func == kFuncAllReduce && a.algo == kAlgoOneShot) return runOneShotAllReduce<T>(ctx, a, op);
+    if (a.func == kFuncAllReduce && a.algo == kAlgoOneShot)
+      return a.proto == kProtoSimple ? runOneShotAllReduceSimple<T>(ctx, a, op) : runOneShotAllReduce<T>(ctx, a, op);
   }
   if (a.func == kFuncAllReduce && a.algo == kAlgoSymOneShot) return runSymAllReduceOneShot<T, kTile>(ctx, a, op);
   if (a.func == kFuncAllReduce && a.algo == kAlgoSymTwoShot) return runSymAllReduceTwoShot<T, kTile>(ctx, a, op);

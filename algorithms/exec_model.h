@@ -93,7 +93,10 @@ struct ExecCtx {
   const int32_t* peerPids = nullptr;              // CPU only: a same-host process peer's pid per rank (0: not watched)
   const uint64_t* watch[2] = {nullptr, nullptr};  // CPU only: the ring FIFOs' abortedBy words of this channel
   WaitNote* note = nullptr;                       // CPU only: this channel's note (lesson 14), or none
-  bool failed = false;                            // a wait gave up: the rest of the work drains as no-ops
+  // CPU only: run while a wait spins (the proxy's assist: the rank moves its own NET steps, proxy.h).
+  void (*assist)(void*) = nullptr;
+  void* assistArg = nullptr;
+  bool failed = false;  // a wait gave up: the rest of the work drains as no-ops
   WaitFailure failure;
 };
 
@@ -190,6 +193,16 @@ constexpr uint32_t kWaitCheckEvery = 64;  // each pause may already be a sleep
 inline void noteStore(uint64_t& w, uint64_t v) { AtomicRef64(w).store(v, BATON_MO(relaxed)); }
 #endif
 
+// One turn of a wait loop: on the CPU, first lend the proxy a hand (its assist hook, if any), then pause.
+BATON_HD void waitTurn(ExecCtx& ctx, uint32_t& it) {
+#if !defined(__CUDA_ARCH__)
+  if (ctx.assist) ctx.assist(ctx.assistArg);
+#else
+  (void)ctx;
+#endif
+  waitPause(it);
+}
+
 // A wait that stalled (its give-up test ran: `start` was set) ended well: clear the channel's note.
 BATON_HD void waitResumed(ExecCtx& ctx, uint64_t start) {
 #if !defined(__CUDA_ARCH__)
@@ -253,7 +266,7 @@ BATON_HD bool waitAtLeast(ExecCtx& ctx, const uint64_t* word, uint64_t target, i
   uint32_t it = 0;
   uint64_t start = 0;
   while (v < target) {
-    waitPause(it);
+    waitTurn(ctx, it);
     v = loadAcquire(word);
     if (v < target && it % kWaitCheckEvery == 0 && waitGiveUp(ctx, start, peer, what, target, v)) return false;
   }

@@ -9,10 +9,20 @@
 // is runSymAllReduceOneShot (symmetric.h). Introduced in lesson 09
 // (docs/lessons/09-buffer-registration.md).
 //
-// Memory-ordering contract: the LL protocol's (primitives_ll.h): each 8-byte half of a line is
-// released by its own flag (step + 1); the reader acquires both halves of a line; after reading
-// every line of a peer's step it storeRelease()s that connector's head = step + 1, which returns
-// the slot to the sender (credit, waited for before the sender writes its next step).
+// Two protocols (issue 45), chosen per size by the planner (src/enqueue.cc useOneShot):
+//   LL (runOneShotAllReduce): the input as LL lines, each carrying its own flag: no separate flag
+//     line to pull, best for a message of a cache line or two (BATON_ONESHOT_BYTES, 64).
+//   Simple (runOneShotAllReduceSimple): the input as plain bytes in the Simple slot, released by one
+//     tail store. Past a few lines the LL reader chases the writer through half-written cache lines
+//     (each line crosses back and forth; 512 B ran 3x slower than the ring); here the reader waits
+//     once and then pulls whole lines (up to BATON_ONESHOT_SIMPLE_BYTES).
+//
+// Memory-ordering contract. LL: the LL protocol's (primitives_ll.h): each 8-byte half of a line is
+// released by its own flag (step + 1); the reader acquires both halves of a line. Simple: payload
+// and slot size are plain stores, released by the storeRelease of tail = step + 1; the reader's
+// loadAcquire of tail orders its reads after it. Both: after reading a peer's step the reader
+// storeRelease()s that connector's head = step + 1, which returns the slot to the sender (credit,
+// waited for before the sender writes its next step).
 #pragma once
 
 #include "coll_args.h"
@@ -85,6 +95,80 @@ BATON_HD void runOneShotAllReduce(ExecCtx& ctx, const CollArgs& a, const Op& op)
   }
   blockBarrier();
   if (ctx.failed) return;
+  if (threadId(ctx) == 0)
+    for (int r = 0; r < n; ++r) {
+      if (r == me) continue;
+      ConnDev& c = a.peerRecv[r];
+      publish(ctx, &c.fifo->head, c.step + 1);
+      c.step++;
+    }
+  blockBarrier();
+}
+
+template <typename T, typename Op>
+BATON_HD void runOneShotAllReduceSimple(ExecCtx& ctx, const CollArgs& a, const Op& op) {
+  const T* src = static_cast<const T*>(a.sendbuff);
+  T* dst = static_cast<T*>(a.recvbuff);
+  const int n = a.nRanks, me = a.rank;
+  const uint64_t bytes = a.count * sizeof(T);
+
+  // Our input, pre-applied, to every peer: plain stores, then one tail store per peer.
+  for (int i = 1; i < n; ++i) {
+    ConnDev& s = a.peerSend[(me + i) % n];
+    if (threadId(ctx) == 0) {
+      waitSendCredit(ctx, s);
+      if (!ctx.failed) cleanLLSlotIfDue(s);  // the LL one-shot may reuse this step's slot later
+    }
+    blockBarrier();
+    if (ctx.failed) return;
+    T* slot = reinterpret_cast<T*>(slotPtr(s, kProtoSimple, s.step));
+    for (size_t e = threadId(ctx); e < a.count; e += threadCount(ctx))
+      slot[e] = reduceElem<T, Op, Moves{.src = true, .preSrc = true}>(op, T{}, src[e]);
+    blockBarrier();
+    if (threadId(ctx) == 0) {
+      s.fifo->sizes[s.step % kSteps] = bytes;
+      publish(ctx, &s.fifo->tail, s.step + 1);
+      s.step++;
+    }
+  }
+
+  // Every peer's step, then the fold in rank order (the same bits on every rank).
+  if (threadId(ctx) == 0)
+    for (int r = 0; r < n && !ctx.failed; ++r) {
+      if (r == me) continue;
+      const ConnDev& c = a.peerRecv[r];
+      if (waitAtLeast(ctx, &c.fifo->tail, c.step + 1, r, "one-shot tail")) {
+        const uint64_t got = c.fifo->sizes[c.step % kSteps];
+        if (got != bytes) failSlotSize(ctx, r, bytes, got);
+      }
+    }
+  blockBarrier();
+  if (ctx.failed) return;
+  // In tiles, one rank at a time over a tile: the same order per element as folding element by
+  // element, but each pass is a plain loop the compiler vectorizes.
+  constexpr size_t kTileElems = 256 / sizeof(T) < 8 ? 8 : 256 / sizeof(T);
+  const size_t nTiles = divUp(a.count, kTileElems);
+  for (size_t tile = threadId(ctx); tile < nTiles; tile += threadCount(ctx)) {
+    const size_t first = tile * kTileElems, len = minSize(kTileElems, a.count - first);
+    T acc[kTileElems];
+    for (int r = 0; r < n; ++r) {
+      const T* x = r == me
+                       ? src + first
+                       : reinterpret_cast<const T*>(slotPtr(a.peerRecv[r], kProtoSimple, a.peerRecv[r].step)) + first;
+      if (r == me)
+        for (size_t e = 0; e < len; ++e) {
+          const T pre = reduceElem<T, Op, Moves{.src = true, .preSrc = true}>(op, T{}, x[e]);  // rounded as sent
+          acc[e] = r == 0 ? pre : reduceElem<T, Op, Moves{.recv = true, .src = true}>(op, acc[e], pre);
+        }
+      else if (r == 0)
+        for (size_t e = 0; e < len; ++e) acc[e] = x[e];
+      else
+        for (size_t e = 0; e < len; ++e) acc[e] = reduceElem<T, Op, Moves{.recv = true, .src = true}>(op, acc[e], x[e]);
+    }
+    for (size_t e = 0; e < len; ++e)
+      dst[first + e] = reduceElem<T, Op, Moves{.recv = true, .post = true}>(op, acc[e], T{});
+  }
+  blockBarrier();
   if (threadId(ctx) == 0)
     for (int r = 0; r < n; ++r) {
       if (r == me) continue;

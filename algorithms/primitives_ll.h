@@ -35,7 +35,7 @@ BATON_HD uint64_t readLL(ExecCtx& ctx, const LLLine* line, uint32_t flag, int pe
   uint32_t it = 0;
   uint64_t start = 0;
   while ((uint32_t)(a >> 32) != flag || (uint32_t)(b >> 32) != flag) {
-    waitPause(it);
+    waitTurn(ctx, it);
     a = loadAcquire(&line->half[0]);
     b = loadAcquire(&line->half[1]);
     if (it % kWaitCheckEvery == 0 && ((uint32_t)(a >> 32) != flag || (uint32_t)(b >> 32) != flag) &&

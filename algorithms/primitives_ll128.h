@@ -37,7 +37,7 @@ BATON_HD bool waitLL128(ExecCtx& ctx, const LL128Line* line, uint64_t flag, int 
   uint32_t it = 0;
   uint64_t start = 0;
   while (f != flag) {
-    waitPause(it);
+    waitTurn(ctx, it);
     f = loadAcquire(&line->flag);
     if (f != flag && it % kWaitCheckEvery == 0 && waitGiveUp(ctx, start, peer, "LL128 line flag", flag, f))
       return false;

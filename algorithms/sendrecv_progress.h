@@ -160,7 +160,7 @@ BATON_HD void sendRecvRunAll(ExecCtx& ctx, SendRecvTransfer* xs, const int* afte
       idleSince = 0;
       continue;
     }
-    waitPause(idle);
+    waitTurn(ctx, idle);
     if (idle % kWaitCheckEvery != 0) continue;
     int i = 0;
     while (i < n && (xs[i].complete() || (after[i] >= 0 && !xs[after[i]].complete()))) ++i;

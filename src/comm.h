@@ -118,28 +118,30 @@ struct RedOpSlot {
 // struct (commAgreeOnKnobs). Which environment variable sets each one, and its default, is written
 // once, in readTunables (comm_config.cc); docs/env.md lists them for users.
 struct SharedTunables {
-  size_t stepBytes;          // NCCL_BUFFSIZE / NCCL_STEPS (Simple)
-  size_t llStepBytes;        // NCCL_LL_BUFFSIZE / NCCL_STEPS
-  size_t ll128StepBytes;     // NCCL_LL128_BUFFSIZE / NCCL_STEPS
-  size_t sendrecvStepBytes;  // NCCL_P2P_CHUNKSIZE: the send/recv FIFO step
-  int fifoDepth;             // BATON_FIFO_DEPTH: slots a sender may fill ahead (lesson 03)
-  int chunkSteps;            // BATON_CHUNK_STEPS: FIFO steps per ring chunk (NCCL's CHUNKSTEPS)
-  CollAlgo allreduceAlgo;    // BATON_ALLREDUCE_ALGO: naive (lesson 01's stage 0), ring, oneshot; auto = kAlgoUndef
-  size_t oneShotStepBytes;   // BATON_ONESHOT_STEP: LL step of the direct connectors (one-shot's largest message x 2)
-  size_t oneShotBytes;       // BATON_ONESHOT_BYTES: auto picks the one-shot AllReduce up to this size
-  size_t minChannelBytes;    // BATON_MIN_CHANNEL_BYTES: below this per channel, use fewer
-  bool direct;               // BATON_DIRECT: direct paths between ranks of one process (lesson 05)
-  int ranksPerNode;          // BATON_RANKS_PER_NODE: k consecutive ranks form one node of the graph (0: real hosts)
-  bool atomicCollectives;    // BATON_ATOMIC_COLLECTIVES: all-or-nothing AllReduce (lesson 10); every rank votes or none
-  uint64_t failTimeoutNs;    // BATON_TIMEOUT: a silent peer is dead (0: no watchdog); every rank joins the mesh or none
-  TuningModel model;         // rank 0's tuning file or the built-in model (tuner.h): every rank picks alike
-  AlgoProtoMask mask;        // NCCL_ALGO / NCCL_PROTO
-  bool symmetric;            // BATON_SYMMETRIC: symmetric kernels on symmetric windows (off when NCCL_ALGO is set)
-  size_t symOneShotBytes;    // BATON_SYM_ONESHOT_BYTES: symmetric AllReduce up to this size is one-shot
-  int symTwoShot;            // BATON_SYM_TWOSHOT: above it, two-shot (1), not (0), -1: on a GPU only (symmetric_plan.h)
-  int singleCopy;            // BATON_SINGLE_COPY: 0 off, 1 on where permitted, -1 auto (on unless oversubscribed)
-  size_t singleCopyBytes;    // BATON_SINGLE_COPY_BYTES: AllReduces from this size take it
-  int alltoallAlgo;          // BATON_ALLTOALL_ALGO: an AlltoAllAlgo (algorithms/alltoall.h); auto = the tuner's
+  size_t stepBytes;           // NCCL_BUFFSIZE / NCCL_STEPS (Simple)
+  size_t llStepBytes;         // NCCL_LL_BUFFSIZE / NCCL_STEPS
+  size_t ll128StepBytes;      // NCCL_LL128_BUFFSIZE / NCCL_STEPS
+  size_t sendrecvStepBytes;   // NCCL_P2P_CHUNKSIZE: the send/recv FIFO step
+  int fifoDepth;              // BATON_FIFO_DEPTH: slots a sender may fill ahead (lesson 03)
+  int chunkSteps;             // BATON_CHUNK_STEPS: FIFO steps per ring chunk (NCCL's CHUNKSTEPS)
+  CollAlgo allreduceAlgo;     // BATON_ALLREDUCE_ALGO: naive (lesson 01's stage 0), ring, oneshot; auto = kAlgoUndef
+  size_t oneShotStepBytes;    // BATON_ONESHOT_STEP: LL step of the direct connectors (one-shot's largest message x 2)
+  size_t oneShotBytes;        // BATON_ONESHOT_BYTES: auto picks the one-shot AllReduce up to this size
+  bool proxyAssist;           // BATON_PROXY_ASSIST: ranks waiting on their FIFOs run the proxy's pass (proxy.h)
+  size_t oneShotSimpleBytes;  // BATON_ONESHOT_SIMPLE_BYTES: ... and its Simple protocol above that, up to this
+  size_t minChannelBytes;     // BATON_MIN_CHANNEL_BYTES: below this per channel, use fewer
+  bool direct;                // BATON_DIRECT: direct paths between ranks of one process (lesson 05)
+  int ranksPerNode;           // BATON_RANKS_PER_NODE: k consecutive ranks form one node of the graph (0: real hosts)
+  bool atomicCollectives;  // BATON_ATOMIC_COLLECTIVES: all-or-nothing AllReduce (lesson 10); every rank votes or none
+  uint64_t failTimeoutNs;  // BATON_TIMEOUT: a silent peer is dead (0: no watchdog); every rank joins the mesh or none
+  TuningModel model;       // rank 0's tuning file or the built-in model (tuner.h): every rank picks alike
+  AlgoProtoMask mask;      // NCCL_ALGO / NCCL_PROTO
+  bool symmetric;          // BATON_SYMMETRIC: symmetric kernels on symmetric windows (off when NCCL_ALGO is set)
+  size_t symOneShotBytes;  // BATON_SYM_ONESHOT_BYTES: symmetric AllReduce up to this size is one-shot
+  int symTwoShot;          // BATON_SYM_TWOSHOT: above it, two-shot (1), not (0), -1: on a GPU only (symmetric_plan.h)
+  int singleCopy;          // BATON_SINGLE_COPY: 0 off, 1 on where permitted, -1 auto (on unless oversubscribed)
+  size_t singleCopyBytes;  // BATON_SINGLE_COPY_BYTES: AllReduces from this size take it
+  int alltoallAlgo;        // BATON_ALLTOALL_ALGO: an AlltoAllAlgo (algorithms/alltoall.h); auto = the tuner's
   size_t alltoallBruckBytes;  // BATON_ALLTOALL_BRUCK_BYTES: auto takes Bruck across hosts up to this buffer size
                               // (kAlltoAllBruckUnset: the tuning file's or the built-in, alltoall_choice.h)
   bool checkArgs;             // BATON_CHECK_MODE=debug: every collective's arguments exchanged first (lesson 14)

@@ -25,10 +25,12 @@
 #include "proxy.h"
 #include "register/symmetric_plan.h"
 #include "sendrecv_executor.h"
+#include "sendrecv_progress.h"
 
 namespace baton {
 
 namespace {
+bool p2pBuffersRegistered(ncclComm* comm, const Task& t);
 ncclResult_t failureResult(const ExecCtx& ctx, ncclComm* comm, const char* what) {
   const WaitFailure& f = ctx.failure;
   const bool aborted = f.result == kWaitAborted && flagIsSet(&comm->abortFlag);
@@ -122,6 +124,7 @@ ExecCtx makeCtx(ncclComm* comm, int channel) {
   ctx.jitterState = 0x9e3779b9u * (comm->rank + 1) + channel;
   ctx.trace = traceEnabled();
   if (comm->flight) ctx.note = comm->flight->note(channel);
+  if (comm->proxy && comm->proxy->wantsAssist()) ctx.assist = &Proxy::assistHook, ctx.assistArg = comm->proxy.get();
   return ctx;
 }
 
@@ -156,14 +159,23 @@ std::function<void()> wrapWork(ncclComm* comm, std::shared_ptr<Completion> done,
   };
 }
 
-// The one-shot AllReduce over the FIFOs (lesson 09) for this operation: forced and it fits, or
-// auto and small enough. Same host, direct connectors in memory (not NET).
-bool useOneShot(const ncclComm* comm, const Task& t, const CollShape& s) {
+// The one-shot AllReduce over the FIFOs (lesson 09) for this operation, and in which protocol
+// (oneshot_allreduce.h): LL up to BATON_ONESHOT_BYTES, Simple above it up to
+// BATON_ONESHOT_SIMPLE_BYTES (forced with BATON_ALLREDUCE_ALGO=oneshot: the same split, wherever a
+// step holds the message). Same host, direct connectors in memory (not NET). kNumProtos: not one-shot.
+Proto oneShotProto(const ncclComm* comm, const Task& t, const CollShape& s) {
   const Tunables& k = comm->tun;
   if (t.func != kFuncAllReduce || comm->nRanks < 2 || comm->nNodes != 1 || k.p2pDisable || k.shmDisable ||
-      s.totalBytes > oneShotMaxBytes(k.oneShotStepBytes) || s.typeBytes > 8)
-    return false;
-  return k.allreduceAlgo == kAlgoOneShot || (k.allreduceAlgo == kAlgoUndef && s.totalBytes <= k.oneShotBytes);
+      s.typeBytes > 8 || (k.allreduceAlgo != kAlgoOneShot && k.allreduceAlgo != kAlgoUndef))
+    return kNumProtos;
+  const bool forced = k.allreduceAlgo == kAlgoOneShot;
+  const bool llFits = s.totalBytes <= oneShotMaxBytes(k.oneShotStepBytes);
+  if (llFits && (s.totalBytes <= k.oneShotBytes || (forced && k.oneShotSimpleBytes <= k.oneShotBytes))) return kProtoLL;
+  if (s.totalBytes <= k.sendrecvStepBytes && (forced || s.totalBytes <= k.oneShotSimpleBytes)) return kProtoSimple;
+  return kNumProtos;
+}
+bool useOneShot(const ncclComm* comm, const Task& t, const CollShape& s) {
+  return oneShotProto(comm, t, s) != kNumProtos;
 }
 
 // The algorithms that run as one part over the peer connectors (naive AllReduce between ranks,
@@ -326,8 +338,9 @@ ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool* skip)
   if (t.func == kFuncAllReduce && comm->tun.allreduceAlgo == kAlgoNaive) choice = {kAlgoNaive, kProtoSimple, 0.0};
   // The smallest AllReduces take the LL one-shot even on windows (NCCL's AGxLL does the same: one
   // hop with the data, instead of the load kernels' two barriers).
-  else if (useOneShot(comm, t, shape)) choice = {kAlgoOneShot, kProtoLL, 0.0};
+  else if (oneShotProto(comm, t, shape) == kProtoLL) choice = {kAlgoOneShot, kProtoLL, 0.0};
   else if (planSymmetric(comm, t, shape, plan, &symAlgo)) choice = {symAlgo, kProtoSimple, 0.0};
+  else if (useOneShot(comm, t, shape)) choice = {kAlgoOneShot, kProtoSimple, 0.0};  // windows keep their own
   else {
     const int path = tuningPathOf(comm, zeroCopy || singleCopy);
     ncclComm::TunedChoice& last = comm->lastTuned[t.func];
@@ -497,12 +510,14 @@ bool runOneShotNow(ncclComm* comm, const Task& t, ncclResult_t* res) {
   const CollKernel kernel = collKernel(t.func, t.type, t.op.kind);
   CollShape shape;  // an AllReduce's: every byte count is count x type (collShapeOf, without its switch)
   shape.typeBytes = typeBytes, shape.totalBytes = shape.sendBytes = shape.recvBytes = t.count * typeBytes;
-  if (!kernel || !useOneShot(comm, t, shape)) return false;  // planColl reports a missing kernel
+  const Proto proto = kernel ? oneShotProto(comm, t, shape) : kNumProtos;  // planColl reports a missing kernel
+  // Symmetric windows take over above LL's sizes (planColl): where they may, plan the call.
+  if (proto == kNumProtos || (proto == kProtoSimple && symmetricEligible(comm))) return false;
   const uint64_t opCount = comm->opCount++;
-  logColl(comm, t, opCount, kAlgoOneShot, kProtoLL, 1, "");
+  logColl(comm, t, opCount, kAlgoOneShot, proto, 1, "");
   const FlightBuffers buffers =
       comm->reg->empty() || !comm->reg->covers(t.sendbuff, shape.sendBytes) ? kFlightPlain : kFlightRegistered;
-  const FlightRef flight = recordColl(comm, t, opCount, kAlgoOneShot, kProtoLL, 1, 1, buffers, /*timed=*/false);
+  const FlightRef flight = recordColl(comm, t, opCount, kAlgoOneShot, proto, 1, 1, buffers, /*timed=*/false);
   // Built on the first call, then only the call's fields change: zeroing and copying the whole
   // argument block cost more than the rest of the planning.
   CollArgs& a = comm->oneShotArgs;
@@ -513,6 +528,7 @@ bool runOneShotNow(ncclComm* comm, const Task& t, ncclResult_t* res) {
     a.peerSend = comm->peerSend.data();
     a.peerRecv = comm->peerRecv.data();
   }
+  a.proto = proto;
   a.sendbuff = t.sendbuff;
   a.recvbuff = t.recvbuff;
   a.count = t.count;  // AllReduce counts elements (collArgsFor)
@@ -560,6 +576,48 @@ ncclResult_t runCollectiveNow(ncclComm* comm, const Task& t, bool* handled) {
   plans.push_back(std::move(plan));
   BATON_CHECK(launchPlans(comm, std::move(plans), {}, &done, true));
   return done ? done->wait() : ncclSuccess;
+}
+
+// The latency path of a lone ncclSend or ncclRecv (issue 45): as runCollectiveNow's, on the
+// calling thread, with no group, plan or allocation. Taken when the connector to the peer exists
+// (the first transfer to a peer connects it on the general path) and the proxy's zero copy cannot
+// apply (a registered buffer over NET); tracing and profiling keep the general path, where their
+// events have their places.
+ncclResult_t runSendRecvNow(ncclComm* comm, const Task& t, bool* handled) {
+  *handled = false;
+  const bool send = t.kind == Task::kSend;
+  const size_t bytes = t.count * typeSize(t.type);
+  if (!comm->blocking || t.onDevice || bytes == 0 || t.peer == comm->rank || comm->inflight.load() != 0 ||
+      traceEnabled() || (comm->profiler && comm->profiler->wantsAny()) || flagIsSet(&comm->abortFlag))
+    return ncclSuccess;
+  const Connection* conn = send ? comm->peerSendConn[t.peer].get() : comm->peerRecvConn[t.peer].get();
+  if (!conn || (conn->viaNet && !comm->reg->empty())) return ncclSuccess;
+  *handled = true;
+  BATON_INFO(kSubP2p, "%s: count %zu datatype %s peer %d comm %p [nranks=%d] on the calling thread",
+             send ? "Send" : "Recv", t.count, typeName(t.type), t.peer, (void*)comm, comm->nRanks);
+  FlightRef flight;
+  if (comm->flight) {
+    FlightOp op;
+    op.seq = comm->p2pCount++, op.count = t.count, op.type = (uint8_t)t.type, op.peer = t.peer;
+    op.kind = send ? kFlightSend : kFlightRecv;
+    op.channels = 1;
+    op.buffers = p2pBuffersRegistered(comm, t) ? kFlightRegistered : kFlightPlain;
+    flight = comm->flight->record(op, 1, /*timed=*/false);
+  }
+  comm->inflight.fetch_add(1);  // an abort from another thread waits for us
+  if (conn->viaNet) comm->proxy->kick();
+  ExecCtx ctx = makeCtx(comm, 0);
+  SendRecvTransfer x;
+  x.buf = send ? const_cast<char*>(static_cast<const char*>(t.sendbuff)) : static_cast<char*>(t.recvbuff);
+  x.bytes = bytes, x.peer = t.peer, x.isSend = send;
+  x.conn = send ? &comm->peerSend[t.peer] : &comm->peerRecv[t.peer];
+  const int after = -1;
+  sendRecvRunAll(ctx, &x, &after, 1);
+  const ncclResult_t res = ctx.failed ? failureResult(ctx, comm, "Send/Recv") : ncclSuccess;
+  if (comm->flight) comm->flight->quickEnd(flight, res);
+  if (res != ncclSuccess) commSetError(comm, res, lastError());
+  comm->inflight.fetch_sub(1);
+  return res;
 }
 
 ncclResult_t runTasksNow(ncclComm* comm, std::vector<Task> tasks) {

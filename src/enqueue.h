@@ -21,6 +21,8 @@ ncclResult_t runTasksNow(ncclComm* comm, std::vector<Task> tasks);
 // Outside a group: runs one collective on an idle blocking communicator at once, on the calling
 // thread (*handled = true, the result returned), or leaves it to the group path (*handled = false).
 ncclResult_t runCollectiveNow(ncclComm* comm, const Task& task, bool* handled);
+// The same for one ncclSend or ncclRecv whose connector to the peer exists.
+ncclResult_t runSendRecvNow(ncclComm* comm, const Task& task, bool* handled);
 // The execution context of channel `channel`'s work on comm (waits, abort flag, trace, jitter).
 ExecCtx makeCtx(ncclComm* comm, int channel);
 

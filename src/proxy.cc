@@ -32,6 +32,7 @@ void Proxy::kick() {
 void Proxy::add(std::shared_ptr<ProxyTask> task) {
   std::lock_guard<std::mutex> lock(mu_);
   tasks_.push_back(std::move(task));
+  assistOn_ = comm_->tun.proxyAssist;  // read by wantsAssist() after the version below (init has set it)
   version_.fetch_add(1, std::memory_order_release);
   if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
   kick();  // a sleeping thread picks up the new connection's socket
@@ -62,8 +63,51 @@ void Proxy::stop() {
   }
   kick();
   if (t.joinable()) t.join();
+  {
+    std::lock_guard<std::mutex> pass(passMu_);
+    mine_.clear(), dead_.clear();
+    seen_ = ~0ull;
+  }
+  const uint64_t ranks = movedByRanks_.exchange(0), thread = movedByThread_.exchange(0);
+  if (ranks + thread)
+    BATON_INFO(kSubNet, "proxy of rank %d: %llu passes that moved data ran on rank threads, %llu on the proxy thread",
+               comm_->rank, (unsigned long long)ranks, (unsigned long long)thread);
   std::lock_guard<std::mutex> lock(mu_);
   tasks_.clear();
+}
+
+void Proxy::assist() {
+  if (stop_.load(std::memory_order_relaxed)) return;
+  std::unique_lock<std::mutex> pass(passMu_, std::try_to_lock);
+  if (pass.owns_lock() && passLocked()) movedByRanks_.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool Proxy::passLocked() {
+  if (version_.load(std::memory_order_acquire) != seen_) {
+    std::lock_guard<std::mutex> lock(mu_);
+    seen_ = version_.load();
+    dead_.resize(tasks_.size(), false);
+    mine_ = tasks_;
+  }
+  bool any = false;
+  for (size_t i = 0; i < mine_.size(); ++i) {
+    if (dead_[i]) continue;
+    bool did = false;
+    std::string msg;
+    const ncclResult_t res = mine_[i]->progress(&did, &msg);
+    any |= did;
+    if (res == ncclSuccess) continue;
+    dead_[i] = true;
+    BATON_WARN("proxy of rank %d: %s", comm_->rank, msg.c_str());
+    commSetError(comm_, res, msg.c_str());  // raises the abort flag: every wait of this rank ends now
+  }
+  return any;
+}
+
+bool Proxy::pendingLocked() {
+  for (size_t i = 0; i < mine_.size(); ++i)
+    if (!dead_[i] && mine_[i]->pending()) return true;
+  return false;
 }
 
 // Idle with work about to come (an operation in flight, steps staged): a step usually follows
@@ -88,44 +132,35 @@ void hotWait(uint32_t idle) {
 }  // namespace
 
 void Proxy::run() {
-  std::vector<std::shared_ptr<ProxyTask>> mine;
-  std::vector<bool> dead;
-  uint64_t seen = ~0ull, launchesSeen = 0;
+  uint64_t launchesSeen = 0;
   uint32_t idle = 0;
   bool wasActive = false;
   uint64_t appendedSeen = 0;
   while (!stop_.load(std::memory_order_relaxed)) {
-    if (version_.load(std::memory_order_acquire) != seen) {
-      std::lock_guard<std::mutex> lock(mu_);
-      seen = version_.load();
-      dead.resize(tasks_.size(), false);
-      mine = tasks_;
+    bool any, pendingWork = false;
+    uint64_t seen;
+    std::vector<pollfd> fds;
+    {
+      std::lock_guard<std::mutex> pass(passMu_);
+      any = passLocked();
+      // A drain request is answered by a pass in which nothing moved and nothing waits to.
+      const uint64_t asked = drainAsked_.load(std::memory_order_acquire);
+      if (!any && asked != drainDone_.load(std::memory_order_relaxed) && !pendingLocked())
+        drainDone_.store(asked, std::memory_order_release);
+      // The communicator failed (here or in a rank's wait): end every connection, so peers on
+      // other hosts fail at once instead of at BATON_WAIT_TIMEOUT.
+      if (!severed_ && comm_->asyncError.load() != ncclSuccess) {
+        severed_ = true;
+        for (size_t i = 0; i < mine_.size(); ++i) mine_[i]->sever(), dead_[i] = true;
+      }
+      if (!any) {
+        pendingWork = pendingLocked();
+        for (size_t i = 0; i < mine_.size(); ++i)
+          if (!dead_[i] && mine_[i]->pollFd() >= 0) fds.push_back({mine_[i]->pollFd(), POLLIN, 0});
+      }
+      seen = seen_;
     }
-    bool any = false;
-    for (size_t i = 0; i < mine.size(); ++i) {
-      if (dead[i]) continue;
-      bool did = false;
-      std::string msg;
-      const ncclResult_t res = mine[i]->progress(&did, &msg);
-      any |= did;
-      if (res == ncclSuccess) continue;
-      dead[i] = true;
-      BATON_WARN("proxy of rank %d: %s", comm_->rank, msg.c_str());
-      commSetError(comm_, res, msg.c_str());  // raises the abort flag: every wait of this rank ends now
-    }
-    // A drain request is answered by a pass in which nothing moved and nothing waits to.
-    const uint64_t asked = drainAsked_.load(std::memory_order_acquire);
-    if (!any && asked != drainDone_.load(std::memory_order_relaxed)) {
-      bool quiet = true;
-      for (size_t i = 0; i < mine.size() && quiet; ++i) quiet = dead[i] || !mine[i]->pending();
-      if (quiet) drainDone_.store(asked, std::memory_order_release);
-    }
-    // The communicator failed (here or in a rank's wait): end every connection, so peers on other
-    // hosts fail at once instead of at BATON_WAIT_TIMEOUT.
-    if (!severed_ && comm_->asyncError.load() != ncclSuccess) {
-      severed_ = true;
-      for (size_t i = 0; i < mine.size(); ++i) mine[i]->sever(), dead[i] = true;
-    }
+    if (any) movedByThread_.fetch_add(1, std::memory_order_relaxed);
     const uint64_t launches = kernelLaunches_.load(std::memory_order_relaxed);
     if (ProfilerPlugin* prof =
             profiler_.load(std::memory_order_acquire)) {  // NCCL's ProxyCtrl events (profiler_events.h)
@@ -140,7 +175,7 @@ void Proxy::run() {
     launchesSeen = launches;
     if (any) continue;
     if (idle < 2048 || comm_->inflight.load() > 0 || awakeHolds_.load() > 0 ||
-        drainAsked_.load() != drainDone_.load() || anyPending(mine, dead)) {
+        drainAsked_.load() != drainDone_.load() || pendingWork) {
       hotWait(idle);
       continue;
     }
@@ -149,9 +184,7 @@ void Proxy::run() {
     sleeping_.store(true);
     if (comm_->inflight.load() == 0 && awakeHolds_.load() == 0 && drainAsked_.load() == drainDone_.load() &&
         !stop_.load() && version_.load() == seen) {  // a connection added meanwhile: re-read the list first
-      std::vector<pollfd> fds{{wakeFd_, POLLIN, 0}};
-      for (size_t i = 0; i < mine.size(); ++i)
-        if (!dead[i] && mine[i]->pollFd() >= 0) fds.push_back({mine[i]->pollFd(), POLLIN, 0});
+      fds.insert(fds.begin(), pollfd{wakeFd_, POLLIN, 0});
       ProfilerPlugin* prof = profiler_.load(std::memory_order_acquire);
       void* sleep = profileProxySleep(prof);
       poll(fds.data(), fds.size(), 100);  // the timeout bounds how late a new connection is seen
@@ -162,12 +195,6 @@ void Proxy::run() {
     sleeping_.store(false);
     idle = 0;
   }
-}
-
-bool Proxy::anyPending(const std::vector<std::shared_ptr<ProxyTask>>& tasks, const std::vector<bool>& dead) {
-  for (size_t i = 0; i < tasks.size(); ++i)
-    if (!dead[i] && tasks[i]->pending()) return true;
-  return false;
 }
 
 }  // namespace baton

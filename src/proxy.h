@@ -11,6 +11,13 @@
 // eventfd and on its connections' sockets, so a peer's data or its death still wakes it at once.
 // A task that fails is dropped; the first failure becomes the communicator's async error and
 // raises its abort flag, so the ranks' waits end at once instead of at BATON_WAIT_TIMEOUT.
+//
+// The rank's hand (issue 45, BATON_PROXY_ASSIST): a rank thread that spins waiting on its FIFOs
+// runs the same progress pass itself when no other thread is in one (assist()), so a small step
+// leaves or lands without waking the proxy thread: that hand-off costs two thread switches per step,
+// and on a host where the rank and its proxy share a core it is most of a small message's time. The
+// tasks stay the proxy's: one pass at a time (passMu_), and a failure is handled as the thread
+// handles it. A GPU's kernels cannot call it; there the thread does all the work, as in NCCL.
 #pragma once
 
 #include <atomic>
@@ -76,11 +83,23 @@ class Proxy {
   bool drain(uint64_t timeoutNs);
   // Stops and joins the thread; tasks are released (a connection still holds its own).
   void stop();
+  // One progress pass on the calling rank thread, unless a pass is running or nothing is registered.
+  void assist();
+  static void assistHook(void* proxy) { static_cast<Proxy*>(proxy)->assist(); }
+  // Whether ranks should call assist(): on (BATON_PROXY_ASSIST) and some task registered.
+  bool wantsAssist() const { return version_.load(std::memory_order_acquire) != 0 && assistOn_; }
 
  private:
   void run();
-  static bool anyPending(const std::vector<std::shared_ptr<ProxyTask>>& tasks, const std::vector<bool>& dead);
+  bool passLocked();     // one pass over the tasks (passMu_ held); true: something moved
+  bool pendingLocked();  // a live task has work handed over (passMu_ held)
   ncclComm* comm_;
+  bool assistOn_ = false;  // BATON_PROXY_ASSIST, as of the first add()
+  std::mutex passMu_;      // one progress pass at a time, the thread's or a rank's; guards the three below
+  std::vector<std::shared_ptr<ProxyTask>> mine_;
+  std::vector<bool> dead_;
+  uint64_t seen_ = ~0ull;                                     // the version mine_ was copied at
+  std::atomic<uint64_t> movedByRanks_{0}, movedByThread_{0};  // passes that moved something, per side
   mutable std::mutex mu_;
   std::vector<std::shared_ptr<ProxyTask>> tasks_;
   std::atomic<uint64_t> version_{0};  // bumped by add(): the thread re-reads the list

@@ -58,6 +58,16 @@ ncclResult_t collective(CollFunc func, const char* fn, const void* sendbuff, voi
   return run();
 }
 
+// Outside a group, a lone send or receive takes the latency path when it can (runSendRecvNow).
+ncclResult_t sendRecv(ncclComm* comm, const std::vector<Task>& tasks) {
+  if (!inGroup()) {
+    bool handled = false;
+    const ncclResult_t res = runSendRecvNow(comm, tasks[0], &handled);
+    if (handled) return res;
+  }
+  return submit(comm, tasks);
+}
+
 ncclResult_t checkSendRecv(const char* fn, const void* buf, size_t count, ncclDataType_t type, int peer, ncclComm* comm,
                            const char* bufName) {
   BATON_CHECK(checkCommReady(comm, fn));
@@ -122,7 +132,7 @@ ncclResult_t pncclSend(const void* sendbuff, size_t count, ncclDataType_t dataty
   ARGCHECK(checkSendRecv("ncclSend", sendbuff, count, datatype, peer, comm, "sendbuff"));
   std::vector<Task> tasks{sendRecvTask(Task::kSend, sendbuff, nullptr, count, datatype, peer)};
   ARGCHECK(gpuClassifyP2p(comm, tasks, stream, "ncclSend"));
-  return submit(comm, tasks);
+  return sendRecv(comm, tasks);
 }
 
 NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
@@ -132,7 +142,7 @@ ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, in
   ARGCHECK(checkSendRecv("ncclRecv", recvbuff, count, datatype, peer, comm, "recvbuff"));
   std::vector<Task> tasks{sendRecvTask(Task::kRecv, nullptr, recvbuff, count, datatype, peer)};
   ARGCHECK(gpuClassifyP2p(comm, tasks, stream, "ncclRecv"));
-  return submit(comm, tasks);
+  return sendRecv(comm, tasks);
 }
 
 NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,

@@ -99,5 +99,37 @@ TEST(AllReduceApi, CountZeroWithNullBuffers) {
         "");
 }
 
+// The one-shot's two protocols by size (oneshot_allreduce.h): LL lines up to BATON_ONESHOT_BYTES,
+// Simple bytes above it up to BATON_ONESHOT_SIMPLE_BYTES, the tuner's ring beyond; each size's COLL
+// line must name the path that ran (a silent fallback fails), and the result is exact, in and out
+// of place, with every op. BATON_ONESHOT_SIMPLE_BYTES=0 keeps the ring above LL's sizes.
+TEST(AllReduceApi, OneShotProtocolsBySize) {
+  struct Want {
+    size_t count;
+    const char* line;
+  };
+  for (const char* simpleBytes : {"2048", "0"}) {
+    ScopedEnv env(ScopedEnv::Vars{{"BATON_ONESHOT_BYTES", "64"}, {"BATON_ONESHOT_SIMPLE_BYTES", simpleBytes}});
+    const bool simple = std::string(simpleBytes) != "0";
+    const std::vector<Want> wants = {{16, "algorithm OneShot protocol LL"},
+                                     {17, simple ? "algorithm OneShot protocol Simple" : "algorithm Ring"},
+                                     {512, simple ? "algorithm OneShot protocol Simple" : "algorithm Ring"},
+                                     {513, "algorithm Ring"}};
+    for (int n : {2, 3, 4}) {
+      Comms c = initAll(n);
+      for (const Want& w : wants)
+        for (Op op : {Op::Sum, Op::Max, Op::Avg, Op::PreMulSum}) {
+          const bool inPlace = op == Op::Max || op == Op::Avg;
+          const std::string log = captureLog("COLL", [&] {
+            EXPECT_EQ(runCase(c, {Coll::AllReduce, ncclFloat32, op, w.count, 0, inPlace}, Drive::Threads), "")
+                << n << " ranks, count " << w.count;
+          });
+          EXPECT_NE(log.find(w.line), std::string::npos) << n << " ranks, count " << w.count << ":\n" << log;
+        }
+      destroyComms(c);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace bt

@@ -158,5 +158,75 @@ TEST(SendRecvPatterns, BlockingOutsideGroup) {
   EXPECT_EQ(m.check(), "");
 }
 
+// A ping-pong of lone sends and receives: the first transfer each way connects the peers on the
+// general path; every later one takes the latency path on the calling thread (its P2P line must
+// say so: a silent fallback fails), with exact data at sizes from one element to many FIFO steps.
+TEST(SendRecvPatterns, PingPongTakesTheLatencyPath) {
+  Comms c = initAll(2);
+  for (size_t count : {size_t(1), size_t(16), size_t(300000)}) {
+    std::vector<float> ping(count), pong(count), got0(count), got1(count);
+    for (size_t i = 0; i < count; ++i) ping[i] = float(i % 1000), pong[i] = float(i % 1000 + 1);
+    const std::string log = captureLog("P2P", [&] {
+      std::thread peer([&] {
+        for (int round = 0; round < 3; ++round) {
+          NCCL_EXPECT(ncclRecv(got1.data(), count, ncclFloat32, 0, c[1], nullptr));
+          NCCL_EXPECT(ncclSend(pong.data(), count, ncclFloat32, 0, c[1], nullptr));
+        }
+      });
+      for (int round = 0; round < 3; ++round) {
+        NCCL_EXPECT(ncclSend(ping.data(), count, ncclFloat32, 1, c[0], nullptr));
+        NCCL_EXPECT(ncclRecv(got0.data(), count, ncclFloat32, 1, c[0], nullptr));
+      }
+      peer.join();
+    });
+    EXPECT_EQ(got1, ping) << count;
+    EXPECT_EQ(got0, pong) << count;
+    for (const char* line : {"Send: count ", "Recv: count "})
+      EXPECT_NE(log.find(std::string(line) + std::to_string(count) + " datatype float peer"), std::string::npos)
+          << line << count << ":\n"
+          << log;
+    EXPECT_NE(log.find("on the calling thread"), std::string::npos) << log;
+  }
+  destroyComms(c);
+}
+
+// Over NET (loopback TCP between thread ranks), a waiting rank runs the proxy's progress pass
+// itself (BATON_PROXY_ASSIST, proxy.h): the proxy's closing NET line counts the passes that moved
+// data on rank threads, which must be some with it on and none with it off; the data is exact both ways.
+TEST(SendRecvPatterns, RanksMoveTheirOwnNetSteps) {
+  for (const char* assist : {"1", "0"}) {
+    ScopedEnv env(ScopedEnv::Vars{{"NCCL_P2P_DISABLE", "1"},
+                                  {"NCCL_SHM_DISABLE", "1"},
+                                  {"NCCL_SOCKET_IFNAME", "lo"},
+                                  {"BATON_PROXY_ASSIST", assist}});
+    std::vector<float> ping(1000), got0(1000), got1(1000);
+    for (size_t i = 0; i < ping.size(); ++i) ping[i] = float(i);
+    const std::string log = captureLog("NET", [&] {
+      Comms c = initAll(2);
+      for (int round = 0; round < 20; ++round) {
+        std::thread peer([&] {
+          NCCL_EXPECT(ncclRecv(got1.data(), got1.size(), ncclFloat32, 0, c[1], nullptr));
+          NCCL_EXPECT(ncclSend(got1.data(), got1.size(), ncclFloat32, 0, c[1], nullptr));
+        });
+        NCCL_EXPECT(ncclSend(ping.data(), ping.size(), ncclFloat32, 1, c[0], nullptr));
+        NCCL_EXPECT(ncclRecv(got0.data(), got0.size(), ncclFloat32, 1, c[0], nullptr));
+        peer.join();
+        ASSERT_EQ(got0, ping) << "round " << round;
+      }
+      destroyComms(c);
+    });
+    unsigned long long byRanks = 0, total = 0;
+    for (size_t at = log.find("passes that moved data ran on rank threads"); at != std::string::npos;
+         at = log.find("passes that moved data ran on rank threads", at + 1)) {
+      const size_t colon = log.rfind(": ", at);
+      byRanks += std::stoull(log.substr(colon + 2));
+      ++total;
+    }
+    EXPECT_EQ(total, 2u) << "one line per rank's proxy:\n" << log;
+    if (std::string(assist) == "1") EXPECT_GT(byRanks, 0u) << log;
+    else EXPECT_EQ(byRanks, 0u) << log;
+  }
+}
+
 }  // namespace
 }  // namespace bt
