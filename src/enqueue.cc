@@ -165,10 +165,18 @@ std::function<void()> wrapWork(ncclComm* comm, std::shared_ptr<Completion> done,
 // step holds the message). Same host, direct connectors in memory (not NET). kNumProtos: not one-shot.
 Proto oneShotProto(const ncclComm* comm, const Task& t, const CollShape& s) {
   const Tunables& k = comm->tun;
-  if (t.func != kFuncAllReduce || comm->nRanks < 2 || comm->nNodes != 1 || k.p2pDisable || k.shmDisable ||
-      s.typeBytes > 8 || (k.allreduceAlgo != kAlgoOneShot && k.allreduceAlgo != kAlgoUndef))
+  if (t.func != kFuncAllReduce || comm->nRanks < 2 || s.typeBytes > 8 ||
+      (k.allreduceAlgo != kAlgoOneShot && k.allreduceAlgo != kAlgoUndef))
     return kNumProtos;
   const bool forced = k.allreduceAlgo == kAlgoOneShot;
+  // Some peer over NET: one hop instead of the ring's 2(n-1) network latencies, in Simple steps
+  // (the proxy sends a step once its tail is published), up to BATON_ONESHOT_NET_BYTES (default 0:
+  // off). Off by default because its first call connects every pair over the network, during the
+  // call: a rank that never makes the call then stalls its peers for BATON_BOOTSTRAP_TIMEOUT, not
+  // BATON_WAIT_TIMEOUT (the ring's connections exist from init).
+  if (comm->nNodes != 1 || k.p2pDisable || k.shmDisable)
+    return s.totalBytes <= k.sendrecvStepBytes && (forced || s.totalBytes <= k.oneShotNetBytes) ? kProtoSimple
+                                                                                                : kNumProtos;
   const bool llFits = s.totalBytes <= oneShotMaxBytes(k.oneShotStepBytes);
   if (llFits && (s.totalBytes <= k.oneShotBytes || (forced && k.oneShotSimpleBytes <= k.oneShotBytes))) return kProtoLL;
   if (s.totalBytes <= k.sendrecvStepBytes && (forced || s.totalBytes <= k.oneShotSimpleBytes)) return kProtoSimple;

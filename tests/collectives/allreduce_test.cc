@@ -131,5 +131,32 @@ TEST(AllReduceApi, OneShotProtocolsBySize) {
   }
 }
 
+// BATON_ONESHOT_NET_BYTES: with every peer over NET (loopback TCP), small AllReduces take the Simple
+// one-shot (one network hop); larger ones and the default (0) keep the ring. COLL lines and exact data.
+TEST(AllReduceApi, OneShotOverNet) {
+  for (const char* netBytes : {"4096", "0"}) {
+    ScopedEnv env(ScopedEnv::Vars{{"NCCL_P2P_DISABLE", "1"},
+                                  {"NCCL_SHM_DISABLE", "1"},
+                                  {"NCCL_SOCKET_IFNAME", "lo"},
+                                  {"BATON_ONESHOT_NET_BYTES", netBytes}});
+    const bool on = std::string(netBytes) != "0";
+    for (int n : {2, 3}) {
+      Comms c = initAll(n);
+      for (size_t count : {size_t(2), size_t(1024), size_t(1025)})
+        for (Op op : {Op::Sum, Op::PreMulSum}) {
+          const std::string log = captureLog("COLL", [&] {
+            EXPECT_EQ(runCase(c, {Coll::AllReduce, ncclFloat32, op, count, 0, op == Op::Sum}, Drive::Threads), "")
+                << n << " ranks, count " << count;
+          });
+          const bool oneShot = on && count <= 1024;
+          EXPECT_NE(log.find(oneShot ? "algorithm OneShot protocol Simple" : "algorithm Ring"), std::string::npos)
+              << n << " ranks, count " << count << ":\n"
+              << log;
+        }
+      destroyComms(c);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace bt
