@@ -127,7 +127,7 @@ struct SharedTunables {
   CollAlgo allreduceAlgo;     // BATON_ALLREDUCE_ALGO: naive (lesson 01's stage 0), ring, oneshot; auto = kAlgoUndef
   size_t oneShotStepBytes;    // BATON_ONESHOT_STEP: LL step of the direct connectors (one-shot's largest message x 2)
   size_t oneShotBytes;        // BATON_ONESHOT_BYTES: auto picks the one-shot AllReduce up to this size
-  bool proxyAssist;           // BATON_PROXY_ASSIST: ranks waiting on their FIFOs run the proxy's pass (proxy.h)
+  size_t proxyAssistBytes;    // BATON_PROXY_ASSIST: ranks of operations up to this size run the proxy's pass (proxy.h)
   size_t oneShotNetBytes;     // BATON_ONESHOT_NET_BYTES: with a peer over NET, the Simple one-shot up to this
   size_t oneShotSimpleBytes;  // BATON_ONESHOT_SIMPLE_BYTES: ... and its Simple protocol above that, up to this
   size_t minChannelBytes;     // BATON_MIN_CHANNEL_BYTES: below this per channel, use fewer

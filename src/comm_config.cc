@@ -42,7 +42,7 @@ ncclResult_t readTunables(const ncclConfig_t& cfg, int rank, Tunables* t) {
                                                                 : kAlgoUndef;
   t->oneShotStepBytes = (size_t)std::max<int64_t>(envInt("BATON_ONESHOT_STEP", 16 << 10), 1024) / 1024 * 1024;
   t->oneShotBytes = (size_t)std::max<int64_t>(envInt("BATON_ONESHOT_BYTES", 64), 0);
-  t->proxyAssist = envInt("BATON_PROXY_ASSIST", 1) != 0;
+  t->proxyAssistBytes = (size_t)std::max<int64_t>(envInt("BATON_PROXY_ASSIST", 65536), 0);
   t->oneShotNetBytes = (size_t)std::max<int64_t>(envInt("BATON_ONESHOT_NET_BYTES", 0), 0);
   t->oneShotSimpleBytes = (size_t)std::max<int64_t>(envInt("BATON_ONESHOT_SIMPLE_BYTES", 2048), 0);
   t->minChannelBytes = (size_t)envInt("BATON_MIN_CHANNEL_BYTES", 64 << 10);

@@ -108,7 +108,7 @@ ncclResult_t failureResult(const ExecCtx& ctx, ncclComm* comm, const char* what)
 }
 }  // namespace
 
-ExecCtx makeCtx(ncclComm* comm, int channel) {
+ExecCtx makeCtx(ncclComm* comm, int channel, size_t opBytes) {
   ExecCtx ctx;
   ctx.rank = comm->rank;
   ctx.channel = channel;
@@ -124,7 +124,10 @@ ExecCtx makeCtx(ncclComm* comm, int channel) {
   ctx.jitterState = 0x9e3779b9u * (comm->rank + 1) + channel;
   ctx.trace = traceEnabled();
   if (comm->flight) ctx.note = comm->flight->note(channel);
-  if (comm->proxy && comm->proxy->wantsAssist()) ctx.assist = &Proxy::assistHook, ctx.assistArg = comm->proxy.get();
+  // Small operations only: on a large one the proxy thread streams while the rank copies, and a
+  // rank that also drives the sockets took 20-30% longer at 64 MiB across two hosts (docs/perf.md).
+  if (opBytes <= comm->tun.proxyAssistBytes && comm->proxy && comm->proxy->wantsAssist())
+    ctx.assist = &Proxy::assistHook, ctx.assistArg = comm->proxy.get();
   return ctx;
 }
 
@@ -501,7 +504,7 @@ ncclResult_t runPart(ncclComm* comm, const CollPlan& p, int c) {
     ch.ringSend.netDirect = p.netZeroCopy && ch.sendConn && ch.sendConn->viaNet;
     ch.ringRecv.netDirect = p.netZeroCopy && ch.recvConn && ch.recvConn->viaNet;
   }
-  ExecCtx ctx = makeCtx(comm, c);
+  ExecCtx ctx = makeCtx(comm, c, p.t.count * typeSize(p.t.type));
   p.kernel(ctx, a, p.t.op);
   return ctx.failed ? failureResult(ctx, comm, isNaive(p, comm) ? "AllReduce(naive)" : funcName(p.t.func))
                     : ncclSuccess;
@@ -542,7 +545,7 @@ bool runOneShotNow(ncclComm* comm, const Task& t, ncclResult_t* res) {
   a.count = t.count;  // AllReduce counts elements (collArgsFor)
   a.opTag = opCount + 1;
   comm->inflight.fetch_add(1);  // as runCollectiveNow's: an abort from another thread waits for us
-  ExecCtx ctx = makeCtx(comm, 0);
+  ExecCtx ctx = makeCtx(comm, 0, shape.totalBytes);
   kernel(ctx, a, t.op);
   *res = ctx.failed ? failureResult(ctx, comm, funcName(t.func)) : ncclSuccess;
   if (comm->flight) comm->flight->quickEnd(flight, *res);
@@ -614,7 +617,7 @@ ncclResult_t runSendRecvNow(ncclComm* comm, const Task& t, bool* handled) {
   }
   comm->inflight.fetch_add(1);  // an abort from another thread waits for us
   if (conn->viaNet) comm->proxy->kick();
-  ExecCtx ctx = makeCtx(comm, 0);
+  ExecCtx ctx = makeCtx(comm, 0, bytes);
   SendRecvTransfer x;
   x.buf = send ? const_cast<char*>(static_cast<const char*>(t.sendbuff)) : static_cast<char*>(t.recvbuff);
   x.bytes = bytes, x.peer = t.peer, x.isSend = send;
@@ -739,7 +742,9 @@ ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plansIn, std::vec
       }
     parts.push_back({0,
                      [comm, p2p] {
-                       ExecCtx ctx = makeCtx(comm, 0);
+                       size_t most = 0;
+                       for (const Task& t : p2p) most = std::max(most, t.count * typeSize(t.type));
+                       ExecCtx ctx = makeCtx(comm, 0, most);
                        ncclResult_t res = runPointToPoint(comm, p2p, ctx);
                        if (res == ncclSuccess && ctx.failed) res = failureResult(ctx, comm, "Send/Recv");
                        return res;

@@ -23,7 +23,8 @@ ncclResult_t runTasksNow(ncclComm* comm, std::vector<Task> tasks);
 ncclResult_t runCollectiveNow(ncclComm* comm, const Task& task, bool* handled);
 // The same for one ncclSend or ncclRecv whose connector to the peer exists.
 ncclResult_t runSendRecvNow(ncclComm* comm, const Task& task, bool* handled);
-// The execution context of channel `channel`'s work on comm (waits, abort flag, trace, jitter).
-ExecCtx makeCtx(ncclComm* comm, int channel);
+// The execution context of channel `channel`'s work on comm (waits, abort flag, trace, jitter), for
+// an operation of `opBytes` (which decides whether its waits lend the proxy a hand, proxy.h).
+ExecCtx makeCtx(ncclComm* comm, int channel, size_t opBytes = 0);
 
 }  // namespace baton

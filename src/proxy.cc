@@ -32,7 +32,7 @@ void Proxy::kick() {
 void Proxy::add(std::shared_ptr<ProxyTask> task) {
   std::lock_guard<std::mutex> lock(mu_);
   tasks_.push_back(std::move(task));
-  assistOn_ = comm_->tun.proxyAssist;  // read by wantsAssist() after the version below (init has set it)
+  assistOn_ = comm_->tun.proxyAssistBytes > 0;  // read by wantsAssist() after the version below (init has set it)
   version_.fetch_add(1, std::memory_order_release);
   if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
   kick();  // a sleeping thread picks up the new connection's socket

@@ -12,8 +12,9 @@
 // A task that fails is dropped; the first failure becomes the communicator's async error and
 // raises its abort flag, so the ranks' waits end at once instead of at BATON_WAIT_TIMEOUT.
 //
-// The rank's hand (issue 45, BATON_PROXY_ASSIST): a rank thread that spins waiting on its FIFOs
-// runs the same progress pass itself when no other thread is in one (assist()), so a small step
+// The rank's hand (issue 45): a rank thread that spins waiting on its FIFOs, in an operation of up
+// to BATON_PROXY_ASSIST bytes (makeCtx), runs the same progress pass itself when no other thread is
+// in one (assist()), so a small step
 // leaves or lands without waking the proxy thread: that hand-off costs two thread switches per step,
 // and on a host where the rank and its proxy share a core it is most of a small message's time. The
 // tasks stay the proxy's: one pass at a time (passMu_), and a failure is handled as the thread
@@ -86,7 +87,7 @@ class Proxy {
   // One progress pass on the calling rank thread, unless a pass is running or nothing is registered.
   void assist();
   static void assistHook(void* proxy) { static_cast<Proxy*>(proxy)->assist(); }
-  // Whether ranks should call assist(): on (BATON_PROXY_ASSIST) and some task registered.
+  // Whether ranks should call assist(): BATON_PROXY_ASSIST is not 0 and some task is registered.
   bool wantsAssist() const { return version_.load(std::memory_order_acquire) != 0 && assistOn_; }
 
  private:

@@ -190,11 +190,12 @@ TEST(SendRecvPatterns, PingPongTakesTheLatencyPath) {
   destroyComms(c);
 }
 
-// Over NET (loopback TCP between thread ranks), a waiting rank runs the proxy's progress pass
-// itself (BATON_PROXY_ASSIST, proxy.h): the proxy's closing NET line counts the passes that moved
-// data on rank threads, which must be some with it on and none with it off; the data is exact both ways.
+// Over NET (loopback TCP between thread ranks), a rank waiting in a small operation runs the proxy's
+// progress pass itself (BATON_PROXY_ASSIST, proxy.h): the proxy's closing NET line counts the passes
+// that moved data on rank threads, which must be some with it on and none with it off (0); the
+// data is exact both ways.
 TEST(SendRecvPatterns, RanksMoveTheirOwnNetSteps) {
-  for (const char* assist : {"1", "0"}) {
+  for (const char* assist : {"65536", "0"}) {
     ScopedEnv env(ScopedEnv::Vars{{"NCCL_P2P_DISABLE", "1"},
                                   {"NCCL_SHM_DISABLE", "1"},
                                   {"NCCL_SOCKET_IFNAME", "lo"},
@@ -223,7 +224,7 @@ TEST(SendRecvPatterns, RanksMoveTheirOwnNetSteps) {
       ++total;
     }
     EXPECT_EQ(total, 2u) << "one line per rank's proxy:\n" << log;
-    if (std::string(assist) == "1") EXPECT_GT(byRanks, 0u) << log;
+    if (std::string(assist) != "0") EXPECT_GT(byRanks, 0u) << log;
     else EXPECT_EQ(byRanks, 0u) << log;
   }
 }

@@ -25,6 +25,12 @@ out=$("$BIN/baton-run" -n 2 --no-prefix "$BIN/baton-perf" allreduce -b 8 -e 1M -
 expect '^#   LL +NCCL_PROTO=LL$' "$out"
 expect '^#   LL128 +NCCL_PROTO=LL128$' "$out"
 expect '^# Out of bounds values : 0 OK$' "$out"
+# Lesson 04's small messages: 512 B takes the Simple one-shot, and the ring with it switched off.
+out=$(NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL "$BIN/baton-run" -n 2 --no-prefix "$BIN/baton-perf" allreduce -b 512 -e 512 -n 3 -w 1); echo "$out" | tail -n 3
+expect 'count 128 datatype float op sum root 0 .* algorithm OneShot protocol Simple channels 1' "$out"
+expect '^# Out of bounds values : 0 OK$' "$out"
+out=$(BATON_ONESHOT_SIMPLE_BYTES=0 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL "$BIN/baton-run" -n 2 --no-prefix "$BIN/baton-perf" allreduce -b 512 -e 512 -n 3 -w 1)
+expect 'count 128 datatype float op sum root 0 .* algorithm Ring protocol' "$out"
 
 # Lesson 05: calibration writes a tuning file, the explain table reads it, the trace shows steps.
 tmp=$(mktemp -d)
