@@ -35,6 +35,18 @@ namespace baton {
 // The largest message one step of an LL buffer of `llStepBytes` carries (half of it is flags).
 BATON_HD constexpr size_t oneShotMaxBytes(size_t llStepBytes) { return llStepBytes / 2; }
 
+// Both protocols' end: every peer's slot of this step goes back to its sender (head = step + 1).
+BATON_HD void returnPeerSlots(ExecCtx& ctx, const CollArgs& a) {
+  if (threadId(ctx) == 0)
+    for (int r = 0; r < a.nRanks; ++r) {
+      if (r == a.rank) continue;
+      ConnDev& c = a.peerRecv[r];
+      publish(ctx, &c.fifo->head, c.step + 1);
+      c.step++;
+    }
+  blockBarrier();
+}
+
 template <typename T, typename Op>
 BATON_HD void runOneShotAllReduce(ExecCtx& ctx, const CollArgs& a, const Op& op) {
   static_assert(8 % sizeof(T) == 0, "an LL line holds whole elements");
@@ -95,14 +107,7 @@ BATON_HD void runOneShotAllReduce(ExecCtx& ctx, const CollArgs& a, const Op& op)
   }
   blockBarrier();
   if (ctx.failed) return;
-  if (threadId(ctx) == 0)
-    for (int r = 0; r < n; ++r) {
-      if (r == me) continue;
-      ConnDev& c = a.peerRecv[r];
-      publish(ctx, &c.fifo->head, c.step + 1);
-      c.step++;
-    }
-  blockBarrier();
+  returnPeerSlots(ctx, a);
 }
 
 template <typename T, typename Op>
@@ -169,14 +174,7 @@ BATON_HD void runOneShotAllReduceSimple(ExecCtx& ctx, const CollArgs& a, const O
       dst[first + e] = reduceElem<T, Op, Moves{.recv = true, .post = true}>(op, acc[e], T{});
   }
   blockBarrier();
-  if (threadId(ctx) == 0)
-    for (int r = 0; r < n; ++r) {
-      if (r == me) continue;
-      ConnDev& c = a.peerRecv[r];
-      publish(ctx, &c.fifo->head, c.step + 1);
-      c.step++;
-    }
-  blockBarrier();
+  returnPeerSlots(ctx, a);
 }
 
 }  // namespace baton

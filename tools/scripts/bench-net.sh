@@ -277,6 +277,17 @@ run_one() {
 }
 
 # One CSV row: impl,repeat,size,time_us,algbw,busbw,tx0,tx1,status
+# A run of $1 in repeat $2 failed ($WHY): a peer's failure stops the script, baton's is recorded
+# in BATON_FAILED and reported, and the rest goes on.
+run_failed() {
+  if [[ $1 != baton ]]; then
+    tail -n 20 "$RAW/$1-r$2.txt"* >&2 || true
+    die "$1 failed in repeat $2: $WHY (logs: $RAW/$1-r$2.txt*)"
+  fi
+  BATON_FAILED="$WHY; see log $RAW/baton-r$2.txt.rank0 and .rank1"
+  echo "   baton: failed ($BATON_FAILED)"
+}
+
 csv_row() {
   local impl=$1 rep=$2 time=$3 tx0=$4 tx1=$5 status=$6
   awk -v impl="$impl" -v rep="$rep" -v b="$BYTES" -v t="$time" -v n="$NRANKS" -v tx0="$tx0" -v tx1="$tx1" \
@@ -305,12 +316,7 @@ latency_main() {
           "$RAW/$impl-r$rep.txt"
       else
         echo "$impl,$rep,,,,,,,failed: ${WHY//,/;}" >>"$CSV"
-        if [[ $impl != baton ]]; then
-          tail -n 20 "$RAW/$impl-r$rep.txt"* >&2 || true
-          die "$impl failed in repeat $rep: $WHY (logs: $RAW/$impl-r$rep.txt*)"
-        fi
-        BATON_FAILED="$WHY; see log $RAW/baton-r$rep.txt.rank0 and .rank1"
-        echo "   baton: failed ($BATON_FAILED)"
+        run_failed "$impl" "$rep"
       fi
     done
   done
@@ -390,12 +396,7 @@ for rep in $(seq 1 "$REPEAT"); do
       echo "   $impl: $time us, veth0 tx $tx0 / $tx1 B"
     else
       csv_row "$impl" "$rep" "" "" "" "failed: $WHY" >>"$CSV"
-      if [[ $impl != baton ]]; then
-        tail -n 20 "$RAW/$impl-r$rep.txt"* >&2 || true
-        die "$impl failed in repeat $rep: $WHY (logs: $RAW/$impl-r$rep.txt*)"
-      fi
-      BATON_FAILED="$WHY; see log $RAW/baton-r$rep.txt.rank0 and .rank1"
-      echo "   baton: failed ($BATON_FAILED)"
+      run_failed "$impl" "$rep"
     fi
   done
 done
