@@ -172,17 +172,21 @@ Proto oneShotProto(const ncclComm* comm, const Task& t, const CollShape& s) {
       (k.allreduceAlgo != kAlgoOneShot && k.allreduceAlgo != kAlgoUndef))
     return kNumProtos;
   const bool forced = k.allreduceAlgo == kAlgoOneShot;
+  // A tuner plugin decides every size above LL's (NCCL_TUNER_PLUGIN, lesson 16): its choice stands.
+  const bool simpleAllowed = forced || !comm->tunerPlugin;
   // Some peer over NET: one hop instead of the ring's 2(n-1) network latencies, in Simple steps
   // (the proxy sends a step once its tail is published), up to BATON_ONESHOT_NET_BYTES (default 0:
   // off). Off by default because its first call connects every pair over the network, during the
   // call: a rank that never makes the call then stalls its peers for BATON_BOOTSTRAP_TIMEOUT, not
   // BATON_WAIT_TIMEOUT (the ring's connections exist from init).
   if (comm->nNodes != 1 || k.p2pDisable || k.shmDisable)
-    return s.totalBytes <= k.sendrecvStepBytes && (forced || s.totalBytes <= k.oneShotNetBytes) ? kProtoSimple
-                                                                                                : kNumProtos;
+    return simpleAllowed && s.totalBytes <= k.sendrecvStepBytes && (forced || s.totalBytes <= k.oneShotNetBytes)
+               ? kProtoSimple
+               : kNumProtos;
   const bool llFits = s.totalBytes <= oneShotMaxBytes(k.oneShotStepBytes);
   if (llFits && (s.totalBytes <= k.oneShotBytes || (forced && k.oneShotSimpleBytes <= k.oneShotBytes))) return kProtoLL;
-  if (s.totalBytes <= k.sendrecvStepBytes && (forced || s.totalBytes <= k.oneShotSimpleBytes)) return kProtoSimple;
+  if (simpleAllowed && s.totalBytes <= k.sendrecvStepBytes && (forced || s.totalBytes <= k.oneShotSimpleBytes))
+    return kProtoSimple;
   return kNumProtos;
 }
 bool useOneShot(const ncclComm* comm, const Task& t, const CollShape& s) {
