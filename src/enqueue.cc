@@ -329,6 +329,16 @@ FlightRef recordColl(ncclComm* comm, const Task& t, uint64_t seq, CollAlgo algo,
   return comm->flight->record(op, parts, timed);
 }
 
+// The recorder's entry of one send, receive or AlltoAll (comm->flight set), numbered in p2pCount.
+FlightRef recordP2p(ncclComm* comm, const Task& t, bool timed) {
+  FlightOp op;
+  op.seq = comm->p2pCount++, op.count = t.count, op.type = (uint8_t)t.type, op.peer = t.peer;
+  op.kind = t.kind == Task::kSend ? kFlightSend : t.kind == Task::kRecv ? kFlightRecv : kFlightAlltoAll;
+  op.channels = 1;
+  op.buffers = p2pBuffersRegistered(comm, t) ? kFlightRegistered : kFlightPlain;
+  return comm->flight->record(op, 1, timed);
+}
+
 // The COLL INFO line of one numbered collective (NCCL's shape, and the path it took).
 void logColl(const ncclComm* comm, const Task& t, uint64_t opCount, CollAlgo algo, Proto proto, int nch,
              const char* path, const char* tunedBy = "") {
@@ -346,6 +356,7 @@ ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool* skip)
   const size_t totalBytes = shape.totalBytes;
   int nch = channelsFor(comm, t, shape);
   AlgoProtoChoice choice;
+  const Proto oneShot = oneShotProto(comm, t, shape);
   const char* tunedBy = "";
   CollAlgo symAlgo;
   const bool zeroCopy = zeroCopyBetweenProcesses(comm, t, shape);
@@ -353,9 +364,9 @@ ncclResult_t planColl(ncclComm* comm, const Task& t, CollPlan* plan, bool* skip)
   if (t.func == kFuncAllReduce && comm->tun.allreduceAlgo == kAlgoNaive) choice = {kAlgoNaive, kProtoSimple, 0.0};
   // The smallest AllReduces take the LL one-shot even on windows (NCCL's AGxLL does the same: one
   // hop with the data, instead of the load kernels' two barriers).
-  else if (oneShotProto(comm, t, shape) == kProtoLL) choice = {kAlgoOneShot, kProtoLL, 0.0};
+  else if (oneShot == kProtoLL) choice = {kAlgoOneShot, kProtoLL, 0.0};
   else if (planSymmetric(comm, t, shape, plan, &symAlgo)) choice = {symAlgo, kProtoSimple, 0.0};
-  else if (useOneShot(comm, t, shape)) choice = {kAlgoOneShot, kProtoSimple, 0.0};  // windows keep their own
+  else if (oneShot == kProtoSimple) choice = {kAlgoOneShot, kProtoSimple, 0.0};  // windows keep their own
   else {
     const int path = tuningPathOf(comm, zeroCopy || singleCopy);
     ncclComm::TunedChoice& last = comm->lastTuned[t.func];
@@ -610,15 +621,7 @@ ncclResult_t runSendRecvNow(ncclComm* comm, const Task& t, bool* handled) {
   *handled = true;
   BATON_INFO(kSubP2p, "%s: count %zu datatype %s peer %d comm %p [nranks=%d] on the calling thread",
              send ? "Send" : "Recv", t.count, typeName(t.type), t.peer, (void*)comm, comm->nRanks);
-  FlightRef flight;
-  if (comm->flight) {
-    FlightOp op;
-    op.seq = comm->p2pCount++, op.count = t.count, op.type = (uint8_t)t.type, op.peer = t.peer;
-    op.kind = send ? kFlightSend : kFlightRecv;
-    op.channels = 1;
-    op.buffers = p2pBuffersRegistered(comm, t) ? kFlightRegistered : kFlightPlain;
-    flight = comm->flight->record(op, 1, /*timed=*/false);
-  }
+  const FlightRef flight = comm->flight ? recordP2p(comm, t, /*timed=*/false) : FlightRef{};
   comm->inflight.fetch_add(1);  // an abort from another thread waits for us
   if (conn->viaNet) comm->proxy->kick();
   ExecCtx ctx = makeCtx(comm, 0, bytes);
@@ -736,14 +739,7 @@ ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plansIn, std::vec
     }
     auto refs = std::make_shared<std::vector<FlightRef>>();
     if (comm->flight)
-      for (const Task& t : p2p) {
-        FlightOp op;
-        op.seq = comm->p2pCount++, op.count = t.count, op.type = (uint8_t)t.type, op.peer = t.peer;
-        op.kind = t.kind == Task::kSend ? kFlightSend : t.kind == Task::kRecv ? kFlightRecv : kFlightAlltoAll;
-        op.channels = 1;
-        op.buffers = p2pBuffersRegistered(comm, t) ? kFlightRegistered : kFlightPlain;
-        refs->push_back(comm->flight->record(op, 1));
-      }
+      for (const Task& t : p2p) refs->push_back(recordP2p(comm, t, /*timed=*/true));
     parts.push_back({0,
                      [comm, p2p] {
                        size_t most = 0;
