@@ -21,31 +21,25 @@
 #include <gloo/allreduce_ring_chunked.h>
 #include <gloo/barrier_all_to_all.h>
 #include <gloo/common/error.h>
-#include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/file_store.h>
-#include <gloo/rendezvous/prefix_store.h>
-#include <gloo/transport/tcp/device.h>
-#include <sys/socket.h>
 
 #include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "bench_args.h"
+#include "gloo_mesh.h"
 
 namespace {
 
-struct Options {
-  int rank = -1, size = -1, iters = 20, warmup = 5, family = 0;
+struct Options : GlooMeshOptions {
+  int iters = 20, warmup = 5;
   size_t bytes = size_t(64) << 20;
-  std::string iface, host, store, prefix = "gloo", algo = "ring";
+  std::string algo = "ring";
 };
 
 // Returns an error message, or "" when the command line is good.
@@ -54,26 +48,18 @@ std::string parseOptions(int argc, char** argv, Options* o) {
     const std::string a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
     bool ok = v != nullptr;
-    if (a == "--rank") ok = parseInt(v, 0, &o->rank);
-    else if (a == "--size") ok = parseInt(v, 1, &o->size);
+    const int mesh = parseMeshOption(a, v, o);
+    if (mesh) ok = mesh > 0;
     else if (a == "-b" || a == "--bytes") ok = parseSize(v, &o->bytes);
     else if (a == "-n" || a == "--iters") ok = parseInt(v, 1, &o->iters);
     else if (a == "-w" || a == "--warmup") ok = parseInt(v, 0, &o->warmup);
-    else if (a == "--iface" && ok) o->iface = v;
-    else if (a == "--host" && ok) o->host = v;
-    else if (a == "--store" && ok) o->store = v;
-    else if (a == "--prefix" && ok) o->prefix = v;
     else if (a == "--algo" && ok) o->algo = v;
-    else if (a == "--family") ok = parseInt(v, 4, &o->family) && (o->family == 4 || o->family == 6);
     else if (a == "-h" || a == "--help") return "help";
     else return "unknown argument '" + a + "'";
     if (!ok) return "bad value for " + a + ": '" + (v ? v : "") + "'";
     ++i;
   }
-  if (o->rank < 0 || o->size < 1) return "--rank and --size are required";
-  if (o->rank >= o->size) return "--rank must be below --size";
-  if (o->iface.empty() == o->host.empty()) return "give exactly one of --iface and --host";
-  if (o->store.empty()) return "--store DIR is required (a directory every rank can see)";
+  if (std::string err = checkMeshOptions(*o); !err.empty()) return err;
   if (o->bytes / sizeof(float) > size_t(INT_MAX) / sizeof(float)) return "-b is too large for Gloo (int byte counts)";
   if (o->algo != "ring" && o->algo != "ring_chunked" && o->algo != "halving_doubling" && o->algo != "new_ring")
     return "--algo must be ring, ring_chunked, halving_doubling or new_ring";
@@ -123,19 +109,8 @@ double combine(const std::shared_ptr<gloo::Context>& ctx, double value, const gl
 void printTime(double us) { std::printf("  %7.*f", us >= 10000.0 ? 0 : us >= 100.0 ? 1 : 2, us); }
 
 int run(const Options& o) {
-  gloo::transport::tcp::attr attr;
-  if (!o.iface.empty()) attr.iface = o.iface;
-  else attr.hostname = o.host;
-  attr.ai_family = o.family == 4 ? AF_INET : o.family == 6 ? AF_INET6 : AF_UNSPEC;
-  auto dev = gloo::transport::tcp::CreateDevice(attr);
-
-  std::filesystem::create_directories(o.store);  // both ranks may race here: that is fine
-  gloo::rendezvous::FileStore fileStore(o.store);
-  // A prefix per run keeps a later run from reading an earlier run's addresses in the same store.
-  gloo::rendezvous::PrefixStore store(o.prefix, fileStore);
-  auto rctx = std::make_shared<gloo::rendezvous::Context>(o.rank, o.size);
-  rctx->connectFullMesh(store, dev);
-  std::shared_ptr<gloo::Context> ctx = rctx;
+  std::string device;
+  std::shared_ptr<gloo::Context> ctx = connectMesh(o, &device);
 
   const size_t count = o.bytes / sizeof(float), bytes = count * sizeof(float);
   std::vector<float> data(count);
@@ -169,7 +144,7 @@ int run(const Options& o) {
     const double algbw = timeUs > 0 ? double(bytes) / (timeUs * 1e-6) / 1e9 : 0.0;
     const double busbw = algbw * 2.0 * (o.size - 1) / o.size;
     std::printf("# gloo-allreduce-ring: nranks %d, algo %s, %s, warmup %d iters %d, time = max over ranks\n", o.size,
-                o.algo.c_str(), dev->str().c_str(), o.warmup, o.iters);
+                o.algo.c_str(), device.c_str(), o.warmup, o.iters);
     std::printf("#       size         count      type   redop    root     time   algbw   busbw #wrong\n");
     std::printf("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)\n");
     std::printf("%12zu  %12zu  %8s  %6s  %6d", bytes, count, "float", "sum", -1);

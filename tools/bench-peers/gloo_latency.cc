@@ -23,52 +23,31 @@
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
 #include <gloo/math.h>
-#include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/file_store.h>
-#include <gloo/rendezvous/prefix_store.h>
-#include <gloo/transport/tcp/device.h>
-#include <sys/socket.h>
 
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "gloo_mesh.h"
 #include "latency_table.h"
 
 namespace {
 
-struct Options {
-  int rank = -1, size = -1, family = 0;
-  std::string iface, host, store, prefix = "gloo";
-};
-
 // The arguments latency_table.h leaves: returns an error message, or "" when they are good.
-std::string parseOptions(const std::vector<std::string>& args, Options* o) {
+std::string parseOptions(const std::vector<std::string>& args, GlooMeshOptions* o) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
+    if (a == "-h" || a == "--help") return "help";
     const char* v = i + 1 < args.size() ? args[i + 1].c_str() : nullptr;
-    bool ok = v != nullptr;
-    if (a == "--rank") ok = parseInt(v, 0, &o->rank);
-    else if (a == "--size") ok = parseInt(v, 1, &o->size);
-    else if (a == "--iface" && ok) o->iface = v;
-    else if (a == "--host" && ok) o->host = v;
-    else if (a == "--store" && ok) o->store = v;
-    else if (a == "--prefix" && ok) o->prefix = v;
-    else if (a == "--family") ok = parseInt(v, 4, &o->family) && (o->family == 4 || o->family == 6);
-    else if (a == "-h" || a == "--help") return "help";
-    else return "unknown argument '" + a + "'";
-    if (!ok) return "bad value for " + a + ": '" + (v ? v : "") + "'";
+    const int mesh = parseMeshOption(a, v, o);
+    if (mesh == 0) return "unknown argument '" + a + "'";
+    if (mesh < 0) return "bad value for " + a + ": '" + (v ? v : "") + "'";
     ++i;
   }
-  if (o->rank < 0 || o->size < 1) return "--rank and --size are required";
-  if (o->rank >= o->size) return "--rank must be below --size";
-  if (o->iface.empty() == o->host.empty()) return "give exactly one of --iface and --host";
-  if (o->store.empty()) return "--store DIR is required (a directory every rank can see)";
-  return "";
+  return checkMeshOptions(*o);
 }
 
 // The ping-pong's slot: below every collective's (their slots carry a prefix in the top byte).
@@ -124,22 +103,9 @@ struct GlooPeer {
   }
 };
 
-int run(const Options& o, const LatencyOptions& lo) {
-  gloo::transport::tcp::attr attr;
-  if (!o.iface.empty()) attr.iface = o.iface;
-  else attr.hostname = o.host;
-  attr.ai_family = o.family == 4 ? AF_INET : o.family == 6 ? AF_INET6 : AF_UNSPEC;
-  auto dev = gloo::transport::tcp::CreateDevice(attr);
-
-  std::filesystem::create_directories(o.store);  // both ranks may race here: that is fine
-  gloo::rendezvous::FileStore fileStore(o.store);
-  // A prefix per run keeps a later run from reading an earlier run's addresses in the same store.
-  gloo::rendezvous::PrefixStore store(o.prefix, fileStore);
-  auto rctx = std::make_shared<gloo::rendezvous::Context>(o.rank, o.size);
-  rctx->connectFullMesh(store, dev);
-
+int run(const GlooMeshOptions& o, const LatencyOptions& lo) {
   GlooPeer p;
-  p.ctx = rctx;
+  p.ctx = connectMesh(o);
   std::vector<float> in(latencyTableBytes(lo) / sizeof(float)), out(in.size());
   return runLatencyTable(p, "gloo", lo, in.data(), out.data());
 }
@@ -148,7 +114,7 @@ int run(const Options& o, const LatencyOptions& lo) {
 
 int main(int argc, char** argv) {
   LatencyOptions lo;
-  Options o;
+  GlooMeshOptions o;
   std::vector<std::string> rest;
   std::string err = parseLatencyOptions(argc, argv, 1, &lo, &rest);
   if (err.empty()) err = parseOptions(rest, &o);

@@ -138,8 +138,8 @@ done
 [[ -x $BATON_BIN ]] || make -j2 tools
 [[ -x $BATON_BIN ]] || die "$BATON_BIN is missing after make tools"
 mkdir -p "$BIN"
-# The peer programs include these two headers (bench_args.h; latency_table.h in --latency mode).
-HEADERS=(tools/bench-peers/bench_args.h tools/bench-peers/latency_table.h)
+# The peer programs include these headers (bench_args.h; gloo_mesh.h for Gloo; latency_table.h in --latency mode).
+HEADERS=(tools/bench-peers/bench_args.h tools/bench-peers/gloo_mesh.h tools/bench-peers/latency_table.h)
 stale() {  # binary source: whether binary needs (re)building
   local h
   [[ -x $1 && ! $2 -nt $1 ]] || return 0
