@@ -20,8 +20,8 @@ struct GlooMeshOptions {
   std::string iface, host, store, prefix = "gloo";
 };
 
-// One of --rank --size --iface --host --store --prefix --family with its value `v` (may be null):
-// 1 taken, 0 not one of these, -1 a bad value.
+// One mesh option (rank, size, iface, host, store, prefix or family, each spelled "--name") with its
+// value `v` (may be null): 1 taken, 0 not one of these, -1 a bad value.
 inline int parseMeshOption(const std::string& a, const char* v, GlooMeshOptions* o) {
   bool ok = v != nullptr;
   if (a == "--rank") ok = parseInt(v, 0, &o->rank);
