@@ -162,6 +162,12 @@ std::function<void()> wrapWork(ncclComm* comm, std::shared_ptr<Completion> done,
   };
 }
 
+// The one-shot's connectors cross the network: a peer on another host, or SHM and P2P switched off.
+bool oneShotOverNet(const ncclComm* comm) { return comm->nNodes != 1 || comm->tun.p2pDisable || comm->tun.shmDisable; }
+// 2 ranks over NET: channel 0's ring connectors, whose next and previous rank are the one peer,
+// carry the one-shot (runOneShotOnRing), so it needs no connection of its own.
+bool oneShotOverRing(const ncclComm* comm) { return comm->nRanks == 2 && oneShotOverNet(comm); }
+
 // The one-shot AllReduce over the FIFOs (lesson 09) for this operation, and in which protocol
 // (oneshot_allreduce.h): LL up to BATON_ONESHOT_BYTES, Simple above it up to
 // BATON_ONESHOT_SIMPLE_BYTES (forced with BATON_ALLREDUCE_ALGO=oneshot: the same split, wherever a
@@ -175,14 +181,17 @@ Proto oneShotProto(const ncclComm* comm, const Task& t, const CollShape& s) {
   // A tuner plugin decides every size above LL's (NCCL_TUNER_PLUGIN, lesson 16): its choice stands.
   const bool simpleAllowed = forced || !comm->tunerPlugin;
   // Some peer over NET: one hop instead of the ring's 2(n-1) network latencies, in Simple steps
-  // (the proxy sends a step once its tail is published), up to BATON_ONESHOT_NET_BYTES (default 0:
-  // off). Off by default because its first call connects every pair over the network, during the
-  // call: a rank that never makes the call then stalls its peers for BATON_BOOTSTRAP_TIMEOUT, not
-  // BATON_WAIT_TIMEOUT (the ring's connections exist from init).
-  if (comm->nNodes != 1 || k.p2pDisable || k.shmDisable)
-    return simpleAllowed && s.totalBytes <= k.sendrecvStepBytes && (forced || s.totalBytes <= k.oneShotNetBytes)
-               ? kProtoSimple
-               : kNumProtos;
+  // (the proxy sends a step once its tail is published). 2 ranks: over channel 0's ring connectors
+  // (oneShotOverRing), connected at init, up to BATON_ONESHOT_NET_BYTES (kOneShotNetPairBytes when
+  // unset). More ranks: over the peer connectors, only when BATON_ONESHOT_NET_BYTES is set, because
+  // their first call connects every pair during the call, and a rank that never makes the call
+  // then stalls its peers for BATON_BOOTSTRAP_TIMEOUT, not BATON_WAIT_TIMEOUT.
+  if (oneShotOverNet(comm)) {
+    const bool pair = comm->nRanks == 2;
+    const size_t limit = pair || k.oneShotNetAnyRanks ? k.oneShotNetBytes : 0;
+    const size_t slot = pair ? k.stepBytes : k.sendrecvStepBytes;
+    return simpleAllowed && s.totalBytes <= slot && (forced || s.totalBytes <= limit) ? kProtoSimple : kNumProtos;
+  }
   const bool llFits = s.totalBytes <= oneShotMaxBytes(k.oneShotStepBytes);
   if (llFits && (s.totalBytes <= k.oneShotBytes || (forced && k.oneShotSimpleBytes <= k.oneShotBytes))) return kProtoLL;
   if (simpleAllowed && s.totalBytes <= k.sendrecvStepBytes && (forced || s.totalBytes <= k.oneShotSimpleBytes))
@@ -457,6 +466,22 @@ ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plans, std::vecto
 bool isNaive(const CollPlan& p, const ncclComm* comm) { return p.base.algo == kAlgoNaive && comm->nRanks > 1; }
 bool usesPeerConnectors(const CollPlan& p, const ncclComm* comm) { return runsAsOnePart(p.base.algo, comm); }
 
+// The one-shot kernel with channel 0's ring connectors standing in for the peer's (oneShotOverRing).
+// It reads peerSend[peer] and peerRecv[peer] only; the steps it takes go back to the channel, whose
+// ring parts run in order with this one (channel 0's block).
+void runOneShotOnRing(ncclComm* comm, CollKernel kernel, CollArgs& a, ExecCtx& ctx, const OpParams& op) {
+  Channel& ch = *comm->channels[0];
+  const int peer = 1 - comm->rank;
+  ConnDev send[2], recv[2];
+  send[peer] = ch.ringSend, recv[peer] = ch.ringRecv;
+  send[peer].netDirect = recv[peer].netDirect = false;  // through the staging slots, not spans
+  ConnDev *keepSend = a.peerSend, *keepRecv = a.peerRecv;
+  a.peerSend = send, a.peerRecv = recv;
+  kernel(ctx, a, op);
+  ch.ringSend = send[peer], ch.ringRecv = recv[peer];
+  a.peerSend = keepSend, a.peerRecv = keepRecv;
+}
+
 // Channel c's part of a planned collective, on whichever thread plays that channel's block.
 ncclResult_t runPart(ncclComm* comm, const CollPlan& p, int c) {
   if (comm->tun.checkArgs) {  // BATON_CHECK_MODE=debug (lesson 14)
@@ -476,6 +501,11 @@ ncclResult_t runPart(ncclComm* comm, const CollPlan& p, int c) {
     }
   }
   CollArgs a = p.base;
+  if (p.base.algo == kAlgoOneShot && oneShotOverRing(comm)) {
+    ExecCtx ctx = makeCtx(comm, 0, p.t.count * typeSize(p.t.type));
+    runOneShotOnRing(comm, p.kernel, a, ctx, p.t.op);
+    return ctx.failed ? failureResult(ctx, comm, funcName(p.t.func)) : ncclSuccess;
+  }
   if (usesPeerConnectors(p, comm)) {
     const bool everyone = p.base.algo == kAlgoOneShot;  // naive: rank 0 and the others
     if (!everyone || !comm->allPeersConnected) {        // the 8-byte latency path allocates nothing
@@ -529,8 +559,8 @@ ncclResult_t runPart(ncclComm* comm, const CollPlan& p, int c) {
 // the call alone (registrations and windows do not change that choice), so it skips the plan, its
 // copies and its run-time dispatch: the arguments, the kernel, this thread. False: not this case.
 bool runOneShotNow(ncclComm* comm, const Task& t, ncclResult_t* res) {
-  if (t.func != kFuncAllReduce || !comm->allPeersConnected || t.count == 0 || comm->tun.allreduceAlgo == kAlgoNaive ||
-      comm->tun.checkArgs)
+  if (t.func != kFuncAllReduce || !(comm->allPeersConnected || oneShotOverRing(comm)) || t.count == 0 ||
+      comm->tun.allreduceAlgo == kAlgoNaive || comm->tun.checkArgs)
     return false;
   const size_t typeBytes = typeSize(t.type);
   const CollKernel kernel = collKernel(t.func, t.type, t.op.kind);
@@ -561,7 +591,8 @@ bool runOneShotNow(ncclComm* comm, const Task& t, ncclResult_t* res) {
   a.opTag = opCount + 1;
   comm->inflight.fetch_add(1);  // as runCollectiveNow's: an abort from another thread waits for us
   ExecCtx ctx = makeCtx(comm, 0, shape.totalBytes);
-  kernel(ctx, a, t.op);
+  if (oneShotOverRing(comm)) runOneShotOnRing(comm, kernel, a, ctx, t.op);
+  else kernel(ctx, a, t.op);
   *res = ctx.failed ? failureResult(ctx, comm, funcName(t.func)) : ncclSuccess;
   if (comm->flight) comm->flight->quickEnd(flight, *res);
   if (*res != ncclSuccess) commSetError(comm, *res, lastError());
@@ -714,10 +745,11 @@ ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plansIn, std::vec
     const int nParts = usesPeerConnectors(p, comm) ? 1 : p.nch;
     int op = 0;
     if (prof) {
-      const LaunchProfile::ProxyConns conns = usesPeerConnectors(p, comm) ? LaunchProfile::kNoProxyConns
-                                              : p.base.algo == kAlgoRing  ? LaunchProfile::kRingConns
-                                              : p.base.algo == kAlgoTree  ? LaunchProfile::kTreeConns
-                                                                          : LaunchProfile::kNoProxyConns;
+      const bool ringConns = p.base.algo == kAlgoRing || (p.base.algo == kAlgoOneShot && oneShotOverRing(comm));
+      const LaunchProfile::ProxyConns conns = ringConns                     ? LaunchProfile::kRingConns
+                                              : usesPeerConnectors(p, comm) ? LaunchProfile::kNoProxyConns
+                                              : p.base.algo == kAlgoTree    ? LaunchProfile::kTreeConns
+                                                                            : LaunchProfile::kNoProxyConns;
       op = prof->addColl(p.t, p.seq, algoName(p.base.algo), protoName(p.base.proto), p.nch, nParts, conns);
       groupApi = groupApi ? groupApi : p.t.profGroupApi;
     }

@@ -132,25 +132,30 @@ TEST(AllReduceApi, OneShotProtocolsBySize) {
 }
 
 // BATON_ONESHOT_NET_BYTES: with every peer over NET (loopback TCP), small AllReduces take the Simple
-// one-shot (one network hop); larger ones and the default (0) keep the ring. COLL lines and exact data.
+// one-shot (one network hop); larger ones keep the ring. Unset: 2 ranks up to 32 KiB, over the
+// ring's own connectors, and more ranks not at all; set: that size for any rank count; 0: off.
+// One-shots and ring calls alternate on one communicator in both drives, so the ring's step
+// counters must come back right from every one-shot. COLL lines and exact data.
 TEST(AllReduceApi, OneShotOverNet) {
-  for (const char* netBytes : {"4096", "0"}) {
+  for (const char* netBytes : {(const char*)nullptr, "4096", "0"}) {
     ScopedEnv env(ScopedEnv::Vars{{"NCCL_P2P_DISABLE", "1"},
                                   {"NCCL_SHM_DISABLE", "1"},
                                   {"NCCL_SOCKET_IFNAME", "lo"},
                                   {"BATON_ONESHOT_NET_BYTES", netBytes}});
-    const bool on = std::string(netBytes) != "0";
     for (int n : {2, 3}) {
+      const size_t limit = !netBytes ? (n == 2 ? 32768 : 0) : std::stoul(netBytes);
       Comms c = initAll(n);
-      for (size_t count : {size_t(2), size_t(1024), size_t(1025)})
-        for (Op op : {Op::Sum, Op::PreMulSum}) {
+      for (Drive d : {Drive::Threads, Drive::Group})
+        for (size_t count : {size_t(2), size_t(1025), size_t(1024), size_t(8193), size_t(8192), size_t(3)}) {
+          const Op op = count % 2 ? Op::PreMulSum : Op::Sum;
+          const std::string where = std::string(netBytes ? netBytes : "unset") + ", " + std::to_string(n) + " ranks, " +
+                                    driveName(d) + ", count " + std::to_string(count);
           const std::string log = captureLog("COLL", [&] {
-            EXPECT_EQ(runCase(c, {Coll::AllReduce, ncclFloat32, op, count, 0, op == Op::Sum}, Drive::Threads), "")
-                << n << " ranks, count " << count;
+            EXPECT_EQ(runCase(c, {Coll::AllReduce, ncclFloat32, op, count, 0, op == Op::Sum}, d), "") << where;
           });
-          const bool oneShot = on && count <= 1024;
+          const bool oneShot = count * sizeof(float) <= limit;
           EXPECT_NE(log.find(oneShot ? "algorithm OneShot protocol Simple" : "algorithm Ring"), std::string::npos)
-              << n << " ranks, count " << count << ":\n"
+              << where << ":\n"
               << log;
         }
       destroyComms(c);

@@ -98,22 +98,24 @@ void plainPair(int fds[2]) {
   for (int i = 0; i < 2; ++i) setsockopt(fds[i], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-double plainRun(size_t bytes, const Options& o, bool spin) {
-  int fds[2];
+double plainRun(size_t bytes, const Options& o, bool spin, bool twoConns = false) {
+  int fds[2], back[2];
   plainPair(fds);
+  if (twoConns) plainPair(back);
   auto side = [&](int me, double* secs) {
     pinTo(me, o.pin);
     const int fd = fds[me];
+    const int out = twoConns ? (me == 0 ? fds[0] : back[1]) : fd, in = twoConns ? (me == 0 ? back[0] : fds[1]) : fd;
     auto send = [&](const char* p) {
       for (size_t done = 0; done < bytes;) {
-        const ssize_t w = ::send(fd, p + done, bytes - done, MSG_NOSIGNAL);
+        const ssize_t w = ::send(out, p + done, bytes - done, MSG_NOSIGNAL);
         if (w <= 0) fail("send failed");
         done += size_t(w);
       }
     };
     auto recv = [&](char* p) {
       for (size_t done = 0; done < bytes;) {
-        const ssize_t r = ::recv(fd, p + done, bytes - done, spin ? MSG_DONTWAIT : 0);
+        const ssize_t r = ::recv(in, p + done, bytes - done, spin ? MSG_DONTWAIT : 0);
         if (r > 0) done += size_t(r);
         else if (r == 0 || (errno != EAGAIN && errno != EINTR)) fail("recv failed");
       }
@@ -125,6 +127,7 @@ double plainRun(size_t bytes, const Options& o, bool spin) {
   side(0, &secs[0]);
   peer.join();
   close(fds[0]), close(fds[1]);
+  if (twoConns) close(back[0]), close(back[1]);
   return secs[0] / o.rounds / 2 * 1e6;
 }
 
@@ -216,16 +219,19 @@ int main(int argc, char** argv) {
   if (b->init() != ncclSuccess || b->devices() < 1) fail(std::string("socket back-end: ") + baton::lastError());
   std::printf("# one-way time (half a round trip), us: median of %d repeats of %d round trips; %s\n", o.repeats,
               o.rounds, o.pin ? "threads on CPUs 0 and 1" : "threads unpinned");
-  std::printf("%10s %12s %12s %12s %16s\n", "size (B)", "plain-spin", "plain-block", "backend", "backend/spin");
+  std::printf("%10s %12s %12s %12s %12s %16s\n", "size (B)", "plain-spin", "spin-2conns", "plain-block", "backend",
+              "backend/spin-2");
   for (size_t bytes : o.sizes) {
-    std::vector<double> spin, block, backend;
+    std::vector<double> spin, spin2, block, backend;
     for (int r = 0; r < o.repeats; ++r) {
       spin.push_back(plainRun(bytes, o, true));
+      spin2.push_back(plainRun(bytes, o, true, true));
       block.push_back(plainRun(bytes, o, false));
       backend.push_back(backendRun(b.get(), bytes, o));
     }
-    std::printf("%10zu %12.2f %12.2f %12.2f %15.2fx\n", bytes, median(spin), median(block), median(backend),
-                median(backend) / median(spin));
+    std::printf("%10zu %12.2f %12.2f %12.2f %12.2f %15.2fx\n", bytes, median(spin), median(spin2), median(block),
+                median(backend),
+                median(backend) / median(spin2));
     std::fflush(stdout);
   }
   return 0;
