@@ -1,8 +1,9 @@
 // The socket network back-end (transports/net/socket/) on loopback: messages of every size with
 // and without helper threads, candidate buffers chosen by tag, and what bad peers get: an
 // oversized or truncated frame, a tag nobody posted, a stranger on the data port, a refused
-// connection, a peer that goes away, an interface name that does not exist; IPv6.
+// connection, a peer that goes away, an interface name that does not exist; IPv6; delayed ACKs.
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -113,6 +114,37 @@ TEST_P(NetSocket, MessagesOfEverySizeArriveWholeInTheBufferTheirTagPicks) {
 INSTANTIATE_TEST_SUITE_P(
     Helpers, NetSocket, ::testing::Values(std::make_pair("0", "1"), std::make_pair("1", "1"), std::make_pair("2", "2")),
     [](const auto& info) { return std::string("threads") + info.param.first + "socks" + info.param.second; });
+
+// BATON_SOCKET_DELAYED_ACK: the receiving control socket is in the kernel's delayed-ACK mode after
+// each message (getsockopt TCP_QUICKACK reads 0 there), and stays in quick-ACK mode with it off: a
+// connection that only receives never enters the mode by itself.
+TEST(NetSocketAcks, ReceivingControlSocketDelaysItsAcksUnlessSwitchedOff) {
+  for (const char* on : {"1", "0"}) {
+    ScopedEnv env("BATON_SOCKET_DELAYED_ACK", on);
+    auto b = loopbackBackend();
+    Pair p = connectPair(b.get());
+    for (int round = 0; round < 3; ++round) {
+      char out[8] = {char(round)}, in[8] = {};
+      NetRequest *s = nullptr, *r = nullptr;
+      void* bufs[1] = {in};
+      const size_t sizes[1] = {sizeof in};
+      const uint64_t tags[1] = {1};
+      ASSERT_EQ(b->irecv(p.recv, 1, bufs, sizes, tags, nullptr, &r), ncclSuccess);
+      ASSERT_EQ(b->isend(p.send, out, sizeof out, 1, nullptr, &s), ncclSuccess);
+      size_t got = 0;
+      ASSERT_EQ(finish(b.get(), s, r, &got, nullptr, nullptr), ncclSuccess) << baton::lastError();
+      EXPECT_EQ(got, sizeof out);
+      EXPECT_EQ(in[0], char(round));
+      int quick = -1;
+      socklen_t len = sizeof quick;
+      const int fd = reinterpret_cast<baton::netsock::Comm*>(p.recv)->ctrl;
+      ASSERT_EQ(getsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &quick, &len), 0);
+      EXPECT_EQ(quick, std::string(on) == "1" ? 0 : 1) << "BATON_SOCKET_DELAYED_ACK=" << on << ", round " << round;
+    }
+    b->closeSend(p.send);
+    b->closeRecv(p.recv);
+  }
+}
 
 TEST(NetSocketErrors, OversizedFrameIsARemoteErrorNamingThePeer) {
   auto b = loopbackBackend();

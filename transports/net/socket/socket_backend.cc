@@ -145,6 +145,9 @@ class SocketBackend : public NetBackend {
     BATON_CHECK(findNetInterfaces(&ifs_));
     for (size_t i = 0; i < ifs_.size(); ++i)
       BATON_INFO(kSubNet, "NET/Socket : dev %zu %s %s", i, ifs_[i].name.c_str(), addressToString(ifs_[i].addr).c_str());
+    delayedAck_ = envInt("BATON_SOCKET_DELAYED_ACK", 1) != 0;
+    BATON_INFO(kSubNet, "NET/Socket : receiving control sockets %s (BATON_SOCKET_DELAYED_ACK=%d)",
+               delayedAck_ ? "delay their ACKs" : "acknowledge at once", delayedAck_ ? 1 : 0);
     return ncclSuccess;
   }
   int devices() const override { return (int)ifs_.size(); }
@@ -244,6 +247,8 @@ class SocketBackend : public NetBackend {
     c->ctrl = l->fds[0];
     c->data.assign(l->fds.begin() + 1, l->fds.end());
     c->nThreads = l->handle.nThreads;
+    c->delayedAck = delayedAck_;
+    if (c->delayedAck) delayAcks(c->ctrl);
     l->fds.assign(l->fds.size(), -1);
     startHelpers(c);
     *out = reinterpret_cast<NetRecvComm*>(c);
@@ -328,6 +333,7 @@ class SocketBackend : public NetBackend {
   }
 
   std::vector<NetInterface> ifs_;
+  bool delayedAck_ = true;
 };
 
 }  // namespace

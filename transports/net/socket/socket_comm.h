@@ -114,6 +114,8 @@ struct Comm {
   std::vector<std::unique_ptr<Helper>> helpers;  // empty when there are no data sockets
   std::deque<Request*> queue;                    // posted and not yet handed back, in order
   uint64_t seq = 0;                              // messages whose tasks were cut so far
+  // A receiving control socket in delayed-ACK mode (BATON_SOCKET_DELAYED_ACK, delayAcks).
+  bool delayedAck = false;
   std::mutex errMu;
   std::atomic<bool> failed{false};
   ncclResult_t errCode = ncclSuccess;
@@ -155,6 +157,14 @@ void profileRequestStop(Request* r);
 // The control socket, or -1 while the current receive waits only on helper threads (the next
 // header may already be there, and polling it would never sleep).
 int recvPollFd(Comm* c);
+
+// Puts a receiving socket in the kernel's delayed-ACK ("ping-pong") mode (TCP_QUICKACK 0). A send
+// comm and a recv comm are two TCP connections, so no answer carries the receiver's ACK, and in the
+// default quick-ACK mode the receiver's recv() sends a bare ACK packet per small message before it
+// returns: the critical path pays for a packet through the whole stack (docs/perf.md). In delayed
+// mode the kernel acknowledges every second message, a full segment pair, or on its timer. It
+// leaves the mode when that timer fires, so the receiver sets it again after every frame.
+void delayAcks(int fd);
 
 // Text for errno `e` on a connection to `peer` (refused, reset, closed, ...).
 std::string describeSocketError(int e);

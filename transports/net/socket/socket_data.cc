@@ -5,6 +5,8 @@
 // Memory-ordering contract: a data-socket task's bytes are written into the receive buffer by a
 // helper thread, which then decrements Request::tasksLeft with release; test() sees it reach 0
 // with acquire before it reports the request done, so the caller (the proxy) reads complete data.
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -28,6 +30,11 @@ std::vector<Task> taskLayout(char* base, size_t size, int nSocks, uint64_t seq) 
   for (size_t off = 0; off < size; off += chunk, ++i)
     tasks.push_back(Task{(int)((seq + i) % nSocks), base + off, std::min(chunk, size - off), false, nullptr});
   return tasks;
+}
+
+void delayAcks(int fd) {
+  const int zero = 0;
+  setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &zero, sizeof zero);
 }
 
 namespace {
@@ -120,7 +127,9 @@ bool recvCtrl(Comm* c, Request* r) {
     }
     postTasks(c, r, r->data[r->index], r->hdr.size);
   }
-  return recvSome(c, r->data[r->index], r->inlineBytes, &r->inlineDone, "payload");
+  if (!recvSome(c, r->data[r->index], r->inlineBytes, &r->inlineDone, "payload")) return false;
+  if (c->delayedAck) delayAcks(c->ctrl);  // the kernel leaves the mode when its ACK timer fires
+  return true;
 }
 
 // Advances the comm's requests in order as far as the sockets allow.
