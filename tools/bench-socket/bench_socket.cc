@@ -230,8 +230,7 @@ int main(int argc, char** argv) {
       backend.push_back(backendRun(b.get(), bytes, o));
     }
     std::printf("%10zu %12.2f %12.2f %12.2f %12.2f %15.2fx\n", bytes, median(spin), median(spin2), median(block),
-                median(backend),
-                median(backend) / median(spin2));
+                median(backend), median(backend) / median(spin2));
     std::fflush(stdout);
   }
   return 0;
