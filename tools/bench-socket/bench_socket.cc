@@ -5,13 +5,16 @@
 //   build/bin/bench-socket [--sizes 8,64,1K,8K,64K] [-n ROUNDS] [-r REPEATS] [--ifname lo] [--no-pin]
 //
 // Two threads, each pinned to its own CPU (0 and 1; --no-pin leaves them to the scheduler), play
-// ping-pong over loopback (or the interface given), three ways, one after the other per repeat:
-//   plain-spin   two TCP sockets (TCP_NODELAY), send(), then recv(MSG_DONTWAIT) until the answer is whole
-//   plain-block  the same with a blocking recv()
+// ping-pong over loopback (or the interface given), four ways, one after the other per repeat:
+//   plain-spin   one TCP connection (TCP_NODELAY) both ways, send(), then recv(MSG_DONTWAIT) until
+//                the answer is whole: each answer carries the ACK of the ping it answers
+//   spin-2conns  the same over two connections, one each way, as the back-end connects: every
+//                message is acknowledged by a packet of its own
+//   plain-block  one connection with a blocking recv()
 //   backend      baton's socket back-end (transports/net/socket/): isend, irecv, test() until done,
-//                as the proxy drives it, one connection each way
+//                as the proxy drives it, one connection each way (BATON_SOCKET_DELAYED_ACK applies)
 // It prints per size the median over repeats of the one-way time (half a round trip) in µs and
-// backend / plain-spin. Each answer is checked against the ping it answers.
+// backend / spin-2conns. Each answer is checked against the ping it answers.
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
