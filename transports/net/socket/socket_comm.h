@@ -116,6 +116,7 @@ struct Comm {
   uint64_t seq = 0;                              // messages whose tasks were cut so far
   // A receiving control socket in delayed-ACK mode (BATON_SOCKET_DELAYED_ACK, delayAcks).
   bool delayedAck = false;
+  uint64_t delayedAckAt = 0;  // nowNs() when it was last set
   std::mutex errMu;
   std::atomic<bool> failed{false};
   ncclResult_t errCode = ncclSuccess;

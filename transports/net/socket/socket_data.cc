@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "exec_model.h"
 #include "misc/debug.h"
 #include "socket_comm.h"
 
@@ -128,7 +129,12 @@ bool recvCtrl(Comm* c, Request* r) {
     postTasks(c, r, r->data[r->index], r->hdr.size);
   }
   if (!recvSome(c, r->data[r->index], r->inlineBytes, &r->inlineDone, "payload")) return false;
-  if (c->delayedAck) delayAcks(c->ctrl);  // the kernel leaves the mode when its ACK timer fires
+  // The kernel leaves the mode only when its delayed-ACK timer fires (tens of ms after a message
+  // it has not acknowledged), so a connection busy with messages is set again at most once a ms.
+  if (c->delayedAck) {
+    const uint64_t now = nowNs();
+    if (now - c->delayedAckAt > 1000000) delayAcks(c->ctrl), c->delayedAckAt = now;
+  }
   return true;
 }
 
