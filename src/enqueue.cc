@@ -171,11 +171,12 @@ bool oneShotOverRing(const ncclComm* comm) { return comm->nRanks == 2 && oneShot
 // The one-shot AllReduce over the FIFOs (lesson 09) for this operation, and in which protocol
 // (oneshot_allreduce.h): LL up to BATON_ONESHOT_BYTES, Simple above it up to
 // BATON_ONESHOT_SIMPLE_BYTES (forced with BATON_ALLREDUCE_ALGO=oneshot: the same split, wherever a
-// step holds the message). Same host, direct connectors in memory (not NET). kNumProtos: not one-shot.
+// step holds the message). Same host, direct connectors in memory (not NET). One rank takes it too:
+// its own input, pre- and post-applied, on the calling thread with no plan (the ring's path cost a
+// 1-rank AllReduce 0.24 us, more than 2 ranks' one-shot). kNumProtos: not one-shot.
 Proto oneShotProto(const ncclComm* comm, const Task& t, const CollShape& s) {
   const Tunables& k = comm->tun;
-  if (t.func != kFuncAllReduce || comm->nRanks < 2 || s.typeBytes > 8 ||
-      (k.allreduceAlgo != kAlgoOneShot && k.allreduceAlgo != kAlgoUndef))
+  if (t.func != kFuncAllReduce || s.typeBytes > 8 || (k.allreduceAlgo != kAlgoOneShot && k.allreduceAlgo != kAlgoUndef))
     return kNumProtos;
   const bool forced = k.allreduceAlgo == kAlgoOneShot;
   // A tuner plugin decides every size above LL's (NCCL_TUNER_PLUGIN, lesson 16): its choice stands.
