@@ -198,7 +198,7 @@ $(BINDIR)/bench-reduce: tools/bench-reduce/bench_reduce.cc $(wildcard algorithms
 	$(CXX) -std=c++20 $(OPT) $(WARN) -Ialgorithms $< -o $@
 
 # baton's row of the peer latency table (tools/bench-peers/latency_table.h, bench-peers.sh --latency).
-$(BINDIR)/baton-latency: tools/bench-peers/baton_latency.cc tools/bench-peers/latency_table.h $(SO) $(LIBDIR)/libnccl.so
+$(BINDIR)/baton-latency: tools/bench-peers/baton_latency.cc tools/bench-peers/latency_table.h tools/bench-peers/latency_breakdown.h $(SO) $(LIBDIR)/libnccl.so
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++20 $(OPT) $(WARN) -Iinclude $< -o $@ $(PROGRAM_LIBS) $(LDFLAGS)
 

@@ -31,6 +31,11 @@ expect 'count 128 datatype float op sum root 0 .* algorithm OneShot protocol Sim
 expect '^# Out of bounds values : 0 OK$' "$out"
 out=$(BATON_ONESHOT_SIMPLE_BYTES=0 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL "$BIN/baton-run" -n 2 --no-prefix "$BIN/baton-perf" allreduce -b 512 -e 512 -n 3 -w 1)
 expect 'count 128 datatype float op sum root 0 .* algorithm Ring protocol' "$out"
+# Lesson 04's breakdown of the 8-byte AllReduce: every piece timed, in one run.
+out=$("$BIN/baton-run" -n 2 --no-prefix "$BIN/baton-latency" --breakdown -n 200 -w 20 -s 3); echo "$out"
+for piece in allreduce line-handoff call-without-peer rest; do
+  expect "^breakdown $piece +-?[0-9]+\.[0-9]{3}$" "$out"
+done
 
 # Lesson 05: calibration writes a tuning file, the explain table reads it, the trace shows steps.
 tmp=$(mktemp -d)

@@ -4,7 +4,9 @@
 //
 //   baton-run -n 2 build/bin/baton-latency [--buffers plain|window] [--sizes 8,64,1K] [--ops allreduce]
 //                                          [-n ITERS] [-w WARMUP] [-s SAMPLES]
+//   baton-run -n 2 build/bin/baton-latency --breakdown [-n ITERS] [-w WARMUP] [-s SAMPLES]
 //
+// --breakdown times the pieces of one host's 8-byte AllReduce instead (latency_breakdown.h).
 // --buffers window puts both buffers in ncclMemAlloc memory registered as symmetric windows
 // (NCCL_WIN_COLL_SYMMETRIC), the path NCCL 2.27+ takes for small collectives; plain (the default)
 // uses ordinary heap buffers. Exit status 1 on a failed call or a wrong result, 2 on bad arguments.
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "baton/launch.h"
+#include "latency_breakdown.h"
 #include "latency_table.h"
 #include "nccl.h"
 
@@ -56,10 +59,12 @@ int main(int argc, char** argv) {
   std::vector<std::string> rest;
   std::string err = parseLatencyOptions(argc, argv, 1, &o, &rest);
   std::string buffers = "plain";
+  bool breakdown = false;
   for (size_t i = 0; err.empty() && i < rest.size(); ++i) {
     if (rest[i] == "--buffers" && i + 1 < rest.size() && (rest[i + 1] == "plain" || rest[i + 1] == "window"))
       buffers = rest[++i];
-    else err = "unknown argument '" + rest[i] + "' (--buffers plain|window, --sizes, --ops, -n, -w, -s)";
+    else if (rest[i] == "--breakdown") breakdown = true;
+    else err = "unknown argument '" + rest[i] + "' (--buffers plain|window, --breakdown, --sizes, --ops, -n, -w, -s)";
   }
   if (!err.empty()) {
     std::fprintf(stderr, "baton-latency: %s\n", err.c_str());
@@ -73,7 +78,9 @@ int main(int argc, char** argv) {
   base.flag = &flag;
   int status = 0;
   const size_t bytes = latencyTableBytes(o);
-  if (buffers == "plain") {
+  if (breakdown) {
+    status = runLatencyBreakdown(base.comm, o);
+  } else if (buffers == "plain") {
     std::vector<float> in(bytes / sizeof(float)), out(bytes / sizeof(float));
     status = runLatencyTable(base, "baton", o, in.data(), out.data());
   } else {
