@@ -479,7 +479,8 @@ void runOneShotOnRing(ncclComm* comm, CollKernel kernel, CollArgs& a, ExecCtx& c
   ConnDev *keepSend = a.peerSend, *keepRecv = a.peerRecv;
   a.peerSend = send, a.peerRecv = recv;
   kernel(ctx, a, op);
-  ch.ringSend = send[peer], ch.ringRecv = recv[peer];
+  ch.ringSend.step = send[peer].step, ch.ringSend.headSeen = send[peer].headSeen;  // all the kernel moves
+  ch.ringRecv.step = recv[peer].step;
   a.peerSend = keepSend, a.peerRecv = keepRecv;
 }
 
