@@ -29,6 +29,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 #include "datatypes.h"
@@ -192,11 +193,13 @@ BATON_WIDE void reduceTile(const Op& op, const T* recv, const T* src, T* out0, T
   }
 }
 
-// out = post(recv (op) pre(src)) for a narrow float T; returns how many elements it did: all but
-// n % G, G = 16 bytes' worth and at least 8, which the caller's scalar loop finishes. Each tile is
-// read whole before it is written, so `recv` may be `out1` (ring_direct.h's in-place case).
-// out0/out1: either may be null; kStream writes them with non-temporal stores, which needs both
-// 16-byte aligned (the caller's fence orders them).
+// out = post(recv (op) pre(src)) for a narrow float T; returns how many elements it did: all n.
+// The last n % G (G = 16 bytes' worth and at least 8) go through one zero-padded tile whose extra
+// lanes are dropped: an LL128 line of 120 bytes left 4 halves or 8 fp8 values to the element loop
+// on every line. Each tile is read whole before it is written, so `recv` may be `out1`
+// (ring_direct.h's in-place case). out0/out1: either may be null; kStream writes whole tiles with
+// non-temporal stores, which needs both 16-byte aligned (the caller's fence orders them), and the
+// padded tail with plain ones.
 template <typename T, typename Op, bool kRecv, bool kSrc, bool kPre, bool kPost, bool kStream>
 __attribute__((target("avx2,f16c"))) size_t reduceWide(const Op& op, const T* recv, const T* src, T* out0, T* out1,
                                                        size_t n) {
@@ -209,7 +212,16 @@ __attribute__((target("avx2,f16c"))) size_t reduceWide(const Op& op, const T* re
   if (i < whole)
     reduceTile<T, Op, kRecv, kSrc, kPre, kPost, kStream>(op, at(recv, i), at(src, i), at(out0, i), at(out1, i),
                                                          whole - i);
-  return whole;
+  if (whole < n) {
+    const size_t left = n - whole;
+    alignas(16) T r[kGrain] = {}, s[kGrain] = {}, o[kGrain];
+    if constexpr (kRecv || !kSrc) memcpy(r, recv + whole, left * sizeof(T));
+    if constexpr (kSrc) memcpy(s, src + whole, left * sizeof(T));
+    reduceTile<T, Op, kRecv, kSrc, kPre, kPost, false>(op, r, s, o, nullptr, kGrain);
+    for (T* out : {out0, out1})
+      if (out) memcpy(out + whole, o, left * sizeof(T));
+  }
+  return n;
 }
 
 #undef BATON_WIDE
