@@ -129,7 +129,7 @@ struct SharedTunables {
   size_t oneShotBytes;        // BATON_ONESHOT_BYTES: auto picks the one-shot AllReduce up to this size
   size_t proxyAssistBytes;    // BATON_PROXY_ASSIST: ranks of operations up to this size run the proxy's pass (proxy.h)
   size_t oneShotNetBytes;     // BATON_ONESHOT_NET_BYTES: with a peer over NET, the Simple one-shot up to this
-  bool oneShotNetAnyRanks;    // ... set: for any rank count; unset: 2 ranks only (kOneShotNetPairBytes)
+                              // (kOneShotNetUnset: 2 ranks up to kOneShotNetPairBytes, more ranks not)
   size_t oneShotSimpleBytes;  // BATON_ONESHOT_SIMPLE_BYTES: ... and its Simple protocol above that, up to this
   size_t minChannelBytes;     // BATON_MIN_CHANNEL_BYTES: below this per channel, use fewer
   bool direct;                // BATON_DIRECT: direct paths between ranks of one process (lesson 05)
@@ -149,7 +149,9 @@ struct SharedTunables {
   bool checkArgs;             // BATON_CHECK_MODE=debug: every collective's arguments exchanged first (lesson 14)
 };
 constexpr size_t kAlltoAllBruckUnset = ~size_t(0);
-// BATON_ONESHOT_NET_BYTES unset: 2 ranks over NET take the one-shot up to this (docs/perf.md).
+// BATON_ONESHOT_NET_BYTES unset: 2 ranks over NET take the one-shot up to kOneShotNetPairBytes
+// (docs/perf.md), more ranks do not.
+constexpr size_t kOneShotNetUnset = ~size_t(0);
 constexpr size_t kOneShotNetPairBytes = 32 << 10;
 
 // Every knob of a communicator: the shared ones and those each rank keeps for itself.

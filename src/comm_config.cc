@@ -45,8 +45,7 @@ ncclResult_t readTunables(const ncclConfig_t& cfg, int rank, Tunables* t) {
   t->proxyAssistBytes = (size_t)std::max<int64_t>(envInt("BATON_PROXY_ASSIST", 65536), 0);
   // Unset: 2 ranks only, whose one-shot runs over the ring's connectors (enqueue.cc oneShotProto).
   const int64_t netBytes = envInt("BATON_ONESHOT_NET_BYTES", -1);
-  t->oneShotNetBytes = netBytes < 0 ? kOneShotNetPairBytes : (size_t)netBytes;
-  t->oneShotNetAnyRanks = netBytes >= 0;
+  t->oneShotNetBytes = netBytes < 0 ? kOneShotNetUnset : (size_t)netBytes;
   t->oneShotSimpleBytes = (size_t)std::max<int64_t>(envInt("BATON_ONESHOT_SIMPLE_BYTES", 2048), 0);
   t->minChannelBytes = (size_t)envInt("BATON_MIN_CHANNEL_BYTES", 64 << 10);
   t->direct = envInt("BATON_DIRECT", 1) != 0;

@@ -188,8 +188,8 @@ Proto oneShotProto(const ncclComm* comm, const Task& t, const CollShape& s) {
   // their first call connects every pair during the call, and a rank that never makes the call
   // then stalls its peers for BATON_BOOTSTRAP_TIMEOUT, not BATON_WAIT_TIMEOUT.
   if (oneShotOverNet(comm)) {
-    const bool pair = comm->nRanks == 2;
-    const size_t limit = pair || k.oneShotNetAnyRanks ? k.oneShotNetBytes : 0;
+    const bool pair = oneShotOverRing(comm);
+    const size_t limit = k.oneShotNetBytes != kOneShotNetUnset ? k.oneShotNetBytes : pair ? kOneShotNetPairBytes : 0;
     const size_t slot = pair ? k.stepBytes : k.sendrecvStepBytes;
     return simpleAllowed && s.totalBytes <= slot && (forced || s.totalBytes <= limit) ? kProtoSimple : kNumProtos;
   }
