@@ -115,7 +115,7 @@ TEST(AllReduceApi, OneShotProtocolsBySize) {
                                      {17, simple ? "algorithm OneShot protocol Simple" : "algorithm Ring"},
                                      {512, simple ? "algorithm OneShot protocol Simple" : "algorithm Ring"},
                                      {513, "algorithm Ring"}};
-    for (int n : {2, 3, 4}) {
+    for (int n : {1, 2, 3, 4}) {  // 1 rank: its own input, pre- and post-applied
       Comms c = initAll(n);
       for (const Want& w : wants)
         for (Op op : {Op::Sum, Op::Max, Op::Avg, Op::PreMulSum}) {
