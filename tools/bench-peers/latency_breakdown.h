@@ -22,20 +22,10 @@
 #include "latency_table.h"
 #include "nccl.h"
 
-// Median over `samples` of the per-call time of `iters` calls of once(), after `warmup` calls;
-// barrier() before each sample. `per` divides each call's time (2: a round trip's half).
+// The median of sampleCalls (latency_table.h).
 template <class Once, class Barrier>
 double medianCallUs(const LatencyOptions& o, double per, Once once, Barrier barrier, bool* ok) {
-  for (int i = 0; i < o.warmup && *ok; ++i) *ok = once();
-  std::vector<double> us;
-  for (int s = 0; s < o.samples && *ok; ++s) {
-    barrier();
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < o.iters && *ok; ++i) *ok = once();
-    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / o.iters /
-                 per);
-  }
-  std::sort(us.begin(), us.end());
+  const std::vector<double> us = sampleCalls(o, per, once, barrier, ok);
   return us.empty() ? 0 : us[us.size() / 2];
 }
 

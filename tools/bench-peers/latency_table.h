@@ -81,6 +81,24 @@ inline size_t latencyTableBytes(const LatencyOptions& o) {
   return most;
 }
 
+// `warmup` calls of once(), then `samples` samples of `iters` calls, barrier() before each: every
+// sample's time per call in µs (divided by `per`: 2 halves a round trip), sorted. Stops at the first
+// failed call, leaving *ok false.
+template <class Once, class Barrier>
+std::vector<double> sampleCalls(const LatencyOptions& o, double per, Once once, Barrier barrier, bool* ok) {
+  for (int i = 0; i < o.warmup && *ok; ++i) *ok = once();
+  std::vector<double> us;
+  for (int s = 0; s < o.samples && *ok; ++s) {
+    barrier();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < o.iters && *ok; ++i) *ok = once();
+    const double t = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    us.push_back(t / o.iters / per);
+  }
+  std::sort(us.begin(), us.end());
+  return us;
+}
+
 template <class Peer>
 int runLatencyTable(Peer& p, const char* impl, const LatencyOptions& o, float* in, float* out) {
   const int me = p.rank(), n = p.nranks();
@@ -98,15 +116,8 @@ int runLatencyTable(Peer& p, const char* impl, const LatencyOptions& o, float* i
         if (me == 0) return p.send(in, count, 1) && p.recv(out, count, 1);
         return p.recv(out, count, 0) && p.send(in, count, 0);
       };
-      for (int i = 0; i < o.warmup && ok; ++i) ok = once();
-      std::vector<double> us;
-      for (int s = 0; s < o.samples && ok; ++s) {
-        p.barrier();
-        const auto t0 = std::chrono::steady_clock::now();
-        for (int i = 0; i < o.iters && ok; ++i) ok = once();
-        const double t = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-        us.push_back(t / o.iters / (op == "pingpong" ? 2 : 1));
-      }
+      const std::vector<double> us = sampleCalls(
+          o, op == "pingpong" ? 2 : 1, once, [&] { p.barrier(); }, &ok);
       // The last call's output against the exact result (rank 0's values for broadcast; the peer's
       // for the ping-pong).
       long wrong = 0;
@@ -120,7 +131,6 @@ int runLatencyTable(Peer& p, const char* impl, const LatencyOptions& o, float* i
       }
       wrong = long(p.total(double(wrong + !ok)));
       if (wrong) status = 1;
-      std::sort(us.begin(), us.end());
       if (me == 0)
         std::printf("latency %s %s %zu %.3f %.3f %ld\n", impl, op.c_str(), bytes, us.empty() ? 0 : us[us.size() / 2],
                     us.empty() ? 0 : us[0], wrong);
