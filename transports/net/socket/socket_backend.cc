@@ -248,7 +248,7 @@ class SocketBackend : public NetBackend {
     c->data.assign(l->fds.begin() + 1, l->fds.end());
     c->nThreads = l->handle.nThreads;
     c->delayedAck = delayedAck_;
-    if (c->delayedAck) delayAcks(c->ctrl);
+    if (c->delayedAck) delayAcks(c->ctrl), c->delayedAckAt = nowNs();
     l->fds.assign(l->fds.size(), -1);
     startHelpers(c);
     *out = reinterpret_cast<NetRecvComm*>(c);

@@ -164,7 +164,8 @@ int recvPollFd(Comm* c);
 // default quick-ACK mode the receiver's recv() sends a bare ACK packet per small message before it
 // returns: the critical path pays for a packet through the whole stack (docs/perf.md). In delayed
 // mode the kernel acknowledges every second message, a full segment pair, or on its timer. It
-// leaves the mode when that timer fires, so the receiver sets it again after every frame.
+// leaves the mode when that timer fires, so the receiver sets it again after a frame once a
+// millisecond has passed (socket_data.cc recvCtrl).
 void delayAcks(int fd);
 
 // Text for errno `e` on a connection to `peer` (refused, reset, closed, ...).
