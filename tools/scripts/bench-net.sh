@@ -211,10 +211,13 @@ rank_command() {
 # runs in host 0 and starts rank 1's orted in host 1 through the rsh agent, and the daemons talk over
 # veth0 (oob_tcp_if_include). --bind-to none: each daemon thinks it owns the machine and would bind
 # its rank to core 0, both ranks on one core (a third of the bandwidth on this machine).
+# MALLOC_MMAP_MAX_=0 as in bench-peers.sh: glibc would otherwise mmap each large temporary buffer
+# of OpenMPI's afresh and page-fault it on every call.
 mpi_command() {
   CMD=(ip netns exec "${HOSTS[0]}" mpirun --allow-run-as-root --oversubscribe --bind-to none
        --mca plm_rsh_agent "$PWD/$NETNS rsh" --host "${ADDRS[0]}:1,${ADDRS[1]}:1" -np "$NRANKS"
        --mca pml ob1 --mca btl "tcp,self" --mca btl_tcp_if_include "$IFACE" --mca oob_tcp_if_include "$IFACE"
+       -x MALLOC_MMAP_MAX_=0 -x MALLOC_TRIM_THRESHOLD_=4294967296
        "${MPI_PIN[@]}" "$PWD/$MPI_BIN" "${MPI_ARGS[@]}")
 }
 
