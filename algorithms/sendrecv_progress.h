@@ -10,6 +10,10 @@
 // a counter another device is moving may differ. Introduced in lesson 03
 // (docs/lessons/03-pipelining.md).
 //
+// Codec steps (lesson 15): a transfer with a WireStepCodec quantizes its step into the slot and
+// decodes it out of the slot instead of copying (wire_codec_steps.h), and may follow another
+// transfer step by step (stepAfter); the counters and their ordering are the copy's.
+//
 // NET zero copy (lesson 09): a transfer over NET whose user buffer is registered copies nothing.
 // The sender names the span of its buffer for each step (netSendPtr) and the proxy sends from it;
 // the transfer ends once head says the proxy has handed the last step to the network. The
@@ -27,6 +31,7 @@
 #include "exec_model.h"
 #include "primitives_api.h"
 #include "step_check.h"
+#include "wire_codec_steps.h"
 
 namespace baton {
 
@@ -42,6 +47,15 @@ struct SendRecvTransfer {
   uint64_t drainUntil = 0;  // zero-copy send: head must reach this before buf is the caller's again
   bool isSend = false;      // for sendRecvRunAll
   bool ready = false;       // thread 0's answer to "may the block move a step now?" (GPU)
+  // The fused wire-format stage (wire_codec_steps.h): steps are segments quantized into the slot
+  // and decoded out of it instead of copies; bytes counts wire bytes. conn == nullptr: a local
+  // transfer, this rank's own segment quantized and decoded in its place in a receive order.
+  WireStepCodec* codec = nullptr;
+  // A transfer that must follow another one step by step: it takes step k only once `stepAfter` has
+  // taken it (the same steps, so the same bytes). The fused stage's fp32 sums add each step in rank
+  // order this way, and its AllReduce sends a step of the sums once the last one is added.
+  const SendRecvTransfer* stepAfter = nullptr;
+  BATON_HD bool waitsForStep() const { return stepAfter && !stepAfter->complete() && stepAfter->done <= done; }
   BATON_HD bool complete() const { return done >= bytes && drainUntil == 0; }
 };
 
@@ -72,7 +86,7 @@ BATON_HD void sendRecvOfferStep(SendRecvTransfer& t, uint64_t step) {
 }
 
 BATON_HD bool sendRecvTrySend(ExecCtx& ctx, SendRecvTransfer& t) {
-  if (t.complete() || ctx.failed) return false;
+  if (t.complete() || ctx.failed || t.waitsForStep()) return false;
   ConnDev& c = *t.conn;
   if (!stepHoldsElement(ctx, &c, ProtoSimple::name, c.stepBytes[kProtoSimple], 1)) return false;
   if (t.done >= t.bytes) {  // zero copy: wait until the proxy has sent the last step from buf
@@ -84,9 +98,17 @@ BATON_HD bool sendRecvTrySend(ExecCtx& ctx, SendRecvTransfer& t) {
   if (!sendRecvAgree(ctx, t, [&] { return loadAcquire(&c.fifo->head) + c.depth >= c.step + 1; }))
     return false;       // no credit yet
   cleanLLSlotIfDue(c);  // p2p connectors have no LL buffer today; kept for when they do
-  const size_t n = minSize(c.stepBytes[kProtoSimple], t.bytes - t.done);
+  const size_t n = t.codec ? wireStepBytes(*t.codec, wireStepAt(*t.codec, t.done))
+                           : minSize(c.stepBytes[kProtoSimple], t.bytes - t.done);
   const int slot = (int)(c.step % kSteps);
-  if (t.zeroCopy) {
+  if (t.codec) {  // scalar codecs: one thread (the CPU's only one; a GPU's thread 0)
+    if (threadId(ctx) == 0) {
+      uint8_t* to = reinterpret_cast<uint8_t*>(slotPtr(c, kProtoSimple, c.step));
+      const size_t k = wireStepAt(*t.codec, t.done);
+      wireEncodeStep(*t.codec, k, to);
+      if (t.codec->dst) wireDecodeStep(*t.codec, k, to);  // this rank's own copy of what it sends
+    }
+  } else if (t.zeroCopy) {
     netSendFrom(c.fifo, c.step, t.buf + t.done);
   } else {
     copyBytes(ctx, slotPtr(c, kProtoSimple, c.step), t.buf + t.done, n);
@@ -103,8 +125,24 @@ BATON_HD bool sendRecvTrySend(ExecCtx& ctx, SendRecvTransfer& t) {
   return true;
 }
 
+// A local transfer's step: this rank's own segment, quantized into scratch and decoded, where a
+// receive would have decoded a peer's.
+BATON_HD bool sendRecvTryLocal(ExecCtx& ctx, SendRecvTransfer& t) {
+  WireStepCodec& w = *t.codec;
+  const size_t k = wireStepAt(w, t.done);
+  if (threadId(ctx) == 0) {
+    wireEncodeStep(w, k, w.scratch);
+    wireDecodeStep(w, k, w.scratch);
+  }
+  blockBarrier();  // as in a send or a receive: `done` moves only between two barriers
+  if (threadId(ctx) == 0) t.done += wireStepBytes(w, k);
+  blockBarrier();
+  return true;
+}
+
 BATON_HD bool sendRecvTryRecv(ExecCtx& ctx, SendRecvTransfer& t) {
-  if (t.complete() || ctx.failed) return false;
+  if (t.complete() || ctx.failed || t.waitsForStep()) return false;
+  if (!t.conn) return sendRecvTryLocal(ctx, t);
   ConnDev& c = *t.conn;
   if (!stepHoldsElement(ctx, &c, ProtoSimple::name, c.stepBytes[kProtoSimple], 1)) return false;
   if (t.zeroCopy && !t.offered && threadId(ctx) == 0) {  // NET only: never on a GPU's block
@@ -114,7 +152,8 @@ BATON_HD bool sendRecvTryRecv(ExecCtx& ctx, SendRecvTransfer& t) {
   }
   if (!sendRecvAgree(ctx, t, [&] { return loadAcquire(&c.fifo->tail) >= c.step + 1; }))
     return false;  // nothing arrived yet
-  const size_t n = minSize(c.stepBytes[kProtoSimple], t.bytes - t.done);
+  const size_t n = t.codec ? wireStepBytes(*t.codec, wireStepAt(*t.codec, t.done))
+                           : minSize(c.stepBytes[kProtoSimple], t.bytes - t.done);
   const uint64_t got = c.fifo->sizes[c.step % kSteps];
   if (got != n) {  // the sender's count differs from ours
     ctx.failed = true;
@@ -124,7 +163,13 @@ BATON_HD bool sendRecvTryRecv(ExecCtx& ctx, SendRecvTransfer& t) {
   }
   // The proxy wrote netRecvLanded before the tail store we acquired.
   const bool landed = t.zeroCopy && netRecvLanded(c.fifo, c.step);
-  if (!landed) copyBytes(ctx, t.buf + t.done, slotPtr(c, kProtoSimple, c.step), n);
+  if (t.codec) {
+    if (threadId(ctx) == 0)
+      wireDecodeStep(*t.codec, wireStepAt(*t.codec, t.done),
+                     reinterpret_cast<const uint8_t*>(slotPtr(c, kProtoSimple, c.step)));
+  } else if (!landed) {
+    copyBytes(ctx, t.buf + t.done, slotPtr(c, kProtoSimple, c.step), n);
+  }
   blockBarrier();
   if (threadId(ctx) == 0) {
     if (t.zeroCopy) sendRecvOfferStep(t, c.step + kSteps);  // the slot's next step, before head frees it
@@ -163,7 +208,9 @@ BATON_HD void sendRecvRunAll(ExecCtx& ctx, SendRecvTransfer* xs, const int* afte
     waitTurn(ctx, idle);
     if (idle % kWaitCheckEvery != 0) continue;
     int i = 0;
-    while (i < n && (xs[i].complete() || (after[i] >= 0 && !xs[after[i]].complete()))) ++i;
+    while (i < n &&
+           (xs[i].complete() || !xs[i].conn || xs[i].waitsForStep() || (after[i] >= 0 && !xs[after[i]].complete())))
+      ++i;
     if (i == n) continue;  // the last one failed (ctx.failed) without progressing
     const SendRecvTransfer& t = xs[i];
     const ConnDev& c = *t.conn;

@@ -4,6 +4,7 @@
 // NaN and infinity poison only their block; stochastic rounding is deterministic per seed and
 // unbiased.
 #include "block_formats.h"
+#include "wire_codec_steps.h"
 
 #include <gtest/gtest.h>
 
@@ -114,6 +115,59 @@ TEST(BlockFormats, Mxfp8EveryCodeEveryScale) {
       for (int i = 0; i < 32; ++i) ASSERT_EQ(y[i], x[i]) << "scale 2^" << e << " element " << i;
     }
   }
+}
+
+// Bytes a peer may send that the encoder never writes (e4m3's NaN codes, the NaN scale) decode as
+// the scalar codec decodes them, bit for bit: every byte as an element under scales from 2^-127 to
+// NaN, through dequantizeSegment (the F16C path for whole blocks) and dequantizeAdd.
+TEST(BlockFormats, Mxfp8DecodesEveryByteAsTheScalarCodecDoes) {
+  const uint8_t scales[] = {0, 1, 100, 127, 200, 254, 255, 127};
+  const size_t n = 256;
+  std::vector<uint8_t> seg(wireSegmentBytes(WireFormat::kMxfp8, n));
+  for (size_t b = 0; b < n / 32; ++b) seg[b] = scales[b];
+  for (size_t i = 0; i < n; ++i) seg[n / 32 + i] = uint8_t(i * 37 + 11);  // every byte once, mixed over blocks
+  std::vector<float> out(n), acc(n, 0.f);
+  dequantizeSegment(WireFormat::kMxfp8, seg.data(), n, out.data());
+  dequantizeAdd(WireFormat::kMxfp8, seg.data(), n, acc.data());
+  auto bits = [](float v) {
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    return u;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    const float v = wireValue(WireFormat::kMxfp8, seg.data(), n, i);
+    ASSERT_EQ(bits(out[i]), bits(v)) << "element " << i << " byte " << int(seg[n / 32 + i]);
+    ASSERT_EQ(bits(acc[i]), bits(0.f + v)) << "element " << i << " byte " << int(seg[n / 32 + i]);
+  }
+}
+
+// The fused stage's FIFO steps (wire_codec_steps.h): MXFP8 and MXFP4 cut into steps of 256
+// elements decode to the whole segment's values, rounded to nearest or stochastically (each step
+// numbers its elements from the segment's start); the steps' bytes add up to wireTransferBytes.
+TEST(BlockFormats, FusedStepsDecodeAsTheWholeSegment) {
+  std::mt19937_64 g(7);
+  std::normal_distribution<float> nd;
+  const size_t n = 1000;  // three whole steps and a short one
+  std::vector<float> x(n);
+  for (float& v : x) v = nd(g);
+  for (WireFormat f : {WireFormat::kMxfp8, WireFormat::kMxfp4})
+    for (bool stochastic : {false, true}) {
+      const WireRounding r{stochastic, 42, 0};
+      std::vector<uint8_t> whole(wireSegmentBytes(f, n));
+      quantizeSegment(f, x.data(), n, whole.data(), r);
+      std::vector<float> want(n), got(n);
+      dequantizeSegment(f, whole.data(), n, want.data());
+      WireStepCodec c;
+      c.wire = f, c.src = x.data(), c.dst = got.data(), c.elems = n, c.stepElems = 256, c.rounding = r;
+      std::vector<uint8_t> slot(wireSegmentBytes(f, 256));
+      size_t bytes = 0;
+      for (size_t k = 0; k < wireSteps(c); ++k) {
+        bytes += wireEncodeStep(c, k, slot.data());
+        wireDecodeStep(c, k, slot.data());
+      }
+      EXPECT_EQ(bytes, wireTransferBytes(c));
+      EXPECT_EQ(got, want) << "format " << int(f) << (stochastic ? " stochastic" : " nearest");
+    }
 }
 
 TEST(BlockFormats, Mxfp4EveryCodeEveryScale) {
