@@ -777,6 +777,8 @@ ncclResult_t launchPlans(ncclComm* comm, std::vector<CollPlan> plansIn, std::vec
     parts.push_back({0,
                      [comm, p2p] {
                        size_t most = 0;
+                       // A round-based AlltoAll counts 0 (its rounds always get the proxy's
+                       // assist); the fused wire-format exchange counts the bytes it sends.
                        for (const Task& t : p2p) most = std::max(most, t.count * typeSize(t.type));
                        ExecCtx ctx = makeCtx(comm, 0, most);
                        ncclResult_t res = runPointToPoint(comm, p2p, ctx);

@@ -37,6 +37,9 @@ struct Task {
   // kAlltoAll on the CPU: what runs its rounds (src/alltoall/'s runAlltoAll, set by alltoallTasks),
   // so the core's point-to-point executor runs them without including the AlltoAll subsystem.
   ncclResult_t (*runRounds)(ncclComm* comm, const Task& task, ExecCtx& ctx) = nullptr;
+  // What a runRounds other than the AlltoAll's reads (the fused wire-format stage's exchange plan,
+  // src/lowp/wire_fused.cc); it outlives the launch with the task.
+  std::shared_ptr<void> roundsArg;
   // kAlltoAll by stores into windows: channel 0's symmetric epoch, numbered at launch like the
   // symmetric collectives' (src/enqueue.cc), so every rank uses the same one.
   uint64_t symEpoch = 0;

@@ -23,6 +23,8 @@ for proto in LL LL128 Simple; do
     --gtest_filter='ThreadsQuick*:Protocol*:TreeQuick*:Stage*:Group.*'
 done
 suite asan-collectives-window 900 env BATON_TEST_MEMORY=window "$ASAN_DIR/collective_tests" --gtest_filter='ThreadsQuick*'
+# The wire formats' codecs, in their buffers (naive, pipelined) and inside the copy loop (fused).
+suite asan-wire-formats 900 "$ASAN_DIR/collective_tests" --gtest_filter='WireFormat.*'
 for n in 2 3 4; do
   suite "asan-processes-$n" 900 "$BIN/baton-run" -n $n "$ASAN_DIR/rank_worker"
 done

@@ -36,13 +36,18 @@
  * Stages (BATON_LOWP_STAGE):
  *   naive      quantize into a buffer, move it with an ordinary collective on bytes, decode: three
  *              passes, one after the other.
- *   pipelined  (auto: the default) the naive stage on pieces of BATON_LOWP_PIECE bytes of data (1 MiB;
- *              rounded down to a multiple of 32 x nRanks elements), overlapped: while one piece
- *              crosses the wire this rank quantizes the next and decodes the last. Each piece is
- *              quantized on its own (its chunks, its NVFP4 segment scale), so the result is the naive
- *              stage's on each piece; at most one piece, it is the naive stage's. One-shot, the ring
- *              and the packed AllGather have nothing to overlap and run naive.
- * A fused stage (the codecs inside the protocol's copy loops) is not built. Every call first
+ *   pipelined  (auto: the default) the naive stage on pieces of BATON_LOWP_PIECE bytes of
+ *              data (1 MiB; rounded down to a multiple of 32 x nRanks elements), overlapped: while
+ *              one piece crosses the wire this rank quantizes the next and decodes the last. Each
+ *              piece is quantized on its own (its chunks, its NVFP4 segment scale), so the result is
+ *              the naive stage's on each piece; at most one piece, it is the naive stage's.
+ *   fused      the codecs inside the point-to-point copy loop: a sender
+ *              quantizes straight into the FIFO slot, a receiver decodes straight out of it into
+ *              recvbuff or its fp32 sum; no quantized buffer is written and read again. Each FIFO
+ *              step is a segment (what fits one slot, at most a piece): MXFP8 and MXFP4 results are
+ *              the naive stage's bit for bit, NVFP4 takes its segment scale per step. The AllGather
+ *              sends its block to every peer and quantizes it once per peer beyond the first.
+ * One-shot, the ring and the packed AllGather run naive in every stage. Every call first
  * agrees with its peers on the operation, count, datatype, operator, wire format, algorithm,
  * stage, piece and rounding (one small all-gather), and fails on every rank with
  * ncclInvalidUsage naming both sides if they differ.

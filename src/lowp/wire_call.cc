@@ -49,12 +49,13 @@ ncclResult_t algoFromEnv(const char* fn, WireOp op, WireFormat wire, size_t coun
 
 ncclResult_t fromEnv(const char* fn, WireStage* stage, size_t* pieceBytes, bool* stochastic) {
   const std::string s = envStr("BATON_LOWP_STAGE", "auto");
-  if (s != "auto" && s != "naive" && s != "pipelined")
-    return batonError(ncclInvalidArgument,
-                      "%s: BATON_LOWP_STAGE=%s is not a stage (naive, pipelined or auto; the optimized stage is not "
-                      "built yet)",
+  if (s != "auto" && s != "naive" && s != "pipelined" && s != "fused")
+    return batonError(ncclInvalidArgument, "%s: BATON_LOWP_STAGE=%s is not a stage (naive, pipelined, fused or auto)",
                       fn, s.c_str());
-  *stage = s == "naive" ? WireStage::kNaive : WireStage::kPipelined;
+  // auto: pipelined. The fused stage is level with it on one host and across a slow link, where the
+  // pipelined one also overlaps the AllReduce's two exchanges (docs/perf.md), and its AllGather
+  // quantizes a block once per peer where the pipelined one quantizes it once.
+  *stage = s == "naive" ? WireStage::kNaive : s == "fused" ? WireStage::kFused : WireStage::kPipelined;
   const int64_t piece = envInt("BATON_LOWP_PIECE", 1 << 20, EnvLog::kQuiet);
   if (piece < 1)
     return batonError(ncclInvalidArgument, "%s: BATON_LOWP_PIECE=%lld is not a positive size", fn, (long long)piece);
@@ -125,7 +126,10 @@ const char* wireFormatName(WireFormat f) {
 }
 
 const char* wireStageName(WireStage s) {
-  return s == WireStage::kNaive ? "naive" : s == WireStage::kPipelined ? "pipelined" : "unknown";
+  return s == WireStage::kNaive       ? "naive"
+         : s == WireStage::kPipelined ? "pipelined"
+         : s == WireStage::kFused     ? "fused"
+                                      : "unknown";
 }
 
 const char* wireAlgoName(WireAlgo a) {
@@ -150,6 +154,8 @@ ncclResult_t beginWireCall(WireCall* call, ncclComm* comm, const char* fn, WireO
   // A rank whose own arguments are wrong still joins the agreement, so its peers fail with it.
   const ncclResult_t local = checkLocal(&c, op, sendbuff, recvbuff, count, wire, redop);
   const std::string localWhy = local == ncclSuccess ? "" : ncclGetLastError(comm);
+  // The fused stage's segments are its FIFO steps: the ranks agree on them as on pieces.
+  if (local == ncclSuccess && c.stage == WireStage::kFused) c.pieceBytes = wireFusedStepElems(c) * typeSize(type);
   if (!comm->fusedScratch) comm->fusedScratch = std::make_shared<FusedScratch>();
   c.scratch = comm->fusedScratch.get();
   c.seed = detail::mix64((uint64_t)envInt("BATON_LOWP_SEED", 0, EnvLog::kQuiet) ^ detail::mix64(comm->wireCalls++));

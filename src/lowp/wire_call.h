@@ -18,8 +18,9 @@ enum class WireOp : int { kAllGather = 1, kAllGatherPacked, kReduceScatter, kAll
 // a ring that requantizes the partial sums at every hop; AllReduce as the AlltoAll ReduceScatter
 // (rsag) or the ring one (ring), then an all-gather of the requantized sums, or one-shot.
 enum class WireAlgo : int { kGather = 1, kAlltoAll, kRsAg, kOneShot, kRing };
-// naive: quantize, move, decode, one after the other; pipelined: the same per piece, pieces overlapped.
-enum class WireStage : int { kNaive = 1, kPipelined = 2 };
+// naive: quantize, move, decode, one after the other; pipelined: the same per piece, pieces
+// overlapped; fused: the codecs inside the point-to-point copy loop (no quantized buffer).
+enum class WireStage : int { kNaive = 1, kPipelined = 2, kFused = 3 };
 
 struct WireCall {
   ncclComm* comm = nullptr;
@@ -71,5 +72,12 @@ ncclResult_t wireRingReduce(const WireCall& c, const T* src, size_t stride, size
 size_t wirePieceElems(const WireCall& c);
 ncclResult_t wireAllGatherPipelined(const WireCall& c, const void* sendbuff, void* recvbuff);
 ncclResult_t wireReducePipelined(const WireCall& c, const void* sendbuff, void* recvbuff, bool requantize);
+
+// The fused stage (src/lowp/wire_fused.cc): elements per FIFO step (one segment each: what fits
+// a point-to-point slot, at most a piece, a multiple of 32), and the collectives (AllReduce: rsag).
+size_t wireFusedStepElems(const WireCall& c);
+ncclResult_t wireAllGatherFused(const WireCall& c, const void* sendbuff, void* recvbuff);
+ncclResult_t wireReduceScatterFused(const WireCall& c, const void* sendbuff, void* recvbuff);
+ncclResult_t wireAllReduceFused(const WireCall& c, const void* sendbuff, void* recvbuff);
 
 }  // namespace baton

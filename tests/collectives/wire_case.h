@@ -64,27 +64,36 @@ inline std::vector<char> wireInputs(ncclDataType_t t, size_t count, int r, bool 
   return v;
 }
 
-// Quantize -> dequantize of count elements at p, as floats.
-inline std::vector<float> viaWire(batonWireFormat_t w, ncclDataType_t t, const char* p, size_t count) {
+// Quantize -> dequantize of count elements at p, as floats: one segment, or (segElems > 0)
+// segments of segElems elements, as the fused stage's FIFO steps cut it.
+inline std::vector<float> viaWire(batonWireFormat_t w, ncclDataType_t t, const char* p, size_t count,
+                                  size_t segElems = 0) {
   std::vector<float> in(count), out(count);
   if (count == 0) return out;
-  std::vector<uint8_t> seg(batonWireBytes(count, w));
   for (size_t i = 0; i < count; ++i) in[i] = wireLoad(t, p + i * wireElemSize(t));
-  baton::quantizeSegment(baton::WireFormat(w), in.data(), count, seg.data());
-  baton::dequantizeSegment(baton::WireFormat(w), seg.data(), count, out.data());
+  const size_t per = segElems ? segElems : count;
+  std::vector<uint8_t> seg(batonWireBytes(per, w));
+  for (size_t b = 0; b < count; b += per) {
+    const size_t len = std::min(per, count - b);
+    baton::quantizeSegment(baton::WireFormat(w), in.data() + b, len, seg.data());
+    baton::dequantizeSegment(baton::WireFormat(w), seg.data(), len, out.data() + b);
+  }
   return out;
 }
 
 // What rank r holds after the collective (count: AllGather's sendcount, ReduceScatter's recvcount,
 // AllReduce's count), given every rank's input.
+// segElems > 0: the fused stage, whose segments are its FIFO steps of segElems elements (AllGather,
+// ReduceScatter and rsag only).
 inline std::vector<char> wireExpected(WireColl coll, batonWireFormat_t w, ncclDataType_t t, bool avg, int n,
-                                      size_t count, int r, const std::vector<std::vector<char>>& inputs) {
+                                      size_t count, int r, const std::vector<std::vector<char>>& inputs,
+                                      size_t segElems = 0) {
   const size_t es = wireElemSize(t);
   std::vector<float> res;
   auto sumOf = [&](size_t begin, size_t len) {  // sum over ranks of the decoded segment [begin, begin + len)
     std::vector<float> acc(len, 0.f);
     for (int p = 0; p < n; ++p) {
-      const std::vector<float> v = viaWire(w, t, &inputs[p][begin * es], len);
+      const std::vector<float> v = viaWire(w, t, &inputs[p][begin * es], len, segElems);
       for (size_t i = 0; i < len; ++i) acc[i] += v[i];
     }
     if (avg)
@@ -117,7 +126,7 @@ inline std::vector<char> wireExpected(WireColl coll, batonWireFormat_t w, ncclDa
     }
   } else if (coll == WireColl::kAllGather) {
     for (int p = 0; p < n; ++p) {
-      const std::vector<float> v = viaWire(w, t, inputs[p].data(), count);
+      const std::vector<float> v = viaWire(w, t, inputs[p].data(), count, segElems);
       res.insert(res.end(), v.begin(), v.end());
     }
   } else if (coll == WireColl::kReduceScatter) {
@@ -129,7 +138,7 @@ inline std::vector<char> wireExpected(WireColl coll, batonWireFormat_t w, ncclDa
     for (size_t c0 = 0; c0 < count; c0 += chunk) {
       const size_t len = std::min(chunk, count - c0);
       std::vector<float> acc = sumOf(c0, len);
-      const std::vector<float> again = viaWire(w, ncclFloat, reinterpret_cast<const char*>(acc.data()), len);
+      const std::vector<float> again = viaWire(w, ncclFloat, reinterpret_cast<const char*>(acc.data()), len, segElems);
       res.insert(res.end(), again.begin(), again.end());
     }
   }

@@ -222,6 +222,11 @@ expect '^ +1048576 +524288 +none( +[0-9.]+){5} +[0-9.]+e-03 +[0-9.]+e-03$' "$out
 expect '^ +1048576 +524288 +mxfp8( +[0-9.]+){5} +[0-9.]+e-02 +[0-9.]+e-02$' "$out"
 expect '^ +1048576 +524288 +mxfp4( +[0-9.]+){5} +[0-9.]+e-01 +[0-9.]+e-01$' "$out"
 expect '^ +1048576 +524288 +nvfp4( +[0-9.]+){5} +[0-9.]+e-01 +[0-9.]+e-01$' "$out"
+# ... and the fused stage (the codecs inside the point-to-point copy loop), named in each call's COLL line.
+out=$(BATON_LOWP_STAGE=fused NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL "$BIN/baton-run" -n 2 --no-prefix "$BIN/baton-perf" \
+  --wire mxfp8 -b 1M -e 1M -n 1 -w 0 -r 1 2>&1); echo "$out" | grep -m 3 -E "stage fused|^ +1048576"
+expect 'NCCL INFO batonAllReduceWire: 524288 bfloat16 elements as mxfp8 \(540672 bytes per segment\), stage fused, algorithm rsag, 2 ranks$' "$out"
+expect '^ +1048576 +524288 +mxfp8( +[0-9.]+){5} +[0-9.]+e-02 +[0-9.]+e-02$' "$out"
 # Lesson 16: a tuner plugin in C steers baton's choice; --explain shows its pick beside baton's.
 out=$(NCCL_TUNER_PLUGIN=$BUILD/tests/plugins/libnccl-tuner-rules.so NCCL_TUNER_CONFIG_FILE=examples/16-plugins/rules.csv \
   "$BIN/baton-run" -n 2 --no-prefix "$BIN/baton-perf" allreduce --explain -b 1K -e 1M -f 32); echo "$out"

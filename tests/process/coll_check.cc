@@ -152,43 +152,51 @@ CheckReport runProcessChecks(ncclComm_t comm, int rank, int n, bool quick) {
       }
   unsetenv("BATON_MOE_STAGE");
   // The wire-format collectives (baton's extra, lesson 15), bit for bit against wire_case.h.
-  for (batonWireFormat_t w : {batonWireMxfp8, batonWireMxfp4, batonWireNvfp4})
-    for (WireColl coll : {WireColl::kAllGather, WireColl::kReduceScatter, WireColl::kAllReduceRsag,
-                          WireColl::kAllReduceOneShot, WireColl::kReduceScatterRing, WireColl::kAllReduceRing})
-      for (size_t count : {size_t(1), size_t(77), quick ? size_t(1000) : size_t(70001)}) {
-        const ncclDataType_t type = count == 77 ? ncclHalf : ncclBfloat16;
-        const std::string what = std::string("wire ") + batonWireName(w) + " collective " + std::to_string(int(coll)) +
-                                 " count " + std::to_string(count);
-        std::vector<std::vector<char>> in(n);
-        const bool rs = coll == WireColl::kReduceScatter || coll == WireColl::kReduceScatterRing;
-        const size_t sendElems = rs ? count * n : count;
-        for (int p = 0; p < n; ++p) in[p] = wireInputs(type, sendElems, p, false);
-        // The default (pipelined) stage in pieces of 8 KiB: 70001 elements take 18 of them.
-        const std::vector<char> want = wireExpectedPieces(coll, w, type, false, n, count, rank, in, 8192);
-        std::vector<char> got(want.size());
-        const bool ring = coll == WireColl::kReduceScatterRing || coll == WireColl::kAllReduceRing;
-        setenv("BATON_LOWP_ALGO", coll == WireColl::kAllReduceOneShot ? "oneshot" : ring ? "ring" : "rsag", 1);
-        setenv("BATON_LOWP_PIECE", "8192", 1);
-        const ncclResult_t res =
-            coll == WireColl::kAllGather
-                ? batonAllGatherWire(in[rank].data(), got.data(), count, type, w, comm, nullptr)
-            : rs ? batonReduceScatterWire(in[rank].data(), got.data(), count, type, w, ncclSum, comm, nullptr)
-                 : batonAllReduceWire(in[rank].data(), got.data(), count, type, w, ncclSum, comm, nullptr);
-        unsetenv("BATON_LOWP_ALGO");
-        unsetenv("BATON_LOWP_PIECE");
-        if (res != ncclSuccess) {
-          ++rep.failed;
-          if (rep.firstFailure.empty())
-            rep.firstFailure = what + ": " + ncclGetErrorString(res) + ": " + ncclGetLastError(comm);
-          return rep;
+  // The default (pipelined) stage, then the fused one where it applies (not one-shot, not the ring).
+  for (const char* stage : {"auto", "fused"})
+    for (batonWireFormat_t w : {batonWireMxfp8, batonWireMxfp4, batonWireNvfp4})
+      for (WireColl coll : {WireColl::kAllGather, WireColl::kReduceScatter, WireColl::kAllReduceRsag,
+                            WireColl::kAllReduceOneShot, WireColl::kReduceScatterRing, WireColl::kAllReduceRing})
+        for (size_t count : {size_t(1), size_t(77), quick ? size_t(1000) : size_t(70001)}) {
+          const ncclDataType_t type = count == 77 ? ncclHalf : ncclBfloat16;
+          const bool ring = coll == WireColl::kReduceScatterRing || coll == WireColl::kAllReduceRing;
+          const bool whole = ring || coll == WireColl::kAllReduceOneShot;  // these run in the naive stage
+          if (std::string(stage) == "fused" && whole) continue;
+          const bool fused = !whole && std::string(stage) == "fused";
+          const std::string what = std::string("wire ") + batonWireName(w) + " collective " +
+                                   std::to_string(int(coll)) + " count " + std::to_string(count) + " stage " + stage;
+          std::vector<std::vector<char>> in(n);
+          const bool rs = coll == WireColl::kReduceScatter || coll == WireColl::kReduceScatterRing;
+          const size_t sendElems = rs ? count * n : count;
+          for (int p = 0; p < n; ++p) in[p] = wireInputs(type, sendElems, p, false);
+          // Pieces of 8 KiB: 70001 elements take 18 of them; the fused stage's steps are pieces too.
+          const std::vector<char> want = fused ? wireExpected(coll, w, type, false, n, count, rank, in, 8192 / 2)
+                                               : wireExpectedPieces(coll, w, type, false, n, count, rank, in, 8192);
+          std::vector<char> got(want.size());
+          setenv("BATON_LOWP_STAGE", stage, 1);
+          setenv("BATON_LOWP_ALGO", coll == WireColl::kAllReduceOneShot ? "oneshot" : ring ? "ring" : "rsag", 1);
+          setenv("BATON_LOWP_PIECE", "8192", 1);
+          const ncclResult_t res =
+              coll == WireColl::kAllGather
+                  ? batonAllGatherWire(in[rank].data(), got.data(), count, type, w, comm, nullptr)
+              : rs ? batonReduceScatterWire(in[rank].data(), got.data(), count, type, w, ncclSum, comm, nullptr)
+                   : batonAllReduceWire(in[rank].data(), got.data(), count, type, w, ncclSum, comm, nullptr);
+          unsetenv("BATON_LOWP_ALGO");
+          unsetenv("BATON_LOWP_PIECE");
+          unsetenv("BATON_LOWP_STAGE");
+          if (res != ncclSuccess) {
+            ++rep.failed;
+            if (rep.firstFailure.empty())
+              rep.firstFailure = what + ": " + ncclGetErrorString(res) + ": " + ncclGetLastError(comm);
+            return rep;
+          }
+          if (got == want) {
+            ++rep.passed;
+          } else {
+            if (++rep.failed <= 10) fprintf(stderr, "rank %d: FAILED %s: results differ\n", rank, what.c_str());
+            if (rep.firstFailure.empty()) rep.firstFailure = what + ": results differ";
+          }
         }
-        if (got == want) {
-          ++rep.passed;
-        } else {
-          if (++rep.failed <= 10) fprintf(stderr, "rank %d: FAILED %s: results differ\n", rank, what.c_str());
-          if (rep.firstFailure.empty()) rep.firstFailure = what + ": results differ";
-        }
-      }
   return rep;
 }
 

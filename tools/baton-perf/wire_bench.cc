@@ -194,12 +194,13 @@ int runWireBench(int argc, char** argv) {
   if (reporter) {
     std::printf(
         "# baton-perf --wire, %s of %s, %d ranks (%d processes x %d threads), data %s, %d iterations, median "
-        "of %d rounds\n",
+        "of %d rounds, BATON_LOWP_STAGE=%s\n",
         collName(o.coll),
         o.type == ncclFloat  ? "float"
         : o.type == ncclHalf ? "half"
                              : "bfloat16",
-        n, ranks.nprocs, o.threads, o.data.c_str(), o.iters, o.repeats);
+        n, ranks.nprocs, o.threads, o.data.c_str(), o.iters, o.repeats,
+        std::getenv("BATON_LOWP_STAGE") ? std::getenv("BATON_LOWP_STAGE") : "auto");
     std::printf(
         "# none: the plain collective on the datatype; busbw counts the datatype's bytes, wire busbw the "
         "wire format's; errors relative to the exact result's max (maxerr) and RMS (rmserr)\n");
