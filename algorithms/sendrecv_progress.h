@@ -130,10 +130,7 @@ BATON_HD bool sendRecvTrySend(ExecCtx& ctx, SendRecvTransfer& t) {
 BATON_HD bool sendRecvTryLocal(ExecCtx& ctx, SendRecvTransfer& t) {
   WireStepCodec& w = *t.codec;
   const size_t k = wireStepAt(w, t.done);
-  if (threadId(ctx) == 0) {
-    wireEncodeStep(w, k, w.scratch);
-    wireDecodeStep(w, k, w.scratch);
-  }
+  if (threadId(ctx) == 0) wireLocalStep(w, k);
   blockBarrier();  // as in a send or a receive: `done` moves only between two barriers
   if (threadId(ctx) == 0) t.done += wireStepBytes(w, k);
   blockBarrier();

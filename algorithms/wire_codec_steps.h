@@ -101,4 +101,11 @@ BATON_HD void wireDecodeStep(const WireStepCodec& c, size_t k, const uint8_t* sl
   });
 }
 
+// A local step: step k of c.src quantized into c.scratch and decoded from it, where a receive would
+// have decoded a peer's segment (this rank's own block, rounded as its peers see it).
+BATON_HD void wireLocalStep(WireStepCodec& c, size_t k) {
+  wireEncodeStep(c, k, c.scratch);
+  wireDecodeStep(c, k, c.scratch);
+}
+
 }  // namespace baton

@@ -151,10 +151,7 @@ std::shared_ptr<WireExchange> gatherExchange(const WireCall& c, const void* src,
 
 // Runs a local leg on this thread, step by step (scratch holds one step).
 uint64_t runLocalLeg(WireLeg& l) {
-  for (size_t k = 0; k < wireSteps(l.codec); ++k) {
-    wireEncodeStep(l.codec, k, l.codec.scratch);
-    wireDecodeStep(l.codec, k, l.codec.scratch);
-  }
+  for (size_t k = 0; k < wireSteps(l.codec); ++k) wireLocalStep(l.codec, k);
   return l.codec.nonFinite;
 }
 
@@ -183,11 +180,6 @@ std::shared_ptr<WireExchange> reduceExchange(const WireCall& c, const void* src,
   return x;
 }
 
-void divideForAvg(const WireCall& c, float* acc, size_t len) {
-  if (c.avg)
-    for (size_t i = 0; i < len; ++i) acc[i] /= float(c.nRanks);
-}
-
 }  // namespace
 
 size_t wireFusedStepElems(const WireCall& c) {
@@ -212,7 +204,7 @@ ncclResult_t wireReduceScatterFused(const WireCall& c, const void* sendbuff, voi
   float* acc = c.buffer<float>(FusedScratch::kWireSum, c.count);
   auto x = reduceExchange(c, sendbuff, elemOf(c.type), c.count, std::vector<size_t>((size_t)c.nRanks, c.count), acc);
   BATON_CHECK(runExchange(c, x));
-  divideForAvg(c, acc, c.count);
+  divideWireSums(c, acc, c.count);
   withWireType(c.type, [&](auto tag) {
     using T = decltype(tag);
     T* dst = static_cast<T*>(recvbuff);
@@ -239,7 +231,7 @@ ncclResult_t wireAllReduceFused(const WireCall& c, const void* sendbuff, void* r
   auto x = reduceExchange(c, sendbuff, elemOf(c.type), chunk, len, acc);
   if (n == 1) {
     BATON_CHECK(runExchange(c, x));
-    divideForAvg(c, acc, len[me]);
+    divideWireSums(c, acc, len[me]);
     WireLeg late;
     // No peers: only `late`, whose scratch the exchange holds.
     auto ag = gatherExchange(c, acc, WireElem::kFloat, recvbuff, out, chunk, len, c.nRanks, &late);

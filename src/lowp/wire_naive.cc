@@ -39,8 +39,7 @@ ncclResult_t wireReduceScatterNaive(const WireCall& c, const void* sendbuff, voi
     const T* src = static_cast<const T*>(sendbuff);
     if (c.algo == WireAlgo::kRing) {
       BATON_CHECK(wireRingReduce(c, src, c.count, c.count, c.count * n, acc, &bad));
-      if (c.avg)
-        for (size_t i = 0; i < c.count; ++i) acc[i] /= float(c.nRanks);
+      divideWireSums(c, acc, c.count);
     } else {
       for (size_t p = 0; p < n; ++p)
         bad += quantizeSegment(c.wire, src + p * c.count, c.count, out + p * segB, c.rounding(int(p)));
@@ -81,8 +80,7 @@ ncclResult_t wireAllReduceNaive(const WireCall& c, const void* sendbuff, void* r
     float* acc = c.buffer<float>(FusedScratch::kWireSum, chunk);
     if (c.algo == WireAlgo::kRing) {
       BATON_CHECK(wireRingReduce(c, src, chunk, chunk, c.count, acc, &bad));
-      if (c.avg)
-        for (size_t i = 0; i < mineLen; ++i) acc[i] /= float(c.nRanks);
+      divideWireSums(c, acc, mineLen);
     }
     uint8_t* out = c.buffer<uint8_t>(FusedScratch::kWireSend, segB * n);
     uint8_t* in = c.buffer<uint8_t>(FusedScratch::kWireRecv, segB * n);

@@ -34,6 +34,10 @@ std::vector<Task> wireAlltoallTasks(const WireCall& c, const void* send, void* r
 void sumWireSegments(const WireCall& c, const uint8_t* segs, size_t segBytes, size_t len, float* acc) {
   std::fill(acc, acc + len, 0.f);
   for (int p = 0; p < c.nRanks; ++p) dequantizeAdd(c.wire, segs + (size_t)p * segBytes, len, acc);
+  divideWireSums(c, acc, len);
+}
+
+void divideWireSums(const WireCall& c, float* acc, size_t len) {
   if (c.avg)
     for (size_t i = 0; i < len; ++i) acc[i] /= float(c.nRanks);
 }

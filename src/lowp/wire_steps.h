@@ -31,6 +31,9 @@ std::vector<Task> wireAlltoallTasks(const WireCall& c, const void* send, void* r
 // by nRanks for ncclAvg.
 void sumWireSegments(const WireCall& c, const uint8_t* segs, size_t segBytes, size_t len, float* acc);
 
+// ncclAvg: acc[0..len) /= nRanks (the fp32 sums, before they are stored or quantized again).
+void divideWireSums(const WireCall& c, float* acc, size_t len);
+
 // One INFO line when blocks held a NaN or an infinity (they travel as NaN).
 void reportNonFinite(const WireCall& c, uint64_t blocks);
 
